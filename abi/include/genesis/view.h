@@ -1,0 +1,68 @@
+/* genesis/view.h - how tensors cross the boundary.
+ *
+ * gn_tensor_view is laid out after DLPack's DLTensor: a borrowed view that
+ * lives for the duration of one call.  Strides are in elements (never NULL
+ * here).  gn_tensor_meta is the fixed-size shape/dtype record that shape
+ * inference reads and writes.  Both are value types frozen for the major.
+ */
+#ifndef GENESIS_VIEW_H
+#define GENESIS_VIEW_H
+
+#include "genesis/device.h"
+#include "genesis/dtype.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A strided view of device memory: element (i0..in) lives at
+ * (char*)data + byte_offset + sum(ik * strides[k]) * dtype_size. */
+typedef struct gn_tensor_view {
+  void* data;
+  gn_device device;
+  int32_t ndim;
+  int32_t dtype;          /* gn_dtype */
+  const int64_t* shape;   /* ndim entries */
+  const int64_t* strides; /* ndim entries, in elements */
+  uint64_t byte_offset;
+} gn_tensor_view;
+
+/* gn_tensor_meta.flags */
+#define GN_META_WRAPPED_SCALAR 0x1u /* a number from the caller (a "Python scalar"): lowest promotion priority */
+
+/* Shape and dtype without data: the currency of shape inference. */
+typedef struct gn_tensor_meta {
+  int32_t dtype;
+  int32_t ndim;
+  int64_t shape[GN_MAX_DIMS];
+  uint32_t flags; /* GN_META_* */
+  uint32_t reserved;
+} gn_tensor_meta;
+
+/* Number of elements of a view (1 for a 0-d view). */
+static inline int64_t gn_view_numel(const gn_tensor_view* v) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < v->ndim; ++i) n *= v->shape[i];
+  return n;
+}
+
+/* 1 when the view is dense row-major (size-1 dims may have any stride). */
+static inline int gn_view_is_contiguous(const gn_tensor_view* v) {
+  int64_t expect = 1;
+  for (int32_t i = v->ndim - 1; i >= 0; --i) {
+    if (v->shape[i] != 1 && v->strides[i] != expect) return 0;
+    expect *= v->shape[i];
+  }
+  return 1;
+}
+
+/* Address of the first element. */
+static inline void* gn_view_ptr(const gn_tensor_view* v) {
+  return (char*)v->data + v->byte_offset;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GENESIS_VIEW_H */

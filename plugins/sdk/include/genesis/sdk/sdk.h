@@ -1,0 +1,7 @@
+// genesis/sdk/sdk.h - the header-only plugin SDK (C++17) on top of abi/.
+#pragma once
+#include "genesis/sdk/convert.h"
+#include "genesis/sdk/error.h"
+#include "genesis/sdk/iter.h"
+#include "genesis/sdk/philox.h"
+#include "genesis/sdk/plugin.h"
