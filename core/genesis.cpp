@@ -1,0 +1,3 @@
+// core/genesis.cpp - libgenesis.so is the core static library linked whole;
+// this file only anchors the shared-library target.
+

@@ -1,0 +1,356 @@
+// core/src/loader.cpp - plugin discovery and loading (Boost.DLL), the host
+// function table, and staged registration: a plugin's device types, ops,
+// kernels and communicators are committed only if its init succeeds and its
+// versions match, so a rejected plugin leaves nothing behind.
+#include <boost/dll/runtime_symbol_info.hpp>
+#include <boost/dll/shared_library.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "builtin.h"
+#include "runtime.h"
+
+namespace fs = std::filesystem;
+
+namespace genesis::core {
+namespace {
+
+// Everything one plugin registers during gn_plugin_init, before commit.
+struct Staging {
+  gn_runtime* rt;
+  int plugin;  // index into rt->plugins
+  std::string plugin_name;
+  std::vector<gn_device_vtable> device_types;
+  std::vector<std::string> device_type_names;
+  std::vector<std::unique_ptr<gn_op>> ops;
+  struct StagedKernel {
+    std::string op, device_type;
+    int32_t dtype;
+    uint32_t flags;
+    gn_kernel_fn fn;
+    void* user_data;
+  };
+  std::vector<StagedKernel> kernels;
+  std::vector<gn_comm_vtable> comms;
+  std::vector<std::string> comm_strings;
+  std::string error;  // first registration error
+};
+
+gn_status* host_status_new(int32_t code, const char* msg) { return make_status(code, msg ? msg : ""); }
+int32_t host_status_code(const gn_status* st) { return st ? st->code : GN_OK; }
+const char* host_status_message(const gn_status* st) { return st ? st->msg.c_str() : ""; }
+void host_status_free(gn_status* st) { delete st; }
+
+gn_status* reject(Staging* s, int32_t code, std::string msg) {
+  if (s->error.empty()) s->error = msg;
+  return make_status(code, std::move(msg));
+}
+
+gn_status* host_register_device_type(void* host_ctx, const gn_device_vtable* vt) {
+  auto* s = static_cast<Staging*>(host_ctx);
+  return guarded([&] {
+    if (!vt || vt->struct_size < offsetof(gn_device_vtable, ctx) + sizeof(void*) || !vt->name || !*vt->name)
+      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_device_type: vtable without name"));
+    std::string name = vt->name;
+    for (auto& n : s->device_type_names)
+      if (n == name) throw_if(reject(s, GN_ERR_ALREADY_EXISTS, "device type '" + name + "' registered twice"));
+    gn_device_vtable copy{};
+    // Readers accept smaller (older minor: missing slots stay NULL) and larger structs.
+    std::memcpy(&copy, vt, std::min(vt->struct_size, sizeof(copy)));
+    copy.struct_size = sizeof(copy);
+    if (!copy.device_count || !copy.alloc || !copy.free || !copy.copy)
+      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT,
+                      "device type '" + name + "' lacks device_count/alloc/free/copy"));
+    s->device_type_names.push_back(name);
+    s->device_types.push_back(copy);
+  });
+}
+
+gn_status* host_register_op(void* host_ctx, const gn_op_schema* schema) {
+  auto* s = static_cast<Staging*>(host_ctx);
+  return guarded([&] {
+    if (!schema || !schema->name || !*schema->name || !schema->infer)
+      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_op: schema needs a name and an infer function"));
+    std::string name = schema->name;
+    bool dup = s->rt->op_by_name.count(name) > 0;
+    for (auto& o : s->ops) dup = dup || o->name == name;
+    if (dup) throw_if(reject(s, GN_ERR_ALREADY_EXISTS, "op '" + name + "' already exists"));
+    auto op = std::make_unique<gn_op>();
+    op->name = name;
+    op->doc = schema->doc ? schema->doc : "";
+    op->origin = s->plugin_name;
+    op->schema = *schema;
+    op->schema.struct_size = sizeof(gn_op_schema);
+    op->attrs.assign(schema->attrs, schema->attrs + schema->n_attrs);
+    for (size_t i = 0; i < op->attrs.size(); ++i) {
+      op->attr_names.emplace_back(op->attrs[i].name ? op->attrs[i].name : "");
+      auto& def = op->attrs[i].default_value;
+      op->attr_default_ints.emplace_back();
+      op->attr_default_strings.emplace_back();
+      if (op->attrs[i].has_default && def.kind == GN_ATTR_INTS && def.u.ints.size)
+        op->attr_default_ints.back().assign(def.u.ints.data, def.u.ints.data + def.u.ints.size);
+      if (op->attrs[i].has_default && def.kind == GN_ATTR_STRING && def.u.s)
+        op->attr_default_strings.back() = def.u.s;
+    }
+    s->ops.push_back(std::move(op));
+  });
+}
+
+gn_status* host_register_kernel(void* host_ctx, const gn_kernel_desc* k) {
+  auto* s = static_cast<Staging*>(host_ctx);
+  return guarded([&] {
+    if (!k || !k->op || !k->device_type || !k->fn)
+      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_kernel: needs op, device_type and fn"));
+    if (k->dtype != GN_DTYPE_ANY && (k->dtype < 0 || k->dtype >= GN_DTYPE_COUNT))
+      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, std::string("register_kernel: bad dtype for ") + k->op));
+    bool known = s->rt->op_by_name.count(k->op) > 0;
+    for (auto& o : s->ops) known = known || o->name == k->op;
+    if (!known) throw_if(reject(s, GN_ERR_NOT_FOUND, std::string("register_kernel: unknown op '") + k->op + "'"));
+    for (auto& e : s->kernels)
+      if (e.op == k->op && e.device_type == k->device_type && e.dtype == k->dtype)
+        throw_if(reject(s, GN_ERR_ALREADY_EXISTS,
+                        std::string("kernel for (") + k->op + ", " + k->device_type + ", " +
+                            gn_dtype_name(k->dtype) + ") registered twice"));
+    s->kernels.push_back({k->op, k->device_type, k->dtype, k->flags, k->fn, k->user_data});
+  });
+}
+
+gn_status* host_register_comm(void* host_ctx, const gn_comm_vtable* c) {
+  auto* s = static_cast<Staging*>(host_ctx);
+  return guarded([&] {
+    if (!c || !c->name) throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_comm: needs a name"));
+    gn_comm_vtable copy{};
+    std::memcpy(&copy, c, std::min(c->struct_size, sizeof(copy)));
+    copy.struct_size = sizeof(copy);
+    s->comms.push_back(copy);
+  });
+}
+
+const char* host_option_get(void* host_ctx, const char* key) {
+  auto* s = static_cast<Staging*>(host_ctx);
+  if (!key) return nullptr;
+  auto it = s->rt->options.find(key);
+  return it == s->rt->options.end() ? nullptr : it->second.c_str();
+}
+
+void host_log(void* host_ctx, int32_t level, const char* msg) {
+  auto* s = static_cast<Staging*>(host_ctx);
+  if (level < GN_LOG_WARN && !std::getenv("GENESIS_VERBOSE")) return;
+  std::fprintf(stderr, "genesis[%s]: %s\n", s ? s->plugin_name.c_str() : "?", msg ? msg : "");
+}
+
+// Commit a plugin's staged registrations into the runtime.
+void commit(Staging& s) {
+  gn_runtime* rt = s.rt;
+  for (size_t i = 0; i < s.device_types.size(); ++i) {
+    int t = device_type_intern(rt, s.device_type_names[i]);
+    rt->device_types[t].providers.push_back({s.plugin, s.device_types[i]});
+  }
+  for (auto& op : s.ops) {
+    op->id = (int)rt->ops.size();
+    op->rt = rt;
+    op->schema.name = op->name.c_str();
+    op->schema.doc = op->doc.c_str();
+    for (size_t i = 0; i < op->attrs.size(); ++i) {
+      op->attrs[i].name = op->attr_names[i].c_str();
+      if (!op->attr_default_ints[i].empty()) op->attrs[i].default_value.u.ints.data = op->attr_default_ints[i].data();
+      if (op->attrs[i].default_value.kind == GN_ATTR_STRING && op->attrs[i].has_default)
+        op->attrs[i].default_value.u.s = op->attr_default_strings[i].c_str();
+      if (op->attrs[i].kind == GN_ATTR_DEVICE) op->device_attr = (int)i;
+    }
+    op->schema.attrs = op->attrs.data();
+    op->schema.n_attrs = op->attrs.size();
+    rt->op_by_name[op->name] = op->id;
+    rt->ops.push_back(std::move(op));
+  }
+  for (auto& k : s.kernels) {
+    int t = device_type_intern(rt, k.device_type);
+    gn_op* op = rt->ops[rt->op_by_name.at(k.op)].get();
+    op->kernels.push_back({s.plugin, t, k.dtype, k.flags, k.fn, k.user_data});
+  }
+  for (auto& c : s.comms) rt->comms.push_back(c);
+  rebuild_dispatch(rt);
+}
+
+// Load, init and commit one file; on rejection fill rec.error and throw.
+void load_one(gn_runtime* rt, const std::string& path) {
+  rt->plugins.emplace_back();
+  int index = (int)rt->plugins.size() - 1;
+  auto fail_with = [&](std::string why) {
+    PluginRecord& rec = rt->plugins[index];
+    rec.error = why;
+    if (!(rt->flags & GN_RUNTIME_QUIET))
+      std::fprintf(stderr, "genesis: skipping plugin %s: %s\n", path.c_str(), why.c_str());
+    fail(GN_ERR_NOT_FOUND, "plugin " + path + " rejected: " + why);
+  };
+  rt->plugins[index].path = path;
+
+  std::shared_ptr<boost::dll::shared_library> lib;
+  try {
+    lib = std::make_shared<boost::dll::shared_library>(
+        boost::dll::fs::path(path),
+        boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now);
+  } catch (const std::exception& e) {
+    const char* why = e.what();
+    fail_with(std::string("cannot load: ") + (why && *why ? why : "unknown dlopen error"));
+  }
+  if (!lib->has(GN_PLUGIN_INIT_SYMBOL))
+    fail_with("no " GN_PLUGIN_INIT_SYMBOL " symbol (is it a Genesis plugin? exported with GN_PLUGIN_EXPORT?)");
+  auto init = lib->get<gn_status*(const gn_host_api*, gn_plugin_info*)>(GN_PLUGIN_INIT_SYMBOL);
+
+  Staging staging{rt, index, "", {}, {}, {}, {}, {}, {}, {}};
+  gn_host_api host = host_api_template();
+  host.host_ctx = &staging;
+  gn_plugin_info info{};
+  info.struct_size = sizeof(info);
+  gn_status* st = nullptr;
+  try {
+    st = init(&host, &info);
+  } catch (...) {  // a plugin must not throw; survive one that does
+    st = make_status(GN_ERR_INTERNAL, "gn_plugin_init threw a C++ exception");
+  }
+  PluginRecord& rec = rt->plugins[index];
+  rec.abi_major = info.abi_major;
+  rec.abi_minor = info.abi_minor;
+  rec.name = info.name ? info.name : "";
+  rec.version = info.version ? info.version : "";
+  rec.description = info.description ? info.description : "";
+  char versions[160];
+  std::snprintf(versions, sizeof versions, "plugin ABI %u.%u, host ABI %d.%d", info.abi_major,
+                info.abi_minor, GN_ABI_VERSION_MAJOR, GN_ABI_VERSION_MINOR);
+  if (info.abi_major != GN_ABI_VERSION_MAJOR) {
+    std::string why = "ABI major " + std::to_string(info.abi_major) + " (plugin) != " +
+                      std::to_string(GN_ABI_VERSION_MAJOR) + " (host)";
+    if (st) why += ": " + st->msg;
+    delete st;
+    fail_with(why + " [" + versions + "]");
+  }
+  if (st) {
+    std::string why = "init failed: " + st->msg;
+    delete st;
+    fail_with(why + " [" + versions + "]");
+  }
+  if (!staging.error.empty()) fail_with("registration failed: " + staging.error + " [" + versions + "]");
+  if (rec.name.empty()) fail_with(std::string("plugin info has no name [") + versions + "]");
+  for (int i = 0; i < index; ++i)
+    if (rt->plugins[i].loaded && rt->plugins[i].name == rec.name)
+      fail_with("a plugin named '" + rec.name + "' is already loaded from " + rt->plugins[i].path);
+  staging.plugin_name = rec.name;
+  for (auto& op : staging.ops) op->origin = rec.name;
+  rec.negotiated_minor = std::min<uint32_t>(info.abi_minor, GN_ABI_VERSION_MINOR);
+  // Slots newer than the negotiated minor are never called.
+  if (rec.negotiated_minor < 1)
+    for (auto& vt : staging.device_types) vt.graph_begin = nullptr, vt.graph_end = nullptr,
+                                          vt.graph_launch = nullptr, vt.graph_destroy = nullptr;
+  rec.ctx = info.ctx;
+  rec.shutdown = info.shutdown;
+  rec.library = lib;
+  rec.loaded = true;
+  commit(staging);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep))
+    if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+const gn_host_api& host_api_template() {
+  static const gn_host_api api = [] {
+    gn_host_api h{};
+    h.struct_size = sizeof(gn_host_api);
+    h.abi_major = GN_ABI_VERSION_MAJOR;
+    h.abi_minor = GN_ABI_VERSION_MINOR;
+    h.status_new = host_status_new;
+    h.status_code = host_status_code;
+    h.status_message = host_status_message;
+    h.status_free = host_status_free;
+    h.register_device_type = host_register_device_type;
+    h.register_op = host_register_op;
+    h.register_kernel = host_register_kernel;
+    h.register_comm = host_register_comm;
+    h.option_get = host_option_get;
+    h.log = host_log;
+    return h;
+  }();
+  return api;
+}
+
+void register_builtin_ops(gn_runtime* rt) {
+  const auto& schemas = builtin_schemas();
+  for (const gn_op_schema& s : schemas) {
+    auto op = std::make_unique<gn_op>();
+    op->rt = rt;
+    op->id = (int)rt->ops.size();
+    op->schema = s;
+    op->name = s.name;
+    op->doc = s.doc ? s.doc : "";
+    op->origin = "core";
+    op->attrs.assign(s.attrs, s.attrs + s.n_attrs);
+    for (size_t i = 0; i < op->attrs.size(); ++i)
+      if (op->attrs[i].kind == GN_ATTR_DEVICE) op->device_attr = (int)i;
+    op->schema.attrs = op->attrs.data();
+    rt->op_by_name[op->name] = op->id;
+    rt->ops.push_back(std::move(op));
+  }
+  rt->op_cast = rt->ops[(int)OpId::cast].get();
+  rt->op_copy = rt->ops[(int)OpId::copy].get();
+}
+
+void load_plugin_file(gn_runtime* rt, const std::string& path) { load_one(rt, path); }
+
+void load_plugins(gn_runtime* rt, const gn_runtime_options* o) {
+  std::vector<std::string> dirs;
+  if (o && o->plugin_path) dirs = split(o->plugin_path, ':');
+  bool defaults = !(o && (o->flags & GN_RUNTIME_NO_DEFAULT_PATHS));
+  if (defaults) {
+    if (const char* env = std::getenv("GENESIS_PLUGIN_PATH"))
+      for (auto& d : split(env, ':')) dirs.push_back(d);
+    // The plugin dir sits next to libgenesis.so: <libdir>/genesis/plugins.
+    boost::dll::fs::path self = boost::dll::symbol_location(gn_runtime_create);
+    dirs.push_back((fs::path(self.parent_path().string()) / "genesis" / "plugins").string());
+  }
+  std::set<std::string> allow;
+  const char* allow_list = (o && o->plugins) ? o->plugins : std::getenv("GENESIS_PLUGINS");
+  if (allow_list)
+    for (auto& n : split(allow_list, ',')) allow.insert(n);
+
+  const std::string prefix = "libgenesis_plugin_", suffix = ".so";
+  std::set<std::string> seen;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) continue;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      std::string f = e.path().filename().string();
+      if (f.size() > prefix.size() + suffix.size() && f.rfind(prefix, 0) == 0 &&
+          f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0)
+        files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& p : files) {
+      std::string f = p.filename().string();
+      std::string stem = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
+      if (!allow.empty() && !allow.count(stem)) continue;
+      if (!seen.insert(f).second) continue;  // shadowed by an earlier dir
+      try {
+        load_one(rt, p.string());
+      } catch (const Error&) {
+        // recorded and reported; keep going
+      }
+    }
+  }
+}
+
+}  // namespace genesis::core

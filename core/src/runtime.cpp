@@ -1,0 +1,328 @@
+// core/src/runtime.cpp - runtime lifetime, device types, kernel tables.
+#include "runtime.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+namespace genesis::core {
+
+void runtime_retain(gn_runtime* rt) { rt->refs.fetch_add(1, std::memory_order_relaxed); }
+
+void runtime_release(gn_runtime* rt) {
+  if (rt->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // Plugins shut down in reverse load order, then their libraries unload.
+  for (auto it = rt->plugins.rbegin(); it != rt->plugins.rend(); ++it)
+    if (it->loaded && it->shutdown) it->shutdown(it->ctx);
+  for (auto& dt : rt->device_types)
+    for (auto& d : dt.devices)
+      if (d->current) delete d->current;
+  std::vector<std::shared_ptr<void>> libs;
+  for (auto& p : rt->plugins) libs.push_back(std::move(p.library));
+  delete rt;
+  libs.clear();
+}
+
+int device_type_intern(gn_runtime* rt, const std::string& name) {
+  for (size_t i = 0; i < rt->device_types.size(); ++i)
+    if (rt->device_types[i].name == name) return (int)i;
+  rt->device_types.emplace_back();
+  rt->device_types.back().name = name;
+  if (name == "cpu") rt->cpu_type = (int)rt->device_types.size() - 1;
+  return (int)rt->device_types.size() - 1;
+}
+
+std::string device_str(const gn_runtime* rt, gn_device dev) {
+  if (dev.type < 0 || dev.type >= (int)rt->device_types.size())
+    return "<invalid device type " + std::to_string(dev.type) + ">";
+  return rt->device_types[dev.type].name + ":" + std::to_string(dev.index);
+}
+
+DeviceType& device_type_of(gn_runtime* rt, gn_device dev, const char* what) {
+  if (dev.type < 0 || dev.type >= (int)rt->device_types.size())
+    fail(GN_ERR_DEVICE, std::string(what) + ": invalid device type id " + std::to_string(dev.type));
+  DeviceType& dt = rt->device_types[dev.type];
+  if (!dt.vt)
+    fail(GN_ERR_DEVICE, std::string(what) + ": no loaded plugin provides device type '" + dt.name + "'");
+  if (dev.index < 0 || dev.index >= dt.count)
+    fail(GN_ERR_DEVICE, std::string(what) + ": device " + device_str(rt, dev) + " does not exist (" +
+                            std::to_string(dt.count) + " " + dt.name + " device(s)" +
+                            (dt.note.empty() ? "" : ": " + dt.note) + ")");
+  return dt;
+}
+
+DeviceState& device_state(gn_runtime* rt, gn_device dev) { return *rt->device_types[dev.type].devices[dev.index]; }
+
+void* current_stream(gn_runtime* rt, gn_device dev) {
+  gn_stream* s = rt->device_types[dev.type].devices[dev.index]->current;
+  return s ? s->native : nullptr;
+}
+
+gn_device default_device(gn_runtime* rt) {
+  if (rt->cpu_type < 0 || !rt->device_types[rt->cpu_type].vt)
+    fail(GN_ERR_DEVICE, "no plugin provides device type 'cpu' (the default device); check `genesis info`");
+  return gn_device{rt->cpu_type, 0};
+}
+
+// Rank of a plugin's kernels for a device type: the serving provider first,
+// then plugins that do not provide the type (op plugins), then the other
+// providers by score.
+static int kernel_rank(const DeviceType& dt, int plugin) {
+  if (plugin == dt.serving_plugin) return 0;
+  for (size_t i = 0; i < dt.providers.size(); ++i)
+    if (dt.providers[i].plugin == plugin) return 2 + (int)i;
+  return 1;
+}
+
+void rebuild_dispatch(gn_runtime* rt) {
+  // Choose each type's serving provider: named in options.backends, else best score.
+  for (auto& dt : rt->device_types) {
+    std::stable_sort(dt.providers.begin(), dt.providers.end(),
+                     [](const DeviceProvider& a, const DeviceProvider& b) { return a.vt.score > b.vt.score; });
+    auto want = rt->backends.find(dt.name);
+    if (want != rt->backends.end()) {
+      auto it = std::find_if(dt.providers.begin(), dt.providers.end(),
+                             [&](const DeviceProvider& p) { return rt->plugins[p.plugin].name == want->second; });
+      if (it != dt.providers.end()) std::rotate(dt.providers.begin(), it, it + 1);
+    }
+    int serving = dt.providers.empty() ? -1 : dt.providers.front().plugin;
+    if (serving != dt.serving_plugin) {
+      dt.serving_plugin = serving;
+      dt.vt = serving < 0 ? nullptr : &dt.providers.front().vt;
+      dt.count = 0;
+      dt.note.clear();
+      if (dt.vt) {
+        int32_t n = 0;
+        gn_status* st = dt.vt->device_count(dt.vt->ctx, &n);
+        if (st) {
+          dt.note = st->msg;
+          delete st;
+          n = 0;
+        } else if (n == 0) {
+          dt.note = "the backend found no devices";
+        }
+        dt.count = n;
+      } else {
+        dt.note = "no loaded plugin provides it";
+      }
+      while ((int)dt.devices.size() < dt.count) dt.devices.push_back(std::make_unique<DeviceState>());
+    }
+  }
+  const size_t n_types = rt->device_types.size();
+  for (auto& op : rt->ops) {
+    op->table.assign(n_types * GN_DTYPE_COUNT, {});
+    std::vector<uint16_t> order(op->kernels.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = (uint16_t)i;
+    std::stable_sort(order.begin(), order.end(), [&](uint16_t a, uint16_t b) {
+      const Kernel& ka = op->kernels[a];
+      const Kernel& kb = op->kernels[b];
+      const DeviceType& dt = rt->device_types[ka.device_type];
+      int ra = kernel_rank(dt, ka.plugin), rb = kernel_rank(rt->device_types[kb.device_type], kb.plugin);
+      if (ra != rb) return ra < rb;
+      return (ka.dtype == GN_DTYPE_ANY) < (kb.dtype == GN_DTYPE_ANY);
+    });
+    for (uint16_t ki : order) {
+      const Kernel& k = op->kernels[ki];
+      for (int d = 0; d < GN_DTYPE_COUNT; ++d)
+        if (k.dtype == GN_DTYPE_ANY || k.dtype == d) op->table[k.device_type * GN_DTYPE_COUNT + d].push_back(ki);
+    }
+  }
+}
+
+static std::vector<std::string> split_list(const char* s, char sep) {
+  std::vector<std::string> out;
+  if (!s) return out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep))
+    if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+}  // namespace genesis::core
+
+using namespace genesis::core;
+
+extern "C" {
+
+void gn_abi_version(uint32_t* major, uint32_t* minor) {
+  if (major) *major = GN_ABI_VERSION_MAJOR;
+  if (minor) *minor = GN_ABI_VERSION_MINOR;
+}
+
+const char* gn_version_string(void) { return GENESIS_VERSION_STRING; }
+
+gn_status* gn_runtime_create(const gn_runtime_options* options, gn_runtime** out) {
+  return guarded([&] {
+    if (!out) fail(GN_ERR_INVALID_ARGUMENT, "gn_runtime_create: out is NULL");
+    *out = nullptr;
+    gn_runtime_options o{};
+    if (options) std::memcpy(&o, options, std::min(options->struct_size, sizeof(o)));
+    auto rt = std::make_unique<gn_runtime>();
+    rt->flags = o.flags;
+    for (size_t i = 0; i < o.n_options; ++i)
+      if (o.option_keys && o.option_values && o.option_keys[i] && o.option_values[i])
+        rt->options[o.option_keys[i]] = o.option_values[i];
+    for (const auto& kv : split_list(o.backends, ',')) {
+      auto eq = kv.find('=');
+      if (eq == std::string::npos)
+        fail(GN_ERR_INVALID_ARGUMENT, "gn_runtime_create: backends entry '" + kv + "' is not type=plugin");
+      rt->backends[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    register_builtin_ops(rt.get());
+    if (!(o.flags & GN_RUNTIME_NO_PLUGINS)) load_plugins(rt.get(), &o);
+    rebuild_dispatch(rt.get());
+    *out = rt.release();
+  });
+}
+
+void gn_runtime_destroy(gn_runtime* rt) {
+  if (!rt || rt->destroyed) return;
+  rt->destroyed = true;
+  runtime_release(rt);
+}
+
+gn_status* gn_runtime_load_plugin(gn_runtime* rt, const char* path) {
+  return guarded([&] {
+    if (!rt || !path) fail(GN_ERR_INVALID_ARGUMENT, "gn_runtime_load_plugin: NULL argument");
+    std::lock_guard<std::mutex> lock(rt->mu);
+    load_plugin_file(rt, path);
+  });
+}
+
+size_t gn_runtime_plugin_count(const gn_runtime* rt) { return rt ? rt->plugins.size() : 0; }
+
+gn_status* gn_runtime_plugin_get(const gn_runtime* rt, size_t i, gn_plugin_record* out) {
+  return guarded([&] {
+    if (!rt || !out || i >= rt->plugins.size()) fail(GN_ERR_INDEX, "gn_runtime_plugin_get: index out of range");
+    const PluginRecord& p = rt->plugins[i];
+    gn_plugin_record r{};
+    r.struct_size = sizeof(r);
+    r.path = p.path.c_str();
+    r.name = p.name.c_str();
+    r.version = p.version.c_str();
+    r.description = p.description.c_str();
+    r.abi_major = p.abi_major;
+    r.abi_minor = p.abi_minor;
+    r.negotiated_minor = p.negotiated_minor;
+    r.loaded = p.loaded;
+    r.error = p.error.c_str();
+    std::memcpy(out, &r, std::min(out->struct_size ? out->struct_size : sizeof(r), sizeof(r)));
+  });
+}
+
+size_t gn_device_type_count(const gn_runtime* rt) { return rt ? rt->device_types.size() : 0; }
+
+gn_status* gn_device_type_get(const gn_runtime* rt, size_t i, gn_device_type_record* out) {
+  return guarded([&] {
+    if (!rt || !out || i >= rt->device_types.size()) fail(GN_ERR_INDEX, "gn_device_type_get: index out of range");
+    const DeviceType& dt = rt->device_types[i];
+    static thread_local std::string providers;  // valid until the next call on this thread
+    providers.clear();
+    for (auto& p : dt.providers) {
+      if (!providers.empty()) providers += ",";
+      providers += rt->plugins[p.plugin].name;
+    }
+    gn_device_type_record r{};
+    r.struct_size = sizeof(r);
+    r.name = dt.name.c_str();
+    r.backend = dt.serving_plugin >= 0 ? rt->plugins[dt.serving_plugin].name.c_str() : "";
+    r.id = (int32_t)i;
+    r.device_count = dt.count;
+    r.score = dt.vt ? dt.vt->score : 0;
+    r.flags = dt.vt ? dt.vt->flags : 0;
+    r.note = dt.note.c_str();
+    r.providers = providers.c_str();
+    std::memcpy(out, &r, std::min(out->struct_size ? out->struct_size : sizeof(r), sizeof(r)));
+  });
+}
+
+gn_status* gn_device_parse(const gn_runtime* rt, const char* spec, gn_device* out) {
+  return guarded([&] {
+    if (!rt || !spec || !out) fail(GN_ERR_INVALID_ARGUMENT, "gn_device_parse: NULL argument");
+    std::string s = spec;
+    std::string type = s;
+    int32_t index = 0;
+    auto colon = s.find(':');
+    if (colon != std::string::npos) {
+      type = s.substr(0, colon);
+      std::string idx = s.substr(colon + 1);
+      char* end = nullptr;
+      long v = std::strtol(idx.c_str(), &end, 10);
+      if (idx.empty() || *end || v < 0) fail(GN_ERR_INVALID_ARGUMENT, "bad device '" + s + "': index must be a number >= 0");
+      index = (int32_t)v;
+    }
+    for (size_t i = 0; i < rt->device_types.size(); ++i)
+      if (rt->device_types[i].name == type) {
+        const DeviceType& dt = rt->device_types[i];
+        if (index >= dt.count)
+          fail(GN_ERR_DEVICE, "device '" + s + "' does not exist: " + std::to_string(dt.count) + " " + type +
+                                  " device(s)" + (dt.note.empty() ? "" : " (" + dt.note + ")"));
+        *out = gn_device{(int32_t)i, index};
+        return;
+      }
+    std::string known;
+    for (auto& dt : rt->device_types) known += (known.empty() ? "" : ", ") + dt.name;
+    fail(GN_ERR_NOT_FOUND, "unknown device type '" + type + "' (known: " + (known.empty() ? "none" : known) + ")");
+  });
+}
+
+void gn_device_format(const gn_runtime* rt, gn_device dev, char* buf, size_t cap) {
+  if (!buf || cap == 0) return;
+  std::string s = rt ? device_str(rt, dev) : "?";
+  std::snprintf(buf, cap, "%s", s.c_str());
+}
+
+int32_t gn_device_count(const gn_runtime* rt, const char* type_name) {
+  if (!rt || !type_name) return 0;
+  for (auto& dt : rt->device_types)
+    if (dt.name == type_name) return dt.count;
+  return 0;
+}
+
+gn_status* gn_device_properties(gn_runtime* rt, gn_device dev, gn_device_props* out) {
+  return guarded([&] {
+    if (!rt || !out) fail(GN_ERR_INVALID_ARGUMENT, "gn_device_properties: NULL argument");
+    DeviceType& dt = device_type_of(rt, dev, "gn_device_properties");
+    gn_device_props p{};
+    p.struct_size = sizeof(p);
+    if (dt.vt->device_props) throw_if(dt.vt->device_props(dt.vt->ctx, dev.index, &p));
+    std::memcpy(out, &p, std::min(out->struct_size ? out->struct_size : sizeof(p), sizeof(p)));
+  });
+}
+
+gn_status* gn_device_synchronize(gn_runtime* rt, gn_device dev) {
+  return guarded([&] {
+    DeviceType& dt = device_type_of(rt, dev, "gn_device_synchronize");
+    if (dt.vt->device_synchronize) throw_if(dt.vt->device_synchronize(dt.vt->ctx, dev.index));
+  });
+}
+
+gn_status* gn_memory_stats_get(gn_runtime* rt, gn_device dev, gn_memory_stats* out) {
+  return guarded([&] {
+    if (!out) fail(GN_ERR_INVALID_ARGUMENT, "gn_memory_stats_get: out is NULL");
+    DeviceType& dt = device_type_of(rt, dev, "gn_memory_stats_get");
+    gn_memory_stats s{};
+    s.struct_size = sizeof(s);
+    if (dt.vt->memory_stats) throw_if(dt.vt->memory_stats(dt.vt->ctx, dev.index, &s));
+    std::memcpy(out, &s, std::min(out->struct_size ? out->struct_size : sizeof(s), sizeof(s)));
+  });
+}
+
+gn_status* gn_memory_empty_cache(gn_runtime* rt, gn_device dev) {
+  return guarded([&] {
+    DeviceType& dt = device_type_of(rt, dev, "gn_memory_empty_cache");
+    if (dt.vt->empty_cache) throw_if(dt.vt->empty_cache(dt.vt->ctx, dev.index));
+  });
+}
+
+gn_status* gn_memory_reset_peak(gn_runtime* rt, gn_device dev) {
+  return guarded([&] {
+    DeviceType& dt = device_type_of(rt, dev, "gn_memory_reset_peak");
+    if (!dt.vt->reset_peak_stats) fail(GN_ERR_UNSUPPORTED, "device type '" + dt.name + "' cannot reset peak stats");
+    throw_if(dt.vt->reset_peak_stats(dt.vt->ctx, dev.index));
+  });
+}
+
+}  // extern "C"
