@@ -31,7 +31,7 @@ class SmallVec {
 
 // Tensors created during one call, released when it ends.
 struct Holder {
-  SmallVec<gn_tensor*, 8> items;
+  SmallVec<gn_tensor*, 16> items;
   size_t n = 0;
   explicit Holder(size_t cap) : items(cap) {}
   gn_tensor* keep(gn_tensor* t) {
@@ -187,7 +187,7 @@ void op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* in_given, size_t
     if (dev.type < 0) dev = default_device(rt);
   }
   if (dev.type < 0) dev = default_device(rt);
-  const DeviceType& dt = device_type_of(rt, dev, ("[" + op->name + "]").c_str());
+  const DeviceType& dt = device_type_of(rt, dev, op->name.c_str());
   for (size_t i = 0; i < n_in; ++i) {
     gn_device d = in[i]->storage->device;
     if (same_device(d, dev)) continue;

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# scripts/setup.sh - install what is missing (Debian packages), configure and
+# build into build/.  Used by scripts/main.sh and scripts/test.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the build needs (README "Dependencies").
+pkgs=(g++ cmake ninja-build ccache python3 libboost-dev nlohmann-json3-dev libcli11-dev
+      libgtest-dev libbenchmark-dev binutils)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+BUILD=${GENESIS_BUILD_DIR:-build}
+jobs=$(nproc 2>/dev/null || echo 2)
+if [ ! -f "$BUILD/build.ninja" ]; then
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release ${GENESIS_CMAKE_ARGS:-}
+fi
+cmake --build "$BUILD" -j "$jobs"
