@@ -40,6 +40,7 @@ struct Staging {
   std::vector<gn_comm_vtable> comms;
   std::vector<std::string> comm_strings;
   std::string error;  // first registration error
+  int32_t error_code = GN_OK;
 };
 
 gn_status* host_status_new(int32_t code, const char* msg) { return make_status(code, msg ? msg : ""); }
@@ -48,7 +49,7 @@ const char* host_status_message(const gn_status* st) { return st ? st->msg.c_str
 void host_status_free(gn_status* st) { delete st; }
 
 gn_status* reject(Staging* s, int32_t code, std::string msg) {
-  if (s->error.empty()) s->error = msg;
+  if (s->error.empty()) s->error = msg, s->error_code = code;
   return make_status(code, std::move(msg));
 }
 
@@ -182,12 +183,12 @@ void commit(Staging& s) {
 void load_one(gn_runtime* rt, const std::string& path) {
   rt->plugins.emplace_back();
   int index = (int)rt->plugins.size() - 1;
-  auto fail_with = [&](std::string why) {
+  auto fail_with = [&](std::string why, int32_t code = GN_ERR_NOT_FOUND) {
     PluginRecord& rec = rt->plugins[index];
     rec.error = why;
     if (!(rt->flags & GN_RUNTIME_QUIET))
       std::fprintf(stderr, "genesis: skipping plugin %s: %s\n", path.c_str(), why.c_str());
-    fail(GN_ERR_NOT_FOUND, "plugin " + path + " rejected: " + why);
+    fail(code, "plugin " + path + " rejected: " + why);
   };
   rt->plugins[index].path = path;
 
@@ -204,7 +205,7 @@ void load_one(gn_runtime* rt, const std::string& path) {
     fail_with("no " GN_PLUGIN_INIT_SYMBOL " symbol (is it a Genesis plugin? exported with GN_PLUGIN_EXPORT?)");
   auto init = lib->get<gn_status*(const gn_host_api*, gn_plugin_info*)>(GN_PLUGIN_INIT_SYMBOL);
 
-  Staging staging{rt, index, "", {}, {}, {}, {}, {}, {}, {}};
+  Staging staging{rt, index, "", {}, {}, {}, {}, {}, {}, {}, GN_OK};
   gn_host_api host = host_api_template();
   host.host_ctx = &staging;
   gn_plugin_info info{};
@@ -229,14 +230,15 @@ void load_one(gn_runtime* rt, const std::string& path) {
                       std::to_string(GN_ABI_VERSION_MAJOR) + " (host)";
     if (st) why += ": " + st->msg;
     delete st;
-    fail_with(why + " [" + versions + "]");
+    fail_with(why + " [" + versions + "]", GN_ERR_VERSION);
   }
   if (st) {
     std::string why = "init failed: " + st->msg;
     delete st;
-    fail_with(why + " [" + versions + "]");
+    fail_with(why + " [" + versions + "]", GN_ERR_INVALID_ARGUMENT);
   }
-  if (!staging.error.empty()) fail_with("registration failed: " + staging.error + " [" + versions + "]");
+  if (!staging.error.empty())
+    fail_with("registration failed: " + staging.error + " [" + versions + "]", staging.error_code);
   if (rec.name.empty()) fail_with(std::string("plugin info has no name [") + versions + "]");
   for (int i = 0; i < index; ++i)
     if (rt->plugins[i].loaded && rt->plugins[i].name == rec.name)

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+#include <cstdlib>
 
 namespace genesis::core {
 
@@ -65,6 +66,76 @@ gn_device default_device(gn_runtime* rt) {
   return gn_device{rt->cpu_type, 0};
 }
 
+const std::string& plugin_name(const gn_runtime* rt, int plugin) {
+  static const std::string core = "core";
+  return plugin < 0 ? core : rt->plugins[plugin].name;
+}
+
+// Host memory served by the core itself, so a runtime with zero plugins can
+// still hold "cpu" tensors (import/export, copies).  Score 0: any backend
+// providing "cpu" outranks it; it has no kernels.
+namespace core_host {
+std::atomic<uint64_t> allocated{0}, peak{0}, n_alloc{0}, n_free{0};
+gn_status* count(void*, int32_t* n) { *n = 1; return nullptr; }
+gn_status* props(void*, int32_t, gn_device_props* p) {
+  std::snprintf(p->name, sizeof p->name, "host (core, no kernels)");
+  return nullptr;
+}
+gn_status* alloc(void*, int32_t, size_t bytes, void*, void** ptr) {
+  size_t total = ((bytes + 63) / 64) * 64 + 64;
+  void* raw = std::aligned_alloc(64, total);
+  if (!raw) return make_status(GN_ERR_OUT_OF_MEMORY, "host allocation of " + std::to_string(bytes) + " bytes failed");
+  *(size_t*)raw = bytes;
+  *ptr = (char*)raw + 64;
+  uint64_t now = allocated += bytes;
+  uint64_t p = peak.load();
+  while (now > p && !peak.compare_exchange_weak(p, now)) {}
+  n_alloc++;
+  return nullptr;
+}
+gn_status* release(void*, int32_t, void* ptr, void*) {
+  if (!ptr) return nullptr;
+  char* raw = (char*)ptr - 64;
+  allocated -= *(size_t*)raw;
+  n_free++;
+  std::free(raw);
+  return nullptr;
+}
+gn_status* stats(void*, int32_t, gn_memory_stats* s) {
+  s->allocated = s->reserved = allocated.load();
+  s->peak_allocated = s->peak_reserved = peak.load();
+  s->num_allocs = n_alloc.load();
+  s->num_frees = n_free.load();
+  s->active_blocks = s->num_allocs - s->num_frees;
+  return nullptr;
+}
+gn_status* copy(void*, int32_t, void* dst, const void* src, size_t bytes, int32_t, void*) {
+  std::memmove(dst, src, bytes);
+  return nullptr;
+}
+gn_status* set(void*, int32_t, void* dst, int32_t v, size_t bytes, void*) {
+  std::memset(dst, v, bytes);
+  return nullptr;
+}
+}  // namespace core_host
+
+void register_core_host(gn_runtime* rt) {
+  gn_device_vtable vt{};
+  vt.struct_size = sizeof(vt);
+  vt.name = "cpu";
+  vt.score = 0;
+  vt.flags = GN_DEVICE_HOST_MEMORY;
+  vt.device_count = core_host::count;
+  vt.device_props = core_host::props;
+  vt.alloc = core_host::alloc;
+  vt.free = core_host::release;
+  vt.memory_stats = core_host::stats;
+  vt.copy = core_host::copy;
+  vt.memset = core_host::set;
+  int t = device_type_intern(rt, "cpu");
+  rt->device_types[t].providers.push_back({kNoPlugin, vt});
+}
+
 // Rank of a plugin's kernels for a device type: the serving provider first,
 // then plugins that do not provide the type (op plugins), then the other
 // providers by score.
@@ -83,13 +154,13 @@ void rebuild_dispatch(gn_runtime* rt) {
     auto want = rt->backends.find(dt.name);
     if (want != rt->backends.end()) {
       auto it = std::find_if(dt.providers.begin(), dt.providers.end(),
-                             [&](const DeviceProvider& p) { return rt->plugins[p.plugin].name == want->second; });
+                             [&](const DeviceProvider& p) { return plugin_name(rt, p.plugin) == want->second; });
       if (it != dt.providers.end()) std::rotate(dt.providers.begin(), it, it + 1);
     }
-    int serving = dt.providers.empty() ? -1 : dt.providers.front().plugin;
+    int serving = dt.providers.empty() ? kNoPlugin : dt.providers.front().plugin;
+    dt.vt = dt.providers.empty() ? nullptr : &dt.providers.front().vt;  // the vector may have moved
     if (serving != dt.serving_plugin) {
       dt.serving_plugin = serving;
-      dt.vt = serving < 0 ? nullptr : &dt.providers.front().vt;
       dt.count = 0;
       dt.note.clear();
       if (dt.vt) {
@@ -171,6 +242,7 @@ gn_status* gn_runtime_create(const gn_runtime_options* options, gn_runtime** out
       rt->backends[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
     register_builtin_ops(rt.get());
+    register_core_host(rt.get());
     if (!(o.flags & GN_RUNTIME_NO_PLUGINS)) load_plugins(rt.get(), &o);
     rebuild_dispatch(rt.get());
     *out = rt.release();
@@ -222,12 +294,12 @@ gn_status* gn_device_type_get(const gn_runtime* rt, size_t i, gn_device_type_rec
     providers.clear();
     for (auto& p : dt.providers) {
       if (!providers.empty()) providers += ",";
-      providers += rt->plugins[p.plugin].name;
+      providers += plugin_name(rt, p.plugin);
     }
     gn_device_type_record r{};
     r.struct_size = sizeof(r);
     r.name = dt.name.c_str();
-    r.backend = dt.serving_plugin >= 0 ? rt->plugins[dt.serving_plugin].name.c_str() : "";
+    r.backend = dt.vt ? plugin_name(rt, dt.serving_plugin).c_str() : "";
     r.id = (int32_t)i;
     r.device_count = dt.count;
     r.score = dt.vt ? dt.vt->score : 0;

@@ -17,6 +17,9 @@
 
 namespace genesis::core {
 
+// Plugin index of things the core provides itself.
+constexpr int kNoPlugin = -1;
+
 // One plugin seen by the runtime, loaded or rejected.
 struct PluginRecord {
   std::string path, name, version, description, error;
@@ -45,7 +48,7 @@ struct DeviceType {
   std::string name;
   std::vector<DeviceProvider> providers;  // best first
   const gn_device_vtable* vt = nullptr;   // serving provider's vtable, NULL if none
-  int serving_plugin = -1;
+  int serving_plugin = -2;  // kNoPlugin = the core; -2 = not chosen yet
   int32_t count = 0;
   std::string note;  // why count is 0
   std::vector<std::unique_ptr<DeviceState>> devices;
@@ -165,6 +168,10 @@ std::string device_str(const gn_runtime* rt, gn_device dev);
 void* current_stream(gn_runtime* rt, gn_device dev);
 // The default device (cpu:0); throws if no cpu provider.
 gn_device default_device(gn_runtime* rt);
+// "core" for kNoPlugin, else the plugin's name.
+const std::string& plugin_name(const gn_runtime* rt, int plugin);
+// Register the core's kernel-less host memory provider for "cpu".
+void register_core_host(gn_runtime* rt);
 // Rebuild every op's kernel table after a registration change.
 void rebuild_dispatch(gn_runtime* rt);
 

@@ -193,3 +193,42 @@ TEST(Dispatch, ZeroDimHostTensorJoinsOtherOpsAndEmptyTensorsWork) {
 }
 
 }  // namespace
+
+namespace {
+
+// Two runtimes with different plugin sets live side by side in one process:
+// this is how the cross-backend suite compares a backend with the reference.
+TEST(Runtimes, TwoRuntimesWithDifferentOptionsCoexist) {
+  Runtime a("reference");
+  Runtime b("reference", "cpu=reference");
+  T x = make<float>(a.rt, a.cpu, {1, 2, 3}, {3}, GN_F32);
+  T y = make<float>(b.rt, b.cpu, {1, 2, 3}, {3}, GN_F32);
+  T ex, ey;
+  GN_OK_OR_FAIL(call1(a.rt, "exp", {x.t}, {}, &ex));
+  GN_OK_OR_FAIL(call1(b.rt, "exp", {y.t}, {}, &ey));
+  EXPECT_EQ(values<float>(ex), values<float>(ey));
+  // A tensor of one runtime cannot be fed to the other.
+  T z;
+  Err e = take(call1(b.rt, "exp", {x.t}, {}, &z));
+  EXPECT_EQ(e.code, GN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(e.msg.find("another runtime"), std::string::npos) << e.msg;
+}
+
+// The runtime outlives gn_runtime_destroy while tensors still hold storage.
+TEST(Runtimes, TensorsKeepTheRuntimeAlive) {
+  gn_tensor* t = nullptr;
+  {
+    Runtime r;
+    T x = make<float>(r.rt, r.cpu, {4, 5}, {2}, GN_F32);
+    t = x.t;
+    x.t = nullptr;
+  }  // runtime destroyed here; t still valid
+  std::vector<float> v(2);
+  gn_status* st = gn_tensor_to_host(t, v.data(), sizeof(float) * 2);
+  EXPECT_EQ(st, nullptr) << gn_status_message(st);
+  gn_status_free(st);
+  EXPECT_EQ(v, (std::vector<float>{4, 5}));
+  gn_tensor_release(t);
+}
+
+}  // namespace

@@ -1,0 +1,54 @@
+// cli.h - what the `genesis` subcommands share: global options and runtime
+// creation over the C API.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "genesis/genesis.h"
+
+namespace genesis::cli {
+
+// Options accepted before or after any subcommand.
+struct GlobalOptions {
+  std::string plugin_path;  // colon-separated dirs searched first
+  std::string plugins;      // comma-separated allow-list; see has_plugins
+  bool has_plugins = false; // --plugins given (else $GENESIS_PLUGINS applies)
+  std::string backends;     // "cpu=reference,cuda=cuda"
+  bool quiet = false;
+  bool no_default_paths = false;
+};
+
+// One directory the runtime searches, and why.
+struct SearchDir {
+  std::string path;
+  std::string source;  // "--plugin-path", "$GENESIS_PLUGIN_PATH", "default"
+};
+
+// Owns a gn_runtime.
+class Runtime {
+ public:
+  Runtime() = default;
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  ~Runtime() { gn_runtime_destroy(rt_); }
+  gn_runtime* get() const { return rt_; }
+  gn_runtime** out() { return &rt_; }
+
+ private:
+  gn_runtime* rt_ = nullptr;
+};
+
+// Create the runtime the options describe; on failure print why and return false.
+bool create_runtime(const GlobalOptions& opts, Runtime& rt);
+
+// The plugin directories the runtime will search, in order.
+std::vector<SearchDir> plugin_search_dirs(const GlobalOptions& opts);
+
+// File system path of the loaded libgenesis ("" if unknown).
+std::string library_path();
+
+// `genesis info`: versions, plugins, device types, ops.
+int run_info(const GlobalOptions& opts);
+
+}  // namespace genesis::cli

@@ -1,0 +1,37 @@
+// main.cpp - the `genesis` command-line tool: option parsing and subcommand
+// dispatch.  Each subcommand lives in its own file and only uses the C API.
+#include <CLI/CLI.hpp>
+
+#include "cli.h"
+
+int main(int argc, char** argv) {
+  using genesis::cli::GlobalOptions;
+  CLI::App app{"genesis - the Genesis deep-learning framework's command-line tool"};
+  app.set_version_flag("--version", std::string("genesis ") + gn_version_string());
+  app.require_subcommand(1);
+
+  GlobalOptions opts;
+  app.add_option("--plugin-path", opts.plugin_path,
+                 "colon-separated plugin directories, searched before $GENESIS_PLUGIN_PATH "
+                 "and the built-in directory");
+  CLI::Option* plugins = app.add_option(
+      "--plugins", opts.plugins,
+      "comma-separated plugin names to load (default: all found, or $GENESIS_PLUGINS)");
+  app.add_option("--backends", opts.backends,
+                 "which plugin serves a device type, e.g. cpu=reference");
+  app.add_flag("-q,--quiet", opts.quiet, "do not print plugin-rejection messages to stderr");
+  app.add_flag("--no-default-paths", opts.no_default_paths,
+               "search only --plugin-path (skip $GENESIS_PLUGIN_PATH and the built-in directory)");
+
+  CLI::App* info = app.add_subcommand(
+      "info", "show the ABI and library versions, plugins (loaded or rejected and why), "
+              "device types and every op with the backends and dtypes implementing it");
+  // Let the global options also follow the subcommand: `genesis info --quiet`.
+  info->fallthrough();
+
+  CLI11_PARSE(app, argc, argv);
+  opts.has_plugins = plugins->count() > 0;
+
+  if (*info) return genesis::cli::run_info(opts);
+  return 1;  // unreachable: require_subcommand(1)
+}
