@@ -12,6 +12,9 @@ function(genesis_add_plugin name)
     OUTPUT_NAME genesis_plugin_${name}
     LIBRARY_OUTPUT_DIRECTORY ${GENESIS_PLUGIN_OUTPUT_DIR}
     C_VISIBILITY_PRESET hidden CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
-  target_link_options(${target} PRIVATE -Wl,--no-undefined)
+  # Only gn_plugin_init leaves the library (std:: template instances would otherwise).
+  target_link_options(${target} PRIVATE -Wl,--no-undefined
+    -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/plugin.map)
+  set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${CMAKE_SOURCE_DIR}/cmake/plugin.map)
   install(TARGETS ${target} LIBRARY DESTINATION ${GENESIS_PLUGIN_INSTALL_DIR})
 endfunction()
