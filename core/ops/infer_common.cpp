@@ -3,11 +3,13 @@
 #include "infer_common.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <utility>
+#include <vector>
 
 namespace genesis::core {
 
@@ -138,9 +140,14 @@ gn_tensor_meta like(const gn_tensor_meta& m, int32_t dtype) {
 }
 
 int64_t numel(const gn_tensor_meta& m) {
+  // Saturates at INT64_MAX instead of overflowing (sizes come from callers).
   int64_t n = 1;
-  for (int32_t i = 0; i < m.ndim; ++i) n *= m.shape[i];
-  return n;
+  bool saturated = false;
+  for (int32_t i = 0; i < m.ndim; ++i) {
+    if (m.shape[i] == 0) return 0;
+    if (!saturated && __builtin_mul_overflow(n, m.shape[i], &n)) saturated = true;
+  }
+  return saturated ? INT64_MAX : n;
 }
 
 bool same_shape(const gn_tensor_meta& a, const gn_tensor_meta& b) {

@@ -111,8 +111,9 @@ struct Args {
   size_t cap = 0;  // result->n_out on entry
 };
 
-// The common wrapper: validates ctx/result and the input metas, runs `body`
-// and converts exceptions into statuses.  Never throws.
+// The common wrapper: validates the result arrays and the input metas, runs
+// `body` and converts exceptions into statuses.  Never throws.  ctx and
+// ctx->host must be valid (the core always passes them): errors need status_new.
 gn_status* run_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in,
                      const gn_attr_value* attrs, size_t n_attrs, gn_infer_result* result,
                      void (*body)(const Args&)) noexcept;

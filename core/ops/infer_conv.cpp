@@ -22,6 +22,10 @@ Pair pair_attr(const Args& a, size_t i, const char* name, int64_t min_value) {
   if (p.h < min_value || p.w < min_value)
     fail(GN_ERR_INVALID_ARGUMENT, std::string(name) + " values must be >= " + std::to_string(min_value) +
                                       ", got " + ints_str(v));
+  // Keeps the size arithmetic below far from int64 overflow.
+  constexpr int64_t kMax = int64_t{1} << 31;
+  if (p.h > kMax || p.w > kMax)
+    fail(GN_ERR_INVALID_ARGUMENT, std::string(name) + " values must be <= 2^31, got " + ints_str(v));
   return p;
 }
 

@@ -87,10 +87,16 @@ GN_DEFINE_INFER(creation) {
     fail(GN_ERR_SHAPE, "shape " + ints_str(shape) + " has " + std::to_string(shape.size()) +
                            " dims but at most " + std::to_string(GN_MAX_DIMS) + " are supported");
   Dims d;
+  int64_t elems = 1;
+  bool overflow = false, empty = false;
   for (int64_t s : shape) {
     if (s < 0) fail(GN_ERR_INVALID_ARGUMENT, "shape " + ints_str(shape) + " has a negative size");
+    empty = empty || s == 0;
+    overflow = overflow || __builtin_mul_overflow(elems, s, &elems);
     d.push(s);
   }
+  if (overflow && !empty)
+    fail(GN_ERR_INVALID_ARGUMENT, "shape " + ints_str(shape) + " has more elements than int64 can count");
   const int32_t dt = a.attr_dtype(dtype_i, false);
   if ((op == "rand" || op == "randn") && !is_float(dt))
     fail(GN_ERR_DTYPE, std::string("dtype must be floating point, got ") + dtype_str(dt));

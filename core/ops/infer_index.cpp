@@ -215,12 +215,13 @@ GN_DEFINE_INFER(split) {
   if (sizes.size() == 1) {
     chunk = sizes[0];
     if (chunk <= 0) fail(GN_ERR_INVALID_ARGUMENT, "split size must be > 0, got " + std::to_string(chunk));
-    parts = total == 0 ? 1 : static_cast<size_t>((total + chunk - 1) / chunk);
+    parts = total == 0 ? 1 : static_cast<size_t>(total / chunk + (total % chunk != 0));
   } else {
     int64_t sum = 0;
     for (int64_t s : sizes) {
       if (s < 0) fail(GN_ERR_INVALID_ARGUMENT, "sizes " + ints_str(sizes) + " contain a negative size");
-      sum += s;
+      if (__builtin_add_overflow(sum, s, &sum))
+        fail(GN_ERR_INVALID_ARGUMENT, "sizes " + ints_str(sizes) + " overflow int64");
     }
     if (sum != total)
       fail(GN_ERR_SHAPE, "sizes " + ints_str(sizes) + " sum to " + std::to_string(sum) + " but dim " +

@@ -221,6 +221,7 @@ void op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* in_given, size_t
   res.out = out_meta.data();
   res.in_dtypes = in_dtypes.data();
   res.kernel_dtype = n_in ? in[0]->dtype : -1;
+  const int32_t preset_kernel_dtype = res.kernel_dtype;
   gn_infer_ctx ictx{sizeof(gn_infer_ctx), &host_api_template(), op->name.c_str(), sc.user_data};
   {
     gn_status* st = sc.infer(&ictx, meta.data(), n_in, full.data(), op->attrs.size(), &res);
@@ -233,6 +234,8 @@ void op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* in_given, size_t
   if (n_out < res.n_out)
     op_fail(op, GN_ERR_INVALID_ARGUMENT, "produces " + std::to_string(res.n_out) + " output(s), the call has room for " +
                                              std::to_string(n_out));
+  // As op.h promises: the preset follows input 0's cast unless inference chose.
+  if (n_in && res.kernel_dtype == preset_kernel_dtype && in_dtypes[0] != in[0]->dtype) res.kernel_dtype = in_dtypes[0];
   if (res.kernel_dtype < 0 && res.n_out) res.kernel_dtype = out_meta[0].dtype;
 
   if (sc.flags & GN_OP_VIEW) {  // core-implemented (split)

@@ -5,6 +5,8 @@
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -175,7 +177,15 @@ void commit(Staging& s) {
     gn_op* op = rt->ops[rt->op_by_name.at(k.op)].get();
     op->kernels.push_back({s.plugin, t, k.dtype, k.flags, k.fn, k.user_data});
   }
-  for (auto& c : s.comms) rt->comms.push_back(c);
+  for (auto& c : s.comms) {
+    gn_comm_vtable copy = c;
+    for (const char** str : {&copy.name, &copy.device_type})
+      if (*str) {
+        rt->comm_strings.push_back(std::make_unique<std::string>(*str));
+        *str = rt->comm_strings.back()->c_str();
+      }
+    rt->comms.push_back(copy);
+  }
   rebuild_dispatch(rt);
 }
 
@@ -198,11 +208,25 @@ void load_one(gn_runtime* rt, const std::string& path) {
         boost::dll::fs::path(path),
         boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now);
   } catch (const std::exception& e) {
-    const char* why = e.what();
-    fail_with(std::string("cannot load: ") + (why && *why ? why : "unknown dlopen error"));
+    // Boost wraps dlerror() as "...(dlerror system message: <text>): <errno text>";
+    // the dlerror text is the useful part.
+    std::string why = e.what() ? e.what() : "";
+    const std::string tag = "dlerror system message: ";
+    auto at = why.find(tag);
+    if (at != std::string::npos) {
+      why = why.substr(at + tag.size());
+      auto end = why.rfind("):");
+      if (end != std::string::npos) why.resize(end);
+    }
+    fail_with("cannot load: " + (why.empty() ? std::string("unknown dlopen error") : why));
   }
-  if (!lib->has(GN_PLUGIN_INIT_SYMBOL))
-    fail_with("no " GN_PLUGIN_INIT_SYMBOL " symbol (is it a Genesis plugin? exported with GN_PLUGIN_EXPORT?)");
+  if (!lib->has(GN_PLUGIN_INIT_SYMBOL)) {
+    ::dlerror();
+    ::dlsym(lib->native(), GN_PLUGIN_INIT_SYMBOL);
+    const char* dl = ::dlerror();
+    fail_with(std::string("no " GN_PLUGIN_INIT_SYMBOL " symbol: ") + (dl ? dl : "not exported") +
+              " (is it a Genesis plugin? exported with GN_PLUGIN_EXPORT?)");
+  }
   auto init = lib->get<gn_status*(const gn_host_api*, gn_plugin_info*)>(GN_PLUGIN_INIT_SYMBOL);
 
   Staging staging{rt, index, "", {}, {}, {}, {}, {}, {}, {}, GN_OK};

@@ -94,6 +94,7 @@ struct gn_runtime {
   std::vector<std::unique_ptr<gn_op>> ops;
   std::unordered_map<std::string, int> op_by_name;
   std::vector<gn_comm_vtable> comms;
+  std::vector<std::unique_ptr<std::string>> comm_strings;  // names the comms point to
   genesis::core::Profiler profiler;
   int cpu_type = -1;
   bool destroyed = false;
@@ -113,6 +114,10 @@ struct Storage {
   void* data = nullptr;
   size_t bytes = 0;
   DLManagedTensorVersioned* dlpack = nullptr;  // imported: deleter owns the memory
+  // The allocator that made `data` frees it, even if another provider serves
+  // the device type by the time the storage dies.
+  gn_status* (*free_fn)(void*, int32_t, void*, void*) = nullptr;
+  void* free_ctx = nullptr;
 };
 
 }  // namespace genesis::core

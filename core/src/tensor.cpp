@@ -26,6 +26,8 @@ Storage* storage_alloc(gn_runtime* rt, gn_device dev, size_t bytes) {
   s->device = dev;
   s->data = ptr;
   s->bytes = bytes;
+  s->free_fn = dt.vt->free;
+  s->free_ctx = dt.vt->ctx;
   runtime_retain(rt);
   return s;
 }
@@ -36,8 +38,7 @@ void storage_release(Storage* s) {
   if (s->dlpack) {
     if (s->dlpack->deleter) s->dlpack->deleter(s->dlpack);
   } else if (s->data) {
-    DeviceType& dt = rt->device_types[s->device.type];
-    gn_status* st = dt.vt->free(dt.vt->ctx, s->device.index, s->data, current_stream(rt, s->device));
+    gn_status* st = s->free_fn(s->free_ctx, s->device.index, s->data, current_stream(rt, s->device));
     delete st;  // nothing sensible to do with a failed free in a destructor
   }
   delete s;

@@ -210,7 +210,7 @@ std::string kernel_summary(const gn_op* op) {
 
 void print_ops(gn_runtime* rt) {
   const size_t n = gn_op_count(rt);
-  size_t name_width = 4, origin_width = 4;
+  size_t name_width = 4, origin_width = 6;  // at least the header words
   for (size_t i = 0; i < n; ++i) {
     const gn_op* op = gn_op_at(rt, i);
     name_width = std::max(name_width, std::string(gn_op_name(op)).size());

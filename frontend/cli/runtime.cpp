@@ -53,9 +53,10 @@ std::vector<SearchDir> plugin_search_dirs(const GlobalOptions& opts) {
 std::string library_path() {
   Dl_info info{};
   // Any symbol of libgenesis tells where the library was loaded from.
-  if (dladdr(reinterpret_cast<void*>(&gn_version_string), &info) && info.dli_fname)
-    return info.dli_fname;
-  return "";
+  if (!dladdr(reinterpret_cast<void*>(&gn_version_string), &info) || !info.dli_fname) return "";
+  std::error_code ec;  // "bin/../lib/x" reads better as "lib/x"; keep the raw name on error
+  const std::filesystem::path p = std::filesystem::weakly_canonical(info.dli_fname, ec);
+  return ec ? std::string(info.dli_fname) : p.string();
 }
 
 }  // namespace genesis::cli

@@ -189,10 +189,22 @@ TEST_F(AxpbyPlugin, InferenceErrorsAreClear) {
   EXPECT_NE(msg(st).find("[example_axpby] supports float32 and float64 only, got int32"),
             std::string::npos) << msg(st);
 
-  // A wrong attribute kind is caught by the core against the plugin's schema.
-  st = axpby(rt, x.get(), x.get(), {gn_attr_int(2)}, &out);
+  // The core checks attributes against the plugin's schema before the kernel.
+  st = axpby(rt, x.get(), x.get(), {gn_attr_string("two")}, &out);
   ASSERT_NE(st, nullptr);
-  EXPECT_NE(msg(st).find("example_axpby"), std::string::npos) << msg(st);
+  EXPECT_EQ(gn_status_code(st.get()), GN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg(st).find("[example_axpby] attribute 'a'"), std::string::npos) << msg(st);
+}
+
+TEST_F(AxpbyPlugin, IntegerAttributeIsConvertedToFloat) {
+  // An int for a float attribute is accepted (like a Python int); the kernel
+  // still sees a GN_ATTR_FLOAT, or it would answer with an error.
+  gn_runtime* rt = rt_.get();
+  Tensor x = make<float>(rt, {1, 2}, {2}, GN_F32);
+  Tensor out;
+  Status st = axpby(rt, x.get(), x.get(), {gn_attr_int(2)}, &out);
+  ASSERT_EQ(st, nullptr) << msg(st);
+  EXPECT_EQ(values<float>(out.get()), (std::vector<float>{3, 6}));
 }
 
 TEST(AxpbyPluginLoading, ExplicitPathAndEnvironment) {

@@ -49,7 +49,9 @@ TEST(BuiltinSchemas, EveryRowParses) {
       EXPECT_GE(a.kind, GN_ATTR_INT);
       EXPECT_LE(a.kind, GN_ATTR_DEVICE);
       EXPECT_EQ(a.default_value.kind, a.kind) << a.name;
-      if (a.kind == GN_ATTR_INTS) EXPECT_NE(a.default_value.u.ints.data, nullptr) << a.name;
+      if (a.kind == GN_ATTR_INTS) {
+        EXPECT_NE(a.default_value.u.ints.data, nullptr) << a.name;
+      }
     }
     // Ops with no tensor inputs take their device from an attribute.
     if (s.flags & GN_OP_NEEDS_DEVICE) {

@@ -52,6 +52,10 @@ TEST(Creation, Full) {
                     {"[2, -1]", "negative"}));
   EXPECT_TRUE(fails(run("full", {}, {al("shape", {1, 1, 1, 1, 1, 1, 1, 1, 1}), af("value", 0)}), GN_ERR_SHAPE,
                     "full", {"9 dims"}));
+  EXPECT_TRUE(fails(run("full", {}, {al("shape", {int64_t{1} << 40, int64_t{1} << 40}), af("value", 0)}),
+                    GN_ERR_INVALID_ARGUMENT, "full", {"more elements"}));
+  EXPECT_TRUE(has_out(run("full", {}, {al("shape", {int64_t{1} << 40, int64_t{1} << 40, 0}), af("value", 0)}), 0,
+                      GN_F32, {int64_t{1} << 40, int64_t{1} << 40, 0}));
 }
 
 TEST(Creation, RandNeedsFloat) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -70,19 +71,22 @@ struct Attr {
 };
 
 inline Attr ai(std::string name, int64_t v) {
-  Attr a{std::move(name)};
+  Attr a;
+  a.name = std::move(name);
   a.v.kind = GN_ATTR_INT;
   a.v.u.i = v;
   return a;
 }
 inline Attr af(std::string name, double v) {
-  Attr a{std::move(name)};
+  Attr a;
+  a.name = std::move(name);
   a.v.kind = GN_ATTR_FLOAT;
   a.v.u.f = v;
   return a;
 }
 inline Attr al(std::string name, std::vector<int64_t> v) {
-  Attr a{std::move(name)};
+  Attr a;
+  a.name = std::move(name);
   a.v.kind = GN_ATTR_INTS;
   a.ints = std::move(v);
   return a;

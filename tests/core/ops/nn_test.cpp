@@ -100,6 +100,13 @@ TEST(LayerNorm, Backward) {
   EXPECT_TRUE(fails(run("layer_norm_backward",
                         {T(GN_F32, {2, 4}), T(GN_F32, {2, 3, 4}), T(GN_F32, {2, 3}), T(GN_F32, {2, 3})}),
                     GN_ERR_SHAPE, "layer_norm_backward", {"grad_y shape (2, 4)"}));
+  EXPECT_TRUE(fails(run("layer_norm_backward", {T(GN_F32, {2, 4}), T(GN_F32, {2, 4}), T(GN_F32, {2}), T(GN_F32, {2}),
+                                                T(GN_F32, {2, 4})}),
+                    GN_ERR_SHAPE, "layer_norm_backward", {"weight shape (2, 4)", "(4)"}));
+  EXPECT_TRUE(fails(run("layer_norm_backward", {T(GN_F32, {2, 4}), T(GN_F32, {2, 4}), T(GN_F32, {2}), T(GN_I64, {2})}),
+                    GN_ERR_DTYPE, "layer_norm_backward", {"rstd", "int64"}));
+  EXPECT_TRUE(fails(run("layer_norm_backward", {T(GN_F32, {2, 4}), T(GN_I32, {2, 4}), T(GN_F32, {2}), T(GN_F32, {2})}),
+                    GN_ERR_DTYPE, "layer_norm_backward", {"x", "int32"}));
 }
 
 TEST(RmsNorm, ForwardBackward) {
@@ -112,6 +119,8 @@ TEST(RmsNorm, ForwardBackward) {
                     {"weight shape (2, 16)", "(16)"}));
   EXPECT_TRUE(fails(run("rms_norm", {T(GN_F32, {})}), GN_ERR_SHAPE, "rms_norm", {"()"}));
   EXPECT_TRUE(fails(run("rms_norm", {T(GN_I64, {3})}), GN_ERR_DTYPE, "rms_norm", {"int64"}));
+  EXPECT_TRUE(fails(run("rms_norm", {T(GN_F32, {3})}, {af("eps", -1e-6)}), GN_ERR_INVALID_ARGUMENT, "rms_norm",
+                    {"eps", "-1e-06"}));
 
   r = run("rms_norm_backward", {T(GN_F32, {2, 16}), T(GN_BF16, {2, 16}), T(GN_F32, {2}), T(GN_BF16, {16})});
   EXPECT_TRUE(has_out(r, 0, GN_BF16, {2, 16}));
@@ -195,6 +204,8 @@ TEST(CrossEntropy, Backward) {
                     GN_ERR_SHAPE, "cross_entropy_backward", {"grad_loss shape (4)", "()"}));
   EXPECT_TRUE(fails(run("cross_entropy_backward", {T(GN_F32, {}), T(GN_F32, {4, 10}), T(GN_I64, {4}), T(GN_F32, {3})}),
                     GN_ERR_SHAPE, "cross_entropy_backward", {"lse shape (3)"}));
+  EXPECT_TRUE(fails(run("cross_entropy_backward", {T(GN_I64, {}), T(GN_F32, {4, 10}), T(GN_I64, {4}), T(GN_F32, {4})}),
+                    GN_ERR_DTYPE, "cross_entropy_backward", {"grad_loss", "int64"}));
 }
 
 TEST(Sdpa, GqaShapes) {
@@ -246,6 +257,9 @@ TEST(Sdpa, Backward) {
   EXPECT_TRUE(fails(run(op, {T(GN_BF16, {2, 6, 5, 16}), q, k, v, out, lse}), GN_ERR_SHAPE, op,
                     {"grad_out shape (2, 6, 5, 16)", "(2, 6, 5, 8)"}));
   EXPECT_TRUE(fails(run(op, {out, q, k, v, out, T(GN_F32, {2, 6})}), GN_ERR_SHAPE, op, {"lse shape (2, 6)"}));
+  EXPECT_TRUE(fails(run(op, {out, q, k, v, out, T(GN_I32, {2, 6, 5})}), GN_ERR_DTYPE, op, {"lse", "int32"}));
+  EXPECT_TRUE(fails(run(op, {out, q, k, v, T(GN_BF16, {2, 6, 5, 16}), lse}), GN_ERR_SHAPE, op,
+                    {"out shape (2, 6, 5, 16)"}));
 }
 
 }  // namespace

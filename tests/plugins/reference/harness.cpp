@@ -324,7 +324,9 @@ Status run(const std::string& op, int32_t kernel_dtype, const std::vector<HostTe
 // ----------------------------------------------------------------------------
 // comparisons
 
-void expect_near_vec(const std::vector<double>& got, const std::vector<double>& want, double tol) {
+void expect_near_vec(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                     std::source_location loc) {
+  ::testing::ScopedTrace trace(loc.file_name(), (int)loc.line(), "checked here");
   ASSERT_EQ(got.size(), want.size()) << "element count differs";
   int shown = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -335,11 +337,12 @@ void expect_near_vec(const std::vector<double>& got, const std::vector<double>& 
   }
 }
 
-void expect_values(const HostTensor& t, const std::vector<double>& want, double tol) {
-  expect_near_vec(t.values(), want, tol);
+void expect_values(const HostTensor& t, const std::vector<double>& want, double tol, std::source_location loc) {
+  expect_near_vec(t.values(), want, tol, loc);
 }
 
-void expect_ints(const HostTensor& t, const std::vector<int64_t>& want) {
+void expect_ints(const HostTensor& t, const std::vector<int64_t>& want, std::source_location loc) {
+  ::testing::ScopedTrace trace(loc.file_name(), (int)loc.line(), "checked here");
   std::vector<int64_t> got = t.ints();
   ASSERT_EQ(got.size(), want.size()) << "element count differs";
   int shown = 0;

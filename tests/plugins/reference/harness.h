@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
@@ -162,11 +163,15 @@ Status run(const std::string& op, int32_t kernel_dtype, const std::vector<HostTe
 
 // Every value of t within tol of want (absolute + relative); NaN matches NaN,
 // infinities must match exactly.
-void expect_values(const HostTensor& t, const std::vector<double>& want, double tol = 0.0);
+// Failures name the caller's line.
+void expect_values(const HostTensor& t, const std::vector<double>& want, double tol = 0.0,
+                   std::source_location loc = std::source_location::current());
 // Every value of t exactly equal to want (as int64).
-void expect_ints(const HostTensor& t, const std::vector<int64_t>& want);
+void expect_ints(const HostTensor& t, const std::vector<int64_t>& want,
+                 std::source_location loc = std::source_location::current());
 // Same element-wise rule on plain vectors.
-void expect_near_vec(const std::vector<double>& got, const std::vector<double>& want, double tol);
+void expect_near_vec(const std::vector<double>& got, const std::vector<double>& want, double tol,
+                     std::source_location loc = std::source_location::current());
 
 // Round a double through dtype (what a kernel storing v would produce).
 double round_to(double v, int32_t dtype);

@@ -1,0 +1,157 @@
+// backends/cpu/common.h - shared pieces of the oneDNN CPU backend: the engine
+// and stream, dtype and memory-descriptor mapping, a primitive cache keyed by
+// shape/dtype/strides, thread control and the DNNL_CHECK macro.
+#pragma once
+
+#include <omp.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "genesis/sdk/sdk.h"
+
+namespace gn::cpu {
+
+using gn::sdk::fail;
+
+// Run a oneDNN call; an "unimplemented" answer becomes GN_ERR_UNSUPPORTED (the
+// dispatcher then falls back to the reference kernel), anything else an
+// internal error naming file:line.
+#define DNNL_CHECK(expr)                                                                  \
+  do {                                                                                    \
+    try {                                                                                 \
+      expr;                                                                               \
+    } catch (const dnnl::error& e_) {                                                     \
+      ::gn::cpu::dnnl_fail(e_, #expr, __FILE__, __LINE__);                                \
+    }                                                                                     \
+  } while (0)
+
+[[noreturn]] void dnnl_fail(const dnnl::error& e, const char* expr, const char* file, int line);
+
+// The process-wide CPU engine and its (synchronous) stream.
+dnnl::engine& engine();
+dnnl::stream& stream();
+
+// Threads: the configured count (runtime option "num_threads", env
+// GENESIS_NUM_THREADS, else all cores); set on the calling thread before any
+// parallel region (OpenMP ICVs are per thread, oneDNN follows OpenMP).
+int num_threads();
+void set_num_threads(int n);
+inline void ensure_threads() {
+  const int n = num_threads();
+  if (omp_get_max_threads() != n) omp_set_num_threads(n);
+}
+
+// gn_dtype -> oneDNN data type; undef when oneDNN has none.
+inline dnnl::memory::data_type dnnl_dtype(int32_t dtype) {
+  using dt = dnnl::memory::data_type;
+  switch (dtype) {
+    case GN_F32: return dt::f32;
+    case GN_BF16: return dt::bf16;
+    case GN_F16: return dt::f16;
+    case GN_I32: return dt::s32;
+    case GN_I8: return dt::s8;
+    case GN_U8: return dt::u8;
+    default: return dt::undef;
+  }
+}
+
+// Dense row-major strides of a shape.
+inline std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i] > 0 ? shape[i] : 1;
+  }
+  return s;
+}
+
+// Memory descriptor for dims/strides (elements).  oneDNN wants at least 1-D.
+inline dnnl::memory::desc make_md(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                                  int32_t dtype) {
+  if (dims.empty()) return dnnl::memory::desc({1}, dnnl_dtype(dtype), dnnl::memory::dims{1});
+  return dnnl::memory::desc(dnnl::memory::dims(dims.begin(), dims.end()), dnnl_dtype(dtype),
+                            dnnl::memory::dims(strides.begin(), strides.end()));
+}
+
+inline std::vector<int64_t> shape_of(const gn_tensor_view& v) { return {v.shape, v.shape + v.ndim}; }
+inline std::vector<int64_t> strides_of(const gn_tensor_view& v) { return {v.strides, v.strides + v.ndim}; }
+inline void* data_of(const gn_tensor_view& v) { return gn_view_ptr(&v); }
+
+// Primitive cache key: a flat byte string of the integers that decide a primitive.
+struct Key {
+  std::string bytes;
+  explicit Key(const char* tag) : bytes(tag) { bytes.push_back('\0'); }
+  Key& add(int64_t v) {
+    bytes.append((const char*)&v, sizeof(v));
+    return *this;
+  }
+  Key& add(double v) {
+    bytes.append((const char*)&v, sizeof(v));
+    return *this;
+  }
+  Key& add(const std::vector<int64_t>& v) {
+    add((int64_t)v.size());
+    bytes.append((const char*)v.data(), v.size() * sizeof(int64_t));
+    return *this;
+  }
+};
+
+// A cached primitive plus what executing it needs besides the data pointers.
+struct Cached {
+  bool supported = false;  // false: oneDNN has no implementation (remembered)
+  dnnl::primitive prim;
+  dnnl::memory::desc src_md, src1_md, dst_md, aux_md;  // per-family meaning
+  std::string impl;                                    // impl_info_str, for debugging
+};
+
+// Thread-safe cache: look up key, or build with make() and remember the result
+// (including "unsupported", so a refused shape is not retried every call).
+template <class Make>
+std::shared_ptr<const Cached> cached(const Key& key, Make&& make) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::shared_ptr<const Cached>> map;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = map.find(key.bytes);
+    if (it != map.end()) return it->second;
+  }
+  auto c = std::make_shared<Cached>();
+  try {
+    make(*c);
+    c->supported = true;
+  } catch (const dnnl::error& e) {
+    if (e.status != dnnl_unimplemented) dnnl_fail(e, "primitive creation", __FILE__, __LINE__);
+    c->supported = false;
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  if (map.size() > 4096) map.clear();  // crude bound on memory
+  return map.emplace(key.bytes, std::move(c)).first->second;
+}
+
+// Wrap a user pointer as oneDNN memory (no copy).
+inline dnnl::memory mem(const dnnl::memory::desc& md, const void* p) {
+  return dnnl::memory(md, engine(), const_cast<void*>(p));
+}
+
+// "[op] message" errors.
+[[noreturn]] inline void fail_op(int32_t code, const char* op, const std::string& msg) {
+  fail(code, std::string("[") + op + "] " + msg);
+}
+
+// Registration entry points of the op families (ops/*.cpp).
+void register_matmul(const gn::sdk::Registrar& r);
+void register_eltwise(const gn::sdk::Registrar& r);
+void register_binary(const gn::sdk::Registrar& r);
+void register_softmax(const gn::sdk::Registrar& r);
+void register_norm(const gn::sdk::Registrar& r);
+
+}  // namespace gn::cpu

@@ -1,0 +1,236 @@
+// backends/cpu/plugin.cpp - the oneDNN CPU backend: device type "cpu" with
+// score 100 (outranks the reference plugin), host memory from the caching
+// allocator, synchronous streams/events, threads from the runtime option
+// "num_threads" or GENESIS_NUM_THREADS (default: all cores), and the kernels
+// of ops/*.cpp.  Ops not registered here fall back to the reference backend.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "allocator.h"
+#include "common.h"
+
+namespace gn::cpu {
+
+// ----------------------------------------------------------------------------
+// engine, stream, errors, threads
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  static dnnl::stream s(engine());
+  return s;
+}
+
+void dnnl_fail(const dnnl::error& e, const char* expr, const char* file, int line) {
+  const int32_t code = e.status == dnnl_unimplemented ? GN_ERR_UNSUPPORTED
+                       : e.status == dnnl_out_of_memory ? GN_ERR_OUT_OF_MEMORY
+                                                        : GN_ERR_INTERNAL;
+  fail(code, std::string("[cpu] oneDNN: ") + e.what() + " (status " + std::to_string((int)e.status) + ") in " +
+                 expr + " at " + file + ":" + std::to_string(line));
+}
+
+namespace {
+std::atomic<int> g_threads{0};
+}
+
+int num_threads() {
+  int n = g_threads.load(std::memory_order_relaxed);
+  return n > 0 ? n : omp_get_num_procs();
+}
+
+void set_num_threads(int n) {
+  g_threads.store(n > 0 ? n : omp_get_num_procs());
+  omp_set_num_threads(num_threads());
+}
+
+namespace {
+
+const gn_host_api* host() { return gn::sdk::host_ref(); }
+
+// Parse a positive thread count; 0 when absent or malformed.
+int parse_threads(const char* s) {
+  if (!s || !*s) return 0;
+  char* end = nullptr;
+  long v = std::strtol(s, &end, 10);
+  return (end && *end == '\0' && v > 0 && v <= 4096) ? (int)v : 0;
+}
+
+// ----------------------------------------------------------------------------
+// device vtable
+
+template <class F>
+gn_status* guarded(F&& f) {
+  return gn::sdk::guard(host(), std::forward<F>(f));
+}
+
+gn_status* dev_count(void*, int32_t* count) {
+  *count = 1;
+  return nullptr;
+}
+
+gn_status* dev_props(void*, int32_t index, gn_device_props* props) {
+  return guarded([&] {
+    if (index != 0) fail(GN_ERR_DEVICE, "[cpu] there is only cpu:0");
+    gn_device_props p{};
+    p.struct_size = props->struct_size;
+    const dnnl_version_t* v = dnnl_version();
+    std::string name = "host (oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                       std::to_string(v->patch) + ", " + std::to_string(num_threads()) + " threads)";
+    std::strncpy(p.name, name.c_str(), sizeof(p.name) - 1);
+    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    p.total_memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    p.free_memory = avail > 0 && page > 0 ? (uint64_t)avail * (uint64_t)page : 0;
+    p.multiprocessors = omp_get_num_procs();
+    size_t n = props->struct_size < sizeof(p) ? props->struct_size : sizeof(p);
+    std::memcpy(props, &p, n);
+  });
+}
+
+gn_status* dev_alloc(void*, int32_t, size_t bytes, void*, void** ptr) {
+  *ptr = nullptr;
+  return guarded([&] { *ptr = host_allocator().allocate(bytes); });
+}
+
+gn_status* dev_free(void*, int32_t, void* ptr, void*) {
+  return guarded([&] { host_allocator().release(ptr); });
+}
+
+gn_status* dev_memory_stats(void*, int32_t, gn_memory_stats* stats) {
+  gn_memory_stats s = host_allocator().stats();
+  s.struct_size = stats->struct_size;
+  size_t n = stats->struct_size < sizeof(s) ? stats->struct_size : sizeof(s);
+  std::memcpy(stats, &s, n);
+  return nullptr;
+}
+
+gn_status* dev_empty_cache(void*, int32_t) {
+  host_allocator().empty_cache();
+  return nullptr;
+}
+
+gn_status* dev_reset_peak(void*, int32_t) {
+  host_allocator().reset_peak();
+  return nullptr;
+}
+
+// Streams and events: kernels run synchronously on the calling thread.
+char g_dummy_stream, g_dummy_event;
+
+gn_status* stream_create(void*, int32_t, void** s) { *s = &g_dummy_stream; return nullptr; }
+gn_status* stream_destroy(void*, int32_t, void*) { return nullptr; }
+gn_status* stream_sync(void*, int32_t, void*) { return nullptr; }
+gn_status* event_create(void*, int32_t, void** e) { *e = &g_dummy_event; return nullptr; }
+gn_status* event_destroy(void*, int32_t, void*) { return nullptr; }
+gn_status* event_record(void*, int32_t, void*, void*) { return nullptr; }
+gn_status* stream_wait_event(void*, int32_t, void*, void*) { return nullptr; }
+gn_status* event_query(void*, int32_t, void*, int32_t* done) { *done = 1; return nullptr; }
+gn_status* event_sync(void*, int32_t, void*) { return nullptr; }
+gn_status* device_sync(void*, int32_t) { return nullptr; }
+
+// Large copies/memsets are split over the threads (memory bandwidth of one
+// core is not that of the socket).
+constexpr size_t kParallelBytes = size_t(4) << 20;
+
+gn_status* dev_copy(void*, int32_t, void* dst, const void* src, size_t bytes, int32_t, void*) {
+  if (!bytes || dst == src) return nullptr;
+  const char* s = (const char*)src;
+  char* d = (char*)dst;
+  const bool overlap = d < s + bytes && s < d + bytes;
+  if (bytes < kParallelBytes || overlap) {
+    std::memmove(d, s, bytes);
+    return nullptr;
+  }
+  ensure_threads();
+  const size_t chunk = size_t(1) << 20;
+  const int64_t n = (int64_t)((bytes + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    size_t off = (size_t)i * chunk;
+    std::memcpy(d + off, s + off, std::min(chunk, bytes - off));
+  }
+  return nullptr;
+}
+
+gn_status* dev_memset(void*, int32_t, void* dst, int32_t value, size_t bytes, void*) {
+  if (!bytes) return nullptr;
+  char* d = (char*)dst;
+  if (bytes < kParallelBytes) {
+    std::memset(d, value, bytes);
+    return nullptr;
+  }
+  ensure_threads();
+  const size_t chunk = size_t(1) << 20;
+  const int64_t n = (int64_t)((bytes + chunk - 1) / chunk);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    size_t off = (size_t)i * chunk;
+    std::memset(d + off, value, std::min(chunk, bytes - off));
+  }
+  return nullptr;
+}
+
+// ----------------------------------------------------------------------------
+// init
+
+std::string g_description;
+
+void init(const gn_host_api* h, gn_plugin_info* info) {
+  // Threads: runtime option first, then the environment, else all cores.
+  int n = parse_threads(h->option_get ? h->option_get(h->host_ctx, "num_threads") : nullptr);
+  if (!n) n = parse_threads(std::getenv("GENESIS_NUM_THREADS"));
+  set_num_threads(n);
+
+  const dnnl_version_t* v = dnnl_version();
+  g_description = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                  std::to_string(v->patch) + " CPU backend (matmul, eltwise, binary, softmax, layer_norm; " +
+                  std::to_string(num_threads()) + " threads)";
+  info->description = g_description.c_str();
+
+  gn_device_vtable vt{};
+  vt.struct_size = sizeof(vt);
+  vt.name = "cpu";
+  vt.score = 100;
+  vt.flags = GN_DEVICE_HOST_MEMORY;
+  vt.ctx = &host_allocator();
+  vt.device_count = dev_count;
+  vt.device_props = dev_props;
+  vt.alloc = dev_alloc;
+  vt.free = dev_free;
+  vt.memory_stats = dev_memory_stats;
+  vt.empty_cache = dev_empty_cache;
+  vt.reset_peak_stats = dev_reset_peak;
+  vt.stream_create = stream_create;
+  vt.stream_destroy = stream_destroy;
+  vt.stream_synchronize = stream_sync;
+  vt.event_create = event_create;
+  vt.event_destroy = event_destroy;
+  vt.event_record = event_record;
+  vt.stream_wait_event = stream_wait_event;
+  vt.event_query = event_query;
+  vt.event_synchronize = event_sync;
+  vt.device_synchronize = device_sync;
+  vt.copy = dev_copy;
+  vt.memset = dev_memset;
+  gn::sdk::throw_if(h, h->register_device_type(h->host_ctx, &vt));
+
+  gn::sdk::Registrar r(h, "cpu");
+  register_matmul(r);
+  register_eltwise(r);
+  register_binary(r);
+  register_softmax(r);
+  register_norm(r);
+}
+
+}  // namespace
+}  // namespace gn::cpu
+
+GN_SDK_PLUGIN("cpu", "0.1.0", "oneDNN CPU backend", gn::cpu::init)
