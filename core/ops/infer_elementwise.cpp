@@ -105,10 +105,9 @@ GN_DEFINE_INFER(binary_arith) {
   const int32_t common = result_type_of(a, 0, 2);
   const std::string_view op = a.op();
   const bool add_like = op == "add" || op == "sub";
-  if (add_like && common == GN_BOOL)
-    fail(GN_ERR_DTYPE, std::string(op == "sub" ? "subtraction" : "addition") +
-                           " of two bool tensors is not supported; use " +
-                           (op == "sub" ? "logical_xor" : "logical_or") + " instead");
+  // torch: bool + bool is logical or; bool - bool is an error.
+  if (op == "sub" && common == GN_BOOL)
+    fail(GN_ERR_DTYPE, "subtraction of two bool tensors is not supported; use logical_xor or ne instead");
   if (add_like && !is_float(common) && a.n_attrs > 0) {
     // torch: "For integral input tensors, argument alpha must not be a floating point number".
     const double alpha = a.attr_float(0);

@@ -97,7 +97,11 @@ TEST(BinaryArith, Errors) {
   EXPECT_TRUE(fails(run("add", {T(GN_F32, {2, 3}), T(GN_F32, {4})}), GN_ERR_SHAPE, "add",
                     {"shapes (2, 3) and (4) cannot be broadcast"}));
   EXPECT_TRUE(fails(run("sub", {T(GN_BOOL, {2}), T(GN_BOOL, {2})}), GN_ERR_DTYPE, "sub", {"bool"}));
-  EXPECT_TRUE(fails(run("add", {T(GN_BOOL, {2}), S(GN_BOOL)}), GN_ERR_DTYPE, "add", {"bool"}));
+  {  // torch: bool + bool stays bool (logical or)
+    Result r = run("add", {T(GN_BOOL, {2}), S(GN_BOOL)});
+    ASSERT_TRUE(r.ok()) << r.msg;
+    EXPECT_EQ(r.out[0].dtype, GN_BOOL);
+  }
   EXPECT_TRUE(fails(run("add", {T(GN_I32, {2}), T(GN_I64, {2})}, {af("alpha", 1.5)}), GN_ERR_INVALID_ARGUMENT,
                     "add", {"alpha 1.5", "int64"}));
 }
