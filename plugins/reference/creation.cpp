@@ -49,7 +49,7 @@ GN_SDK_KERNEL(rand_kernel) {
   need_io("rand", n_in, 0, n_out, 1);
   const gn_tensor_view& o = out[0];
   const int64_t n = numel(o);
-  for (int64_t i = 0; i < n; ++i) store(elem_ptr(o, i), o.dtype, gn::sdk::philox_uniform(ctx->seed, ctx->offset, i));
+  for (int64_t i = 0; i < n; ++i) store(elem_ptr(o, i), o.dtype, gn::sdk::philox_uniform_for(o.dtype, ctx->seed, ctx->offset, i));
 }
 
 // randn(shape, dtype, device) -> standard normal (Box-Muller on Philox pairs).

@@ -6,6 +6,8 @@
 //   counter c = offset + i / 4, ctr = {lo32(c), hi32(c), 0, 0}, key = {lo32(seed), hi32(seed)}
 //   word(i)   = Philox4x32-10(ctr, key)[i % 4]
 //   rand      : u(i) = (word(i) >> 8) * 2^-24                         in [0, 1)
+//               (float16: (word >> 21) * 2^-11, bfloat16: (word >> 24) * 2^-8, so the
+//               stored value is exact and never rounds up to 1.0)
 //   randn     : c = offset + i/2, words a = 2*(i%2), b = a+1 of that block;
 //               u1 = ((w_a >> 8) + 1) * 2^-24, u2 = (w_b >> 8) * 2^-24,
 //               z = sqrt(-2 ln u1) * cos(2 pi u2), computed in double
@@ -54,6 +56,15 @@ GN_HD uint32_t philox_word(uint64_t seed, uint64_t offset, int64_t i) {
 // Uniform [0, 1) for element i (24-bit resolution, exact in float32).
 GN_HD double philox_uniform(uint64_t seed, uint64_t offset, int64_t i) {
   return (double)(philox_word(seed, offset, i) >> 8) * (1.0 / 16777216.0);
+}
+
+// Uniform [0, 1) for element i stored as `dtype`: as many bits as the dtype
+// holds exactly, so rounding on store can never produce 1.0.
+GN_HD double philox_uniform_for(int32_t dtype, uint64_t seed, uint64_t offset, int64_t i) {
+  uint32_t w = philox_word(seed, offset, i);
+  if (dtype == GN_F16) return (double)(w >> 21) * (1.0 / 2048.0);
+  if (dtype == GN_BF16) return (double)(w >> 24) * (1.0 / 256.0);
+  return (double)(w >> 8) * (1.0 / 16777216.0);
 }
 
 // Standard normal for element i.
