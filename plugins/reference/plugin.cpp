@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "families.h"
+#include "genesis/sdk/host_device.h"
 
 namespace ref {
 namespace {
@@ -106,32 +107,6 @@ gn_status* dev_reset_peak(void*, int32_t) {
 }
 
 // ----------------------------------------------------------------------------
-// streams and events: everything is synchronous, handles are dummies.
-
-char g_dummy_stream, g_dummy_event;
-
-gn_status* stream_create(void*, int32_t, void** s) { *s = &g_dummy_stream; return nullptr; }
-gn_status* stream_destroy(void*, int32_t, void*) { return nullptr; }
-gn_status* stream_sync(void*, int32_t, void*) { return nullptr; }
-gn_status* event_create(void*, int32_t, void** e) { *e = &g_dummy_event; return nullptr; }
-gn_status* event_destroy(void*, int32_t, void*) { return nullptr; }
-gn_status* event_record(void*, int32_t, void*, void*) { return nullptr; }
-gn_status* stream_wait_event(void*, int32_t, void*, void*) { return nullptr; }
-gn_status* event_query(void*, int32_t, void*, int32_t* done) { *done = 1; return nullptr; }
-gn_status* event_sync(void*, int32_t, void*) { return nullptr; }
-gn_status* device_sync(void*, int32_t) { return nullptr; }
-
-gn_status* dev_copy(void*, int32_t, void* dst, const void* src, size_t bytes, int32_t, void*) {
-  if (bytes && dst != src) std::memmove(dst, src, bytes);
-  return nullptr;
-}
-
-gn_status* dev_memset(void*, int32_t, void* dst, int32_t value, size_t bytes, void*) {
-  if (bytes) std::memset(dst, value, bytes);
-  return nullptr;
-}
-
-// ----------------------------------------------------------------------------
 // init
 
 void init(const gn_host_api* h, gn_plugin_info*) {
@@ -148,18 +123,7 @@ void init(const gn_host_api* h, gn_plugin_info*) {
   vt.memory_stats = dev_memory_stats;
   vt.empty_cache = dev_empty_cache;
   vt.reset_peak_stats = dev_reset_peak;
-  vt.stream_create = stream_create;
-  vt.stream_destroy = stream_destroy;
-  vt.stream_synchronize = stream_sync;
-  vt.event_create = event_create;
-  vt.event_destroy = event_destroy;
-  vt.event_record = event_record;
-  vt.stream_wait_event = stream_wait_event;
-  vt.event_query = event_query;
-  vt.event_synchronize = event_sync;
-  vt.device_synchronize = device_sync;
-  vt.copy = dev_copy;
-  vt.memset = dev_memset;
+  gn::sdk::fill_host_device_slots(vt);  // synchronous streams/events, memmove copies
   gn::sdk::throw_if(h, h->register_device_type(h->host_ctx, &vt));
 
   gn::sdk::Registrar r(h, "cpu");

@@ -4,4 +4,5 @@
 #include "genesis/sdk/error.h"
 #include "genesis/sdk/iter.h"
 #include "genesis/sdk/philox.h"
+#include "genesis/sdk/host_device.h"
 #include "genesis/sdk/plugin.h"
