@@ -110,6 +110,8 @@ struct Cached {
   bool supported = false;  // false: oneDNN has no implementation (remembered)
   dnnl::primitive prim;
   dnnl::memory::desc src_md, src1_md, dst_md, aux_md;  // per-family meaning
+  dnnl::memory::desc scratch_md;                       // user-mode scratchpad
+  size_t scratch_bytes = 0;
   std::string impl;                                    // impl_info_str, for debugging
 };
 
@@ -137,10 +139,31 @@ std::shared_ptr<const Cached> cached(const Key& key, Make&& make) {
   return map.emplace(key.bytes, std::move(c)).first->second;
 }
 
+// Primitive attributes every primitive here uses: the scratchpad is ours
+// (scratchpad_mode::user), so concurrent calls from several threads never share
+// oneDNN's global scratchpad.
+inline dnnl::primitive_attr base_attr() {
+  dnnl::primitive_attr a;
+  a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return a;
+}
+
+// Record what a freshly made primitive_desc needs at execution time.
+template <class PD>
+void finish(Cached& e, const PD& pd) {
+  e.impl = pd.impl_info_str();
+  e.scratch_md = pd.scratchpad_desc();
+  e.scratch_bytes = e.scratch_md.get_size();
+}
+
 // Wrap a user pointer as oneDNN memory (no copy).
 inline dnnl::memory mem(const dnnl::memory::desc& md, const void* p) {
   return dnnl::memory(md, engine(), const_cast<void*>(p));
 }
+
+// Execute c.prim with args plus a scratchpad from the kernel workspace (or a
+// thread-local buffer when the core has none to give); sets the thread count.
+void execute(const gn_kernel_ctx* ctx, const Cached& c, std::unordered_map<int, dnnl::memory> args);
 
 // "[op] message" errors.
 [[noreturn]] inline void fail_op(int32_t code, const char* op, const std::string& msg) {

@@ -25,9 +25,25 @@ dnnl::engine& engine() {
   return e;
 }
 
+// One stream per thread: a oneDNN stream is not meant to be shared between
+// threads that execute at the same time.
 dnnl::stream& stream() {
-  static dnnl::stream s(engine());
+  thread_local dnnl::stream s(engine());
   return s;
+}
+
+void execute(const gn_kernel_ctx* ctx, const Cached& c, std::unordered_map<int, dnnl::memory> args) {
+  if (c.scratch_bytes) {
+    void* p = ctx && ctx->workspace ? ctx->workspace(ctx, c.scratch_bytes) : nullptr;
+    thread_local std::vector<char> local;
+    if (!p) {
+      if (local.size() < c.scratch_bytes) local.resize(c.scratch_bytes);
+      p = local.data();
+    }
+    args.emplace(DNNL_ARG_SCRATCHPAD, mem(c.scratch_md, p));
+  }
+  ensure_threads();
+  DNNL_CHECK(c.prim.execute(stream(), args));
 }
 
 void dnnl_fail(const dnnl::error& e, const char* expr, const char* file, int line) {

@@ -65,7 +65,7 @@ std::vector<int64_t> md_strides(const std::vector<int64_t>& dims, const std::vec
 }
 
 // Try the oneDNN path; false when it does not apply (nothing written then).
-bool binary_dnnl(const BinaryDef& def, const gn_tensor_view& a, const gn_tensor_view& b, const gn_tensor_view& out,
+bool binary_dnnl(const gn_kernel_ctx* ctx, const BinaryDef& def, const gn_tensor_view& a, const gn_tensor_view& b, const gn_tensor_view& out,
                  double alpha) {
   const int32_t dt = out.dtype;
   if (def.alg == algorithm::undef || (dt != GN_F32 && dt != GN_BF16 && dt != GN_F16)) return false;
@@ -99,17 +99,16 @@ bool binary_dnnl(const BinaryDef& def, const gn_tensor_view& a, const gn_tensor_
     e.src1_md = make_md(bd, bs, dt);
     e.dst_md = make_md(dims0, os, dt);
     dnnl::binary::desc d(def.alg, e.src_md, e.src1_md, e.dst_md);
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = base_attr();
     if (alpha != 1.0) attr.set_scales(DNNL_ARG_SRC_1, 0, {(float)alpha});
     dnnl::binary::primitive_desc pd(d, attr, engine());
-    e.impl = pd.impl_info_str();
+    finish(e, pd);
     e.prim = dnnl::binary(pd);
   });
   if (!c->supported) return false;
-  ensure_threads();
-  DNNL_CHECK(c->prim.execute(stream(), {{DNNL_ARG_SRC_0, mem(c->src_md, data_of(*s0))},
+  execute(ctx, *c, {{DNNL_ARG_SRC_0, mem(c->src_md, data_of(*s0))},
                                         {DNNL_ARG_SRC_1, mem(c->src1_md, data_of(*s1))},
-                                        {DNNL_ARG_DST, mem(c->dst_md, data_of(out))}}));
+                                        {DNNL_ARG_DST, mem(c->dst_md, data_of(out))}});
   return true;
 }
 
@@ -201,7 +200,7 @@ GN_SDK_KERNEL(binary_kernel) {
   if (a.ndim > o.ndim || b.ndim > o.ndim) fail_op(GN_ERR_SHAPE, def.name, "operand rank exceeds the output's");
   if (gn_view_numel(&o) == 0) return;
   if (!out_is_simple(o)) GN_UNSUPPORTED(std::string("[") + def.name + "] output layout");
-  if (binary_dnnl(def, a, b, o, alpha)) return;
+  if (binary_dnnl(ctx, def, a, b, o, alpha)) return;
   if (o.dtype == GN_F32) return binary_loop_dispatch<float>(def.op, a, b, o, alpha);
   if (o.dtype == GN_F64) return binary_loop_dispatch<double>(def.op, a, b, o, alpha);
   GN_UNSUPPORTED(std::string("[") + def.name + "] " + gn_dtype_name(o.dtype) + " with this layout");

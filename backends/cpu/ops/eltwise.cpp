@@ -51,7 +51,7 @@ const EltwiseDef kEltwise[] = {
 };
 
 // Run algorithm alg(alpha, beta) over the dense x -> y.
-void eltwise_run(const char* op, const gn_tensor_view& x, const gn_tensor_view& y, algorithm alg, float alpha,
+void eltwise_run(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& x, const gn_tensor_view& y, algorithm alg, float alpha,
                  float beta) {
   const int32_t dt = x.dtype;
   if (y.dtype != dt || (dt != GN_F32 && dt != GN_BF16 && dt != GN_F16))
@@ -65,14 +65,13 @@ void eltwise_run(const char* op, const gn_tensor_view& x, const gn_tensor_view& 
   auto c = cached(key, [&](Cached& e) {
     e.src_md = make_md({n}, {1}, dt);
     dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg, e.src_md, alpha, beta);
-    dnnl::eltwise_forward::primitive_desc pd(d, engine());
-    e.impl = pd.impl_info_str();
+    dnnl::eltwise_forward::primitive_desc pd(d, base_attr(), engine());
+    finish(e, pd);
     e.prim = dnnl::eltwise_forward(pd);
   });
   if (!c->supported) GN_UNSUPPORTED(std::string("[") + op + "] this dtype in oneDNN");
-  ensure_threads();
-  DNNL_CHECK(c->prim.execute(stream(), {{DNNL_ARG_SRC, mem(c->src_md, data_of(x))},
-                                        {DNNL_ARG_DST, mem(c->src_md, data_of(y))}}));
+  execute(ctx, *c, {{DNNL_ARG_SRC, mem(c->src_md, data_of(x))},
+                                        {DNNL_ARG_DST, mem(c->src_md, data_of(y))}});
 }
 
 double attr_f(const gn_attr_value* attrs, size_t n_attrs, size_t i, double dflt) {
@@ -97,7 +96,7 @@ GN_SDK_KERNEL(eltwise_kernel) {
     alpha = (float)lo;
     beta = (float)hi;
   }
-  eltwise_run(def->name, in[0], out[0], alg, alpha, beta);
+  eltwise_run(ctx, def->name, in[0], out[0], alg, alpha, beta);
 }
 
 }  // namespace

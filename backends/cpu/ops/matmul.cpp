@@ -65,7 +65,6 @@ bool as_operand(const gn_tensor_view& v, bool is_b, bool trans, size_t nb, Opera
 
 void matmul_run(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& a, const gn_tensor_view& b,
                 const gn_tensor_view& out, bool trans_a, bool trans_b) {
-  (void)ctx;
   const int32_t dt = out.dtype;
   if (a.dtype != dt || b.dtype != dt || (dt != GN_F32 && dt != GN_BF16 && dt != GN_F16))
     GN_UNSUPPORTED(std::string("[") + op + "] dtypes " + gn_dtype_name(a.dtype) + "/" + gn_dtype_name(b.dtype) +
@@ -112,16 +111,15 @@ void matmul_run(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& 
     e.src1_md = make_md(ob.dims, ob.strides, dt);
     e.dst_md = make_md(oc.dims, oc.strides, dt);
     dnnl::matmul::desc d(e.src_md, e.src1_md, e.dst_md);
-    dnnl::matmul::primitive_desc pd(d, engine());
-    e.impl = pd.impl_info_str();
+    dnnl::matmul::primitive_desc pd(d, base_attr(), engine());
+    finish(e, pd);
     e.prim = dnnl::matmul(pd);
   });
   if (!c->supported) GN_UNSUPPORTED(std::string("[") + op + "] this shape/dtype in oneDNN");
 
-  ensure_threads();
-  DNNL_CHECK(c->prim.execute(stream(), {{DNNL_ARG_SRC, mem(c->src_md, data_of(a))},
+  execute(ctx, *c, {{DNNL_ARG_SRC, mem(c->src_md, data_of(a))},
                                         {DNNL_ARG_WEIGHTS, mem(c->src1_md, data_of(b))},
-                                        {DNNL_ARG_DST, mem(c->dst_md, data_of(out))}}));
+                                        {DNNL_ARG_DST, mem(c->dst_md, data_of(out))}});
 }
 
 bool flag(const gn_attr_value* attrs, size_t n_attrs, size_t i) {

@@ -61,8 +61,8 @@ GN_SDK_KERNEL(layer_norm_kernel) {
     e.src1_md = make_md({N}, {1}, GN_F32);     // scale / shift
     dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_training, e.src_md, e.aux_md,
                                               (float)eps, flags);
-    dnnl::layer_normalization_forward::primitive_desc pd(d, engine());
-    e.impl = pd.impl_info_str();
+    dnnl::layer_normalization_forward::primitive_desc pd(d, base_attr(), engine());
+    finish(e, pd);
     e.prim = dnnl::layer_normalization_forward(pd);
   });
   if (!c->supported) GN_UNSUPPORTED(std::string("[layer_norm] ") + gn_dtype_name(dt) + " in oneDNN");
@@ -92,8 +92,7 @@ GN_SDK_KERNEL(layer_norm_kernel) {
                                              {DNNL_ARG_VARIANCE, mem(c->aux_md, var)}};
   if (has_w) args.emplace(DNNL_ARG_SCALE, mem(c->src1_md, wp));
   if (has_b) args.emplace(DNNL_ARG_SHIFT, mem(c->src1_md, bp));
-  ensure_threads();
-  DNNL_CHECK(c->prim.execute(stream(), args));
+  execute(ctx, *c, std::move(args));
   const float feps = (float)eps;
 #pragma omp parallel for simd schedule(static) if (R > 4096)
   for (int64_t r = 0; r < R; ++r) rstd[r] = 1.0f / std::sqrt(var[r] + feps);

@@ -13,7 +13,7 @@ namespace {
 
 bool is_dnnl_float(int32_t dt) { return dt == GN_F32 || dt == GN_BF16 || dt == GN_F16; }
 
-void softmax_run(const char* op, bool log, const gn_tensor_view& x, const gn_tensor_view& y,
+void softmax_run(const gn_kernel_ctx* ctx, const char* op, bool log, const gn_tensor_view& x, const gn_tensor_view& y,
                  const gn_attr_value* attrs, size_t n_attrs) {
   if (!is_dnnl_float(x.dtype) || !is_dnnl_float(y.dtype))
     GN_UNSUPPORTED(std::string("[") + op + "] " + gn_dtype_name(x.dtype) + " -> " + gn_dtype_name(y.dtype));
@@ -41,24 +41,23 @@ void softmax_run(const char* op, bool log, const gn_tensor_view& x, const gn_ten
     e.dst_md = make_md(dims, strides, y.dtype);
     const auto alg = log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate;
     dnnl::softmax_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, e.src_md, e.dst_md, 1);
-    dnnl::softmax_v2_forward::primitive_desc pd(d, engine());
-    e.impl = pd.impl_info_str();
+    dnnl::softmax_v2_forward::primitive_desc pd(d, base_attr(), engine());
+    finish(e, pd);
     e.prim = dnnl::softmax_v2_forward(pd);
   });
   if (!c->supported) GN_UNSUPPORTED(std::string("[") + op + "] this dtype in oneDNN");
-  ensure_threads();
-  DNNL_CHECK(c->prim.execute(stream(), {{DNNL_ARG_SRC, mem(c->src_md, data_of(x))},
-                                        {DNNL_ARG_DST, mem(c->dst_md, data_of(y))}}));
+  execute(ctx, *c, {{DNNL_ARG_SRC, mem(c->src_md, data_of(x))},
+                                        {DNNL_ARG_DST, mem(c->dst_md, data_of(y))}});
 }
 
 GN_SDK_KERNEL(softmax_kernel) {
   if (n_in != 1 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, "softmax", "expects 1 input and 1 output");
-  softmax_run("softmax", false, in[0], out[0], attrs, n_attrs);
+  softmax_run(ctx, "softmax", false, in[0], out[0], attrs, n_attrs);
 }
 
 GN_SDK_KERNEL(log_softmax_kernel) {
   if (n_in != 1 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, "log_softmax", "expects 1 input and 1 output");
-  softmax_run("log_softmax", true, in[0], out[0], attrs, n_attrs);
+  softmax_run(ctx, "log_softmax", true, in[0], out[0], attrs, n_attrs);
 }
 
 }  // namespace

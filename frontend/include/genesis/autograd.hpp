@@ -1,0 +1,82 @@
+// genesis/autograd.hpp - reverse-mode autograd: graph nodes, grad mode, the
+// gradient checker.  Rules live in frontend/src/autograd/rules.cpp.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "genesis/tensor.hpp"
+
+namespace genesis::autograd {
+
+/** What backward needs to know about one input of a recorded op. */
+struct InputMeta {
+  Shape shape;
+  DType dtype;
+  Device device;
+};
+
+struct Node;
+/** A gradient rule: grads of the inputs (undefined = none) from the output's grad. */
+using Rule = std::vector<Tensor> (*)(Node& node, const Tensor& grad);
+
+/** One recorded op with one differentiable output (the graph is a DAG of these). */
+struct Node {
+  const char* name = "";                    ///< op name ("mul"); "accumulate_grad" for leaves
+  Rule rule = nullptr;                      ///< null for AccumulateGrad
+  std::vector<std::shared_ptr<Node>> next;  ///< per input: its grad_fn / accumulator, or null
+  std::vector<InputMeta> inputs;            ///< per input: shape/dtype/device for reduction and casts
+  std::vector<Tensor> saved;                ///< detached tensors the rule reads (freed after use)
+  std::vector<int64_t> ints;                ///< integer attributes (dims, flags)
+  double f = 0;                             ///< one float attribute (alpha, exponent, eps)
+  std::vector<Hook> pre_hooks;              ///< hooks on the output's gradient (non-leaf register_hook/retain_grad)
+  std::shared_ptr<Tensor::Impl> leaf;       ///< AccumulateGrad: the leaf it writes
+  bool released = false;                    ///< saved tensors were freed by a backward
+};
+
+/** Whether ops record for autograd on this thread. */
+bool grad_enabled();
+/** Turns recording on or off for this thread. */
+void set_grad_enabled(bool on);
+
+/** Disables recording for its lifetime (torch.no_grad). */
+class NoGradGuard {
+ public:
+  /** Turns recording off. */
+  NoGradGuard() : prev_(grad_enabled()) { set_grad_enabled(false); }
+  /** Restores the previous mode. */
+  ~NoGradGuard() { set_grad_enabled(prev_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+/** Records `out` as produced by op `name` from `inputs` when any needs grad; returns the node or null. */
+std::shared_ptr<Node> record(const char* name, Rule rule, const std::vector<Tensor>& inputs, Tensor& out);
+/** Runs backward from root with its gradient (iterative, topological, frees saved tensors). */
+void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+/** "<MulBackward0>" for a node named "mul". */
+std::string node_display_name(const Node& n);
+
+/** Options of gradcheck. */
+struct GradcheckOptions {
+  double eps = 1e-6;   ///< central-difference step
+  double atol = 1e-5;  ///< absolute tolerance
+  double rtol = 1e-3;  ///< relative tolerance
+};
+
+/** Compares autograd gradients of sum(fn(inputs) * w) (w random, fixed) with central
+ * differences for every floating input that requires grad; inputs should be float64.
+ * Returns "" when they agree, else a description of the first mismatch. */
+std::string gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                      const std::vector<Tensor>& inputs, GradcheckOptions opts = {});
+
+}  // namespace genesis::autograd
+
+namespace genesis {
+using autograd::NoGradGuard;
+}  // namespace genesis

@@ -1,0 +1,450 @@
+// genesis/tensor.hpp - genesis::Tensor, the C++ face of Genesis.
+//
+// A Tensor is a shared handle (copying it shares data and autograd state, as
+// in PyTorch) to an Impl that owns one gn_tensor* reference plus the autograd
+// metadata.  Everything goes through the public C API (genesis/genesis.h).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "genesis/genesis.h"
+
+namespace genesis {
+
+// ------------------------------------------------------------------ errors
+
+/** Error raised by any failing Genesis call: a gn_code plus a message. */
+class Error : public std::runtime_error {
+ public:
+  /** Error with a gn_code and message. */
+  Error(int32_t code, const std::string& msg) : std::runtime_error(msg), code_(code) {}
+  /** The gn_code (GN_ERR_SHAPE, ...). */
+  int32_t code() const { return code_; }
+
+ private:
+  int32_t code_;
+};
+
+/** Throws genesis::Error (and frees st) when st is not NULL; `what` prefixes the message as "[what] ". */
+void check(gn_status* st, const char* what = nullptr);
+
+// ----------------------------------------------------------------- runtime
+
+/** How the process-wide runtime is created (see gn_runtime_options). */
+struct RuntimeOptions {
+  std::string plugin_path;    ///< colon-separated dirs searched first
+  std::string plugins;        ///< comma-separated plugin names; empty = all found
+  std::string backends;       ///< "cpu=reference,cuda=cuda"; empty = best score
+  bool no_default_paths = false;  ///< skip $GENESIS_PLUGIN_PATH and the built-in dir
+  bool quiet = true;          ///< do not print plugin rejections
+};
+
+/** Creates the runtime with these options; must run before the first use, else throws. */
+void init(const RuntimeOptions& options);
+/** The process-wide runtime, created from default options on first use. */
+gn_runtime* runtime();
+/** Seeds every device's default generator. */
+void manual_seed(uint64_t seed);
+
+// ------------------------------------------------------------ dtype/device
+
+/** Element types, same values as gn_dtype. */
+enum class DType : int32_t {
+  f32 = GN_F32, f16 = GN_F16, bf16 = GN_BF16, f64 = GN_F64,
+  i8 = GN_I8, u8 = GN_U8, i32 = GN_I32, i64 = GN_I64, boolean = GN_BOOL
+};
+inline constexpr DType float32 = DType::f32;   ///< torch.float32
+inline constexpr DType float16 = DType::f16;   ///< torch.float16
+inline constexpr DType bfloat16 = DType::bf16; ///< torch.bfloat16
+inline constexpr DType float64 = DType::f64;   ///< torch.float64
+inline constexpr DType int32 = DType::i32;     ///< torch.int32
+inline constexpr DType int64 = DType::i64;     ///< torch.int64
+inline constexpr DType boolean = DType::boolean; ///< torch.bool
+
+/** "float32", "int64", ... */
+const char* dtype_name(DType d);
+/** True for f32/f16/bf16/f64. */
+bool is_floating(DType d);
+
+/** A device such as Device("cpu") or Device("cuda:0"). */
+class Device {
+ public:
+  /** The CPU. */
+  Device();
+  /** Parses "cpu", "cuda", "cuda:1" (throws genesis::Error when unknown). */
+  Device(const char* spec);  // NOLINT: implicit, as torch.device strings
+  /** Parses a device string. */
+  Device(const std::string& spec) : Device(spec.c_str()) {}  // NOLINT
+  /** Wraps a C device. */
+  explicit Device(gn_device d) : d_(d) {}
+  /** The C device. */
+  gn_device c() const { return d_; }
+  /** Device type name ("cpu", "cuda"). */
+  std::string type() const;
+  /** Ordinal within the type. */
+  int32_t index() const { return d_.index; }
+  /** "cpu:0", "cuda:1". */
+  std::string str() const;
+  /** Same type and index. */
+  bool operator==(const Device& o) const { return d_.type == o.d_.type && d_.index == o.d_.index; }
+
+ private:
+  gn_device d_;
+};
+
+/** True when at least one CUDA device is usable. */
+bool cuda_available();
+
+using Shape = std::vector<int64_t>;
+
+/** Reduction dims: an int, a list, or nothing (= all dims). */
+struct Dims {
+  std::vector<int64_t> v;
+  /** All dims. */
+  Dims() = default;
+  /** One dim. */
+  Dims(int64_t d) : v{d} {}  // NOLINT
+  /** Several dims. */
+  Dims(std::initializer_list<int64_t> d) : v(d) {}  // NOLINT
+  /** Several dims. */
+  Dims(std::vector<int64_t> d) : v(std::move(d)) {}  // NOLINT
+};
+
+/** A number used as an operand: keeps "int" vs "float" so promotion matches torch. */
+struct Scalar {
+  double value;
+  DType kind;  ///< i64, f64 or boolean: the category of the number
+  /** From any arithmetic type. */
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  Scalar(T v)  // NOLINT
+      : value(static_cast<double>(v)),
+        kind(std::is_same_v<T, bool> ? DType::boolean
+             : std::is_integral_v<T> ? DType::i64 : DType::f64) {}
+};
+
+/** Creation options: dtype (unset = inferred or float32), device, requires_grad. */
+struct Options {
+  std::optional<DType> dtype;
+  std::optional<Device> device;
+  bool requires_grad = false;
+};
+
+namespace autograd {
+struct Node;
+}  // namespace autograd
+
+class Tensor;
+/** A gradient hook: returns a replacement gradient, or an undefined Tensor to keep it. */
+using Hook = std::function<Tensor(const Tensor&)>;
+
+// ------------------------------------------------------------------ Tensor
+
+/** A multi-dimensional array with optional autograd, shared like a torch.Tensor. */
+class Tensor {
+ public:
+  struct Impl;
+
+  /** An undefined tensor (no data). */
+  Tensor() = default;
+  /** Takes ownership of one reference to h (may be NULL). */
+  static Tensor adopt(gn_tensor* h);
+  /** Shares h (adds a reference). */
+  static Tensor borrow(gn_tensor* h);
+
+  /** True when the tensor holds data. */
+  bool defined() const { return impl_ != nullptr; }
+  /** The C handle (borrowed). */
+  gn_tensor* handle() const;
+  /** Autograd/data state shared by copies. */
+  const std::shared_ptr<Impl>& impl() const { return impl_; }
+  /** True when both share one Impl. */
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  // ---- metadata
+  /** Rank. */
+  int64_t dim() const;
+  /** Shape. */
+  Shape shape() const;
+  /** Size of dim d (negative counts from the end). */
+  int64_t size(int64_t d) const;
+  /** Strides in elements. */
+  Shape strides() const;
+  /** Number of elements. */
+  int64_t numel() const;
+  /** Element type. */
+  DType dtype() const;
+  /** Device. */
+  Device device() const;
+  /** True when dense row-major. */
+  bool is_contiguous() const;
+
+  // ---- conversion
+  /** Copy to another device (autograd-aware). */
+  Tensor to(const Device& d) const;
+  /** Convert dtype (autograd-aware). */
+  Tensor to(DType t) const;
+  /** The single element converted to T (throws unless numel()==1). */
+  template <class T>
+  T item() const { return static_cast<T>(item_double()); }
+  /** The single element as double. */
+  double item_double() const;
+  /** All elements in row-major order as doubles. */
+  std::vector<double> tolist() const;
+  /** Dense copy, or this tensor when already contiguous. */
+  Tensor contiguous() const;
+  /** A new tensor with copied data (autograd-aware). */
+  Tensor clone() const;
+
+  // ---- autograd
+  /** Whether gradients flow to this tensor. */
+  bool requires_grad() const;
+  /** Marks a leaf as requiring grad; returns *this. */
+  Tensor& requires_grad_(bool on = true);
+  /** The accumulated gradient (undefined until backward reaches this tensor). */
+  Tensor grad() const;
+  /** Replaces the accumulated gradient (pass Tensor() to clear). */
+  void set_grad(const Tensor& g) const;
+  /** The node that produced this tensor (null for leaves). */
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  /** True for tensors not produced by a recorded op. */
+  bool is_leaf() const;
+  /** Keep .grad() on a non-leaf after backward. */
+  void retain_grad() const;
+  /** Backpropagates from this tensor; gradient defaults to ones for a one-element tensor. */
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  /** Hook run with this tensor's gradient (leaves: when it is accumulated); may return a replacement. */
+  template <class F>
+  void register_hook(F f) const {
+    if constexpr (std::is_void_v<std::invoke_result_t<F, const Tensor&>>)
+      add_hook([f](const Tensor& g) { f(g); return Tensor(); });
+    else
+      add_hook(Hook(f));
+  }
+  /** Same data, cut from the graph. */
+  Tensor detach() const;
+
+  // ---- elementwise unary
+  Tensor neg() const;         ///< -x
+  Tensor abs() const;         ///< |x|
+  Tensor sign() const;        ///< -1, 0, 1
+  Tensor exp() const;         ///< e^x
+  Tensor log() const;         ///< natural log
+  Tensor log1p() const;       ///< log(1+x)
+  Tensor sqrt() const;        ///< square root
+  Tensor rsqrt() const;       ///< 1/sqrt(x)
+  Tensor sin() const;         ///< sine
+  Tensor cos() const;         ///< cosine
+  Tensor tanh() const;        ///< tanh
+  Tensor sigmoid() const;     ///< 1/(1+e^-x)
+  Tensor relu() const;        ///< max(x, 0)
+  Tensor gelu(bool tanh_approx = false) const;  ///< x*Phi(x) (tanh form if asked)
+  Tensor silu() const;        ///< x*sigmoid(x)
+  Tensor reciprocal() const;  ///< 1/x
+  Tensor square() const;      ///< x*x
+  Tensor floor() const;       ///< round down
+  Tensor ceil() const;        ///< round up
+  Tensor round() const;       ///< half to even
+  Tensor clamp(double lo, double hi) const;  ///< min(max(x, lo), hi)
+  Tensor pow(const Scalar& p) const;   ///< x**p
+  Tensor pow(const Tensor& p) const;   ///< x**p elementwise
+  Tensor logical_not() const;  ///< x == 0 (bool)
+  Tensor isnan() const;        ///< bool
+  Tensor isinf() const;        ///< bool
+  Tensor isfinite() const;     ///< bool
+
+  // ---- binary
+  Tensor add(const Tensor& o, double alpha = 1) const;  ///< x + alpha*o
+  Tensor sub(const Tensor& o, double alpha = 1) const;  ///< x - alpha*o
+  Tensor mul(const Tensor& o) const;   ///< x*o
+  Tensor div(const Tensor& o) const;   ///< x/o (true division)
+  Tensor maximum(const Tensor& o) const;  ///< elementwise max
+  Tensor minimum(const Tensor& o) const;  ///< elementwise min
+  Tensor eq(const Tensor& o) const;  ///< bool x == o
+  Tensor ne(const Tensor& o) const;  ///< bool x != o
+  Tensor lt(const Tensor& o) const;  ///< bool x < o
+  Tensor le(const Tensor& o) const;  ///< bool x <= o
+  Tensor gt(const Tensor& o) const;  ///< bool x > o
+  Tensor ge(const Tensor& o) const;  ///< bool x >= o
+  Tensor matmul(const Tensor& o) const;  ///< torch.matmul
+
+  // ---- reductions (dims {} = all)
+  Tensor sum(Dims dims = {}, bool keepdim = false) const;   ///< sum over dims
+  Tensor mean(Dims dims = {}, bool keepdim = false) const;  ///< mean over dims
+  Tensor prod(Dims dims = {}, bool keepdim = false) const;  ///< product over dims
+  Tensor max(Dims dims = {}, bool keepdim = false) const;   ///< max values over dims (torch.amax)
+  Tensor min(Dims dims = {}, bool keepdim = false) const;   ///< min values over dims (torch.amin)
+  Tensor argmax(std::optional<int64_t> dim = {}, bool keepdim = false) const;  ///< int64 index of the max
+  Tensor argmin(std::optional<int64_t> dim = {}, bool keepdim = false) const;  ///< int64 index of the min
+  Tensor var(Dims dims = {}, double correction = 1, bool keepdim = false) const;  ///< variance
+  Tensor std(Dims dims = {}, double correction = 1, bool keepdim = false) const;  ///< standard deviation
+  Tensor logsumexp(Dims dims, bool keepdim = false) const;  ///< log(sum(exp(x)))
+  Tensor norm(double p = 2, Dims dims = {}, bool keepdim = false) const;  ///< p-norm
+  Tensor softmax(int64_t dim) const;      ///< softmax along dim
+  Tensor log_softmax(int64_t dim) const;  ///< log-softmax along dim
+
+  // ---- views (share storage)
+  Tensor reshape(Shape shape) const;   ///< new shape (copies if needed)
+  Tensor view(Shape shape) const;      ///< new shape, never copies
+  Tensor permute(Shape dims) const;    ///< reorder dims
+  Tensor transpose(int64_t d0, int64_t d1) const;  ///< swap two dims
+  Tensor t() const;                     ///< transpose of a 2-D tensor
+  Tensor slice(int64_t dim, int64_t start, int64_t stop, int64_t step = 1) const;  ///< start:stop:step (Python-like negatives)
+  Tensor select(int64_t dim, int64_t index) const;  ///< pick index along dim (negative allowed)
+  Tensor operator[](int64_t index) const { return select(0, index); }  ///< x[i]
+  Tensor expand(Shape shape) const;    ///< broadcast size-1 dims (-1 keeps)
+  Tensor expand_as(const Tensor& o) const { return expand(o.shape()); }  ///< expand to o's shape
+  Tensor squeeze(std::optional<int64_t> dim = {}) const;  ///< drop size-1 dim(s)
+  Tensor unsqueeze(int64_t dim) const;  ///< insert a size-1 dim
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const;  ///< merge dims start..end
+
+  // ---- in place (not recorded: raise when grad is needed)
+  Tensor& add_(const Tensor& o, double alpha = 1);  ///< x += alpha*o
+  Tensor& sub_(const Tensor& o, double alpha = 1);  ///< x -= alpha*o
+  Tensor& mul_(const Tensor& o);                    ///< x *= o
+  Tensor& mul_(const Scalar& s);                    ///< x *= s
+  Tensor& add_(const Scalar& s);                    ///< x += s
+  Tensor& zero_();                                  ///< x = 0
+  Tensor& fill_(double v);                          ///< x = v
+  Tensor& copy_(const Tensor& src);                 ///< x = src (broadcast, converted)
+
+ private:
+  void add_hook(Hook h) const;
+  std::shared_ptr<Impl> impl_;
+};
+
+/** Autograd state shared by all copies of a Tensor. */
+struct Tensor::Impl {
+  gn_tensor* h = nullptr;  ///< owned reference
+  bool requires_grad = false;
+  bool retains_grad = false;
+  std::shared_ptr<autograd::Node> grad_fn;      ///< null for leaves
+  std::weak_ptr<autograd::Node> grad_accumulator;  ///< leaves: the node that accumulates .grad
+  std::shared_ptr<Impl> grad;                   ///< accumulated gradient
+  std::vector<Hook> hooks;                      ///< leaf hooks (non-leaves keep them on grad_fn)
+  /** Releases h. */
+  ~Impl() { gn_tensor_release(h); }
+};
+
+// ---------------------------------------------------------------- creation
+
+/** 1-D tensor from numbers (float32 unless opts.dtype). */
+Tensor tensor(std::initializer_list<double> values, Options opts = {});
+/** 2-D tensor from rows (float32 unless opts.dtype). */
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, Options opts = {});
+/** Tensor from float data and a shape (float32 unless opts.dtype). */
+Tensor tensor(const std::vector<float>& values, Shape shape, Options opts = {});
+/** Tensor from double data and a shape (float64 unless opts.dtype). */
+Tensor tensor(const std::vector<double>& values, Shape shape, Options opts = {});
+/** Tensor from int64 data and a shape (int64 unless opts.dtype). */
+Tensor tensor(const std::vector<int64_t>& values, Shape shape, Options opts = {});
+/** 0-d tensor holding v (float32 unless opts.dtype). */
+Tensor scalar_tensor(double v, Options opts = {});
+/** Uninitialised tensor. */
+Tensor empty(Shape shape, Options opts = {});
+/** All zeros. */
+Tensor zeros(Shape shape, Options opts = {});
+/** All ones. */
+Tensor ones(Shape shape, Options opts = {});
+/** Every element = value. */
+Tensor full(Shape shape, double value, Options opts = {});
+/** [0, end) by 1 (int64 unless opts.dtype). */
+Tensor arange(double end, Options opts = {});
+/** [start, end) by step; int64 when all are integral, else float32. */
+Tensor arange(double start, double end, double step = 1, Options opts = {});
+/** steps points from start to end inclusive. */
+Tensor linspace(double start, double end, int64_t steps, Options opts = {});
+/** n x m identity (m = n when 0). */
+Tensor eye(int64_t n, int64_t m = 0, Options opts = {});
+/** Uniform [0, 1). */
+Tensor rand(Shape shape, Options opts = {});
+/** Standard normal. */
+Tensor randn(Shape shape, Options opts = {});
+/** Uniform integers in [low, high) (int64 unless opts.dtype). */
+Tensor randint(int64_t low, int64_t high, Shape shape, Options opts = {});
+/** Zeros with t's shape, dtype and device (overridable). */
+Tensor zeros_like(const Tensor& t, Options opts = {});
+/** Ones like t. */
+Tensor ones_like(const Tensor& t, Options opts = {});
+/** value like t. */
+Tensor full_like(const Tensor& t, double value, Options opts = {});
+/** Uniform [0,1) like t. */
+Tensor rand_like(const Tensor& t, Options opts = {});
+/** Standard normal like t. */
+Tensor randn_like(const Tensor& t, Options opts = {});
+/** Random integers like t's shape. */
+Tensor randint_like(const Tensor& t, int64_t low, int64_t high, Options opts = {});
+/** Empty like t. */
+Tensor empty_like(const Tensor& t, Options opts = {});
+
+// ------------------------------------------------------- free-function ops
+
+/** a @ b (torch.matmul). */
+Tensor matmul(const Tensor& a, const Tensor& b);
+/** cond ? a : b (broadcast). */
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+/** Softmax along dim. */
+Tensor softmax(const Tensor& x, int64_t dim);
+/** Log-softmax along dim. */
+Tensor log_softmax(const Tensor& x, int64_t dim);
+/** Layer norm over the last normalized_ndim dims, with optional weight and bias. */
+Tensor layer_norm(const Tensor& x, const Tensor& weight = {}, const Tensor& bias = {},
+                  int64_t normalized_ndim = 1, double eps = 1e-5);
+/** RMS norm over the last dim, with optional weight. */
+Tensor rms_norm(const Tensor& x, const Tensor& weight = {}, double eps = 1e-6);
+/** Cross-entropy of logits (*, C) against int targets (*); reduction 0 none, 1 mean, 2 sum. */
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index = -100,
+                     double label_smoothing = 0, int64_t reduction = 1);
+/** Rows of weight (V, D) picked by integer ids (*) -> (*, D). */
+Tensor embedding(const Tensor& weight, const Tensor& ids);
+/** Sums g over broadcast dims so that it has `shape`. */
+Tensor sum_to_size(const Tensor& g, const Shape& shape);
+
+// --------------------------------------------------------------- operators
+
+Tensor operator-(const Tensor& a);                   ///< -a
+Tensor operator+(const Tensor& a, const Tensor& b);  ///< a + b
+Tensor operator-(const Tensor& a, const Tensor& b);  ///< a - b
+Tensor operator*(const Tensor& a, const Tensor& b);  ///< a * b
+Tensor operator/(const Tensor& a, const Tensor& b);  ///< a / b
+Tensor operator+(const Tensor& a, const Scalar& b);  ///< a + number
+Tensor operator-(const Tensor& a, const Scalar& b);  ///< a - number
+Tensor operator*(const Tensor& a, const Scalar& b);  ///< a * number
+Tensor operator/(const Tensor& a, const Scalar& b);  ///< a / number
+Tensor operator+(const Scalar& a, const Tensor& b);  ///< number + b
+Tensor operator-(const Scalar& a, const Tensor& b);  ///< number - b
+Tensor operator*(const Scalar& a, const Tensor& b);  ///< number * b
+Tensor operator/(const Scalar& a, const Tensor& b);  ///< number / b
+Tensor operator==(const Tensor& a, const Tensor& b);  ///< bool a == b
+Tensor operator!=(const Tensor& a, const Tensor& b);  ///< bool a != b
+Tensor operator<(const Tensor& a, const Tensor& b);   ///< bool a < b
+Tensor operator<=(const Tensor& a, const Tensor& b);  ///< bool a <= b
+Tensor operator>(const Tensor& a, const Tensor& b);   ///< bool a > b
+Tensor operator>=(const Tensor& a, const Tensor& b);  ///< bool a >= b
+Tensor operator==(const Tensor& a, const Scalar& b);  ///< bool a == number
+Tensor operator!=(const Tensor& a, const Scalar& b);  ///< bool a != number
+Tensor operator<(const Tensor& a, const Scalar& b);   ///< bool a < number
+Tensor operator<=(const Tensor& a, const Scalar& b);  ///< bool a <= number
+Tensor operator>(const Tensor& a, const Scalar& b);   ///< bool a > number
+Tensor operator>=(const Tensor& a, const Scalar& b);  ///< bool a >= number
+Tensor& operator+=(Tensor& a, const Tensor& b);  ///< in place a += b
+Tensor& operator-=(Tensor& a, const Tensor& b);  ///< in place a -= b
+Tensor& operator*=(Tensor& a, const Tensor& b);  ///< in place a *= b
+
+/** A 0-d wrapped-scalar tensor for s on device d (does not raise result dtypes). */
+Tensor wrap_scalar(const Scalar& s, const Device& d);
+
+/** Prints like PyTorch: tensor([[1., 2.],\n        [3., 4.]], requires_grad=True). */
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+/** The printed form as a string. */
+std::string to_string(const Tensor& t);
+
+}  // namespace genesis

@@ -1,0 +1,43 @@
+// internal.h - helpers shared by the frontend's sources (not installed).
+#pragma once
+
+#include <initializer_list>
+#include <vector>
+
+#include "genesis/autograd.hpp"
+#include "genesis/tensor.hpp"
+
+namespace genesis::detail {
+
+// Looks an op up by name in the process runtime (throws when absent).
+const gn_op* find_op(const char* name);
+
+// The op handle for a literal name, looked up once per call site.
+#define GN_OP_HANDLE(name)                                      \
+  ([]() -> const gn_op* {                                       \
+    static const gn_op* op_ = ::genesis::detail::find_op(name); \
+    return op_;                                                 \
+  }())
+
+// Calls op; returns n_out new outputs (errors name the op).
+std::vector<Tensor> call(const gn_op* op, std::initializer_list<const Tensor*> in,
+                         std::initializer_list<gn_attr_value> attrs, size_t n_out);
+// Calls op with a tensor list (variadic inputs).
+std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in,
+                         std::initializer_list<gn_attr_value> attrs, size_t n_out);
+// One-output shorthand.
+Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in,
+             std::initializer_list<gn_attr_value> attrs = {});
+// Writes op(in) into `out` in place (out must have the inferred shape/dtype).
+void call_into(const gn_op* op, std::initializer_list<const Tensor*> in,
+               std::initializer_list<gn_attr_value> attrs, const Tensor& out);
+
+// Raises when t needs grad and recording is on: in-place ops are not recorded.
+void check_inplace(const Tensor& t, const char* op);
+// Device of opts or the CPU.
+Device device_of(const Options& o);
+
+// Normalises a possibly negative dim against rank n.
+inline int64_t wrap_dim(int64_t d, int64_t n) { return d < 0 ? d + n : d; }
+
+}  // namespace genesis::detail

@@ -1,0 +1,158 @@
+// runtime.cpp - the process-wide runtime, errors, devices, dtypes, op calls.
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "internal.h"
+
+namespace genesis {
+
+namespace {
+
+// Owns the runtime; tensors still alive keep the C runtime alive past this.
+struct RuntimeHolder {
+  std::mutex mu;
+  gn_runtime* rt = nullptr;
+  std::unordered_map<std::string, const gn_op*> ops;
+  ~RuntimeHolder() { gn_runtime_destroy(rt); }
+};
+
+RuntimeHolder& holder() {
+  static RuntimeHolder h;
+  return h;
+}
+
+void create(RuntimeHolder& h, const RuntimeOptions* o) {
+  gn_runtime_options c{};
+  c.struct_size = sizeof c;
+  if (o) {
+    if (o->quiet) c.flags |= GN_RUNTIME_QUIET;
+    if (o->no_default_paths) c.flags |= GN_RUNTIME_NO_DEFAULT_PATHS;
+    c.plugin_path = o->plugin_path.empty() ? nullptr : o->plugin_path.c_str();
+    c.plugins = o->plugins.empty() ? nullptr : o->plugins.c_str();
+    c.backends = o->backends.empty() ? nullptr : o->backends.c_str();
+  } else {
+    c.flags = GN_RUNTIME_QUIET;
+  }
+  check(gn_runtime_create(&c, &h.rt), "runtime");
+}
+
+}  // namespace
+
+void check(gn_status* st, const char* what) {
+  if (!st) return;
+  const int32_t code = gn_status_code(st);
+  std::string msg = gn_status_message(st);
+  gn_status_free(st);
+  // Name the op unless the core already did ("mul: ..." or "[mul] ...").
+  if (what && msg.rfind(what, 0) != 0 && msg.rfind(std::string("[") + what + "]", 0) != 0)
+    msg = std::string("[") + what + "] " + msg;
+  throw Error(code, msg);
+}
+
+void init(const RuntimeOptions& options) {
+  RuntimeHolder& h = holder();
+  std::lock_guard<std::mutex> lock(h.mu);
+  if (h.rt) throw Error(GN_ERR_INVALID_ARGUMENT, "[init] the runtime already exists: call init before any other Genesis call");
+  create(h, &options);
+}
+
+gn_runtime* runtime() {
+  RuntimeHolder& h = holder();
+  if (gn_runtime* rt = h.rt) return rt;
+  std::lock_guard<std::mutex> lock(h.mu);
+  if (!h.rt) create(h, nullptr);
+  return h.rt;
+}
+
+void manual_seed(uint64_t seed) { gn_rng_manual_seed(runtime(), seed); }
+
+const char* dtype_name(DType d) { return gn_dtype_name(static_cast<int32_t>(d)); }
+bool is_floating(DType d) { return gn_dtype_is_float(static_cast<int32_t>(d)) != 0; }
+
+Device::Device() : Device("cpu") {}
+
+Device::Device(const char* spec) { check(gn_device_parse(runtime(), spec, &d_), "device"); }
+
+std::string Device::str() const {
+  char buf[64];
+  gn_device_format(runtime(), d_, buf, sizeof buf);
+  return buf;
+}
+
+std::string Device::type() const {
+  const std::string s = str();
+  return s.substr(0, s.find(':'));
+}
+
+bool cuda_available() { return gn_device_count(runtime(), "cuda") > 0; }
+
+namespace detail {
+
+const gn_op* find_op(const char* name) {
+  RuntimeHolder& h = holder();
+  gn_runtime* rt = runtime();
+  std::lock_guard<std::mutex> lock(h.mu);
+  auto it = h.ops.find(name);
+  if (it != h.ops.end()) return it->second;
+  const gn_op* op = nullptr;
+  check(gn_op_find(rt, name, &op), name);
+  h.ops.emplace(name, op);
+  return op;
+}
+
+namespace {
+
+std::vector<Tensor> call_raw(const gn_op* op, gn_tensor* const* in, size_t n_in,
+                             std::initializer_list<gn_attr_value> attrs, size_t n_out) {
+  gn_tensor* out[8] = {};
+  if (n_out > 8) throw Error(GN_ERR_INTERNAL, "too many outputs");
+  check(gn_op_call(runtime(), op, in, n_in, attrs.begin(), attrs.size(), out, n_out), gn_op_name(op));
+  std::vector<Tensor> r;
+  r.reserve(n_out);
+  for (size_t i = 0; i < n_out; ++i) r.push_back(Tensor::adopt(out[i]));
+  return r;
+}
+
+}  // namespace
+
+std::vector<Tensor> call(const gn_op* op, std::initializer_list<const Tensor*> in,
+                         std::initializer_list<gn_attr_value> attrs, size_t n_out) {
+  gn_tensor* h[8];
+  size_t n = 0;
+  for (const Tensor* t : in) h[n++] = t->handle();
+  return call_raw(op, h, n, attrs, n_out);
+}
+
+std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in,
+                         std::initializer_list<gn_attr_value> attrs, size_t n_out) {
+  std::vector<gn_tensor*> h;
+  for (const Tensor& t : in) h.push_back(t.handle());
+  return call_raw(op, h.data(), h.size(), attrs, n_out);
+}
+
+Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in,
+             std::initializer_list<gn_attr_value> attrs) {
+  return std::move(call(op, in, attrs, 1)[0]);
+}
+
+void call_into(const gn_op* op, std::initializer_list<const Tensor*> in,
+               std::initializer_list<gn_attr_value> attrs, const Tensor& out) {
+  gn_tensor* h[8];
+  size_t n = 0;
+  for (const Tensor* t : in) h[n++] = t->handle();
+  gn_tensor* o[1] = {out.handle()};
+  check(gn_op_call(runtime(), op, h, n, attrs.begin(), attrs.size(), o, 1), gn_op_name(op));
+}
+
+void check_inplace(const Tensor& t, const char* op) {
+  if (t.requires_grad() && autograd::grad_enabled())
+    throw Error(GN_ERR_INVALID_ARGUMENT, std::string("[") + op +
+                "] in-place operation on a tensor that requires grad (use NoGradGuard or detach())");
+}
+
+Device device_of(const Options& o) { return o.device ? *o.device : Device(); }
+
+}  // namespace detail
+}  // namespace genesis
