@@ -14,6 +14,7 @@
 
 #include "allocator.h"
 #include "common.h"
+#include "genesis/sdk/host_device.h"
 
 namespace gn::cpu {
 
@@ -138,20 +139,6 @@ gn_status* dev_reset_peak(void*, int32_t) {
   return nullptr;
 }
 
-// Streams and events: kernels run synchronously on the calling thread.
-char g_dummy_stream, g_dummy_event;
-
-gn_status* stream_create(void*, int32_t, void** s) { *s = &g_dummy_stream; return nullptr; }
-gn_status* stream_destroy(void*, int32_t, void*) { return nullptr; }
-gn_status* stream_sync(void*, int32_t, void*) { return nullptr; }
-gn_status* event_create(void*, int32_t, void** e) { *e = &g_dummy_event; return nullptr; }
-gn_status* event_destroy(void*, int32_t, void*) { return nullptr; }
-gn_status* event_record(void*, int32_t, void*, void*) { return nullptr; }
-gn_status* stream_wait_event(void*, int32_t, void*, void*) { return nullptr; }
-gn_status* event_query(void*, int32_t, void*, int32_t* done) { *done = 1; return nullptr; }
-gn_status* event_sync(void*, int32_t, void*) { return nullptr; }
-gn_status* device_sync(void*, int32_t) { return nullptr; }
-
 // Large copies/memsets are split over the threads (memory bandwidth of one
 // core is not that of the socket).
 constexpr size_t kParallelBytes = size_t(4) << 20;
@@ -224,16 +211,7 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
   vt.memory_stats = dev_memory_stats;
   vt.empty_cache = dev_empty_cache;
   vt.reset_peak_stats = dev_reset_peak;
-  vt.stream_create = stream_create;
-  vt.stream_destroy = stream_destroy;
-  vt.stream_synchronize = stream_sync;
-  vt.event_create = event_create;
-  vt.event_destroy = event_destroy;
-  vt.event_record = event_record;
-  vt.stream_wait_event = stream_wait_event;
-  vt.event_query = event_query;
-  vt.event_synchronize = event_sync;
-  vt.device_synchronize = device_sync;
+  gn::sdk::fill_host_device_slots(vt);  // synchronous streams and events
   vt.copy = dev_copy;
   vt.memset = dev_memset;
   gn::sdk::throw_if(h, h->register_device_type(h->host_ctx, &vt));

@@ -71,7 +71,10 @@ void manual_seed(uint64_t seed) { gn_rng_manual_seed(runtime(), seed); }
 const char* dtype_name(DType d) { return gn_dtype_name(static_cast<int32_t>(d)); }
 bool is_floating(DType d) { return gn_dtype_is_float(static_cast<int32_t>(d)) != 0; }
 
-Device::Device() : Device("cpu") {}
+Device::Device() {
+  static const gn_device cpu = Device("cpu").c();  // parsed once: Device() is on hot paths
+  d_ = cpu;
+}
 
 Device::Device(const char* spec) { check(gn_device_parse(runtime(), spec, &d_), "device"); }
 

@@ -139,9 +139,7 @@ void binary_loop(const gn_tensor_view& a, const gn_tensor_view& b, const gn_tens
   const T* pa = (const T*)data_of(a);
   const T* pb = (const T*)data_of(b);
   T* po = (T*)data_of(out);
-  ensure_threads();
-#pragma omp parallel for schedule(static) if (rows * inner > 32768)
-  for (int64_t r = 0; r < rows; ++r) {
+  auto row = [&](int64_t r) {
     int64_t oa = 0, ob = 0, oo = 0, rem = r;
     for (int32_t d = R - 2; d >= 0; --d) {
       const int64_t i = rem % out.shape[d];
@@ -163,7 +161,16 @@ void binary_loop(const gn_tensor_view& a, const gn_tensor_view& b, const gn_tens
     } else {
       for (int64_t j = 0; j < inner; ++j) xo[j * io] = apply<T, OP>(xa[j * ia], xb[j * ib], alpha);
     }
+  };
+  // Even a parallel region with a false if() costs a libgomp call: small
+  // tensors stay on this thread.
+  if (rows * inner <= 32768) {
+    for (int64_t r = 0; r < rows; ++r) row(r);
+    return;
   }
+  ensure_threads();
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) row(r);
 }
 
 template <class T>
@@ -178,6 +185,9 @@ void binary_loop_dispatch(BinOp op, const gn_tensor_view& a, const gn_tensor_vie
     case BinOp::minimum: return binary_loop<T, BinOp::minimum>(a, b, out, alpha);
   }
 }
+
+// Below this many output elements the C++ loop beats a oneDNN primitive call.
+constexpr int64_t kSmallNumel = 4096;
 
 // True when no element of out aliases another (the loop writes each once).
 bool out_is_simple(const gn_tensor_view& out) {
@@ -200,7 +210,9 @@ GN_SDK_KERNEL(binary_kernel) {
   if (a.ndim > o.ndim || b.ndim > o.ndim) fail_op(GN_ERR_SHAPE, def.name, "operand rank exceeds the output's");
   if (gn_view_numel(&o) == 0) return;
   if (!out_is_simple(o)) GN_UNSUPPORTED(std::string("[") + def.name + "] output layout");
-  if (binary_dnnl(ctx, def, a, b, o, alpha)) return;
+  // Small tensors: a primitive launch costs microseconds, the loop nanoseconds.
+  const bool small = gn_view_numel(&o) <= kSmallNumel && (o.dtype == GN_F32 || o.dtype == GN_F64);
+  if (!small && binary_dnnl(ctx, def, a, b, o, alpha)) return;
   if (o.dtype == GN_F32) return binary_loop_dispatch<float>(def.op, a, b, o, alpha);
   if (o.dtype == GN_F64) return binary_loop_dispatch<double>(def.op, a, b, o, alpha);
   GN_UNSUPPORTED(std::string("[") + def.name + "] " + gn_dtype_name(o.dtype) + " with this layout");
