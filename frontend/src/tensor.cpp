@@ -89,7 +89,10 @@ Tensor Tensor::grad() const {
   return g;
 }
 
-void Tensor::set_grad(const Tensor& g) const { handle(), impl_->grad = g.impl_; }
+void Tensor::set_grad(const Tensor& g) const {
+  handle();  // throws on an undefined tensor
+  impl_->grad = g.impl_;
+}
 
 std::shared_ptr<autograd::Node> Tensor::grad_fn() const { return impl_ ? impl_->grad_fn : nullptr; }
 bool Tensor::is_leaf() const { return !grad_fn(); }

@@ -34,6 +34,8 @@ struct Node {
   std::vector<Hook> pre_hooks;              ///< hooks on the output's gradient (non-leaf register_hook/retain_grad)
   std::shared_ptr<Tensor::Impl> leaf;       ///< AccumulateGrad: the leaf it writes
   bool released = false;                    ///< saved tensors were freed by a backward
+  /** Frees the chain of input nodes iteratively (deep graphs would overflow the stack). */
+  ~Node();
 };
 
 /** Whether ops record for autograd on this thread. */

@@ -1,0 +1,180 @@
+// engine.cpp - recording nodes and the backward pass.
+//
+// The graph: every non-leaf tensor that requires grad owns its grad_fn Node;
+// a Node holds strong edges to the nodes of its inputs (their grad_fn, or for
+// leaves an AccumulateGrad node that writes .grad).  Backward counts each
+// node's consumers with an explicit stack (no recursion), then runs nodes in
+// topological order, summing gradients per node and freeing saved tensors
+// and gradient buffers as soon as they are used.
+#include <cctype>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "../internal.h"
+
+namespace genesis::autograd {
+
+namespace {
+
+thread_local bool g_grad_enabled = true;
+
+// The node that receives t's gradient: its grad_fn, or its (cached) accumulator.
+std::shared_ptr<Node> edge_of(const Tensor& t) {
+  const auto& impl = t.impl();
+  if (impl->grad_fn) return impl->grad_fn;
+  if (auto acc = impl->grad_accumulator.lock()) return acc;
+  auto acc = std::make_shared<Node>();
+  acc->name = "accumulate_grad";
+  acc->leaf = impl;
+  impl->grad_accumulator = acc;
+  return acc;
+}
+
+// Leaf hooks run first (they may replace g), then g is added into .grad.
+void accumulate(Tensor::Impl& leaf, Tensor g) {
+  for (const Hook& h : leaf.hooks) {
+    Tensor r = h(g);
+    if (r.defined()) g = r;
+  }
+  if (!leaf.grad) {
+    // A private dense copy: g may alias a user's tensor or be a broadcast view.
+    leaf.grad = g.clone().impl();
+    return;
+  }
+  Tensor cur = Tensor::borrow(leaf.grad->h);
+  cur.add_(g);  // in place, as torch: the .grad tensor users hold sees the sum
+}
+
+// Reduce/cast a rule's gradient to the input's shape and dtype (broadcasting, promotion).
+Tensor conform(Tensor g, const InputMeta& m) {
+  if (g.shape() != m.shape) g = sum_to_size(g, m.shape);
+  if (g.dtype() != m.dtype) g = g.to(m.dtype);
+  return g;
+}
+
+}  // namespace
+
+Node::~Node() {
+  // Nodes this one owns alone are parked and destroyed in a loop here, so a
+  // chain of N nodes costs O(1) stack instead of N nested destructors.
+  thread_local std::vector<std::shared_ptr<Node>> pending;
+  thread_local bool draining = false;
+  for (auto& n : next)
+    if (n && n.use_count() == 1) pending.push_back(std::move(n));
+  if (draining) return;
+  draining = true;
+  while (!pending.empty()) {
+    std::shared_ptr<Node> n = std::move(pending.back());
+    pending.pop_back();
+    n.reset();  // its destructor parks its own inputs
+  }
+  draining = false;
+}
+
+bool grad_enabled() { return g_grad_enabled; }
+void set_grad_enabled(bool on) { g_grad_enabled = on; }
+
+std::shared_ptr<Node> record(const char* name, Rule rule, const std::vector<Tensor>& inputs, Tensor& out) {
+  if (!g_grad_enabled) return nullptr;
+  bool any = false;
+  for (const Tensor& t : inputs) any = any || t.requires_grad();
+  if (!any || !is_floating(out.dtype())) return nullptr;
+  auto n = std::make_shared<Node>();
+  n->name = name;
+  n->rule = rule;
+  n->next.reserve(inputs.size());
+  n->inputs.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    n->next.push_back(t.requires_grad() ? edge_of(t) : nullptr);
+    n->inputs.push_back(t.defined() ? InputMeta{t.shape(), t.dtype(), t.device()} : InputMeta{{}, DType::f32, Device()});
+  }
+  out.impl()->requires_grad = true;
+  out.impl()->grad_fn = n;
+  return n;
+}
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
+  if (!root.requires_grad())
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[backward] tensor does not require grad and has no grad_fn");
+  Tensor grad = gradient;
+  if (!grad.defined()) {
+    if (root.numel() != 1)
+      throw Error(GN_ERR_INVALID_ARGUMENT, "[backward] grad can be implicitly created only for one-element outputs");
+    grad = ones_like(root);
+  } else if (grad.shape() != root.shape()) {
+    throw Error(GN_ERR_SHAPE, "[backward] gradient shape does not match the tensor's shape");
+  }
+  NoGradGuard no_grad;  // rules build plain tensors (no higher-order graphs)
+  std::shared_ptr<Node> start = edge_of(root);
+
+  // 1. How many edges reach each node (iterative DFS).
+  std::unordered_map<Node*, int> deps;
+  std::vector<Node*> stack = {start.get()};
+  std::unordered_set<Node*> seen = {start.get()};
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const auto& nx : n->next) {
+      if (!nx) continue;
+      ++deps[nx.get()];
+      if (seen.insert(nx.get()).second) stack.push_back(nx.get());
+    }
+  }
+
+  // 2. Run nodes whose consumers have all contributed.
+  std::unordered_map<Node*, Tensor> buffers;
+  buffers[start.get()] = grad;
+  std::vector<std::shared_ptr<Node>> ready = {start};
+  while (!ready.empty()) {
+    std::shared_ptr<Node> node = std::move(ready.back());
+    ready.pop_back();
+    Tensor g;
+    if (auto it = buffers.find(node.get()); it != buffers.end()) {
+      g = std::move(it->second);
+      buffers.erase(it);
+    }
+    std::vector<Tensor> grads;
+    if (g.defined()) {
+      for (const Hook& h : node->pre_hooks) {
+        Tensor r = h(g);
+        if (r.defined()) g = r;
+      }
+      if (node->leaf) {
+        accumulate(*node->leaf, g);
+      } else {
+        if (node->released)
+          throw Error(GN_ERR_INVALID_ARGUMENT, std::string("[backward] trying to backward through ") +
+                      node_display_name(*node) + " a second time; pass retain_graph=true the first time");
+        grads = node->rule(*node, g);
+        if (!retain_graph) {
+          node->saved.clear();
+          node->released = true;
+        }
+      }
+    }
+    for (size_t i = 0; i < node->next.size(); ++i) {
+      Node* nx = node->next[i].get();
+      if (!nx) continue;
+      if (i < grads.size() && grads[i].defined()) {
+        Tensor gi = conform(std::move(grads[i]), node->inputs[i]);
+        Tensor& buf = buffers[nx];
+        buf = buf.defined() ? buf + gi : gi;
+      }
+      if (--deps[nx] == 0) ready.push_back(node->next[i]);
+    }
+  }
+}
+
+std::string node_display_name(const Node& n) {
+  // "log_softmax" -> "LogSoftmaxBackward0", "accumulate_grad" -> "AccumulateGrad"
+  std::string out;
+  bool up = true;
+  for (const char* p = n.name; *p; ++p) {
+    if (*p == '_') { up = true; continue; }
+    out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(*p))) : *p;
+    up = false;
+  }
+  return n.leaf ? out : out + "Backward0";
+}
+
+}  // namespace genesis::autograd

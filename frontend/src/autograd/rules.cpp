@@ -1,0 +1,214 @@
+// rules.cpp - every gradient rule, one short function per op.
+//
+// A rule gets the node (saved tensors, attributes, input metadata) and the
+// gradient g of the op's output; it returns one gradient per input (an
+// undefined Tensor where there is none).  Rules run under NoGradGuard and may
+// return gradients of a broadcast shape or a promoted dtype: the engine sums
+// and casts them back to each input (engine.cpp, conform).
+#include <cmath>
+
+#include "../internal.h"
+#include "rules.h"
+
+namespace genesis::autograd::rules {
+
+using V = std::vector<Tensor>;
+
+namespace {
+
+// True when input i receives a gradient (skips work for constants/scalars).
+bool needs(const Node& n, size_t i) { return i < n.next.size() && n.next[i] != nullptr; }
+
+// Shape of the reduced input with reduced dims kept as 1 (ints = [keepdim, dims...]).
+Shape kept_shape(const Node& n) {
+  Shape s = n.inputs[0].shape;
+  const int64_t r = static_cast<int64_t>(s.size());
+  if (n.ints.size() == 1) return Shape(s.size(), 1);  // dims [] = all
+  for (size_t i = 1; i < n.ints.size(); ++i) s[(n.ints[i] % r + r) % r] = 1;
+  return s;
+}
+
+// A reduced tensor (g or y) reshaped so it broadcasts against the input.
+Tensor keep(const Node& n, const Tensor& t) { return t.reshape(kept_shape(n)); }
+
+// Number of elements each output of a reduction summarised.
+double reduced_count(const Node& n) {
+  double in = 1, out = 1;
+  for (int64_t s : n.inputs[0].shape) in *= static_cast<double>(s);
+  for (int64_t s : kept_shape(n)) out *= static_cast<double>(s);
+  return in / out;
+}
+
+}  // namespace
+
+// ---- elementwise unary: saved = {x, y} (either may be undefined)
+V neg(Node&, const Tensor& g) { return {-g}; }
+V abs(Node& n, const Tensor& g) { return {g * n.saved[0].sign()}; }
+V exp(Node& n, const Tensor& g) { return {g * n.saved[1]}; }
+V log(Node& n, const Tensor& g) { return {g / n.saved[0]}; }
+V log1p(Node& n, const Tensor& g) { return {g / (n.saved[0] + 1)}; }
+V sqrt(Node& n, const Tensor& g) { return {g / (n.saved[1] * 2)}; }
+V rsqrt(Node& n, const Tensor& g) { return {g * n.saved[1].pow(3) * -0.5}; }  // d x^-1/2 = -x^-3/2 / 2
+V sin(Node& n, const Tensor& g) { return {g * n.saved[0].cos()}; }
+V cos(Node& n, const Tensor& g) { return {-g * n.saved[0].sin()}; }
+V tanh(Node& n, const Tensor& g) { return {g * (1 - n.saved[1].square())}; }
+V sigmoid(Node& n, const Tensor& g) { return {g * n.saved[1] * (1 - n.saved[1])}; }
+V relu(Node& n, const Tensor& g) { return {g * (n.saved[1] > 0)}; }
+V reciprocal(Node& n, const Tensor& g) { return {-g * n.saved[1].square()}; }
+V square(Node& n, const Tensor& g) { return {g * n.saved[0] * 2}; }
+V silu(Node& n, const Tensor& g) {
+  const Tensor& x = n.saved[0];
+  Tensor s = x.sigmoid();
+  return {g * s * (1 + x * (1 - s))};
+}
+V gelu(Node& n, const Tensor& g) {
+  const Tensor& x = n.saved[0];
+  if (n.ints.at(0)) {  // tanh form: 0.5*x*(1+tanh(u)), u = c*(x + 0.044715x^3)
+    const double c = std::sqrt(2.0 / M_PI);
+    Tensor t = ((x + x.pow(3) * 0.044715) * c).tanh();
+    Tensor du = (1 + x.square() * (3 * 0.044715)) * c;
+    return {g * (0.5 * (1 + t) + 0.5 * x * (1 - t.square()) * du)};
+  }
+  // Exact: Phi(x) + x*phi(x).  No erf op, so Phi = gelu(x)/x, with its Taylor
+  // series 1/2 + x/sqrt(2*pi) near 0 where the division loses precision.
+  const double inv_sqrt_2pi = 1.0 / std::sqrt(2 * M_PI);
+  Tensor phi = (x.square() * -0.5).exp() * inv_sqrt_2pi;
+  Tensor small = x.abs() < 1e-3;
+  Tensor safe_x = where(small, ones_like(x), x);
+  Tensor Phi = where(small, 0.5 + x * inv_sqrt_2pi, n.saved[1] / safe_x);
+  return {g * (Phi + x * phi)};
+}
+V clamp(Node& n, const Tensor& g) {  // saved = {x, lo, hi}: gradient passes inside [lo, hi]
+  const Tensor& x = n.saved[0];
+  return {g * ((x >= n.saved[1]) * (x <= n.saved[2]))};
+}
+
+// ---- elementwise binary: saved = {a, b, out}, f = alpha
+V pow_scalar(Node& n, const Tensor& g) { return {g * n.saved[0].pow(n.f - 1) * n.f}; }
+V pow(Node& n, const Tensor& g) {
+  const Tensor &a = n.saved[0], &b = n.saved[1], &y = n.saved[2];
+  return {needs(n, 0) ? g * b * a.pow(b - 1) : Tensor(), needs(n, 1) ? g * y * a.log() : Tensor()};
+}
+V add(Node& n, const Tensor& g) { return {g, needs(n, 1) ? (n.f == 1 ? g : g * n.f) : Tensor()}; }
+V sub(Node& n, const Tensor& g) { return {g, needs(n, 1) ? g * -n.f : Tensor()}; }
+V mul(Node& n, const Tensor& g) {
+  return {needs(n, 0) ? g * n.saved[1] : Tensor(), needs(n, 1) ? g * n.saved[0] : Tensor()};
+}
+V div(Node& n, const Tensor& g) {
+  const Tensor &b = n.saved[1], &y = n.saved[2];
+  return {needs(n, 0) ? g / b : Tensor(), needs(n, 1) ? -g * y / b : Tensor()};
+}
+V maximum(Node& n, const Tensor& g) {  // ties split the gradient in half, as torch
+  const Tensor &a = n.saved[0], &b = n.saved[1];
+  Tensor w = (a > b) + (a == b) * 0.5;
+  return {g * w, g * (1 - w)};
+}
+V minimum(Node& n, const Tensor& g) {
+  const Tensor &a = n.saved[0], &b = n.saved[1];
+  Tensor w = (a < b) + (a == b) * 0.5;
+  return {g * w, g * (1 - w)};
+}
+V where(Node& n, const Tensor& g) {  // inputs (cond, a, b); saved = {cond}
+  Tensor z = zeros({}, {.dtype = g.dtype(), .device = g.device()});
+  const Tensor& c = n.saved[0];
+  return {Tensor(), needs(n, 1) ? genesis::where(c, g, z) : Tensor(), needs(n, 2) ? genesis::where(c, z, g) : Tensor()};
+}
+V matmul(Node& n, const Tensor& g) {
+  // a (..., M, K) @ b (..., K, N) = g (..., M, N); 1-D operands were promoted
+  // to (1, K) / (K, 1) and the unit dim dropped, so restore it on g first.
+  const Tensor &a = n.saved[0], &b = n.saved[1];
+  Tensor A = a.dim() == 1 ? a.unsqueeze(0) : a, B = b.dim() == 1 ? b.unsqueeze(-1) : b, G = g;
+  if (a.dim() == 1 && b.dim() == 1) G = g.reshape({1, 1});
+  else if (a.dim() == 1) G = g.unsqueeze(-2);
+  else if (b.dim() == 1) G = g.unsqueeze(-1);
+  static const gn_op* mm = detail::find_op("matmul");
+  Tensor ga, gb;
+  if (needs(n, 0)) {  // G @ B^T: (..., M, K)
+    ga = detail::call1(mm, {&G, &B}, {gn_attr_int(0), gn_attr_int(1)});
+    if (a.dim() == 1) ga = ga.squeeze(-2);
+  }
+  if (needs(n, 1)) {  // A^T @ G: (..., K, N)
+    gb = detail::call1(mm, {&A, &G}, {gn_attr_int(1), gn_attr_int(0)});
+    if (b.dim() == 1) gb = gb.squeeze(-1);
+  }
+  return {ga, gb};
+}
+
+// ---- reductions: ints = [keepdim, dims...], saved = {x, y}, f = correction or p
+V sum(Node& n, const Tensor& g) { return {keep(n, g).expand(n.inputs[0].shape)}; }
+V mean(Node& n, const Tensor& g) { return {keep(n, g).expand(n.inputs[0].shape) / reduced_count(n)}; }
+V amax(Node& n, const Tensor& g) {  // max and min: split evenly among the extreme elements
+  Tensor hit = (n.saved[0] == keep(n, n.saved[1])).to(g.dtype());
+  return {hit * keep(n, g) / hit.sum(Dims(std::vector<int64_t>(n.ints.begin() + 1, n.ints.end())), true)};
+}
+V var(Node& n, const Tensor& g) {  // 2 (x - mean) / (N - correction)
+  const Tensor& x = n.saved[0];
+  Tensor mu = keep(n, x.mean(Dims(std::vector<int64_t>(n.ints.begin() + 1, n.ints.end())), true));
+  return {keep(n, g) * (x - mu) * (2 / (reduced_count(n) - n.f))};
+}
+V std(Node& n, const Tensor& g) {  // (x - mean) / ((N - correction) std)
+  const Tensor& x = n.saved[0];
+  Tensor mu = keep(n, x.mean(Dims(std::vector<int64_t>(n.ints.begin() + 1, n.ints.end())), true));
+  return {keep(n, g) * (x - mu) / (keep(n, n.saved[1]) * (reduced_count(n) - n.f))};
+}
+V logsumexp(Node& n, const Tensor& g) { return {keep(n, g) * (n.saved[0] - keep(n, n.saved[1])).exp()}; }
+V norm(Node& n, const Tensor& g) {  // sign(x) |x|^(p-1) / y^(p-1)
+  const Tensor &x = n.saved[0], y = keep(n, n.saved[1]);
+  if (n.f == 2) return {keep(n, g) * x / y};
+  if (std::isinf(n.f) || n.f == 0) throw Error(GN_ERR_UNSUPPORTED, "[norm] gradient only for finite p > 0");
+  return {keep(n, g) * x.sign() * x.abs().pow(n.f - 1) / y.pow(n.f - 1)};
+}
+
+// ---- softmax family and fused NN ops (their backward ops live in the core)
+V softmax(Node& n, const Tensor& g) {
+  return {detail::call1(detail::find_op("softmax_backward"), {&g, &n.saved[1]}, {gn_attr_int(n.ints[0])})};
+}
+V log_softmax(Node& n, const Tensor& g) {
+  return {detail::call1(detail::find_op("log_softmax_backward"), {&g, &n.saved[1]}, {gn_attr_int(n.ints[0])})};
+}
+V layer_norm(Node& n, const Tensor& g) {  // saved = {x, mean, rstd, [weight]}
+  std::vector<Tensor> in = {g, n.saved[0], n.saved[1], n.saved[2]};
+  if (n.saved.size() > 3) in.push_back(n.saved[3]);
+  auto r = detail::call(detail::find_op("layer_norm_backward"), in, {gn_attr_int(n.ints[0])}, 3);
+  return {r[0], n.next.size() > 1 ? r[1] : Tensor(), n.next.size() > 2 ? r[2] : Tensor()};
+}
+V rms_norm(Node& n, const Tensor& g) {  // saved = {x, rstd, [weight]}
+  std::vector<Tensor> in = {g, n.saved[0], n.saved[1]};
+  if (n.saved.size() > 2) in.push_back(n.saved[2]);
+  auto r = detail::call(detail::find_op("rms_norm_backward"), in, {}, 2);
+  return {r[0], n.next.size() > 1 ? r[1] : Tensor()};
+}
+V cross_entropy(Node& n, const Tensor& g) {  // saved = {logits, target, lse}; ints = {ignore, reduction}
+  Tensor gl = detail::call1(detail::find_op("cross_entropy_backward"), {&g, &n.saved[0], &n.saved[1], &n.saved[2]},
+                            {gn_attr_int(n.ints[0]), gn_attr_float(n.f), gn_attr_int(n.ints[1])});
+  return {gl, Tensor()};
+}
+V embedding(Node& n, const Tensor& g) {  // inputs (weight (V, D), ids); saved = {ids}
+  Tensor gw = detail::call1(detail::find_op("embedding_backward"), {&g, &n.saved[0]},
+                            {gn_attr_int(n.inputs[0].shape.at(0))});
+  return {gw, Tensor()};
+}
+
+// ---- copies and views
+V identity(Node&, const Tensor& g) { return {g}; }  // clone, contiguous, to(dtype), expand
+V to_device(Node& n, const Tensor& g) { return {g.to(n.inputs[0].device)}; }
+V reshape(Node& n, const Tensor& g) { return {g.reshape(n.inputs[0].shape)}; }  // view, squeeze, flatten...
+V permute(Node& n, const Tensor& g) {
+  const int64_t r = static_cast<int64_t>(n.ints.size());
+  Shape inv(n.ints.size());
+  for (int64_t i = 0; i < r; ++i) inv[(n.ints[i] % r + r) % r] = i;
+  return {g.permute(inv)};
+}
+V transpose(Node& n, const Tensor& g) { return {g.transpose(n.ints[0], n.ints[1])}; }
+V slice(Node& n, const Tensor& g) {  // ints = {dim, start, stop, step}: scatter g into zeros
+  Tensor z = zeros(n.inputs[0].shape, {.dtype = g.dtype(), .device = g.device()});
+  z.slice(n.ints[0], n.ints[1], n.ints[2], n.ints[3]).copy_(g);
+  return {z};
+}
+V select(Node& n, const Tensor& g) {  // ints = {dim, index}
+  Tensor z = zeros(n.inputs[0].shape, {.dtype = g.dtype(), .device = g.device()});
+  z.select(n.ints[0], n.ints[1]).copy_(g);
+  return {z};
+}
+
+}  // namespace genesis::autograd::rules

@@ -1,0 +1,375 @@
+// ops.cpp - differentiable forward ops: call the C op, then record a node
+// (autograd::record) with what its rule in autograd/rules.cpp reads.
+#include <algorithm>
+
+#include "autograd/rules.h"
+#include "internal.h"
+
+namespace genesis {
+
+using autograd::record;
+using detail::call;
+using detail::call1;
+namespace R = autograd::rules;
+
+namespace {
+
+// y = op(x) recorded with `rule`; saves x and/or y for the rule (as saved[0], saved[1]).
+Tensor unary(const gn_op* op, const Tensor& x, autograd::Rule rule, bool save_x, bool save_y,
+             std::initializer_list<gn_attr_value> attrs = {}) {
+  Tensor y = call1(op, {&x}, attrs);
+  if (rule) {
+    if (auto n = record(gn_op_name(op), rule, {x}, y)) {
+      n->saved = {save_x ? x.detach() : Tensor(), save_y ? y.detach() : Tensor()};
+    }
+  }
+  return y;
+}
+
+// out = op(a, b); saves a, b and out for the rule.
+Tensor binary(const gn_op* op, const Tensor& a, const Tensor& b, autograd::Rule rule,
+              std::initializer_list<gn_attr_value> attrs = {}, double f = 0) {
+  Tensor y = call1(op, {&a, &b}, attrs);
+  if (rule) {
+    if (auto n = record(gn_op_name(op), rule, {a, b}, y)) {
+      n->saved = {a.detach(), b.detach(), y.detach()};
+      n->f = f;
+    }
+  }
+  return y;
+}
+
+// A reduction over dims: ints = [keepdim, dims...] for the rule; saves x and y.
+Tensor reduce(const gn_op* op, const Tensor& x, const Dims& d, bool keepdim, autograd::Rule rule,
+              std::initializer_list<gn_attr_value> attrs, double f = 0) {
+  Tensor y = call1(op, {&x}, attrs);
+  if (rule) {
+    if (auto n = record(gn_op_name(op), rule, {x}, y)) {
+      n->ints = {keepdim ? 1 : 0};
+      n->ints.insert(n->ints.end(), d.v.begin(), d.v.end());
+      n->saved = {x.detach(), y.detach()};
+      n->f = f;
+    }
+  }
+  return y;
+}
+
+gn_attr_value dims_attr(const Dims& d) { return gn_attr_ints(d.v.data(), d.v.size()); }
+
+// A view op result recorded with `rule` and integer attributes.  `out` is taken
+// by reference: it is read after the C call (argument order is unspecified).
+Tensor view_result(gn_status* st, gn_tensor* const& out, const char* name, const Tensor& x, autograd::Rule rule,
+                   std::vector<int64_t> ints = {}) {
+  check(st, name);
+  Tensor y = Tensor::adopt(out);
+  if (auto n = record(name, rule, {x}, y)) n->ints = std::move(ints);
+  return y;
+}
+
+}  // namespace
+
+#define GN_UNARY(fn, rule, sx, sy) \
+  Tensor Tensor::fn() const { return unary(GN_OP_HANDLE(#fn), *this, rule, sx, sy); }
+GN_UNARY(neg, R::neg, false, false)
+GN_UNARY(abs, R::abs, true, false)
+GN_UNARY(exp, R::exp, false, true)
+GN_UNARY(log, R::log, true, false)
+GN_UNARY(log1p, R::log1p, true, false)
+GN_UNARY(sqrt, R::sqrt, false, true)
+GN_UNARY(rsqrt, R::rsqrt, false, true)
+GN_UNARY(sin, R::sin, true, false)
+GN_UNARY(cos, R::cos, true, false)
+GN_UNARY(tanh, R::tanh, false, true)
+GN_UNARY(sigmoid, R::sigmoid, false, true)
+GN_UNARY(relu, R::relu, false, true)
+GN_UNARY(silu, R::silu, true, false)
+GN_UNARY(reciprocal, R::reciprocal, false, true)
+GN_UNARY(square, R::square, true, false)
+// Piecewise-constant ops: zero gradient almost everywhere, not recorded.
+GN_UNARY(sign, nullptr, false, false)
+GN_UNARY(floor, nullptr, false, false)
+GN_UNARY(ceil, nullptr, false, false)
+GN_UNARY(round, nullptr, false, false)
+GN_UNARY(logical_not, nullptr, false, false)
+GN_UNARY(isnan, nullptr, false, false)
+GN_UNARY(isinf, nullptr, false, false)
+GN_UNARY(isfinite, nullptr, false, false)
+#undef GN_UNARY
+
+Tensor Tensor::gelu(bool tanh_approx) const {
+  Tensor y = unary(GN_OP_HANDLE("gelu"), *this, R::gelu, true, true, {gn_attr_int(tanh_approx ? 1 : 0)});
+  if (auto& n = y.impl()->grad_fn) n->ints = {tanh_approx ? 1 : 0};
+  return y;
+}
+
+Tensor Tensor::clamp(double lo, double hi) const {
+  Tensor y = call1(GN_OP_HANDLE("clamp"), {this}, {gn_attr_float(lo), gn_attr_float(hi)});
+  if (auto n = record("clamp", R::clamp, {*this}, y))
+    n->saved = {detach(), wrap_scalar(lo, device()), wrap_scalar(hi, device())};  // x, lo, hi
+  return y;
+}
+
+Tensor Tensor::pow(const Scalar& p) const {
+  Tensor e = wrap_scalar(p, device());
+  Tensor y = call1(GN_OP_HANDLE("pow"), {this, &e});
+  if (auto n = record("pow", R::pow_scalar, {*this}, y)) {
+    n->saved = {detach()};
+    n->f = p.value;
+  }
+  return y;
+}
+Tensor Tensor::pow(const Tensor& p) const { return binary(GN_OP_HANDLE("pow"), *this, p, R::pow); }
+
+Tensor Tensor::add(const Tensor& o, double alpha) const {
+  return binary(GN_OP_HANDLE("add"), *this, o, R::add, {gn_attr_float(alpha)}, alpha);
+}
+Tensor Tensor::sub(const Tensor& o, double alpha) const {
+  return binary(GN_OP_HANDLE("sub"), *this, o, R::sub, {gn_attr_float(alpha)}, alpha);
+}
+Tensor Tensor::mul(const Tensor& o) const { return binary(GN_OP_HANDLE("mul"), *this, o, R::mul); }
+Tensor Tensor::div(const Tensor& o) const { return binary(GN_OP_HANDLE("div"), *this, o, R::div); }
+Tensor Tensor::maximum(const Tensor& o) const { return binary(GN_OP_HANDLE("maximum"), *this, o, R::maximum); }
+Tensor Tensor::minimum(const Tensor& o) const { return binary(GN_OP_HANDLE("minimum"), *this, o, R::minimum); }
+Tensor Tensor::matmul(const Tensor& o) const { return binary(GN_OP_HANDLE("matmul"), *this, o, R::matmul); }
+
+#define GN_COMPARE(fn) \
+  Tensor Tensor::fn(const Tensor& o) const { return call1(GN_OP_HANDLE(#fn), {this, &o}); }
+GN_COMPARE(eq)
+GN_COMPARE(ne)
+GN_COMPARE(lt)
+GN_COMPARE(le)
+GN_COMPARE(gt)
+GN_COMPARE(ge)
+#undef GN_COMPARE
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  Tensor y = call1(GN_OP_HANDLE("where"), {&cond, &a, &b});
+  if (auto n = record("where", R::where, {cond, a, b}, y)) n->saved = {cond.detach()};
+  return y;
+}
+
+// ------------------------------------------------------------ reductions
+
+Tensor Tensor::sum(Dims d, bool keepdim) const {
+  return reduce(GN_OP_HANDLE("sum"), *this, d, keepdim, R::sum,
+                {dims_attr(d), gn_attr_int(keepdim), gn_attr_int(GN_DIM_NONE)});
+}
+Tensor Tensor::mean(Dims d, bool keepdim) const {
+  return reduce(GN_OP_HANDLE("mean"), *this, d, keepdim, R::mean,
+                {dims_attr(d), gn_attr_int(keepdim), gn_attr_int(GN_DIM_NONE)});
+}
+Tensor Tensor::prod(Dims d, bool keepdim) const {
+  if (requires_grad() && autograd::grad_enabled())
+    throw Error(GN_ERR_UNSUPPORTED, "[prod] gradient not implemented");
+  return call1(GN_OP_HANDLE("prod"), {this}, {dims_attr(d), gn_attr_int(keepdim), gn_attr_int(GN_DIM_NONE)});
+}
+Tensor Tensor::max(Dims d, bool keepdim) const {
+  return reduce(GN_OP_HANDLE("max"), *this, d, keepdim, R::amax, {dims_attr(d), gn_attr_int(keepdim)});
+}
+Tensor Tensor::min(Dims d, bool keepdim) const {
+  return reduce(GN_OP_HANDLE("min"), *this, d, keepdim, R::amax, {dims_attr(d), gn_attr_int(keepdim)});
+}
+Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
+  return call1(GN_OP_HANDLE("argmax"), {this}, {gn_attr_int(dim.value_or(GN_DIM_NONE)), gn_attr_int(keepdim)});
+}
+Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
+  return call1(GN_OP_HANDLE("argmin"), {this}, {gn_attr_int(dim.value_or(GN_DIM_NONE)), gn_attr_int(keepdim)});
+}
+Tensor Tensor::var(Dims d, double correction, bool keepdim) const {
+  return reduce(GN_OP_HANDLE("var"), *this, d, keepdim, R::var,
+                {dims_attr(d), gn_attr_float(correction), gn_attr_int(keepdim)}, correction);
+}
+Tensor Tensor::std(Dims d, double correction, bool keepdim) const {
+  return reduce(GN_OP_HANDLE("std"), *this, d, keepdim, R::std,
+                {dims_attr(d), gn_attr_float(correction), gn_attr_int(keepdim)}, correction);
+}
+Tensor Tensor::logsumexp(Dims d, bool keepdim) const {
+  return reduce(GN_OP_HANDLE("logsumexp"), *this, d, keepdim, R::logsumexp, {dims_attr(d), gn_attr_int(keepdim)});
+}
+Tensor Tensor::norm(double p, Dims d, bool keepdim) const {
+  return reduce(GN_OP_HANDLE("norm"), *this, d, keepdim, R::norm,
+                {gn_attr_float(p), dims_attr(d), gn_attr_int(keepdim)}, p);
+}
+
+Tensor Tensor::softmax(int64_t dim) const {
+  Tensor y = unary(GN_OP_HANDLE("softmax"), *this, R::softmax, false, true, {gn_attr_int(dim)});
+  if (auto n = y.grad_fn()) n->ints = {dim};
+  return y;
+}
+Tensor Tensor::log_softmax(int64_t dim) const {
+  Tensor y = unary(GN_OP_HANDLE("log_softmax"), *this, R::log_softmax, false, true, {gn_attr_int(dim)});
+  if (auto n = y.grad_fn()) n->ints = {dim};
+  return y;
+}
+Tensor softmax(const Tensor& x, int64_t dim) { return x.softmax(dim); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return x.log_softmax(dim); }
+Tensor matmul(const Tensor& a, const Tensor& b) { return a.matmul(b); }
+
+// ------------------------------------------------------- fused NN ops
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t normalized_ndim, double eps) {
+  if (bias.defined() && !weight.defined()) throw Error(GN_ERR_INVALID_ARGUMENT, "[layer_norm] bias without weight");
+  std::vector<Tensor> in = {x};
+  if (weight.defined()) in.push_back(weight);
+  if (bias.defined()) in.push_back(bias);
+  auto out = call(GN_OP_HANDLE("layer_norm"), in, {gn_attr_int(normalized_ndim), gn_attr_float(eps)}, 3);
+  if (auto n = record("layer_norm", R::layer_norm, in, out[0])) {
+    // saved: x, mean, rstd, [weight]
+    n->saved = {x.detach(), out[1], out[2]};
+    if (weight.defined()) n->saved.push_back(weight.detach());
+    n->ints = {normalized_ndim};
+  }
+  return out[0];
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
+  std::vector<Tensor> in = {x};
+  if (weight.defined()) in.push_back(weight);
+  auto out = call(GN_OP_HANDLE("rms_norm"), in, {gn_attr_float(eps)}, 2);
+  if (auto n = record("rms_norm", R::rms_norm, in, out[0])) {
+    n->saved = {x.detach(), out[1]};  // x, rstd, [weight]
+    if (weight.defined()) n->saved.push_back(weight.detach());
+  }
+  return out[0];
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index, double label_smoothing,
+                     int64_t reduction) {
+  auto out = call(GN_OP_HANDLE("cross_entropy"), {&logits, &target},
+                  {gn_attr_int(ignore_index), gn_attr_float(label_smoothing), gn_attr_int(reduction)}, 2);
+  if (auto n = record("cross_entropy", R::cross_entropy, {logits, target}, out[0])) {
+    n->saved = {logits.detach(), target.detach(), out[1]};  // logits, target, lse
+    n->ints = {ignore_index, reduction};
+    n->f = label_smoothing;
+  }
+  return out[0];
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& ids) {
+  Tensor y = call1(GN_OP_HANDLE("embedding"), {&weight, &ids});
+  if (auto n = record("embedding", R::embedding, {weight, ids}, y)) n->saved = {ids.detach()};
+  return y;
+}
+
+// ----------------------------------------------------------- conversions
+
+Tensor Tensor::to(const Device& d) const {
+  if (d == device()) return *this;
+  gn_tensor* out = nullptr;
+  return view_result(gn_tensor_to_device(handle(), d.c(), &out), out, "to", *this, R::to_device);
+}
+Tensor Tensor::to(DType t) const {
+  if (t == dtype()) return *this;
+  gn_tensor* out = nullptr;
+  return view_result(gn_tensor_to_dtype(handle(), static_cast<int32_t>(t), &out), out, "to", *this, R::identity);
+}
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  gn_tensor* out = nullptr;
+  return view_result(gn_tensor_contiguous(handle(), &out), out, "contiguous", *this, R::identity);
+}
+Tensor Tensor::clone() const {
+  Tensor y = call1(GN_OP_HANDLE("copy"), {this});
+  record("clone", R::identity, {*this}, y);
+  return y;
+}
+
+// ----------------------------------------------------------------- views
+
+Tensor Tensor::reshape(Shape s) const {
+  gn_tensor* out = nullptr;
+  return view_result(gn_tensor_reshape(handle(), s.data(), (int32_t)s.size(), &out), out, "reshape", *this, R::reshape);
+}
+Tensor Tensor::view(Shape s) const {
+  gn_tensor* out = nullptr;
+  return view_result(gn_tensor_view_as(handle(), s.data(), (int32_t)s.size(), &out), out, "view", *this, R::reshape);
+}
+Tensor Tensor::permute(Shape d) const {
+  gn_tensor* out = nullptr;
+  return view_result(gn_tensor_permute(handle(), d.data(), (int32_t)d.size(), &out), out, "permute", *this,
+                     R::permute, d);
+}
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  gn_tensor* out = nullptr;
+  return view_result(gn_tensor_transpose(handle(), d0, d1, &out), out, "transpose", *this, R::transpose, {d0, d1});
+}
+Tensor Tensor::t() const {
+  if (dim() != 2) throw Error(GN_ERR_SHAPE, "[t] expects a 2-D tensor, got rank " + std::to_string(dim()));
+  return transpose(0, 1);
+}
+Tensor Tensor::slice(int64_t dim, int64_t start, int64_t stop, int64_t step) const {
+  const int64_t d = detail::wrap_dim(dim, this->dim());
+  const int64_t n = (d >= 0 && d < this->dim()) ? shape()[d] : 0;
+  // Python semantics: negatives count from the end, then clamp to [0, n].
+  auto fix = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  start = fix(start);
+  stop = fix(stop);
+  gn_tensor* out = nullptr;
+  return view_result(gn_tensor_slice(handle(), d, start, stop, step, &out), out, "slice", *this, R::slice,
+                     {d, start, stop, step});
+}
+Tensor Tensor::select(int64_t dim, int64_t index) const {
+  const int64_t d = detail::wrap_dim(dim, this->dim());
+  if (d >= 0 && d < this->dim() && index < 0) index += shape()[d];
+  gn_tensor* out = nullptr;
+  return view_result(gn_tensor_select(handle(), d, index, &out), out, "select", *this, R::select, {d, index});
+}
+Tensor Tensor::expand(Shape s) const {
+  gn_tensor* out = nullptr;
+  // The rule is the identity: the engine sums the gradient back to the input shape.
+  return view_result(gn_tensor_expand(handle(), s.data(), (int32_t)s.size(), &out), out, "expand", *this, R::identity);
+}
+Tensor Tensor::squeeze(std::optional<int64_t> dim) const {
+  gn_tensor* out = nullptr;
+  return view_result(gn_tensor_squeeze(handle(), dim.value_or(GN_DIM_NONE), &out), out, "squeeze", *this, R::reshape);
+}
+Tensor Tensor::unsqueeze(int64_t dim) const {
+  gn_tensor* out = nullptr;
+  return view_result(gn_tensor_unsqueeze(handle(), dim, &out), out, "unsqueeze", *this, R::reshape);
+}
+Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  gn_tensor* out = nullptr;
+  return view_result(gn_tensor_flatten(handle(), start, end, &out), out, "flatten", *this, R::reshape);
+}
+
+Tensor sum_to_size(const Tensor& g, const Shape& shape) {
+  const Shape gs = g.shape();
+  if (gs == shape) return g;
+  // Leading extra dims are summed away; dims that are 1 in `shape` are summed with keepdim.
+  const int64_t lead = static_cast<int64_t>(gs.size()) - static_cast<int64_t>(shape.size());
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < static_cast<int64_t>(gs.size()); ++i)
+    if (i < lead || (shape[i - lead] == 1 && gs[i] != 1)) dims.push_back(i);
+  Tensor s = dims.empty() ? g : g.sum(dims, true);
+  return s.reshape(shape);
+}
+
+// -------------------------------------------------------------- operators
+
+Tensor operator-(const Tensor& a) { return a.neg(); }
+Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return a.mul(b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return a.add(wrap_scalar(b, a.device())); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return a.sub(wrap_scalar(b, a.device())); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return a.mul(wrap_scalar(b, a.device())); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return a.div(wrap_scalar(b, a.device())); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return wrap_scalar(a, b.device()).add(b); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return wrap_scalar(a, b.device()).sub(b); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return wrap_scalar(a, b.device()).mul(b); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return wrap_scalar(a, b.device()).div(b); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return a.eq(b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return a.ne(b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
+Tensor operator==(const Tensor& a, const Scalar& b) { return a.eq(wrap_scalar(b, a.device())); }
+Tensor operator!=(const Tensor& a, const Scalar& b) { return a.ne(wrap_scalar(b, a.device())); }
+Tensor operator<(const Tensor& a, const Scalar& b) { return a.lt(wrap_scalar(b, a.device())); }
+Tensor operator<=(const Tensor& a, const Scalar& b) { return a.le(wrap_scalar(b, a.device())); }
+Tensor operator>(const Tensor& a, const Scalar& b) { return a.gt(wrap_scalar(b, a.device())); }
+Tensor operator>=(const Tensor& a, const Scalar& b) { return a.ge(wrap_scalar(b, a.device())); }
+
+}  // namespace genesis

@@ -1,0 +1,212 @@
+// tensor_test.cpp - genesis::Tensor: creation, promotion, views, in-place ops,
+// printing, item/to, errors.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "genesis/autograd.hpp"
+#include "genesis/tensor.hpp"
+
+namespace {
+
+using genesis::DType;
+using genesis::Tensor;
+using D = std::vector<double>;
+
+const bool g_init = [] {
+  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = "reference", .no_default_paths = true});
+  return true;
+}();
+
+TEST(CppTensor, Creation) {
+  Tensor a = genesis::tensor({{1.0, 2.0}, {3.0, 4.0}});
+  EXPECT_EQ(a.shape(), (genesis::Shape{2, 2}));
+  EXPECT_EQ(a.dtype(), DType::f32);
+  EXPECT_EQ(a.tolist(), (D{1, 2, 3, 4}));
+  EXPECT_EQ(genesis::tensor(std::vector<double>{1, 2}, {2}).dtype(), DType::f64);
+  EXPECT_EQ(genesis::tensor(std::vector<int64_t>{1, 2}, {2, 1}).dtype(), DType::i64);
+  EXPECT_EQ(genesis::tensor(std::vector<float>{1, 2}, {2}, {.dtype = DType::bf16}).dtype(), DType::bf16);
+  EXPECT_EQ(genesis::zeros({2, 3}).tolist(), D(6, 0));
+  EXPECT_EQ(genesis::ones({3}, {.dtype = genesis::int32}).tolist(), D(3, 1));
+  EXPECT_EQ(genesis::full({2}, 7.5).tolist(), (D{7.5, 7.5}));
+  EXPECT_EQ(genesis::arange(4).dtype(), DType::i64);
+  EXPECT_EQ(genesis::arange(4).tolist(), (D{0, 1, 2, 3}));
+  EXPECT_EQ(genesis::arange(0, 1, 0.25).tolist(), (D{0, 0.25, 0.5, 0.75}));
+  EXPECT_EQ(genesis::linspace(0, 1, 5).tolist(), (D{0, 0.25, 0.5, 0.75, 1}));
+  EXPECT_EQ(genesis::eye(2, 3).tolist(), (D{1, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(genesis::scalar_tensor(3).dim(), 0);
+
+  genesis::manual_seed(0);
+  Tensor r1 = genesis::randn({100});
+  genesis::manual_seed(0);
+  Tensor r2 = genesis::randn({100});
+  EXPECT_EQ(r1.tolist(), r2.tolist());
+  Tensor u = genesis::rand({1000});
+  EXPECT_GE(u.min().item<double>(), 0.0);
+  EXPECT_LT(u.max().item<double>(), 1.0);
+  Tensor ri = genesis::randint(3, 7, {500});
+  EXPECT_EQ(ri.dtype(), DType::i64);
+  EXPECT_GE(ri.min().item<int64_t>(), 3);
+  EXPECT_LE(ri.max().item<int64_t>(), 6);
+
+  Tensor l = genesis::zeros_like(genesis::ones({2, 2}, {.dtype = genesis::float64}));
+  EXPECT_EQ(l.dtype(), DType::f64);
+  EXPECT_EQ(genesis::ones_like(l).tolist(), D(4, 1));
+  EXPECT_EQ(genesis::full_like(l, 2, {.dtype = genesis::float32}).dtype(), DType::f32);
+  EXPECT_EQ(genesis::randn_like(l).shape(), l.shape());
+  EXPECT_EQ(genesis::rand_like(l).dtype(), DType::f64);
+  EXPECT_EQ(genesis::randint_like(l, 0, 2).dtype(), DType::i64);
+}
+
+TEST(CppTensor, PromotionThroughOperators) {
+  Tensor i = genesis::tensor(std::vector<int64_t>{1, 2}, {2});
+  Tensor f = genesis::tensor({1.0, 2.0});
+  Tensor d = genesis::tensor(std::vector<double>{1, 2}, {2});
+  EXPECT_EQ((i + 1).dtype(), DType::i64);        // int scalar keeps int
+  EXPECT_EQ((i * 2.5).dtype(), DType::f32);      // float scalar -> default float
+  EXPECT_EQ((f * 2.5).dtype(), DType::f32);      // wrapped scalar does not raise f32
+  EXPECT_EQ((f + d).dtype(), DType::f64);
+  EXPECT_EQ((i + f).dtype(), DType::f32);
+  EXPECT_EQ((i / i).dtype(), DType::f32);        // true division
+  EXPECT_EQ((f > 1.5).dtype(), DType::boolean);
+  EXPECT_EQ((f > 1.5).tolist(), (D{0, 1}));
+  EXPECT_EQ((1 - f).tolist(), (D{0, -1}));
+  EXPECT_EQ((2 / f).tolist(), (D{2, 1}));
+  EXPECT_EQ((-f).tolist(), (D{-1, -2}));
+  Tensor bf = genesis::ones({2}, {.dtype = genesis::bfloat16});
+  EXPECT_EQ((bf * 3.0).dtype(), DType::bf16);
+}
+
+TEST(CppTensor, MathAndReductions) {
+  Tensor x = genesis::tensor({{1.0, -2.0, 3.0}, {4.0, 5.0, -6.0}});
+  EXPECT_EQ(x.sum().item<double>(), 5);
+  EXPECT_EQ(x.sum(0).tolist(), (D{5, 3, -3}));
+  EXPECT_EQ(x.sum(1, true).shape(), (genesis::Shape{2, 1}));
+  EXPECT_EQ(x.max(1).tolist(), (D{3, 5}));
+  EXPECT_EQ(x.min().item<double>(), -6);
+  EXPECT_EQ(x.argmax(1).tolist(), (D{2, 1}));
+  EXPECT_EQ(x.argmax().item<int64_t>(), 4);
+  EXPECT_NEAR(x.mean().item<double>(), 5.0 / 6, 1e-6);
+  EXPECT_NEAR(genesis::tensor({1.0, 2.0, 3.0, 4.0}).var().item<double>(), 1.6666667, 1e-5);
+  EXPECT_NEAR(genesis::tensor({3.0, 4.0}).norm().item<double>(), 5, 1e-6);
+  EXPECT_EQ(x.abs().tolist(), (D{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(x.relu().tolist(), (D{1, 0, 3, 4, 5, 0}));
+  Tensor s = x.softmax(-1).sum(-1);
+  EXPECT_NEAR(s.tolist()[0], 1, 1e-6);
+  EXPECT_EQ(genesis::matmul(genesis::eye(2), x).tolist(), x.tolist());
+  EXPECT_EQ(x.matmul(genesis::ones({3})).tolist(), (D{2, 3}));
+  EXPECT_EQ(genesis::tensor({4.0}).pow(0.5).item<double>(), 2);
+}
+
+TEST(CppTensor, Views) {
+  Tensor x = genesis::arange(0, 12, 1, {.dtype = genesis::float32}).reshape({3, 4});
+  EXPECT_EQ(x.view({4, 3}).shape(), (genesis::Shape{4, 3}));
+  EXPECT_EQ(x.t().is_contiguous(), false);
+  EXPECT_EQ(x.t().contiguous().tolist(), (D{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}));
+  EXPECT_THROW(x.t().view({12}), genesis::Error);
+  EXPECT_EQ(x.t().reshape({12}).shape(), (genesis::Shape{12}));
+  EXPECT_EQ(x[1].tolist(), (D{4, 5, 6, 7}));
+  EXPECT_EQ(x[-1].tolist(), (D{8, 9, 10, 11}));
+  EXPECT_EQ(x.select(1, -1).tolist(), (D{3, 7, 11}));
+  EXPECT_EQ(x.slice(1, 1, -1).tolist(), (D{1, 2, 5, 6, 9, 10}));
+  EXPECT_EQ(x.slice(0, -2, 100).shape(), (genesis::Shape{2, 4}));
+  EXPECT_EQ(x.slice(1, 0, 4, 2).tolist(), (D{0, 2, 4, 6, 8, 10}));
+  EXPECT_EQ(x.permute({1, 0}).shape(), (genesis::Shape{4, 3}));
+  EXPECT_EQ(x.unsqueeze(0).shape(), (genesis::Shape{1, 3, 4}));
+  EXPECT_EQ(x.unsqueeze(-1).squeeze().shape(), (genesis::Shape{3, 4}));
+  EXPECT_EQ(x.reshape({2, 1, 6}).squeeze(1).shape(), (genesis::Shape{2, 6}));
+  EXPECT_EQ(x.reshape({2, 2, 3}).flatten(1).shape(), (genesis::Shape{2, 6}));
+  EXPECT_EQ(genesis::tensor({1.0, 2.0}).unsqueeze(1).expand({2, 3}).tolist(), (D{1, 1, 1, 2, 2, 2}));
+  // Views share storage: writing through one shows in the other.
+  Tensor row = x[0];
+  row.fill_(-1);
+  EXPECT_EQ(x.slice(0, 0, 1).tolist(), (D{-1, -1, -1, -1}));
+  // Copies share the handle, like torch.
+  Tensor alias = x;
+  alias.zero_();
+  EXPECT_EQ(x.sum().item<double>(), 0);
+}
+
+TEST(CppTensor, InPlace) {
+  Tensor x = genesis::ones({3});
+  x.add_(genesis::tensor({1.0, 2.0, 3.0}));
+  EXPECT_EQ(x.tolist(), (D{2, 3, 4}));
+  x.add_(genesis::ones({3}), -2);
+  EXPECT_EQ(x.tolist(), (D{0, 1, 2}));
+  x.mul_(3);
+  EXPECT_EQ(x.tolist(), (D{0, 3, 6}));
+  x.mul_(genesis::tensor({1.0, 0.5, 2.0}));
+  EXPECT_EQ(x.tolist(), (D{0, 1.5, 12}));
+  x += genesis::ones({3});
+  EXPECT_EQ(x.tolist(), (D{1, 2.5, 13}));
+  x.copy_(genesis::tensor(std::vector<int64_t>{7}, {1}));  // broadcast + convert
+  EXPECT_EQ(x.tolist(), (D{7, 7, 7}));
+  x.fill_(0.5);
+  EXPECT_EQ(x.tolist(), (D{0.5, 0.5, 0.5}));
+  x.zero_();
+  EXPECT_EQ(x.tolist(), (D{0, 0, 0}));
+}
+
+TEST(CppTensor, ItemAndTo) {
+  EXPECT_EQ(genesis::tensor({2.5}).item<double>(), 2.5);
+  EXPECT_EQ(genesis::tensor({2.5}).item<int>(), 2);
+  EXPECT_THROW(genesis::ones({2}).item<double>(), genesis::Error);
+  Tensor x = genesis::tensor({1.7, -2.2});
+  EXPECT_EQ(x.to(DType::i64).tolist(), (D{1, -2}));  // truncates
+  EXPECT_EQ(x.to(DType::f64).dtype(), DType::f64);
+  EXPECT_TRUE(x.to(DType::f32).is_same(x));
+  EXPECT_EQ(x.to(genesis::Device("cpu")).device(), genesis::Device("cpu"));
+  EXPECT_EQ(genesis::Device("cpu").str(), "cpu:0");
+  EXPECT_EQ(genesis::Device().type(), "cpu");
+  (void)genesis::cuda_available();
+}
+
+std::string str(const Tensor& t) {
+  std::ostringstream os;
+  os << t;
+  return os.str();
+}
+
+TEST(CppTensor, PrintsLikePyTorch) {
+  EXPECT_EQ(str(genesis::tensor({{1.0, 2.0}, {3.0, 4.0}})), "tensor([[1., 2.],\n        [3., 4.]])");
+  EXPECT_EQ(str(genesis::tensor({0.5, -1.25})), "tensor([ 0.5000, -1.2500])");
+  EXPECT_EQ(str(genesis::tensor({1e-5, 1.0})), "tensor([1.0000e-05, 1.0000e+00])");
+  EXPECT_EQ(str(genesis::scalar_tensor(3)), "tensor(3.)");
+  EXPECT_EQ(str(genesis::arange(3)), "tensor([0, 1, 2])");
+  EXPECT_EQ(str(genesis::tensor({1.0, 2.0}) > 1.5), "tensor([False,  True])");
+  EXPECT_EQ(str(genesis::ones({2}, {.dtype = genesis::float64})), "tensor([1., 1.], dtype=genesis.float64)");
+  EXPECT_EQ(str(genesis::zeros({0})), "tensor([])");
+  EXPECT_EQ(str(genesis::zeros({0, 3})), "tensor([], size=(0, 3))");
+  EXPECT_EQ(str(genesis::arange(0, 8, 1, {.dtype = genesis::float32}).reshape({2, 2, 2})),
+            "tensor([[[0., 1.],\n         [2., 3.]],\n\n        [[4., 5.],\n         [6., 7.]]])");
+  Tensor x = genesis::tensor({1.0, 2.0}, {.requires_grad = true});
+  EXPECT_EQ(str(x), "tensor([1., 2.], requires_grad=True)");
+  EXPECT_EQ(str(x.sum()), "tensor(3., grad_fn=<SumBackward0>)");
+  EXPECT_EQ(str((x * 2).log_softmax(0)).find("grad_fn=<LogSoftmaxBackward0>") != std::string::npos, true);
+  // Long rows wrap at 80 columns; big tensors are summarised.
+  EXPECT_NE(str(genesis::arange(0, 30, 1, {.dtype = genesis::float32})).find(",\n        "), std::string::npos);
+  EXPECT_EQ(str(genesis::arange(2000)), "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])");
+}
+
+TEST(CppTensor, ErrorsNameTheOp) {
+  try {
+    genesis::ones({2, 3}) + genesis::ones({4});
+    FAIL() << "no error";
+  } catch (const genesis::Error& e) {
+    EXPECT_EQ(e.code(), GN_ERR_SHAPE);
+    EXPECT_NE(std::string(e.what()).find("add"), std::string::npos) << e.what();
+  }
+  try {
+    genesis::matmul(genesis::ones({2, 3}), genesis::ones({2, 3}));
+    FAIL() << "no error";
+  } catch (const genesis::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("matmul"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(genesis::Device("nosuchdevice"), genesis::Error);
+  EXPECT_THROW(genesis::ones({2}).size(3), genesis::Error);
+  EXPECT_THROW(genesis::tensor(std::vector<float>{1, 2, 3}, {2}), genesis::Error);
+  EXPECT_THROW(genesis::init({}), genesis::Error);  // the runtime already exists
+  EXPECT_THROW(Tensor().dim(), genesis::Error);
+}
+
+}  // namespace
