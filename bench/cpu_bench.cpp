@@ -7,7 +7,12 @@
 //
 // Cases: matmul f32 M=N=K in {512, 1024, 2048} (GFLOP/s = 2MNK), add of two
 // 4M-element f32 tensors (GB/s = 3 * 4 bytes * n), softmax over the last dim
-// and layer_norm (weight + bias) of 1024x4096 f32 (GB/s = 2 * 4 bytes * n).
+// and layer_norm (weight + bias) of 1024x4096 f32 (GB/s = 2 * 4 bytes * n),
+// conv2d ResNet-style 3x3 (N=32, C=64->64, 56x56, pad 1, no bias; GFLOP/s =
+// 2*N*O*Ho*Wo*C*9).  onednn/conv2d does what Genesis must do for NCHW user
+// tensors (reorders into the primitive's blocked layouts and back, weights
+// included); onednn/conv2d_blocked times the primitive alone on data already
+// in its layouts (the upper bound).
 // Threads: GENESIS_NUM_THREADS for both (default all cores).
 //
 //   build-cpu/bin/bench_cpu [--benchmark_filter=...]  (bench/compare_cpu.py adds PyTorch)
@@ -128,6 +133,17 @@ void BM_genesis_layer_norm(benchmark::State& state) {
   set_rate(state, "GBs", 2.0 * 4 * r * c * 1e-9);
 }
 
+constexpr int64_t kConvN = 32, kConvC = 64, kConvO = 64, kConvH = 56;
+const double kConvGflop = 2.0 * kConvN * kConvO * kConvH * kConvH * kConvC * 9 * 1e-9;
+
+void BM_genesis_conv2d(benchmark::State& state) {
+  Genesis& g = Genesis::get();
+  static const int64_t one[2] = {1, 1};
+  run_genesis(state, "conv2d", {g.tensor({kConvN, kConvC, kConvH, kConvH}, 1), g.tensor({kConvO, kConvC, 3, 3}, 2)},
+              {gn_attr_ints(one, 2), gn_attr_ints(one, 2), gn_attr_ints(one, 2), gn_attr_int(1)}, 1);
+  set_rate(state, "GFLOPs", kConvGflop);
+}
+
 // ------------------------------------------------------------------ oneDNN
 
 using dnnl::memory;
@@ -203,6 +219,37 @@ void BM_onednn_layer_norm(benchmark::State& state) {
   set_rate(state, "GBs", 2.0 * 4 * r * c * 1e-9);
 }
 
+// conv2d: the primitive on oneDNN's chosen layouts; `user_layouts` adds the
+// reorders from/to NCHW (and OIHW weights) that a caller with plain tensors needs.
+void onednn_conv2d(benchmark::State& state, bool user_layouts) {
+  Dnnl& d = Dnnl::get();
+  const memory::dims src{kConvN, kConvC, kConvH, kConvH}, wei{kConvO, kConvC, 3, 3}, dst{kConvN, kConvO, kConvH, kConvH};
+  memory::desc src_u(src, dt::f32, tag::nchw), wei_u(wei, dt::f32, tag::oihw), dst_u(dst, dt::f32, tag::nchw);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                       memory::desc(src, dt::f32, tag::any), memory::desc(wei, dt::f32, tag::any),
+                                       memory::desc(dst, dt::f32, tag::any), {1, 1}, {0, 0}, {1, 1}, {1, 1});
+  dnnl::convolution_forward::primitive_desc pd(desc, d.eng);
+  memory su = d.buffer(src_u, 1), wu = d.buffer(wei_u, 2), du(dst_u, d.eng);
+  memory so(pd.src_desc(), d.eng), wo(pd.weights_desc(), d.eng), dso(pd.dst_desc(), d.eng);
+  dnnl::reorder(su, so).execute(d.strm, su, so);
+  dnnl::reorder(wu, wo).execute(d.strm, wu, wo);
+  dnnl::convolution_forward conv(pd);
+  const bool rs = pd.src_desc() != src_u, rw = pd.weights_desc() != wei_u, rd = pd.dst_desc() != dst_u;
+  dnnl::reorder r_src(su, so), r_wei(wu, wo), r_dst(dso, du);
+  for (auto _ : state) {
+    if (user_layouts && rs) r_src.execute(d.strm, su, so);
+    if (user_layouts && rw) r_wei.execute(d.strm, wu, wo);
+    conv.execute(d.strm, {{DNNL_ARG_SRC, so}, {DNNL_ARG_WEIGHTS, wo}, {DNNL_ARG_DST, dso}});
+    if (user_layouts && rd) r_dst.execute(d.strm, dso, du);
+    d.strm.wait();
+  }
+  set_rate(state, "GFLOPs", kConvGflop);
+  state.SetLabel(pd.impl_info_str());
+}
+
+void BM_onednn_conv2d(benchmark::State& state) { onednn_conv2d(state, true); }
+void BM_onednn_conv2d_blocked(benchmark::State& state) { onednn_conv2d(state, false); }
+
 }  // namespace
 
 BENCHMARK(BM_genesis_matmul)->Arg(512)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -213,5 +260,9 @@ BENCHMARK(BM_genesis_softmax)->Args({1024, 4096})->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_onednn_softmax)->Args({1024, 4096})->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_genesis_layer_norm)->Args({1024, 4096})->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_onednn_layer_norm)->Args({1024, 4096})->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+BENCHMARK(BM_genesis_conv2d)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_onednn_conv2d)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_onednn_conv2d_blocked)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -176,5 +176,15 @@ void register_eltwise(const gn::sdk::Registrar& r);
 void register_binary(const gn::sdk::Registrar& r);
 void register_softmax(const gn::sdk::Registrar& r);
 void register_norm(const gn::sdk::Registrar& r);
+void register_convert(const gn::sdk::Registrar& r);
+void register_unary(const gn::sdk::Registrar& r);
+void register_reduce(const gn::sdk::Registrar& r);
+void register_conv(const gn::sdk::Registrar& r);
+void register_nn(const gn::sdk::Registrar& r);
+void register_random(const gn::sdk::Registrar& r);
+void register_loss(const gn::sdk::Registrar& r);
+void register_optim(const gn::sdk::Registrar& r);
+void register_indexing(const gn::sdk::Registrar& r);
+void register_pool(const gn::sdk::Registrar& r);
 
 }  // namespace gn::cpu

@@ -194,7 +194,7 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
 
   const dnnl_version_t* v = dnnl_version();
   g_description = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-                  std::to_string(v->patch) + " CPU backend (matmul, eltwise, binary, softmax, layer_norm; " +
+                  std::to_string(v->patch) + " CPU backend (matmul, eltwise, binary, softmax, layer_norm, reductions, conv2d, pooling, cast/copy, rms_norm, swiglu, cross_entropy, optimizers, embedding, where, compare, rope, rng; " +
                   std::to_string(num_threads()) + " threads)";
   info->description = g_description.c_str();
 
@@ -222,6 +222,16 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
   register_binary(r);
   register_softmax(r);
   register_norm(r);
+  register_convert(r);
+  register_unary(r);
+  register_reduce(r);
+  register_conv(r);
+  register_nn(r);
+  register_random(r);
+  register_loss(r);
+  register_optim(r);
+  register_indexing(r);
+  register_pool(r);
 }
 
 }  // namespace

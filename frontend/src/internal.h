@@ -37,6 +37,15 @@ void check_inplace(const Tensor& t, const char* op);
 // Device of opts or the CPU.
 Device device_of(const Options& o);
 
+// ---- AMP hook (frontend/src/amp/autocast.cpp) --------------------------
+// Enabled autocast regions on this thread (the op wrappers' fast check).
+extern thread_local int t_autocast_enabled;
+// Casts op inputs in place following the autocast policy table.
+void autocast_inputs(const char* op, std::initializer_list<Tensor*> ts);
+// Called first by an op wrapper on its (by-value) inputs: no-op outside autocast.
+#define GN_AUTOCAST(op, ...) \
+  if (::genesis::detail::t_autocast_enabled) ::genesis::detail::autocast_inputs(op, {__VA_ARGS__})
+
 // Normalises a possibly negative dim against rank n.
 inline int64_t wrap_dim(int64_t d, int64_t n) { return d < 0 ? d + n : d; }
 

@@ -15,8 +15,9 @@ namespace R = autograd::rules;
 namespace {
 
 // y = op(x) recorded with `rule`; saves x and/or y for the rule (as saved[0], saved[1]).
-Tensor unary(const gn_op* op, const Tensor& x, autograd::Rule rule, bool save_x, bool save_y,
+Tensor unary(const gn_op* op, Tensor x, autograd::Rule rule, bool save_x, bool save_y,
              std::initializer_list<gn_attr_value> attrs = {}) {
+  GN_AUTOCAST(gn_op_name(op), &x);  // AMP hook
   Tensor y = call1(op, {&x}, attrs);
   if (rule) {
     if (auto n = record(gn_op_name(op), rule, {x}, y)) {
@@ -27,8 +28,9 @@ Tensor unary(const gn_op* op, const Tensor& x, autograd::Rule rule, bool save_x,
 }
 
 // out = op(a, b); saves a, b and out for the rule.
-Tensor binary(const gn_op* op, const Tensor& a, const Tensor& b, autograd::Rule rule,
+Tensor binary(const gn_op* op, Tensor a, Tensor b, autograd::Rule rule,
               std::initializer_list<gn_attr_value> attrs = {}, double f = 0) {
+  GN_AUTOCAST(gn_op_name(op), &a, &b);  // AMP hook
   Tensor y = call1(op, {&a, &b}, attrs);
   if (rule) {
     if (auto n = record(gn_op_name(op), rule, {a, b}, y)) {
@@ -40,8 +42,9 @@ Tensor binary(const gn_op* op, const Tensor& a, const Tensor& b, autograd::Rule 
 }
 
 // A reduction over dims: ints = [keepdim, dims...] for the rule; saves x and y.
-Tensor reduce(const gn_op* op, const Tensor& x, const Dims& d, bool keepdim, autograd::Rule rule,
+Tensor reduce(const gn_op* op, Tensor x, const Dims& d, bool keepdim, autograd::Rule rule,
               std::initializer_list<gn_attr_value> attrs, double f = 0) {
+  GN_AUTOCAST(gn_op_name(op), &x);  // AMP hook
   Tensor y = call1(op, {&x}, attrs);
   if (rule) {
     if (auto n = record(gn_op_name(op), rule, {x}, y)) {
@@ -110,10 +113,12 @@ Tensor Tensor::clamp(double lo, double hi) const {
 }
 
 Tensor Tensor::pow(const Scalar& p) const {
+  Tensor x = *this;
+  GN_AUTOCAST("pow", &x);  // AMP hook
   Tensor e = wrap_scalar(p, device());
-  Tensor y = call1(GN_OP_HANDLE("pow"), {this, &e});
-  if (auto n = record("pow", R::pow_scalar, {*this}, y)) {
-    n->saved = {detach()};
+  Tensor y = call1(GN_OP_HANDLE("pow"), {&x, &e});
+  if (auto n = record("pow", R::pow_scalar, {x}, y)) {
+    n->saved = {x.detach()};
     n->f = p.value;
   }
   return y;
@@ -142,7 +147,9 @@ GN_COMPARE(gt)
 GN_COMPARE(ge)
 #undef GN_COMPARE
 
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+Tensor where(const Tensor& cond, const Tensor& a_, const Tensor& b_) {
+  Tensor a = a_, b = b_;
+  GN_AUTOCAST("where", &a, &b);  // AMP hook
   Tensor y = call1(GN_OP_HANDLE("where"), {&cond, &a, &b});
   if (auto n = record("where", R::where, {cond, a, b}, y)) n->saved = {cond.detach()};
   return y;
@@ -207,7 +214,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) { return a.matmul(b); }
 
 // ------------------------------------------------------- fused NN ops
 
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t normalized_ndim, double eps) {
+Tensor layer_norm(const Tensor& x_, const Tensor& weight_, const Tensor& bias_, int64_t normalized_ndim, double eps) {
+  Tensor x = x_, weight = weight_, bias = bias_;
+  GN_AUTOCAST("layer_norm", &x, &weight, &bias);  // AMP hook
   if (bias.defined() && !weight.defined()) throw Error(GN_ERR_INVALID_ARGUMENT, "[layer_norm] bias without weight");
   std::vector<Tensor> in = {x};
   if (weight.defined()) in.push_back(weight);
@@ -222,7 +231,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, int
   return out[0];
 }
 
-Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
+Tensor rms_norm(const Tensor& x_, const Tensor& weight_, double eps) {
+  Tensor x = x_, weight = weight_;
+  GN_AUTOCAST("rms_norm", &x, &weight);  // AMP hook
   std::vector<Tensor> in = {x};
   if (weight.defined()) in.push_back(weight);
   auto out = call(GN_OP_HANDLE("rms_norm"), in, {gn_attr_float(eps)}, 2);
@@ -233,8 +244,10 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   return out[0];
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_index, double label_smoothing,
+Tensor cross_entropy(const Tensor& logits_, const Tensor& target, int64_t ignore_index, double label_smoothing,
                      int64_t reduction) {
+  Tensor logits = logits_;
+  GN_AUTOCAST("cross_entropy", &logits);  // AMP hook
   auto out = call(GN_OP_HANDLE("cross_entropy"), {&logits, &target},
                   {gn_attr_int(ignore_index), gn_attr_float(label_smoothing), gn_attr_int(reduction)}, 2);
   if (auto n = record("cross_entropy", R::cross_entropy, {logits, target}, out[0])) {

@@ -211,4 +211,64 @@ V select(Node& n, const Tensor& g) {  // ints = {dim, index}
   return {z};
 }
 
+// ---- convolution, pooling, attention and fused activations (genesis::nn::functional)
+V conv2d(Node& n, const Tensor& g) {  // inputs (x, w, [bias]); saved = {x, w}; ints = {stride2, padding2, dilation2, groups}
+  const int64_t* i = n.ints.data();
+  auto r = detail::call(detail::find_op("conv2d_backward"), {&g, &n.saved[0], &n.saved[1]},
+                        {gn_attr_ints(i, 2), gn_attr_ints(i + 2, 2), gn_attr_ints(i + 4, 2), gn_attr_int(i[6])}, 3);
+  return {r[0], r[1], n.next.size() > 2 ? r[2] : Tensor()};
+}
+V max_pool2d(Node& n, const Tensor& g) {  // saved = {x, indices}; ints = {kernel2, stride2, padding2, dilation2, ceil}
+  const int64_t* i = n.ints.data();
+  return {detail::call1(detail::find_op("max_pool2d_backward"), {&g, &n.saved[0], &n.saved[1]},
+                        {gn_attr_ints(i, 2), gn_attr_ints(i + 2, 2), gn_attr_ints(i + 4, 2), gn_attr_ints(i + 6, 2),
+                         gn_attr_int(i[8])})};
+}
+V avg_pool2d(Node& n, const Tensor& g) {  // saved = {x}; ints = {kernel2, stride2, padding2, ceil, count_include_pad}
+  const int64_t* i = n.ints.data();
+  return {detail::call1(detail::find_op("avg_pool2d_backward"), {&g, &n.saved[0]},
+                        {gn_attr_ints(i, 2), gn_attr_ints(i + 2, 2), gn_attr_ints(i + 4, 2), gn_attr_int(i[6]),
+                         gn_attr_int(i[7])})};
+}
+V sdpa(Node& n, const Tensor& g) {  // inputs (q, k, v, [mask]); saved = {q, k, v, out, lse, [mask]}; ints = {causal}; f = scale
+  std::vector<Tensor> in = {g};
+  in.insert(in.end(), n.saved.begin(), n.saved.end());
+  auto r = detail::call(detail::find_op("scaled_dot_product_attention_backward"), in,
+                        {gn_attr_int(n.ints[0]), gn_attr_float(n.f)}, 3);
+  if (n.next.size() > 3) r.push_back(Tensor());  // no gradient for the mask
+  return r;
+}
+V rope(Node& n, const Tensor& g) {  // inputs (x, cos, sin); saved = {cos, sin}
+  return {detail::call1(detail::find_op("rope_backward"), {&g, &n.saved[0], &n.saved[1]}), Tensor(), Tensor()};
+}
+V swiglu(Node& n, const Tensor& g) {  // inputs (gate, up); saved = {gate, up}
+  return detail::call(detail::find_op("swiglu_backward"), {&g, &n.saved[0], &n.saved[1]}, {}, 2);
+}
+
+// ---- indexing and joining
+V gather(Node& n, const Tensor& g) {  // inputs (x, index); saved = {index}; ints = {dim}: scatter-add g back
+  Tensor z = zeros(n.inputs[0].shape, {.dtype = g.dtype(), .device = g.device()});
+  return {detail::call1(detail::find_op("scatter_add"), {&z, &n.saved[0], &g}, {gn_attr_int(n.ints[0])}), Tensor()};
+}
+V index_select(Node& n, const Tensor& g) {  // inputs (x, index); saved = {index}; ints = {dim}
+  Tensor z = zeros(n.inputs[0].shape, {.dtype = g.dtype(), .device = g.device()});
+  return {detail::call1(detail::find_op("index_add"), {&z, &n.saved[0], &g}, {gn_attr_int(n.ints[0]), gn_attr_float(1)}),
+          Tensor()};
+}
+V cat(Node& n, const Tensor& g) {  // ints = {dim}: each input gets its slice of g
+  V r;
+  int64_t off = 0;
+  for (const InputMeta& m : n.inputs) {
+    const int64_t len = m.shape.at(detail::wrap_dim(n.ints[0], static_cast<int64_t>(m.shape.size())));
+    r.push_back(g.slice(n.ints[0], off, off + len));
+    off += len;
+  }
+  return r;
+}
+V stack(Node& n, const Tensor& g) {  // ints = {dim}: input i gets g.select(dim, i)
+  V r;
+  for (size_t i = 0; i < n.inputs.size(); ++i) r.push_back(g.select(n.ints[0], static_cast<int64_t>(i)));
+  return r;
+}
+
 }  // namespace genesis::autograd::rules

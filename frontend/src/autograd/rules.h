@@ -12,7 +12,9 @@ namespace genesis::autograd::rules {
   X(add) X(sub) X(mul) X(div) X(maximum) X(minimum) X(where) X(matmul)                       \
   X(sum) X(mean) X(amax) X(var) X(std) X(logsumexp) X(norm)                                   \
   X(softmax) X(log_softmax) X(layer_norm) X(rms_norm) X(cross_entropy) X(embedding)           \
-  X(identity) X(to_device) X(reshape) X(permute) X(transpose) X(slice) X(select)
+  X(identity) X(to_device) X(reshape) X(permute) X(transpose) X(slice) X(select)              \
+  X(conv2d) X(max_pool2d) X(avg_pool2d) X(sdpa) X(rope) X(swiglu)                              \
+  X(gather) X(index_select) X(cat) X(stack)
 
 #define GN_DECLARE_RULE(name) std::vector<Tensor> name(Node& n, const Tensor& g);
 GN_AUTOGRAD_RULES(GN_DECLARE_RULE)

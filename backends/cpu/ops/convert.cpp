@@ -1,0 +1,188 @@
+// backends/cpu/ops/convert.cpp - cast, copy and fill in C++ (OpenMP over rows).
+//
+// cast(x; dtype) -> y and copy(x) -> y (x broadcast to y's shape, converted to
+// y's dtype): any strides on both sides (copy is what the core uses to make
+// views contiguous, so it must take every layout).  Conversions follow the
+// reference exactly: float -> int truncates through int64 (NaN/out of range ->
+// 0, then wraps to the narrow type), int -> int wraps, -> bool is x != 0,
+// -> f16/bf16 rounds to nearest even from f32 (f64 goes through f32 first, as
+// the reference's store does), i64 -> f32 goes through f64 like the reference.
+// The inner loop is one dense row with typed pointers, so same-dtype and
+// f32<->f64 rows vectorise; a fully dense same-dtype copy is a memcpy.
+#include <cstring>
+
+#include "loops.h"
+
+namespace gn::cpu {
+namespace {
+
+
+// Source element -> the value the reference would hold (double or int64).
+template <int32_t SD>
+inline auto load_val(typename Storage<SD>::T s) {
+  if constexpr (SD == GN_F16 || SD == GN_BF16) return (double)to_f32(s);
+  else if constexpr (SD == GN_F32 || SD == GN_F64) return (double)s;
+  else if constexpr (SD == GN_BOOL) return (int64_t)(s != 0);
+  else return (int64_t)s;
+}
+
+inline int64_t trunc_i64(double v) {
+  return (v == v && v < 9.2233720368547758e18 && v >= -9.2233720368547758e18) ? (int64_t)v : 0;
+}
+
+template <int32_t SD, int32_t DD>
+inline typename Storage<DD>::T conv(typename Storage<SD>::T s) {
+  using D = typename Storage<DD>::T;
+  if constexpr (SD == DD) {
+    return s;
+  } else if constexpr (SD == GN_F32 && DD == GN_F64) {
+    return (double)s;
+  } else if constexpr (SD == GN_F64 && DD == GN_F32) {
+    return (float)s;
+  } else {
+    const auto v = load_val<SD>(s);
+    if constexpr (DD == GN_BOOL) return (uint8_t)(v != 0);
+    else if constexpr (DD == GN_F32) return (float)(double)v;
+    else if constexpr (DD == GN_F64) return (double)v;
+    else if constexpr (DD == GN_BF16) return bf16_t{gn::sdk::float_to_bf16((float)(double)v)};
+    else if constexpr (DD == GN_F16) return f16_t{gn::sdk::float_to_half((float)(double)v)};
+    else if constexpr (std::is_same_v<decltype(v), int64_t>) return (D)(uint64_t)v;
+    else return (D)(uint64_t)trunc_i64(v);
+  }
+}
+
+// y = convert(x broadcast to y's shape).
+template <int32_t SD, int32_t DD>
+void convert_views(const gn_tensor_view& x, const gn_tensor_view& y) {
+  using S = typename Storage<SD>::T;
+  using D = typename Storage<DD>::T;
+  const S* px = (const S*)data_of(x);
+  D* py = (D*)data_of(y);
+  const int64_t n = gn_view_numel(&y);
+  if (n == 0) return;
+  if (gn_view_numel(&x) == n && is_dense(x) && is_dense(y)) {
+    if constexpr (SD == DD) {
+      if (n * (int64_t)sizeof(S) < (int64_t(4) << 20)) {
+        std::memcpy(py, px, (size_t)n * sizeof(S));
+        return;
+      }
+    }
+    parallel_range(n, [&](int64_t b, int64_t e) {
+#pragma omp simd
+      for (int64_t i = b; i < e; ++i) py[i] = conv<SD, DD>(px[i]);
+    });
+    return;
+  }
+  // Broadcast x's strides to y's rank (0 where x has size 1 or lacks the dim).
+  const int32_t R = y.ndim;
+  std::vector<int64_t> xs((size_t)R, 0);
+  for (int32_t d = 0; d < R; ++d) {
+    const int32_t xd = d - (R - x.ndim);
+    if (xd >= 0 && x.shape[xd] != 1) xs[(size_t)d] = x.strides[xd];
+  }
+  const int64_t inner = y.shape[R - 1];
+  const int64_t ix = xs[(size_t)R - 1], iy = y.strides[R - 1];
+  const int64_t rows = n / inner;
+  parallel_for(rows, inner, [&](int64_t r) {
+    int64_t ox = 0, oy = 0, rem = r;
+    for (int32_t d = R - 2; d >= 0; --d) {
+      const int64_t i = rem % y.shape[d];
+      rem /= y.shape[d];
+      ox += i * xs[(size_t)d];
+      oy += i * y.strides[d];
+    }
+    const S* a = px + ox;
+    D* o = py + oy;
+    if (ix == 1 && iy == 1) {
+#pragma omp simd
+      for (int64_t j = 0; j < inner; ++j) o[j] = conv<SD, DD>(a[j]);
+    } else if (ix == 0 && iy == 1) {
+      const D v = conv<SD, DD>(a[0]);
+      for (int64_t j = 0; j < inner; ++j) o[j] = v;
+    } else {
+      for (int64_t j = 0; j < inner; ++j) o[j * iy] = conv<SD, DD>(a[j * ix]);
+    }
+  });
+}
+
+GN_SDK_KERNEL(convert_kernel) {
+  const char* op = ctx->op_name ? ctx->op_name : "cast";
+  if (n_in < 1 || n_out < 1) fail_op(GN_ERR_INVALID_ARGUMENT, op, "expects 1 input and 1 output");
+  const gn_tensor_view &x = in[0], &y = out[0];
+  if (x.ndim > y.ndim) fail_op(GN_ERR_SHAPE, op, "input rank exceeds the output's");
+  for (int32_t d = 0; d < x.ndim; ++d) {
+    const int64_t s = x.shape[d], t = y.shape[d + y.ndim - x.ndim];
+    if (s != t && s != 1) fail_op(GN_ERR_SHAPE, op, "input does not broadcast to the output");
+  }
+  for (int32_t d = 0; d < y.ndim; ++d)
+    if (y.shape[d] > 1 && y.strides[d] <= 0) GN_UNSUPPORTED(std::string("[") + op + "] output layout");
+  if (y.ndim == 0) {  // 0-d: one element
+    bool ok = dispatch_dtype(x.dtype, [&](auto s) {
+      dispatch_dtype(y.dtype, [&](auto d) {
+        using S = typename Storage<decltype(s)::value>::T;
+        using D = typename Storage<decltype(d)::value>::T;
+        *(D*)data_of(y) = conv<decltype(s)::value, decltype(d)::value>(*(const S*)data_of(x));
+      });
+    });
+    if (!ok) GN_UNSUPPORTED(std::string("[") + op + "] dtype");
+    return;
+  }
+  bool ok = false;
+  dispatch_dtype(x.dtype, [&](auto s) {
+    ok = dispatch_dtype(y.dtype, [&](auto d) { convert_views<decltype(s)::value, decltype(d)::value>(x, y); });
+  });
+  if (!ok) GN_UNSUPPORTED(std::string("[") + op + "] " + gn_dtype_name(x.dtype) + " -> " + gn_dtype_name(y.dtype));
+}
+
+// fill(x; value) in place: value converted once to x's dtype as the reference
+// stores it (through double), then written over every element.
+template <int32_t DT>
+void fill_view(const gn_tensor_view& x, double value) {
+  using T = typename Storage<DT>::T;
+  T v;
+  gn::sdk::store(&v, DT, value);
+  T* p = (T*)data_of(x);
+  const int64_t n = gn_view_numel(&x);
+  if (n == 0) return;
+  if (is_dense(x)) {
+    parallel_range(n, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) p[i] = v;
+    });
+    return;
+  }
+  const int32_t R = x.ndim;
+  const int64_t inner = x.shape[R - 1], is = x.strides[R - 1];
+  parallel_for(n / inner, inner, [&](int64_t r) {
+    int64_t off = 0, rem = r;
+    for (int32_t d = R - 2; d >= 0; --d) {
+      off += (rem % x.shape[d]) * x.strides[d];
+      rem /= x.shape[d];
+    }
+    for (int64_t j = 0; j < inner; ++j) p[off + j * is] = v;
+  });
+}
+
+GN_SDK_KERNEL(fill_kernel) {
+  if (n_in < 1) fail_op(GN_ERR_INVALID_ARGUMENT, "fill", "expects 1 input");
+  const double value = attr_d(attrs, n_attrs, 0, 0.0);
+  const gn_tensor_view& x = in[0];
+  if (x.ndim == 0) {
+    gn::sdk::store(data_of(x), x.dtype, value);
+    return;
+  }
+  for (int32_t d = 0; d < x.ndim; ++d)
+    if (x.shape[d] > 1 && x.strides[d] <= 0) GN_UNSUPPORTED("[fill] layout");
+  if (!dispatch_dtype(x.dtype, [&](auto d) { fill_view<decltype(d)::value>(x, value); }))
+    GN_UNSUPPORTED("[fill] dtype");
+}
+
+}  // namespace
+
+void register_convert(const gn::sdk::Registrar& r) {
+  const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
+  r.kernel("cast", all, convert_kernel);
+  r.kernel("copy", all, convert_kernel);
+  r.kernel("fill", all, fill_kernel);
+}
+
+}  // namespace gn::cpu

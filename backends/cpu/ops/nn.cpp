@@ -1,0 +1,240 @@
+// backends/cpu/ops/nn.cpp - rms_norm, layer_norm_backward and swiglu, forward and backward, in C++
+// (OpenMP over rows / chunks), f32 and f64, dense tensors
+// (GN_KERNEL_CONTIGUOUS).  Row statistics accumulate in double (the
+// reference does everything in double), elementwise math is done in double
+// too, so f32 outputs differ from the reference by about one rounding.
+//   rms_norm(x (R,N), [w (N)]) -> (y, rstd (R) f32, f64 for f64 x)
+//   rms_norm_backward(dy, x, rstd, [w]) -> (dx, dw): dw sums over rows per
+//     thread-independent column blocks (deterministic)
+//   layer_norm_backward(dy, x, mean, rstd, [w]) -> (dx, dw, db), same scheme
+//   swiglu(gate, up) -> silu(gate)*up; swiglu_backward(g, gate, up) -> (dgate, dup)
+#include "loops.h"
+
+namespace gn::cpu {
+namespace {
+
+template <class T>
+inline double sigm(T x) { return 1.0 / (1.0 + std::exp(-(double)x)); }
+
+template <class T, class S>
+void rms_fwd(const T* x, const T* w, T* y, S* rstd, int64_t R, int64_t N, double eps) {
+  parallel_for(R, N, [&](int64_t r) {
+    const T* xr = x + r * N;
+    double ss = 0.0;
+#pragma omp simd reduction(+ : ss)
+    for (int64_t i = 0; i < N; ++i) ss += (double)xr[i] * (double)xr[i];
+    const double s = 1.0 / std::sqrt(ss / (double)N + eps);
+    T* yr = y + r * N;
+    if (w) {
+#pragma omp simd
+      for (int64_t i = 0; i < N; ++i) yr[i] = (T)((double)xr[i] * s * (double)w[i]);
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < N; ++i) yr[i] = (T)((double)xr[i] * s);
+    }
+    if (rstd) rstd[r] = (S)s;
+  });
+}
+
+template <class T, class S>
+void rms_bwd(const T* dy, const T* x, const S* rstd, const T* w, T* dx, T* dw, int64_t R, int64_t N) {
+  parallel_for(R, 2 * N, [&](int64_t r) {
+    const T* xr = x + r * N;
+    const T* gr = dy + r * N;
+    const double s = rstd[r];
+    double dot = 0.0;
+    if (w) {
+#pragma omp simd reduction(+ : dot)
+      for (int64_t i = 0; i < N; ++i) dot += (double)gr[i] * (double)w[i] * (double)xr[i];
+    } else {
+#pragma omp simd reduction(+ : dot)
+      for (int64_t i = 0; i < N; ++i) dot += (double)gr[i] * (double)xr[i];
+    }
+    const double c = s * s * s * dot / (double)N;
+    T* o = dx + r * N;
+#pragma omp simd
+    for (int64_t i = 0; i < N; ++i) o[i] = (T)(s * (double)gr[i] * (w ? (double)w[i] : 1.0) - (double)xr[i] * c);
+  });
+  if (!dw) return;
+  // dw[i] = sum_r dy[r,i]*x[r,i]*rstd[r]: column blocks in parallel, rows in order.
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (N + kBlock - 1) / kBlock;
+  parallel_for(blocks, R * kBlock, [&](int64_t b) {
+    const int64_t i0 = b * kBlock, i1 = std::min(N, i0 + kBlock);
+    double acc[kBlock] = {};
+    for (int64_t r = 0; r < R; ++r) {
+      const T* xr = x + r * N;
+      const T* gr = dy + r * N;
+      const double s = rstd[r];
+#pragma omp simd
+      for (int64_t i = i0; i < i1; ++i) acc[i - i0] += (double)gr[i] * (double)xr[i] * s;
+    }
+    for (int64_t i = i0; i < i1; ++i) dw[i] = (T)acc[i - i0];
+  });
+}
+
+int64_t last_dim(const gn_tensor_view& v) { return v.ndim ? v.shape[v.ndim - 1] : 1; }
+
+GN_SDK_KERNEL(rms_norm_kernel) {
+  if (n_in < 1 || n_out < 1) GN_UNSUPPORTED("[rms_norm] arity");
+  const gn_tensor_view& x = in[0];
+  const int32_t dt = x.dtype, sdt = dt == GN_F64 ? GN_F64 : GN_F32;
+  const int64_t N = last_dim(x), R = N ? gn_view_numel(&x) / N : 0;
+  if (dt != GN_F32 && dt != GN_F64) GN_UNSUPPORTED("[rms_norm] dtype");
+  if (x.ndim == 0 || out[0].dtype != dt || gn_view_numel(&out[0]) != gn_view_numel(&x)) GN_UNSUPPORTED("[rms_norm] shapes");
+  if (n_in > 1 && (in[1].dtype != dt || gn_view_numel(&in[1]) != N)) GN_UNSUPPORTED("[rms_norm] weight");
+  if (n_out > 1 && (out[1].dtype != sdt || gn_view_numel(&out[1]) != R)) GN_UNSUPPORTED("[rms_norm] rstd");
+  const double eps = attr_d(attrs, n_attrs, 0, 1e-6);
+  dispatch_float(dt, [&](auto t) {
+    using T = decltype(t);
+    using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    rms_fwd<T, S>((const T*)data_of(x), n_in > 1 ? (const T*)data_of(in[1]) : nullptr, (T*)data_of(out[0]),
+                  n_out > 1 ? (S*)data_of(out[1]) : nullptr, R, N, eps);
+  });
+}
+
+GN_SDK_KERNEL(rms_norm_backward_kernel) {
+  if (n_in < 3 || n_out < 1) GN_UNSUPPORTED("[rms_norm_backward] arity");
+  const gn_tensor_view &dy = in[0], &x = in[1], &rs = in[2];
+  const int32_t dt = x.dtype, sdt = dt == GN_F64 ? GN_F64 : GN_F32;
+  const int64_t N = last_dim(x), R = N ? gn_view_numel(&x) / N : 0;
+  if (dt != GN_F32 && dt != GN_F64) GN_UNSUPPORTED("[rms_norm_backward] dtype");
+  if (x.ndim == 0 || dy.dtype != dt || gn_view_numel(&dy) != gn_view_numel(&x) || rs.dtype != sdt ||
+      gn_view_numel(&rs) != R || out[0].dtype != dt || gn_view_numel(&out[0]) != gn_view_numel(&x))
+    GN_UNSUPPORTED("[rms_norm_backward] shapes or dtypes");
+  if (n_in > 3 && (in[3].dtype != dt || gn_view_numel(&in[3]) != N)) GN_UNSUPPORTED("[rms_norm_backward] weight");
+  if (n_out > 1 && (out[1].dtype != dt || gn_view_numel(&out[1]) != N)) GN_UNSUPPORTED("[rms_norm_backward] grad_weight");
+  dispatch_float(dt, [&](auto t) {
+    using T = decltype(t);
+    using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    rms_bwd<T, S>((const T*)data_of(dy), (const T*)data_of(x), (const S*)data_of(rs),
+                  n_in > 3 ? (const T*)data_of(in[3]) : nullptr, (T*)data_of(out[0]),
+                  n_out > 1 ? (T*)data_of(out[1]) : nullptr, R, N);
+  });
+}
+
+// layer_norm_backward: dx per row (rows in parallel); dw = sum_r dy*xhat and
+// db = sum_r dy over column blocks in parallel, rows in order (deterministic).
+template <class T, class S>
+void ln_bwd(const T* dy, const T* x, const S* mean, const S* rstd, const T* w, T* dx, T* dw, T* db, int64_t R,
+            int64_t N) {
+  parallel_for(R, 3 * N, [&](int64_t r) {
+    const T* xr = x + r * N;
+    const T* gr = dy + r * N;
+    const double m = mean[r], s = rstd[r];
+    double sum_d = 0.0, sum_dx = 0.0;
+#pragma omp simd reduction(+ : sum_d, sum_dx)
+    for (int64_t i = 0; i < N; ++i) {
+      const double d = (double)gr[i] * (w ? (double)w[i] : 1.0);
+      sum_d += d;
+      sum_dx += d * (((double)xr[i] - m) * s);
+    }
+    const double md = sum_d / (double)N, mdx = sum_dx / (double)N;
+    T* o = dx + r * N;
+#pragma omp simd
+    for (int64_t i = 0; i < N; ++i) {
+      const double d = (double)gr[i] * (w ? (double)w[i] : 1.0);
+      o[i] = (T)(s * (d - md - (((double)xr[i] - m) * s) * mdx));
+    }
+  });
+  if (!dw && !db) return;
+  constexpr int64_t kBlock = 128;
+  const int64_t blocks = (N + kBlock - 1) / kBlock;
+  parallel_for(blocks, R * kBlock, [&](int64_t b) {
+    const int64_t i0 = b * kBlock, i1 = std::min(N, i0 + kBlock);
+    double aw[kBlock] = {}, ab[kBlock] = {};
+    for (int64_t r = 0; r < R; ++r) {
+      const T* xr = x + r * N;
+      const T* gr = dy + r * N;
+      const double m = mean[r], s = rstd[r];
+#pragma omp simd
+      for (int64_t i = i0; i < i1; ++i) {
+        aw[i - i0] += (double)gr[i] * (((double)xr[i] - m) * s);
+        ab[i - i0] += (double)gr[i];
+      }
+    }
+    for (int64_t i = i0; i < i1; ++i) {
+      if (dw) dw[i] = (T)aw[i - i0];
+      if (db) db[i] = (T)ab[i - i0];
+    }
+  });
+}
+
+GN_SDK_KERNEL(layer_norm_backward_kernel) {
+  if (n_in < 4 || n_out < 1) GN_UNSUPPORTED("[layer_norm_backward] arity");
+  const gn_tensor_view &dy = in[0], &x = in[1];
+  const int32_t dt = x.dtype, sdt = dt == GN_F64 ? GN_F64 : GN_F32;
+  const int64_t nd = attr_i(attrs, n_attrs, 0, 1);
+  if ((dt != GN_F32 && dt != GN_F64) || nd < 1 || nd > x.ndim) GN_UNSUPPORTED("[layer_norm_backward] arguments");
+  int64_t N = 1;
+  for (int32_t d = x.ndim - (int32_t)nd; d < x.ndim; ++d) N *= x.shape[d];
+  const int64_t R = N ? gn_view_numel(&x) / N : 0;
+  if (dy.dtype != dt || gn_view_numel(&dy) != gn_view_numel(&x) || in[2].dtype != sdt || in[3].dtype != sdt ||
+      gn_view_numel(&in[2]) != R || gn_view_numel(&in[3]) != R || out[0].dtype != dt ||
+      gn_view_numel(&out[0]) != gn_view_numel(&x) || (n_in > 4 && (in[4].dtype != dt || gn_view_numel(&in[4]) != N)))
+    GN_UNSUPPORTED("[layer_norm_backward] shapes or dtypes");
+  for (size_t k = 1; k < n_out && k < 3; ++k)
+    if (out[k].dtype != dt || gn_view_numel(&out[k]) != N) GN_UNSUPPORTED("[layer_norm_backward] grads");
+  if (N == 0) return;
+  dispatch_float(dt, [&](auto t) {
+    using T = decltype(t);
+    using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    ln_bwd<T, S>((const T*)data_of(dy), (const T*)data_of(x), (const S*)data_of(in[2]), (const S*)data_of(in[3]),
+                 n_in > 4 ? (const T*)data_of(in[4]) : nullptr, (T*)data_of(out[0]),
+                 n_out > 1 ? (T*)data_of(out[1]) : nullptr, n_out > 2 ? (T*)data_of(out[2]) : nullptr, R, N);
+  });
+}
+
+bool same(const gn_tensor_view& a, const gn_tensor_view& b) {
+  if (a.ndim != b.ndim || a.dtype != b.dtype) return false;
+  for (int32_t d = 0; d < a.ndim; ++d)
+    if (a.shape[d] != b.shape[d]) return false;
+  return true;
+}
+
+GN_SDK_KERNEL(swiglu_kernel) {
+  if (n_in < 2 || n_out < 1 || !same(in[0], in[1]) || !same(in[0], out[0])) GN_UNSUPPORTED("[swiglu] shapes");
+  const int64_t n = gn_view_numel(&in[0]);
+  if (!dispatch_float(in[0].dtype, [&](auto t) {
+        using T = decltype(t);
+        const T *g = (const T*)data_of(in[0]), *u = (const T*)data_of(in[1]);
+        T* y = (T*)data_of(out[0]);
+        parallel_range(n, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) y[i] = (T)((double)g[i] * sigm(g[i]) * (double)u[i]);
+        });
+      }))
+    GN_UNSUPPORTED("[swiglu] dtype");
+}
+
+GN_SDK_KERNEL(swiglu_backward_kernel) {
+  if (n_in < 3 || n_out < 2 || !same(in[0], in[1]) || !same(in[0], in[2]) || !same(in[0], out[0]) ||
+      !same(in[0], out[1]))
+    GN_UNSUPPORTED("[swiglu_backward] shapes");
+  const int64_t n = gn_view_numel(&in[0]);
+  if (!dispatch_float(in[0].dtype, [&](auto t) {
+        using T = decltype(t);
+        const T *g = (const T*)data_of(in[0]), *a = (const T*)data_of(in[1]), *u = (const T*)data_of(in[2]);
+        T *da = (T*)data_of(out[0]), *du = (T*)data_of(out[1]);
+        parallel_range(n, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            const double s = sigm(a[i]), gi = g[i], ai = a[i];
+            da[i] = (T)(gi * (double)u[i] * s * (1.0 + ai * (1.0 - s)));
+            du[i] = (T)(gi * ai * s);
+          }
+        });
+      }))
+    GN_UNSUPPORTED("[swiglu_backward] dtype");
+}
+
+}  // namespace
+
+void register_nn(const gn::sdk::Registrar& r) {
+  const int32_t dtypes[] = {GN_F32, GN_F64};
+  r.kernel("rms_norm", dtypes, rms_norm_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("rms_norm_backward", dtypes, rms_norm_backward_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("layer_norm_backward", dtypes, layer_norm_backward_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("swiglu", dtypes, swiglu_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("swiglu_backward", dtypes, swiglu_backward_kernel, GN_KERNEL_CONTIGUOUS);
+}
+
+}  // namespace gn::cpu

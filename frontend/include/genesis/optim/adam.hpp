@@ -1,0 +1,62 @@
+// genesis/optim/adam.hpp - torch.optim.Adam and AdamW on the fused adamw_step op.
+// Group options: lr, beta1, beta2, eps, weight_decay, maximize.
+#pragma once
+
+#include <utility>
+
+#include "genesis/optim/optimizer.hpp"
+
+namespace genesis::optim {
+
+/** Adam options, defaults as torch.optim.Adam. */
+struct AdamOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool maximize = false;
+};
+
+/** AdamW options, defaults as torch.optim.AdamW (weight_decay 0.01). */
+struct AdamWOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 1e-2;
+  bool maximize = false;
+};
+
+/** Adam (L2 weight decay added to the gradient). */
+class Adam : public Optimizer {
+ public:
+  /** Adam over one group of params. */
+  Adam(std::vector<Tensor> params, AdamOptions o = {}) : Adam(as_groups(std::move(params)), o) {}
+  /** Adam over parameter groups (group options override o). */
+  Adam(std::vector<ParamGroup> groups, AdamOptions o = {});
+  /** One fused adamw_step per parameter with a gradient. */
+  void step() override;
+  /** "Adam". */
+  const char* name() const override { return "Adam"; }
+
+ protected:
+  /** AdamW's constructor path. */
+  Adam(std::vector<ParamGroup> groups, const std::map<std::string, double>& defaults, bool decoupled);
+  /** {"exp_avg", "exp_avg_sq"}. */
+  std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+
+ private:
+  bool decoupled_ = false;
+};
+
+/** AdamW (decoupled weight decay). */
+class AdamW : public Adam {
+ public:
+  /** AdamW over one group of params. */
+  AdamW(std::vector<Tensor> params, AdamWOptions o = {}) : AdamW(as_groups(std::move(params)), o) {}
+  /** AdamW over parameter groups (group options override o). */
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions o = {});
+  /** "AdamW". */
+  const char* name() const override { return "AdamW"; }
+};
+
+}  // namespace genesis::optim

@@ -1,0 +1,304 @@
+// tests/backends/op_consistency.h - the harness of the cross-backend op suite
+// (op_consistency_*_test.cpp): cases, the two runtimes, building inputs,
+// running a case on both and comparing.  Everything is in an anonymous
+// namespace: each test file has its own copy and its own fixture.
+#pragma once
+//
+// Two runtimes live in this process: "reference" alone (the oracle) and
+// "reference,cpu", where the oneDNN plugin serves device type "cpu" and the
+// reference kernels only catch what it refuses.  Every case (op x dtype x
+// shape x layout) runs on both from the same host data; outputs are copied
+// back as float64 and compared elementwise with |got - want| <= atol + rtol*|want|
+// (NaN must match NaN).  Errors must agree in code.
+//
+// Tolerances, per dtype and op family (eps_f32 = 2^-23 ~ 1.2e-7, bf16 keeps 8
+// significant bits: half an ulp is 2^-9 ~ 2e-3 relative):
+//  * f32 add/sub/mul/div/max/min: oneDNN computes in f32 with one rounding, the
+//    reference in double rounded once to f32: results differ by at most an ulp
+//    or so -> rtol 1e-6.  With alpha != 1, oneDNN rounds alpha*b before adding
+//    (two roundings): the error is then up to eps*|alpha*b| <= 2.5*eps, absolute
+//    -> atol 1e-6 as well.
+//  * f32 eltwise (exp, tanh, gelu, ...): oneDNN's vectorised polynomial
+//    approximations are within a few ulp; rtol 1e-5 (~80 ulp) with atol 1e-6
+//    for results near 0 where relative error means nothing (log(1+tiny)).
+//  * f32 softmax/log_softmax/layer_norm: f32 accumulation of N terms in
+//    oneDNN vs double in the reference; rtol 1e-5, atol 1e-6 (1e-5 for log_softmax
+//    and layer_norm outputs, which are O(1) to O(10)).
+//  * f32 matmul: a K-term dot product in f32 has a worst-case-ish error of
+//    ~sqrt(K)*eps*(sum |a_k b_k|); inputs are in [-1, 1], so we allow
+//    8*sqrt(K)*eps*(1 + |want|) (atol and rtol both 8*sqrt(K)*eps).
+//  * bf16 (and f16): both backends see the same bf16 inputs and compute in at
+//    least f32, so the results differ by the final rounding: one bf16 ulp,
+//    2^-8 ~ 4e-3 relative; we allow rtol 1e-2 with atol 1e-2 (matmul: atol
+//    1e-2*sqrt(K)/4, the size of the outputs' rounding).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "util.h"  // tests/core/runtime/util.h
+
+namespace {
+
+enum Layout { kContig = 0, kTransposed = 1, kSliced = 2 };
+
+// One input: logical shape, dtype, layout and value range.
+struct Input {
+  std::vector<int64_t> shape;
+  int32_t dtype = GN_F32;
+  Layout layout = kContig;
+  double lo = -1.0, hi = 1.0;
+};
+
+struct Tol {
+  double rtol, atol;
+};
+
+struct Case {
+  std::string name;
+  std::string op;
+  std::vector<Input> inputs;
+  std::vector<gn_attr_value> attrs;
+  size_t n_out = 1;
+  Tol tol;
+  // Attributes that need storage or the runtime: (position, ints) replace
+  // attrs[position] with an ints attribute; device_attr >= 0 puts the cpu
+  // device there.  seed != 0: gn_rng_manual_seed(seed) before the call (random ops).
+  std::vector<std::pair<size_t, std::vector<int64_t>>> ints;
+  int device_attr = -1;
+  uint64_t seed = 0;
+  // Outputs not compared (e.g. values that are allowed to differ); bit mask.
+  uint32_t skip_outputs = 0;
+};
+
+// Test names in failure messages instead of byte dumps.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// ---------------------------------------------------------------- runtimes
+
+bool cpu_plugin_built() {
+  return std::filesystem::exists(std::string(GENESIS_TEST_PLUGIN_DIR) + "/libgenesis_plugin_cpu.so");
+}
+
+struct Runtimes {
+  gt::Runtime ref{"reference"};
+  #ifdef OPC_CPU_ONLY  // debugging: no reference fallback, so refusals show
+  gt::Runtime cpu{"cpu"};
+#else
+  gt::Runtime cpu{"reference,cpu"};
+#endif
+};
+
+Runtimes& runtimes() {
+  static Runtimes* r = new Runtimes();  // lives to the end of the process
+  return *r;
+}
+
+// Backend serving device type `name` in rt ("" if absent).
+std::string backend_of(gn_runtime* rt, const char* name) {
+  for (size_t i = 0; i < gn_device_type_count(rt); ++i) {
+    gn_device_type_record rec{};
+    rec.struct_size = sizeof(rec);
+    gn_status* st = gn_device_type_get(rt, i, &rec);
+    if (st) { gn_status_free(st); continue; }
+    if (std::string(rec.name) == name) return rec.backend;
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------- tensors
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+gn_tensor* check(gn_status* st, gn_tensor* t) {
+  EXPECT_EQ(st, nullptr) << gn_status_message(st);
+  gn_status_free(st);
+  return t;
+}
+
+// Build `in` on rt from seed: random storage (larger for non-contiguous
+// layouts), converted to the dtype, then viewed as asked.
+gt::T build(gn_runtime* rt, gn_device dev, const Input& in, uint32_t seed) {
+  std::vector<int64_t> base = in.shape;
+  const size_t n = base.size();
+  Layout layout = in.layout;
+  if (layout == kTransposed && n >= 2) std::swap(base[n - 2], base[n - 1]);
+  else if (layout == kSliced && n >= 1) base[n - 1] = 2 * base[n - 1] + 1;
+  else layout = kContig;
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(in.lo, in.hi);
+  std::vector<double> data((size_t)numel(base));
+  for (double& v : data) v = dist(gen);
+  // bool inputs: floor first, so [-1, 1) gives about half false (x == 0)
+  if (in.dtype == GN_BOOL)
+    for (double& v : data) v = std::floor(v);
+  gn_tensor* t64 = nullptr;
+  gn_tensor* t = nullptr;
+  check(gn_tensor_from_host(rt, data.data(), base.data(), (int32_t)n, GN_F64, dev, &t64), t64);
+  check(gn_tensor_to_dtype(t64, in.dtype, &t), t);
+  gn_tensor_release(t64);
+  gn_tensor* v = nullptr;
+  if (layout == kTransposed) check(gn_tensor_transpose(t, -1, -2, &v), v);
+  else if (layout == kSliced) check(gn_tensor_slice(t, (int64_t)n - 1, 1, base[n - 1], 2, &v), v);
+  else return gt::T(t);
+  gn_tensor_release(t);
+  return gt::T(v);
+}
+
+// A tensor's values as float64 (any dtype, any layout).
+std::vector<double> as_f64(gn_tensor* t) {
+  gn_tensor* d = nullptr;
+  check(gn_tensor_to_dtype(t, GN_F64, &d), d);
+  std::vector<double> out((size_t)gn_tensor_numel(d));
+  gn_status* st = gn_tensor_to_host(d, out.data(), out.size() * sizeof(double));
+  EXPECT_EQ(st, nullptr) << gn_status_message(st);
+  gn_status_free(st);
+  gn_tensor_release(d);
+  return out;
+}
+
+struct Result {
+  int32_t code = GN_OK;
+  std::string msg;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<int32_t> dtypes;
+  std::vector<std::vector<double>> values;
+};
+
+Result run_case(gt::Runtime& r, const Case& c) {
+  std::vector<gt::T> ins;
+  std::vector<gn_tensor*> raw;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    ins.push_back(build(r.rt, r.cpu, c.inputs[i], 1234u + 77u * (uint32_t)i));
+    raw.push_back(ins.back().t);
+  }
+  Result res;
+  std::vector<gn_attr_value> attrs = c.attrs;
+  for (const auto& [pos, v] : c.ints) {
+    if (attrs.size() <= pos) attrs.resize(pos + 1);
+    attrs[pos] = gn_attr_ints(v.data(), v.size());
+  }
+  if (c.device_attr >= 0) {
+    if (attrs.size() <= (size_t)c.device_attr) attrs.resize((size_t)c.device_attr + 1);
+    attrs[(size_t)c.device_attr] = gn_attr_device(r.cpu);
+  }
+  if (c.seed) gn_rng_manual_seed(r.rt, c.seed);
+  const gn_op* op = nullptr;
+  gn_status* st = gn_op_find(r.rt, c.op.c_str(), &op);
+  if (!st) {
+    std::vector<gn_tensor*> outs(c.n_out, nullptr);
+    st = gn_op_call(r.rt, op, raw.data(), raw.size(), attrs.data(), attrs.size(), outs.data(), outs.size());
+    if (!st)
+      for (gn_tensor* o : outs) {
+        gt::T keep(o);
+        res.shapes.push_back(keep.shape());
+        res.dtypes.push_back(gn_tensor_dtype(o));
+        res.values.push_back(as_f64(o));
+      }
+  }
+  if (st) {
+    res.code = gn_status_code(st);
+    res.msg = gn_status_message(st);
+    gn_status_free(st);
+  }
+  return res;
+}
+
+// ---------------------------------------------------------------- the cases
+
+constexpr double kEpsF32 = 1.1920928955078125e-7;
+const Tol kExactF32{1e-6, 0.0};
+const Tol kAlphaF32{1e-6, 1e-6};
+const Tol kEltF32{1e-5, 1e-6};
+const Tol kNormF32{1e-5, 1e-5};
+const Tol kBf16{1e-2, 1e-2};
+
+Tol matmul_tol(int32_t dtype, int64_t K) {
+  const double s = std::sqrt((double)std::max<int64_t>(K, 1));
+  if (dtype == GN_F32) return {8 * s * kEpsF32, 8 * s * kEpsF32};
+  return {1e-2, 1e-2 * std::max(1.0, s / 4)};
+}
+
+std::string dname(int32_t dt) {
+  switch (dt) {
+    case GN_F32: return "f32";
+    case GN_BF16: return "bf16";
+    case GN_F16: return "f16";
+    case GN_F64: return "f64";
+    case GN_I64: return "i64";
+    case GN_I32: return "i32";
+    case GN_I8: return "i8";
+    case GN_U8: return "u8";
+    case GN_BOOL: return "bool";
+    default: return "dt" + std::to_string(dt);
+  }
+}
+
+std::string sname(const std::vector<int64_t>& s) {
+  std::string r;
+  for (int64_t d : s) r += (r.empty() ? "" : "x") + std::to_string(d);
+  return r.empty() ? "scalar" : r;
+}
+
+const char* lname(Layout l) { return l == kTransposed ? "_T" : l == kSliced ? "_S" : ""; }
+
+inline void check_case(const Case& c) {
+  Result want = run_case(runtimes().ref, c);
+  Result got = run_case(runtimes().cpu, c);
+  ASSERT_EQ(got.code, want.code) << "reference: " << want.msg << "\ncpu: " << got.msg;
+  if (want.code != GN_OK) return;
+  ASSERT_EQ(got.values.size(), want.values.size());
+  for (size_t k = 0; k < want.values.size(); ++k) {
+    if (c.skip_outputs & (1u << k)) continue;
+    ASSERT_EQ(got.shapes[k], want.shapes[k]) << "output " << k;
+    ASSERT_EQ(got.dtypes[k], want.dtypes[k]) << "output " << k;
+    const auto& g = got.values[k];
+    const auto& w = want.values[k];
+    ASSERT_EQ(g.size(), w.size());
+    size_t bad = 0;
+    double worst = 0.0;
+    size_t worst_i = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+      const bool ok = (std::isnan(w[i]) && std::isnan(g[i])) || (std::isinf(w[i]) && g[i] == w[i]) ||
+                      std::fabs(g[i] - w[i]) <= c.tol.atol + c.tol.rtol * std::fabs(w[i]);
+      if (!ok) {
+        ++bad;
+        const double err = std::fabs(g[i] - w[i]);
+        if (!(err <= worst)) { worst = err; worst_i = i; }
+      }
+    }
+    EXPECT_EQ(bad, 0u) << "output " << k << ": " << bad << " of " << w.size() << " elements off; worst at " << worst_i
+                       << ": cpu " << g[worst_i] << " vs reference " << w[worst_i] << " (rtol " << c.tol.rtol
+                       << ", atol " << c.tol.atol << ")";
+  }
+}
+
+inline std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  std::string n = info.param.name;
+  for (char& ch : n)
+    if (!std::isalnum((unsigned char)ch)) ch = '_';
+  return n;
+}
+
+}  // namespace
+
+// One parameterised suite per test file: Fixture runs every case of cases_fn().
+#define OPC_SUITE(Fixture, Prefix, cases_fn)                                         \
+  namespace {                                                                        \
+  class Fixture : public ::testing::TestWithParam<Case> {                            \
+   protected:                                                                        \
+    void SetUp() override {                                                          \
+      if (!cpu_plugin_built()) GTEST_SKIP() << "libgenesis_plugin_cpu.so not built"; \
+    }                                                                                \
+  };                                                                                 \
+  TEST_P(Fixture, CpuMatchesReference) { check_case(GetParam()); }                   \
+  INSTANTIATE_TEST_SUITE_P(Prefix, Fixture, ::testing::ValuesIn(cases_fn()), case_name); \
+  }
+
