@@ -4,9 +4,11 @@
 // namespace: each test file has its own copy and its own fixture.
 #pragma once
 //
-// Two runtimes live in this process: "reference" alone (the oracle) and
-// "reference,cpu", where the oneDNN plugin serves device type "cpu" and the
-// reference kernels only catch what it refuses.  Every case (op x dtype x
+// Two runtimes live in this process: "reference" alone (the oracle) and the
+// runtime under test, GN_SUITE_PLUGINS: "reference,cpu" by default, where the
+// oneDNN plugin serves device type "cpu" and the reference kernels only catch
+// what it refuses; "reference,cuda" in op_consistency_cuda_test (device
+// "cuda:0"; it skips where cuda reports no device).  Every case (op x dtype x
 // shape x layout) runs on both from the same host data; outputs are copied
 // back as float64 and compared elementwise with |got - want| <= atol + rtol*|want|
 // (NaN must match NaN).  Errors must agree in code.
@@ -31,12 +33,26 @@
 //    least f32, so the results differ by the final rounding: one bf16 ulp,
 //    2^-8 ~ 4e-3 relative; we allow rtol 1e-2 with atol 1e-2 (matmul: atol
 //    1e-2*sqrt(K)/4, the size of the outputs' rounding).
+//  * exact (tolerance 0): comparisons, where, casts, copies, indexing, the
+//    random ops, and whatever a backend computes in double and rounds once.
+//
+// cuda (GN_SUITE_TOL_FACTOR = 2): every non-zero tolerance above is doubled.
+// CUDA's libdevice float functions are specified to 1-4 ulp where glibc's are
+// within 1, block/warp tree reductions sum in another order than oneDNN, and
+// nvcc contracts a*b+c into FMA by default (one rounding fewer, so a different
+// result by up to an ulp per step).  A factor 2 covers that and still fails a
+// kernel that is wrong by one bf16 ulp times a few (e.g. a bf16 result rounded
+// twice) or uses TF32 for f32 matmul (10-bit mantissa: ~1e-3 relative, far
+// above 16*sqrt(K)*eps).  Exact cases stay exact; the in-place optimizer
+// steps, bit-identical on cpu, are compared within 4 ulp of the tensor's
+// largest value on cuda (FMA contraction).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util.h"  // tests/core/runtime/util.h
@@ -78,17 +94,67 @@ struct Case {
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 // ---------------------------------------------------------------- runtimes
+//
+// The backend under test is a compile-time parameter (tests/backends/CMakeLists.txt
+// builds one executable per backend from these same sources):
+//   GN_SUITE_PLUGINS  plugins of the runtime under test   "reference,cpu"
+//   GN_SUITE_BACKEND  backend that must serve the device   "cpu"
+//   GN_SUITE_DEVICE   device the cases run on              "cpu"
+//   GN_SUITE_TOL_FACTOR  multiplies every non-zero tolerance (1 on cpu; see
+//                     the header comment for the cuda value's reason)
+// Inputs are always made on the host ("cpu", served by the reference in a
+// runtime without the cpu plugin) and moved to the device; outputs come back
+// to the host before the f64 conversion, so a backend without an f64 cast or
+// without host-visible memory is still compared.
+#ifndef GN_SUITE_PLUGINS
+#define GN_SUITE_PLUGINS "reference,cpu"
+#endif
+#ifndef GN_SUITE_BACKEND
+#define GN_SUITE_BACKEND "cpu"
+#endif
+#ifndef GN_SUITE_DEVICE
+#define GN_SUITE_DEVICE "cpu"
+#endif
+#ifndef GN_SUITE_TOL_FACTOR
+#define GN_SUITE_TOL_FACTOR 1.0
+#endif
+constexpr double kSuiteTolFactor = GN_SUITE_TOL_FACTOR;
+constexpr bool kSuiteIsCpu = std::string_view(GN_SUITE_BACKEND) == "cpu";
 
-bool cpu_plugin_built() {
-  return std::filesystem::exists(std::string(GENESIS_TEST_PLUGIN_DIR) + "/libgenesis_plugin_cpu.so");
+// Device type of GN_SUITE_DEVICE ("cuda:0" -> "cuda").
+inline std::string suite_device_type() {
+  std::string d = GN_SUITE_DEVICE;
+  return d.substr(0, d.find(':'));
 }
 
+bool suite_plugin_built() {
+  return std::filesystem::exists(std::string(GENESIS_TEST_PLUGIN_DIR) + "/libgenesis_plugin_" GN_SUITE_BACKEND ".so");
+}
+
+// One runtime: `host` is "cpu", `dev` is where the cases run (== host for the
+// reference oracle and for the cpu backend).
+struct Rt {
+  gt::Runtime base;
+  gn_runtime* rt;
+  gn_device host{}, dev{};
+  bool has_dev = false;
+  Rt(const char* plugins, const char* device) : base(plugins), rt(base.rt), host(base.cpu) {
+    const std::string type = std::string(device).substr(0, std::string(device).find(':'));
+    if (gn_device_count(rt, type.c_str()) > 0) {
+      gn_status* st = gn_device_parse(rt, device, &dev);
+      has_dev = st == nullptr;
+      gn_status_free(st);
+    }
+    if (!has_dev) dev = host;
+  }
+};
+
 struct Runtimes {
-  gt::Runtime ref{"reference"};
-  #ifdef OPC_CPU_ONLY  // debugging: no reference fallback, so refusals show
-  gt::Runtime cpu{"cpu"};
+  Rt ref{"reference", "cpu"};
+#ifdef OPC_SUITE_ONLY  // debugging: no reference fallback, so refusals show
+  Rt dut{GN_SUITE_BACKEND, GN_SUITE_DEVICE};
 #else
-  gt::Runtime cpu{"reference,cpu"};
+  Rt dut{GN_SUITE_PLUGINS, GN_SUITE_DEVICE};
 #endif
 };
 
@@ -96,6 +162,19 @@ Runtimes& runtimes() {
   static Runtimes* r = new Runtimes();  // lives to the end of the process
   return *r;
 }
+
+// Why the suite cannot run here ("" when it can): plugin not built, or the
+// device type reports no devices (CI machines without a GPU).
+inline std::string suite_skip_reason() {
+  if (!suite_plugin_built()) return "libgenesis_plugin_" GN_SUITE_BACKEND ".so not built";
+  if (!runtimes().dut.has_dev) return "no " + suite_device_type() + " device";
+  return "";
+}
+#define OPC_REQUIRE_SUITE()                                      \
+  do {                                                           \
+    const std::string why_ = suite_skip_reason();                \
+    if (!why_.empty()) GTEST_SKIP() << why_;                     \
+  } while (0)
 
 // Backend serving device type `name` in rt ("" if absent).
 std::string backend_of(gn_runtime* rt, const char* name) {
@@ -123,9 +202,18 @@ gn_tensor* check(gn_status* st, gn_tensor* t) {
   return t;
 }
 
-// Build `in` on rt from seed: random storage (larger for non-contiguous
-// layouts), converted to the dtype, then viewed as asked.
-gt::T build(gn_runtime* rt, gn_device dev, const Input& in, uint32_t seed) {
+// t (released) moved to dev; a retain when it is there already.
+gn_tensor* move_to(gn_tensor* t, gn_device dev) {
+  gn_tensor* d = nullptr;
+  check(gn_tensor_to_device(t, dev, &d), d);
+  gn_tensor_release(t);
+  return d;
+}
+
+// Build `in` on r's device from seed: random storage (larger for
+// non-contiguous layouts) made on the host, converted to the dtype there,
+// moved to the device, then viewed as asked.
+gt::T build(Rt& r, const Input& in, uint32_t seed) {
   std::vector<int64_t> base = in.shape;
   const size_t n = base.size();
   Layout layout = in.layout;
@@ -141,9 +229,10 @@ gt::T build(gn_runtime* rt, gn_device dev, const Input& in, uint32_t seed) {
     for (double& v : data) v = std::floor(v);
   gn_tensor* t64 = nullptr;
   gn_tensor* t = nullptr;
-  check(gn_tensor_from_host(rt, data.data(), base.data(), (int32_t)n, GN_F64, dev, &t64), t64);
+  check(gn_tensor_from_host(r.rt, data.data(), base.data(), (int32_t)n, GN_F64, r.host, &t64), t64);
   check(gn_tensor_to_dtype(t64, in.dtype, &t), t);
   gn_tensor_release(t64);
+  t = move_to(t, r.dev);
   gn_tensor* v = nullptr;
   if (layout == kTransposed) check(gn_tensor_transpose(t, -1, -2, &v), v);
   else if (layout == kSliced) check(gn_tensor_slice(t, (int64_t)n - 1, 1, base[n - 1], 2, &v), v);
@@ -152,10 +241,17 @@ gt::T build(gn_runtime* rt, gn_device dev, const Input& in, uint32_t seed) {
   return gt::T(v);
 }
 
-// A tensor's values as float64 (any dtype, any layout).
+// A tensor's values as float64 (any dtype, any layout, any device).
 std::vector<double> as_f64(gn_tensor* t) {
+  gn_device host{};
+  gn_status* hs = gn_device_parse(gn_tensor_runtime(t), "cpu", &host);
+  EXPECT_EQ(hs, nullptr) << gn_status_message(hs);
+  gn_status_free(hs);
+  gn_tensor* h = nullptr;
+  check(gn_tensor_to_device(t, host, &h), h);
   gn_tensor* d = nullptr;
-  check(gn_tensor_to_dtype(t, GN_F64, &d), d);
+  check(gn_tensor_to_dtype(h, GN_F64, &d), d);
+  gn_tensor_release(h);
   std::vector<double> out((size_t)gn_tensor_numel(d));
   gn_status* st = gn_tensor_to_host(d, out.data(), out.size() * sizeof(double));
   EXPECT_EQ(st, nullptr) << gn_status_message(st);
@@ -172,11 +268,11 @@ struct Result {
   std::vector<std::vector<double>> values;
 };
 
-Result run_case(gt::Runtime& r, const Case& c) {
+Result run_case(Rt& r, const Case& c) {
   std::vector<gt::T> ins;
   std::vector<gn_tensor*> raw;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
-    ins.push_back(build(r.rt, r.cpu, c.inputs[i], 1234u + 77u * (uint32_t)i));
+    ins.push_back(build(r, c.inputs[i], 1234u + 77u * (uint32_t)i));
     raw.push_back(ins.back().t);
   }
   Result res;
@@ -187,7 +283,7 @@ Result run_case(gt::Runtime& r, const Case& c) {
   }
   if (c.device_attr >= 0) {
     if (attrs.size() <= (size_t)c.device_attr) attrs.resize((size_t)c.device_attr + 1);
-    attrs[(size_t)c.device_attr] = gn_attr_device(r.cpu);
+    attrs[(size_t)c.device_attr] = gn_attr_device(r.dev);
   }
   if (c.seed) gn_rng_manual_seed(r.rt, c.seed);
   const gn_op* op = nullptr;
@@ -251,8 +347,8 @@ const char* lname(Layout l) { return l == kTransposed ? "_T" : l == kSliced ? "_
 
 inline void check_case(const Case& c) {
   Result want = run_case(runtimes().ref, c);
-  Result got = run_case(runtimes().cpu, c);
-  ASSERT_EQ(got.code, want.code) << "reference: " << want.msg << "\ncpu: " << got.msg;
+  Result got = run_case(runtimes().dut, c);
+  ASSERT_EQ(got.code, want.code) << "reference: " << want.msg << "\n" GN_SUITE_BACKEND ": " << got.msg;
   if (want.code != GN_OK) return;
   ASSERT_EQ(got.values.size(), want.values.size());
   for (size_t k = 0; k < want.values.size(); ++k) {
@@ -262,12 +358,13 @@ inline void check_case(const Case& c) {
     const auto& g = got.values[k];
     const auto& w = want.values[k];
     ASSERT_EQ(g.size(), w.size());
+    const Tol tol{c.tol.rtol * kSuiteTolFactor, c.tol.atol * kSuiteTolFactor};
     size_t bad = 0;
     double worst = 0.0;
     size_t worst_i = 0;
     for (size_t i = 0; i < w.size(); ++i) {
       const bool ok = (std::isnan(w[i]) && std::isnan(g[i])) || (std::isinf(w[i]) && g[i] == w[i]) ||
-                      std::fabs(g[i] - w[i]) <= c.tol.atol + c.tol.rtol * std::fabs(w[i]);
+                      std::fabs(g[i] - w[i]) <= tol.atol + tol.rtol * std::fabs(w[i]);
       if (!ok) {
         ++bad;
         const double err = std::fabs(g[i] - w[i]);
@@ -275,8 +372,8 @@ inline void check_case(const Case& c) {
       }
     }
     EXPECT_EQ(bad, 0u) << "output " << k << ": " << bad << " of " << w.size() << " elements off; worst at " << worst_i
-                       << ": cpu " << g[worst_i] << " vs reference " << w[worst_i] << " (rtol " << c.tol.rtol
-                       << ", atol " << c.tol.atol << ")";
+                       << ": " GN_SUITE_BACKEND " " << g[worst_i] << " vs reference " << w[worst_i] << " (rtol "
+                       << tol.rtol << ", atol " << tol.atol << ")";
   }
 }
 
@@ -294,11 +391,9 @@ inline std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   namespace {                                                                        \
   class Fixture : public ::testing::TestWithParam<Case> {                            \
    protected:                                                                        \
-    void SetUp() override {                                                          \
-      if (!cpu_plugin_built()) GTEST_SKIP() << "libgenesis_plugin_cpu.so not built"; \
-    }                                                                                \
+    void SetUp() override { OPC_REQUIRE_SUITE(); }                                   \
   };                                                                                 \
-  TEST_P(Fixture, CpuMatchesReference) { check_case(GetParam()); }                   \
+  TEST_P(Fixture, MatchesReference) { check_case(GetParam()); }                      \
   INSTANTIATE_TEST_SUITE_P(Prefix, Fixture, ::testing::ValuesIn(cases_fn()), case_name); \
   }
 

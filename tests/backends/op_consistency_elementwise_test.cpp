@@ -122,11 +122,11 @@ OPC_SUITE(OpConsistencyElementwise, Elementwise, elementwise_cases)
 namespace {
 
 // Values of a 1-D f32/f64 tensor made from host data after op (one output).
-std::vector<double> run_on(gt::Runtime& r, const char* op, const std::vector<double>& v, int32_t dt) {
-  gt::T x = gt::make(r.rt, r.cpu, v, {(int64_t)v.size()}, GN_F64);
+std::vector<double> run_on(Rt& r, const char* op, const std::vector<double>& v, int32_t dt) {
+  gt::T x = gt::make(r.rt, r.host, v, {(int64_t)v.size()}, GN_F64);
   gn_tensor* xd = nullptr;
   EXPECT_EQ(gn_tensor_to_dtype(x.t, dt, &xd), nullptr);
-  gt::T xt(xd);
+  gt::T xt(move_to(xd, r.dev));
   gt::T y;
   gn_status* st = gt::call1(r.rt, op, {xt.t}, {}, &y);
   EXPECT_EQ(st, nullptr) << gn_status_message(st);
@@ -136,12 +136,12 @@ std::vector<double> run_on(gt::Runtime& r, const char* op, const std::vector<dou
 
 // Halves round to even; NaN/inf through the predicates and sign.
 TEST(CpuElementwise, SpecialValues) {
-  if (!cpu_plugin_built()) GTEST_SKIP() << "libgenesis_plugin_cpu.so not built";
+  OPC_REQUIRE_SUITE();
   const std::vector<double> v = {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 0.0, -0.0, NAN, INFINITY, -INFINITY, 1e30, -7.25};
   for (const char* op : {"round", "floor", "ceil", "sign", "isnan", "isinf", "isfinite", "logical_not", "reciprocal",
                          "rsqrt", "log", "log1p"})
     for (int32_t dt : {GN_F32, GN_F64}) {
-      std::vector<double> want = run_on(runtimes().ref, op, v, dt), got = run_on(runtimes().cpu, op, v, dt);
+      std::vector<double> want = run_on(runtimes().ref, op, v, dt), got = run_on(runtimes().dut, op, v, dt);
       ASSERT_EQ(got.size(), want.size()) << op;
       for (size_t i = 0; i < v.size(); ++i) {
         // log/log1p of f32: glibc's float functions, within 1 ulp (see above)
@@ -151,18 +151,18 @@ TEST(CpuElementwise, SpecialValues) {
         else EXPECT_EQ(got[i], want[i]) << op << " " << dname(dt) << " of " << v[i];
       }
     }
-  EXPECT_EQ(run_on(runtimes().cpu, "round", v, GN_F32)[2], 2.0);
+  EXPECT_EQ(run_on(runtimes().dut, "round", v, GN_F32)[2], 2.0);
 }
 
 // fill in place on a transposed view and on a dense tensor.
 TEST(CpuElementwise, FillMatchesReference) {
-  if (!cpu_plugin_built()) GTEST_SKIP() << "libgenesis_plugin_cpu.so not built";
+  OPC_REQUIRE_SUITE();
   for (int32_t dt : {GN_F32, GN_F64, GN_BF16, GN_I32, GN_I8, GN_BOOL})
     for (Layout layout : {kContig, kTransposed}) {
       std::vector<double> res[2];
       int k = 0;
-      for (gt::Runtime* r : {&runtimes().ref, &runtimes().cpu}) {
-        gt::T x = build(r->rt, r->cpu, Input{{300, 200}, dt, layout, -1, 1}, 5);
+      for (Rt* r : {&runtimes().ref, &runtimes().dut}) {
+        gt::T x = build(*r, Input{{300, 200}, dt, layout, -1, 1}, 5);
         const gn_op* op = nullptr;
         ASSERT_EQ(gn_op_find(r->rt, "fill", &op), nullptr);
         gn_attr_value a = gn_attr_float(-3.75);

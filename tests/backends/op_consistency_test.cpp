@@ -200,51 +200,10 @@ OPC_SUITE(OpConsistency, Ops, all_cases)
 
 namespace {
 
-TEST(CpuBackend, ServesCpuDeviceType) {
-  if (!cpu_plugin_built()) GTEST_SKIP() << "libgenesis_plugin_cpu.so not built";
-  EXPECT_EQ(backend_of(runtimes().cpu.rt, "cpu"), "cpu");
+TEST(SuiteBackend, ServesItsDeviceType) {
+  OPC_REQUIRE_SUITE();
+  EXPECT_EQ(backend_of(runtimes().dut.rt, suite_device_type().c_str()), GN_SUITE_BACKEND);
   EXPECT_EQ(backend_of(runtimes().ref.rt, "cpu"), "reference");
-}
-
-TEST(CpuBackend, CachingAllocatorStatistics) {
-  if (!cpu_plugin_built()) GTEST_SKIP() << "libgenesis_plugin_cpu.so not built";
-  gt::Runtime& r = runtimes().cpu;
-  GN_OK_OR_FAIL(gn_memory_empty_cache(r.rt, r.cpu));
-  gn_memory_stats s0{};
-  s0.struct_size = sizeof(s0);
-  GN_OK_OR_FAIL(gn_memory_stats_get(r.rt, r.cpu, &s0));
-  const int64_t shape[] = {1000, 1000};
-  gn_tensor* t = nullptr;
-  GN_OK_OR_FAIL(gn_tensor_empty(r.rt, shape, 2, GN_F32, r.cpu, &t));
-  EXPECT_EQ((uintptr_t)gn_tensor_data_ptr(t) % 64, 0u);
-  gn_memory_stats s1{};
-  s1.struct_size = sizeof(s1);
-  GN_OK_OR_FAIL(gn_memory_stats_get(r.rt, r.cpu, &s1));
-  EXPECT_GE(s1.allocated, s0.allocated + 4000000u);
-  EXPECT_EQ(s1.num_allocs, s0.num_allocs + 1);
-  EXPECT_EQ(s1.cache_misses, s0.cache_misses + 1);
-  EXPECT_EQ(s1.active_blocks, s0.active_blocks + 1);
-  EXPECT_GE(s1.peak_allocated, s1.allocated);
-  gn_tensor_release(t);
-  // The same size again comes from the cache.
-  GN_OK_OR_FAIL(gn_tensor_empty(r.rt, shape, 2, GN_F32, r.cpu, &t));
-  gn_memory_stats s2{};
-  s2.struct_size = sizeof(s2);
-  GN_OK_OR_FAIL(gn_memory_stats_get(r.rt, r.cpu, &s2));
-  EXPECT_EQ(s2.cache_hits, s1.cache_hits + 1);
-  EXPECT_EQ(s2.num_frees, s1.num_frees + 1);
-  gn_tensor_release(t);
-  gn_memory_stats s3{};
-  s3.struct_size = sizeof(s3);
-  GN_OK_OR_FAIL(gn_memory_stats_get(r.rt, r.cpu, &s3));
-  EXPECT_GT(s3.reserved, s3.allocated);  // the block is cached
-  GN_OK_OR_FAIL(gn_memory_empty_cache(r.rt, r.cpu));
-  GN_OK_OR_FAIL(gn_memory_reset_peak(r.rt, r.cpu));
-  gn_memory_stats s4{};
-  s4.struct_size = sizeof(s4);
-  GN_OK_OR_FAIL(gn_memory_stats_get(r.rt, r.cpu, &s4));
-  EXPECT_EQ(s4.reserved, s4.allocated);
-  EXPECT_EQ(s4.peak_allocated, s4.allocated);
 }
 
 }  // namespace
