@@ -1,0 +1,277 @@
+// backends/cuda/kernels/flash_bwd.cuh - flash attention backward (FlashAttention-2
+// scheme) on tensor cores.
+//
+// Three launches:
+//   flash_bwd_pre:  delta_i = sum_d dO_i * O_i (f32), one warp per query row;
+//   flash_bwd:      one CTA per (64-key block, batch, KV head); 4 warps, warp w owns
+//                   keys 16w..16w+15.  It walks every query head of its GQA group and
+//                   every 64-query block that can see its keys, recomputing
+//                   P^T = exp(S^T - lse) from the saved lse, and accumulates dK, dV in
+//                   registers (no atomics: the whole group is in this CTA).  dQ is
+//                   added with f32 atomics into a scratch (B,Hq,Sq,D) buffer;
+//   flash_bwd_post: dq = scratch in the output dtype and strides.
+// Per (key block, query block), with S = scale * Q K^T (all 64x64 tiles):
+//   dV += P^T dO;  dP^T = V dO^T;  dS^T = P^T * (dP^T - delta);
+//   dK += scale * dS^T Q;  dQ += scale * dS K (dS goes through shared memory).
+#pragma once
+
+#include "flash_fwd.cuh"
+
+namespace gn::cuda::flash {
+
+// delta (B,Hq,Sq) = rowsum(dO * O); dO, O strided (last dim contiguous).
+template <class T>
+__global__ void flash_bwd_pre(Params p, int D) {
+  const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  const int64_t rows = (int64_t)p.B * p.Hq * p.Sq;
+  if (row >= rows) return;
+  const int lane = threadIdx.x & 31;
+  const int i = (int)(row % p.Sq);
+  const int64_t bh = row / p.Sq;
+  const int b = (int)(bh / p.Hq), h = (int)(bh % p.Hq);
+  const T* o = static_cast<const T*>(p.o) + b * p.o_sb + h * p.o_sh + i * p.o_ss;
+  const T* d = static_cast<const T*>(p.dout) + b * p.do_sb + h * p.do_sh + i * p.do_ss;
+  float acc = 0.f;
+  for (int c = lane * 2; c < D; c += 64) {
+    float2 a = unpack2<T>(*reinterpret_cast<const uint32_t*>(o + c));
+    float2 z = unpack2<T>(*reinterpret_cast<const uint32_t*>(d + c));
+    acc += a.x * z.x + a.y * z.y;
+  }
+#pragma unroll
+  for (int s = 16; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
+  if (lane == 0) p.delta[row] = acc;
+}
+
+// dq = scale * dq_accum, written with dq's strides.
+template <class T>
+__global__ void flash_bwd_post(Params p, int D) {
+  const int64_t n = (int64_t)p.B * p.Hq * p.Sq * (D / 2);
+  for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < n; idx += (int64_t)gridDim.x * blockDim.x) {
+    const int c = (int)(idx % (D / 2)) * 2;
+    const int64_t row = idx / (D / 2);
+    const int i = (int)(row % p.Sq);
+    const int64_t bh = row / p.Sq;
+    const int b = (int)(bh / p.Hq), h = (int)(bh % p.Hq);
+    float2 v = *reinterpret_cast<const float2*>(p.dq_accum + row * D + c);
+    T* dst = static_cast<T*>(p.dq) + b * p.dq_sb + h * p.dq_sh + i * p.dq_ss + c;
+    *reinterpret_cast<uint32_t*>(dst) = pack2<T>(v.x * p.scale, v.y * p.scale);
+  }
+}
+
+template <int D>
+constexpr int bwd_smem_bytes() {
+  // K, V (64 x D), Q and dO double-buffered (2 x 64 x D each), dS (64 x 64) in 16-bit,
+  // then lse and delta (2 x 64 floats each).
+  return (2 * 64 * D + 4 * 64 * D + 64 * 64) * 2 + 4 * 64 * 4;
+}
+
+template <class T, int D>
+__global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
+  constexpr int BM = 64, BN = 64, NT = 128;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sK = reinterpret_cast<T*>(smem_raw);  // BN x D
+  T* sV = sK + BN * D;                     // BN x D
+  T* sQ = sV + BN * D;                     // 2 x BM x D
+  T* sdO = sQ + 2 * BM * D;                // 2 x BM x D
+  T* sdS = sdO + 2 * BM * D;               // BN x BM (key-major, dS^T)
+  float* sLse = reinterpret_cast<float*>(sdS + BN * BM);  // 2 x BM, log2 units, +inf = no row
+  float* sDelta = sLse + 2 * BM;                          // 2 x BM
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int n0 = blockIdx.x * BN;
+  const int b = blockIdx.y / p.Hkv, hk = blockIdx.y % p.Hkv;
+  const int group = p.Hq / p.Hkv;
+  const T* gk = static_cast<const T*>(p.k) + b * p.k_sb + hk * p.k_sh;
+  const T* gv = static_cast<const T*>(p.v) + b * p.v_sb + hk * p.v_sh;
+
+  // query blocks that see at least one of keys n0..n0+BN-1
+  int m_start = 0;
+  if (p.causal) m_start = max(0, n0 - p.causal_off) / BM;
+  const int m_blocks = (p.Sq + BM - 1) / BM;
+  const int per_head = max(0, m_blocks - m_start);
+  const int total = group * per_head;
+  const float sl2 = p.scale * kLog2e;
+
+  auto prefetch = [&](int it, int buf) {
+    const int h = hk * group + it / per_head;
+    const int m0 = (m_start + it % per_head) * BM;
+    const T* gq = static_cast<const T*>(p.q) + b * p.q_sb + h * p.q_sh;
+    const T* gdo = static_cast<const T*>(p.dout) + b * p.do_sb + h * p.do_sh;
+    load_tile_async<BM, D, NT>(sQ + buf * BM * D, gq, p.q_ss, m0, p.Sq, tid);
+    load_tile_async<BM, D, NT>(sdO + buf * BM * D, gdo, p.do_ss, m0, p.Sq, tid);
+    if (tid < BM) {
+      const int64_t row = ((int64_t)b * p.Hq + h) * p.Sq + m0 + tid;
+      float l = INFINITY, dl = 0.f;
+      if (m0 + tid < p.Sq) {
+        float lse = p.lse[row];
+        l = lse == -INFINITY ? INFINITY : lse * kLog2e;
+        dl = p.delta[row];
+      }
+      sLse[buf * BM + tid] = l;
+      sDelta[buf * BM + tid] = dl;
+    }
+  };
+
+  float dk[D / 8][4], dv[D / 8][4];
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dk[j][e] = dv[j][e] = 0.f;
+
+  load_tile_async<BN, D, NT>(sK, gk, p.k_ss, n0, p.Sk, tid);
+  load_tile_async<BN, D, NT>(sV, gv, p.v_ss, n0, p.Sk, tid);
+  if (total > 0) prefetch(0, 0);
+  cp_async_commit();
+
+  const int kw = warp * 16;  // this warp's first key within the block
+  for (int it = 0; it < total; ++it) {
+    const int buf = it & 1;
+    if (it + 1 < total) prefetch(it + 1, buf ^ 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    const int h = hk * group + it / per_head;
+    const int m0 = (m_start + it % per_head) * BM;
+    const T* cQ = sQ + buf * BM * D;
+    const T* cdO = sdO + buf * BM * D;
+    const float* cL = sLse + buf * BM;
+    const float* cDl = sDelta + buf * BM;
+
+    // S^T (16 keys x 64 queries) = K_w Q^T
+    float st[BM / 8][4];
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j) st[j][0] = st[j][1] = st[j][2] = st[j][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t a[4];
+      ldsm_x4(a[0], a[1], a[2], a[3], smem_u32(sK + swz<D>(kw + (lane & 15), kk * 16 + (lane >> 4) * 8)));
+#pragma unroll
+      for (int j = 0; j < BM / 8; j += 2) {
+        int q = j * 8 + (lane & 7) + ((lane >> 4) << 3), col = kk * 16 + ((lane >> 3) & 1) * 8;
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4(b0, b1, b2, b3, smem_u32(cQ + swz<D>(q, col)));
+        mma16816<T>(st[j], a, b0, b1);
+        mma16816<T>(st[j + 1], a, b2, b3);
+      }
+    }
+    // P^T = exp2(S^T * scale*log2e - lse2[q]); masked entries 0
+    const bool need_mask = n0 + BN > p.Sk || (p.causal && n0 + BN - 1 > m0 + p.causal_off);
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int ql = j * 8 + 2 * t4 + (e & 1);
+        float pv = exp2f(st[j][e] * sl2 - cL[ql]);
+        if (need_mask) {
+          const int key = n0 + kw + g + (e >> 1) * 8, q = m0 + ql;
+          if (key >= p.Sk || (p.causal && key > q + p.causal_off)) pv = 0.f;
+        }
+        st[j][e] = pv;
+      }
+    // dV += P^T dO  (k = the 64 queries)
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      uint32_t a[4] = {pack2<T>(st[2 * kk][0], st[2 * kk][1]), pack2<T>(st[2 * kk][2], st[2 * kk][3]),
+                       pack2<T>(st[2 * kk + 1][0], st[2 * kk + 1][1]),
+                       pack2<T>(st[2 * kk + 1][2], st[2 * kk + 1][3])};
+#pragma unroll
+      for (int j = 0; j < D / 8; j += 2) {
+        int q = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4_t(b0, b1, b2, b3, smem_u32(cdO + swz<D>(q, col)));
+        mma16816<T>(dv[j], a, b0, b1);
+        mma16816<T>(dv[j + 1], a, b2, b3);
+      }
+    }
+    // dP^T (16 keys x 64 queries) = V_w dO^T
+    float dp[BM / 8][4];
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j) dp[j][0] = dp[j][1] = dp[j][2] = dp[j][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t a[4];
+      ldsm_x4(a[0], a[1], a[2], a[3], smem_u32(sV + swz<D>(kw + (lane & 15), kk * 16 + (lane >> 4) * 8)));
+#pragma unroll
+      for (int j = 0; j < BM / 8; j += 2) {
+        int q = j * 8 + (lane & 7) + ((lane >> 4) << 3), col = kk * 16 + ((lane >> 3) & 1) * 8;
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4(b0, b1, b2, b3, smem_u32(cdO + swz<D>(q, col)));
+        mma16816<T>(dp[j], a, b0, b1);
+        mma16816<T>(dp[j + 1], a, b2, b3);
+      }
+    }
+    // dS^T = P^T (dP^T - delta); keep it in st, and store it (16-bit) for dQ
+#pragma unroll
+    for (int j = 0; j < BM / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) st[j][e] = st[j][e] * (dp[j][e] - cDl[j * 8 + 2 * t4 + (e & 1)]);
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        *reinterpret_cast<uint32_t*>(sdS + swz<BM>(kw + g + r * 8, j * 8 + 2 * t4)) =
+            pack2<T>(st[j][2 * r], st[j][2 * r + 1]);
+    }
+    // dK += dS^T Q  (scale applied at the end)
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; ++kk) {
+      uint32_t a[4] = {pack2<T>(st[2 * kk][0], st[2 * kk][1]), pack2<T>(st[2 * kk][2], st[2 * kk][3]),
+                       pack2<T>(st[2 * kk + 1][0], st[2 * kk + 1][1]),
+                       pack2<T>(st[2 * kk + 1][2], st[2 * kk + 1][3])};
+#pragma unroll
+      for (int j = 0; j < D / 8; j += 2) {
+        int q = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4_t(b0, b1, b2, b3, smem_u32(cQ + swz<D>(q, col)));
+        mma16816<T>(dk[j], a, b0, b1);
+        mma16816<T>(dk[j + 1], a, b2, b3);
+      }
+    }
+    __syncthreads();  // dS complete
+    // dQ rows 16w..16w+15 (this warp) = dS (q x key) K; A read transposed from dS^T
+    {
+      float dq[D / 8][4];
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        const int mi = lane >> 3;
+        uint32_t a[4];
+        ldsm_x4_t(a[0], a[1], a[2], a[3],
+                  smem_u32(sdS + swz<BM>(kk * 16 + (lane & 7) + ((mi >> 1) << 3), warp * 16 + (mi & 1) * 8)));
+#pragma unroll
+        for (int j = 0; j < D / 8; j += 2) {
+          int key = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4_t(b0, b1, b2, b3, smem_u32(sK + swz<D>(key, col)));
+          mma16816<T>(dq[j], a, b0, b1);
+          mma16816<T>(dq[j + 1], a, b2, b3);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int q = m0 + warp * 16 + g + r * 8;
+        if (q >= p.Sq) continue;
+        float* dst = p.dq_accum + (((int64_t)b * p.Hq + h) * p.Sq + q) * D;
+#pragma unroll
+        for (int j = 0; j < D / 8; ++j)
+          atomicAdd(reinterpret_cast<float2*>(dst + j * 8 + 2 * t4), make_float2(dq[j][2 * r], dq[j][2 * r + 1]));
+      }
+    }
+    __syncthreads();  // Q/dO buffer and dS are reused
+  }
+  // write dK (scaled) and dV for this warp's keys
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = n0 + kw + g + r * 8;
+    if (key >= p.Sk) continue;
+    T* dkr = static_cast<T*>(p.dk) + b * p.dk_sb + hk * p.dk_sh + key * p.dk_ss;
+    T* dvr = static_cast<T*>(p.dv) + b * p.dv_sb + hk * p.dv_sh + key * p.dv_ss;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+      *reinterpret_cast<uint32_t*>(dkr + j * 8 + 2 * t4) = pack2<T>(dk[j][2 * r] * p.scale, dk[j][2 * r + 1] * p.scale);
+      *reinterpret_cast<uint32_t*>(dvr + j * 8 + 2 * t4) = pack2<T>(dv[j][2 * r], dv[j][2 * r + 1]);
+    }
+  }
+}
+
+}  // namespace gn::cuda::flash

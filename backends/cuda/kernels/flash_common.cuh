@@ -1,0 +1,129 @@
+// backends/cuda/kernels/flash_common.cuh - tensor-core building blocks shared by
+// the flash attention forward and backward kernels (sm_80+ instructions, run on
+// sm_90): cp.async 16-byte copies, ldmatrix, mma.sync m16n8k16 with f32
+// accumulation, and the XOR-swizzled shared-memory tile layout.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k16, g = lane/4, t = lane%4):
+//   A (16x16, row major): a0 = (g, 2t..2t+1), a1 = (g+8, 2t..), a2 = (g, 8+2t..), a3 = (g+8, 8+2t..)
+//   B (16x8, k x n):      b0 = (k 2t..2t+1, n g), b1 = (k 8+2t.., n g)
+//   C (16x8, f32):        c0,c1 = (g, 2t..2t+1), c2,c3 = (g+8, 2t..2t+1)
+// Two adjacent C tiles (n 0..7 and 8..15) of one row block are exactly the A
+// fragment of a 16x16 operand with k = those 16 columns: that is how P = softmax(S)
+// feeds P @ V without leaving registers.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cstdint>
+
+namespace gn::cuda::flash {
+
+// Tiles hold rows of D elements (2 bytes each) split in 16-byte chunks; chunk c of
+// row r lives at chunk c ^ (r & 7) so that the 8 row addresses of one ldmatrix
+// phase hit 8 different bank groups (D >= 64: at least 8 chunks per row).
+template <int D>
+__device__ __forceinline__ int swz(int row, int col) {  // element offset of (row, col)
+  return row * D + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7);
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+// 16-byte async copy global -> shared; src_bytes 0 writes zeros (rows past the end).
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  int n = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(smem)), "l"(gmem), "r"(n));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void ldsm_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+// c += a * b for one m16n8k16 tile; T picks bf16 or f16 operands.
+template <class T>
+__device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1);
+
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma16816<__half>(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats -> one register of two 16-bit values (lo = first).
+template <class T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+template <class T>
+__device__ __forceinline__ float2 unpack2(uint32_t v);
+template <>
+__device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t v) {
+  return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&v));
+}
+template <>
+__device__ __forceinline__ float2 unpack2<__half>(uint32_t v) {
+  return __half22float2(*reinterpret_cast<__half2*>(&v));
+}
+
+// Copy a ROWS x D tile (rows r0.. of a matrix with row stride `ld` elements) into
+// swizzled shared memory; rows >= n_rows are zero-filled.  All NT threads help.
+template <int ROWS, int D, int NT, class T>
+__device__ __forceinline__ void load_tile_async(T* smem, const T* g, int64_t ld, int r0, int n_rows, int tid) {
+  constexpr int CH = D / 8;  // 16-byte chunks per row
+#pragma unroll
+  for (int i = tid; i < ROWS * CH; i += NT) {
+    int r = i / CH, c = i % CH;
+    bool ok = r0 + r < n_rows;
+    const T* src = g + (int64_t)(ok ? r0 + r : 0) * ld + c * 8;
+    cp_async16(smem + swz<D>(r, c * 8), src, ok);
+  }
+}
+
+// Parameters of one attention call.  Element strides; the last dim is contiguous.
+struct Params {
+  const void *q, *k, *v, *o, *dout;
+  void *out, *dq, *dk, *dv;
+  float* lse;        // (B, Hq, Sq) contiguous, natural log
+  float* dq_accum;   // (B, Hq, Sq, D) f32 scratch for the backward
+  float* delta;      // (B, Hq, Sq) f32 scratch: rowsum(dO * O)
+  int64_t q_sb, q_sh, q_ss, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss;
+  int64_t o_sb, o_sh, o_ss;       // out (forward) / o (backward)
+  int64_t do_sb, do_sh, do_ss;    // grad_out
+  int64_t dq_sb, dq_sh, dq_ss, dk_sb, dk_sh, dk_ss, dv_sb, dv_sh, dv_ss;
+  int B, Hq, Hkv, Sq, Sk;
+  int causal_off;   // key j is kept for query i when j <= i + causal_off
+  int causal;       // 0 = no causal mask
+  float scale;      // softmax scale (natural units)
+};
+
+}  // namespace gn::cuda::flash

@@ -1,0 +1,171 @@
+// backends/cuda/kernels/flash_fwd.cuh - flash attention forward (FlashAttention-2
+// scheme) on tensor cores: mma.sync m16n8k16 bf16/f16 with f32 accumulation,
+// ldmatrix from XOR-swizzled shared memory, K/V tiles double-buffered by cp.async.
+//
+// One CTA = NW warps = BM = 16*NW query rows of one (batch, query head); each warp
+// owns 16 rows.  It streams BN = 64 keys at a time of the KV head h / (Hq/Hkv)
+// (GQA reads the shared K/V directly, nothing is repeated), keeping per row the
+// running max m (log2 units), the running sum l and the f32 output accumulator.
+// Scores are S = scale * q.k; the exponentials use exp2 with log2(e) folded into
+// the scale.  Rows with no visible key write 0 and lse = -inf (flash-attn's choice).
+#pragma once
+
+#include <cfloat>
+
+#include "flash_common.cuh"
+
+namespace gn::cuda::flash {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+template <class T, int D, int NW>
+__global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
+  constexpr int BM = 16 * NW, BN = 64, NT = NW * 32;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);  // BM x D
+  T* sK = sQ + BM * D;                     // 2 x BN x D
+  T* sV = sK + 2 * BN * D;                 // 2 x BN x D
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int m_block = gridDim.x - 1 - blockIdx.x;  // heaviest (causal) blocks first
+  const int b = blockIdx.y / p.Hq, h = blockIdx.y % p.Hq, hk = h / (p.Hq / p.Hkv);
+  const int m0 = m_block * BM;
+  const T* gq = static_cast<const T*>(p.q) + b * p.q_sb + h * p.q_sh;
+  const T* gk = static_cast<const T*>(p.k) + b * p.k_sb + hk * p.k_sh;
+  const T* gv = static_cast<const T*>(p.v) + b * p.v_sb + hk * p.v_sh;
+  T* go = static_cast<T*>(p.out) + b * p.o_sb + h * p.o_sh;
+  float* glse = p.lse + ((int64_t)b * p.Hq + h) * p.Sq;
+
+  // Keys this block can see: j < Sk and, causal, j <= i + off for its last row i.
+  const int last_row = min(m0 + BM, p.Sq) - 1;
+  int n_end = p.Sk;
+  if (p.causal) n_end = max(0, min(p.Sk, last_row + p.causal_off + 1));
+  const int n_tiles = (n_end + BN - 1) / BN;
+
+  const int g = lane >> 2, t4 = lane & 3;
+  float o[D / 8][4];
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+  const float sl2 = p.scale * kLog2e;
+
+  if (n_tiles > 0) {
+    load_tile_async<BM, D, NT>(sQ, gq, p.q_ss, m0, p.Sq, tid);
+    load_tile_async<BN, D, NT>(sK, gk, p.k_ss, 0, p.Sk, tid);
+    load_tile_async<BN, D, NT>(sV, gv, p.v_ss, 0, p.Sk, tid);
+    cp_async_commit();
+  }
+  uint32_t qf[D / 16][4];
+  for (int t = 0; t < n_tiles; ++t) {
+    const int buf = t & 1;
+    if (t + 1 < n_tiles) {
+      load_tile_async<BN, D, NT>(sK + (buf ^ 1) * BN * D, gk, p.k_ss, (t + 1) * BN, p.Sk, tid);
+      load_tile_async<BN, D, NT>(sV + (buf ^ 1) * BN * D, gv, p.v_ss, (t + 1) * BN, p.Sk, tid);
+    }
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    if (t == 0) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        int row = warp * 16 + (lane & 15), col = kk * 16 + (lane >> 4) * 8;
+        ldsm_x4(qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3], smem_u32(sQ + swz<D>(row, col)));
+      }
+    }
+    const T* cK = sK + buf * BN * D;
+    const T* cV = sV + buf * BN * D;
+    // S = Q K^T for this warp's 16 rows x BN keys
+    float s[BN / 8][4];
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+      for (int j = 0; j < BN / 8; j += 2) {
+        int key = j * 8 + (lane & 7) + ((lane >> 4) << 3), col = kk * 16 + ((lane >> 3) & 1) * 8;
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4(b0, b1, b2, b3, smem_u32(cK + swz<D>(key, col)));
+        mma16816<T>(s[j], qf[kk], b0, b1);
+        mma16816<T>(s[j + 1], qf[kk], b2, b3);
+      }
+    }
+    // scale to log2 units; mask keys past the end or above the causal diagonal
+    const int n0 = t * BN;
+    const bool need_mask = n0 + BN > p.Sk || (p.causal && n0 + BN - 1 > m0 + warp * 16 + p.causal_off);
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float v = s[j][e] * sl2;
+        if (need_mask) {
+          int key = n0 + j * 8 + 2 * t4 + (e & 1);
+          int row = m0 + warp * 16 + g + (e >> 1) * 8;
+          if (key >= p.Sk || (p.causal && key > row + p.causal_off)) v = -INFINITY;
+        }
+        s[j][e] = v;
+      }
+    // online softmax, rows g (e = 0,1) and g+8 (e = 2,3)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = m_run[r];
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float mu = mx == -INFINITY ? 0.f : mx;
+      const float alpha = exp2f(m_run[r] - mu);
+      m_run[r] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        s[j][2 * r] = exp2f(s[j][2 * r] - mu);
+        s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - mu);
+        sum += s[j][2 * r] + s[j][2 * r + 1];
+      }
+      l_run[r] = l_run[r] * alpha + sum;
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j) {
+        o[j][2 * r] *= alpha;
+        o[j][2 * r + 1] *= alpha;
+      }
+    }
+    // O += P V (P straight from the accumulators, see flash_common.cuh)
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      uint32_t a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                       pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int j = 0; j < D / 8; j += 2) {
+        int key = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4_t(b0, b1, b2, b3, smem_u32(cV + swz<D>(key, col)));
+        mma16816<T>(o[j], a, b0, b1);
+        mma16816<T>(o[j + 1], a, b2, b3);
+      }
+    }
+    __syncthreads();  // this buffer is refilled two iterations on
+  }
+  // normalise and write out / lse
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = l_run[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int row = m0 + warp * 16 + g + r * 8;
+    if (row >= p.Sq) continue;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    T* orow = go + row * p.o_ss;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j)
+      *reinterpret_cast<uint32_t*>(orow + j * 8 + 2 * t4) = pack2<T>(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
+    if (t4 == 0) glse[row] = l > 0.f ? m_run[r] * kLn2 + logf(l) : -INFINITY;
+  }
+}
+
+template <int D, int NW>
+constexpr int fwd_smem_bytes() {
+  return (16 * NW * D + 4 * 64 * D) * 2;
+}
+
+}  // namespace gn::cuda::flash
