@@ -1,6 +1,10 @@
 // tests/backends/cpu/cpu_backend_test.cpp - the oneDNN cpu backend itself:
 // device type, caching host allocator statistics, thread settings.  The op
 // results are checked by the cross-backend suite (../op_consistency_*).
+#include <omp.h>
+
+#include <cstdlib>
+
 #include "op_consistency.h"
 
 namespace {
@@ -44,6 +48,107 @@ TEST(CpuBackend, CachingAllocatorStatistics) {
   GN_OK_OR_FAIL(gn_memory_stats_get(r.rt, r.dev, &s4));
   EXPECT_EQ(s4.reserved, s4.allocated);
   EXPECT_EQ(s4.peak_allocated, s4.allocated);
+}
+
+
+// ---------------------------------------------------------------- threads
+//
+// The thread count comes from the runtime option "num_threads", else the
+// environment variable GENESIS_NUM_THREADS, else all cores.  It is checked two
+// ways: the device name the plugin reports ("host (oneDNN x.y.z, N threads)"),
+// and the OpenMP setting a kernel leaves on the calling thread (the plugin
+// sets omp_set_num_threads before every parallel region; this process shares
+// its libgomp).  Each TEST runs in its own process under ctest; the runtime
+// made here re-initialises the plugin, so the suite's runtimes are not used.
+
+// A runtime over "reference,cpu" with an optional num_threads option.
+struct ThreadRt {
+  gn_runtime* rt = nullptr;
+  gn_device dev{};
+  explicit ThreadRt(const char* num_threads) {
+    const char* keys[] = {"num_threads"};
+    const char* vals[] = {num_threads};
+    gn_runtime_options o{};
+    o.struct_size = sizeof(o);
+    o.flags = GN_RUNTIME_NO_DEFAULT_PATHS | GN_RUNTIME_QUIET;
+    o.plugin_path = GENESIS_TEST_PLUGIN_DIR;
+    o.plugins = "reference,cpu";
+    if (num_threads) {
+      o.n_options = 1;
+      o.option_keys = keys;
+      o.option_values = vals;
+    }
+    EXPECT_EQ(gn_runtime_create(&o, &rt), nullptr);
+    EXPECT_EQ(gn_device_parse(rt, "cpu", &dev), nullptr);
+  }
+  ~ThreadRt() { gn_runtime_destroy(rt); }
+
+  // The plugin's device name.
+  std::string name() {
+    gn_device_props p{};
+    p.struct_size = sizeof(p);
+    gn_status* st = gn_device_properties(rt, dev, &p);
+    EXPECT_EQ(st, nullptr) << gn_status_message(st);
+    gn_status_free(st);
+    return p.name;
+  }
+
+  // Threads a large parallel kernel ran with: omp_get_max_threads() on this
+  // thread right after the call, set beforehand to 97, a count nothing here
+  // configures, so an unchanged value means the plugin did not set it.
+  int threads_after_op() {
+    omp_set_num_threads(97);
+    const int64_t shape[] = {1 << 20};
+    gn_tensor *a = nullptr, *b = nullptr, *y = nullptr;
+    EXPECT_EQ(gn_tensor_empty(rt, shape, 1, GN_F32, dev, &a), nullptr);
+    EXPECT_EQ(gn_tensor_empty(rt, shape, 1, GN_F32, dev, &b), nullptr);
+    const gn_op* op = nullptr;
+    EXPECT_EQ(gn_op_find(rt, "maximum", &op), nullptr);  // C++ OpenMP loop
+    gn_tensor* ins[] = {a, b};
+    EXPECT_EQ(gn_op_call(rt, op, ins, 2, nullptr, 0, &y, 1), nullptr);
+    gn_tensor_release(a);
+    gn_tensor_release(b);
+    gn_tensor_release(y);
+    return omp_get_max_threads();
+  }
+};
+
+std::string threads_text(int n) { return ", " + std::to_string(n) + " threads)"; }
+
+TEST(CpuThreads, DefaultIsAllCores) {
+  OPC_REQUIRE_SUITE();
+  unsetenv("GENESIS_NUM_THREADS");
+  ThreadRt r(nullptr);
+  EXPECT_NE(r.name().find(threads_text(omp_get_num_procs())), std::string::npos) << r.name();
+  EXPECT_EQ(r.threads_after_op(), omp_get_num_procs());
+}
+
+TEST(CpuThreads, EnvironmentVariable) {
+  OPC_REQUIRE_SUITE();
+  setenv("GENESIS_NUM_THREADS", "3", 1);
+  ThreadRt r(nullptr);
+  unsetenv("GENESIS_NUM_THREADS");
+  EXPECT_NE(r.name().find(threads_text(3)), std::string::npos) << r.name();
+  EXPECT_EQ(r.threads_after_op(), 3);
+}
+
+TEST(CpuThreads, RuntimeOptionOverridesEnvironment) {
+  OPC_REQUIRE_SUITE();
+  setenv("GENESIS_NUM_THREADS", "3", 1);
+  ThreadRt r("5");
+  unsetenv("GENESIS_NUM_THREADS");
+  EXPECT_NE(r.name().find(threads_text(5)), std::string::npos) << r.name();
+  EXPECT_EQ(r.threads_after_op(), 5);
+}
+
+TEST(CpuThreads, MalformedValuesMeanAllCores) {
+  OPC_REQUIRE_SUITE();
+  for (const char* bad : {"0", "-2", "two", "4x", ""}) {
+    setenv("GENESIS_NUM_THREADS", bad, 1);
+    ThreadRt r(nullptr);
+    EXPECT_NE(r.name().find(threads_text(omp_get_num_procs())), std::string::npos) << "'" << bad << "': " << r.name();
+  }
+  unsetenv("GENESIS_NUM_THREADS");
 }
 
 }  // namespace
