@@ -166,9 +166,8 @@ Tensor Tensor::mean(Dims d, bool keepdim) const {
                 {dims_attr(d), gn_attr_int(keepdim), gn_attr_int(GN_DIM_NONE)});
 }
 Tensor Tensor::prod(Dims d, bool keepdim) const {
-  if (requires_grad() && autograd::grad_enabled())
-    throw Error(GN_ERR_UNSUPPORTED, "[prod] gradient not implemented");
-  return call1(GN_OP_HANDLE("prod"), {this}, {dims_attr(d), gn_attr_int(keepdim), gn_attr_int(GN_DIM_NONE)});
+  return reduce(GN_OP_HANDLE("prod"), *this, d, keepdim, R::prod,
+                {dims_attr(d), gn_attr_int(keepdim), gn_attr_int(GN_DIM_NONE)});
 }
 Tensor Tensor::max(Dims d, bool keepdim) const {
   return reduce(GN_OP_HANDLE("max"), *this, d, keepdim, R::amax, {dims_attr(d), gn_attr_int(keepdim)});

@@ -61,6 +61,8 @@ class NoGradGuard {
 std::shared_ptr<Node> record(const char* name, Rule rule, const std::vector<Tensor>& inputs, Tensor& out);
 /** Runs backward from root with its gradient (iterative, topological, frees saved tensors). */
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+/** Names (as in core/ops/ops.def) of the built-in ops that have a gradient rule. */
+std::vector<std::string> differentiable_ops();
 /** "<MulBackward0>" for a node named "mul". */
 std::string node_display_name(const Node& n);
 

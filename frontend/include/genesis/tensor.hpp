@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "genesis/genesis.h"
@@ -291,6 +292,27 @@ class Tensor {
   Tensor softmax(int64_t dim) const;      ///< softmax along dim
   Tensor log_softmax(int64_t dim) const;  ///< log-softmax along dim
 
+  // ---- indexing, masking, sorting (frontend/src/indexing.cpp)
+  Tensor masked_fill(const Tensor& mask, double value) const;  ///< where(mask, value, x) (mask broadcasts)
+  Tensor triu(int64_t diagonal = 0) const;  ///< zero below the diagonal of the last two dims
+  Tensor tril(int64_t diagonal = 0) const;  ///< zero above the diagonal of the last two dims
+  /** The k largest (or smallest) values along dim and their int64 indices. */
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  /** Values sorted along dim (stable) and their int64 indices. */
+  std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  /** int64 indices that sort along dim (stable). */
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  /** Views of chunks of `size` along dim (the last may be smaller), as torch.split(int). */
+  std::vector<Tensor> split(int64_t size, int64_t dim = 0) const;
+  /** Views with these sizes along dim (they must sum to the dim's size). */
+  std::vector<Tensor> split_with_sizes(const std::vector<int64_t>& sizes, int64_t dim = 0) const;
+  /** `chunks` views of ceil(size/chunks) along dim, as torch.chunk. */
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  /** x[index] along dim with a 1-D integer index (copy). */
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  /** out[i][j] = x[index[i][j]][j] for dim 0 (torch.gather). */
+  Tensor gather(int64_t dim, const Tensor& index) const;
+
   // ---- views (share storage)
   Tensor reshape(Shape shape) const;   ///< new shape (copies if needed)
   Tensor view(Shape shape) const;      ///< new shape, never copies
@@ -405,6 +427,16 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, int64_t ignore_
                      double label_smoothing = 0, int64_t reduction = 1);
 /** Rows of weight (V, D) picked by integer ids (*) -> (*, D). */
 Tensor embedding(const Tensor& weight, const Tensor& ids);
+/** Batched a (B,M,K) @ b (B,K,N) -> (B,M,N); trans_a: a is (B,K,M), trans_b: b is (B,N,K). */
+Tensor bmm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+/** Copy of x with out[index[i][j]][j] = src[i][j] along dim (torch.scatter). */
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+/** Copy of x with out[index[i][j]][j] += src[i][j] along dim (torch.scatter_add). */
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+/** Copy of x with out.select(dim, index[i]) += alpha * src.select(dim, i) (torch.index_add). */
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, double alpha = 1);
+/** int64 one-hot encoding (*, num_classes) of integer ids (*). */
+Tensor one_hot(const Tensor& ids, int64_t num_classes);
 /** Sums g over broadcast dims so that it has `shape`. */
 Tensor sum_to_size(const Tensor& g, const Shape& shape);
 

@@ -271,4 +271,92 @@ V stack(Node& n, const Tensor& g) {  // ints = {dim}: input i gets g.select(dim,
   return r;
 }
 
+// ---- ops added with the full-coverage gradcheck
+V prod(Node& n, const Tensor& g) {
+  // dy/dx_i = prod of the others.  Without zeros that is y / x_i; with one
+  // zero in a slice only the zero gets the product of the non-zeros; with two
+  // or more every gradient is 0.  saved = {x, y}; ints = [keepdim, dims...].
+  const Tensor &x = n.saved[0], y = keep(n, n.saved[1]);
+  const Dims dims(std::vector<int64_t>(n.ints.begin() + 1, n.ints.end()));
+  Tensor zero = x == 0;
+  Tensor nz = where(zero, ones_like(x), x);
+  Tensor zero_count = keep(n, zero.to(x.dtype()).sum(dims, true));
+  Tensor prod_nonzero = keep(n, nz.prod(dims, true));
+  Tensor z = zeros({}, {.dtype = x.dtype(), .device = x.device()});
+  Tensor at_zero = where(zero_count == 1, prod_nonzero, z);
+  return {keep(n, g) * where(zero, at_zero, y / nz)};
+}
+V bmm(Node& n, const Tensor& g) {  // saved = {a, b}; ints = {trans_a, trans_b}; g (B, M, N)
+  const Tensor &a = n.saved[0], &b = n.saved[1];
+  const bool ta = n.ints[0] != 0, tb = n.ints[1] != 0;
+  static const gn_op* op = detail::find_op("bmm");
+  auto mm = [](const Tensor& l, const Tensor& r, int ta_, int tb_) {
+    return detail::call1(op, {&l, &r}, {gn_attr_int(ta_), gn_attr_int(tb_)});
+  };
+  Tensor ga, gb;
+  // out = A B with A = a or a^T, B = b or b^T: dA = g B^T, dB = A^T g, then
+  // transposed back when the operand was stored transposed.
+  if (needs(n, 0)) ga = !ta ? (!tb ? mm(g, b, 0, 1) : mm(g, b, 0, 0)) : (!tb ? mm(b, g, 0, 1) : mm(b, g, 1, 1));
+  if (needs(n, 1)) gb = !tb ? (!ta ? mm(a, g, 1, 0) : mm(a, g, 0, 0)) : (!ta ? mm(g, a, 1, 0) : mm(g, a, 1, 1));
+  return {ga, gb};
+}
+V scatter(Node& n, const Tensor& g) {  // inputs (x, index, src); saved = {index}; ints = {dim}
+  // Overwritten positions get no gradient in x; src gets g at the positions it wrote.
+  const Tensor& idx = n.saved[0];
+  Tensor gx, gs;
+  if (needs(n, 0)) gx = genesis::scatter(g, n.ints[0], idx, zeros(idx.shape(), {.dtype = g.dtype(), .device = g.device()}));
+  if (needs(n, 2)) gs = g.gather(n.ints[0], idx);
+  return {gx, Tensor(), gs};
+}
+V scatter_add(Node& n, const Tensor& g) {  // inputs (x, index, src); saved = {index}; ints = {dim}
+  return {g, Tensor(), needs(n, 2) ? g.gather(n.ints[0], n.saved[0]) : Tensor()};
+}
+V index_add(Node& n, const Tensor& g) {  // inputs (x, index, src); saved = {index}; ints = {dim}; f = alpha
+  Tensor gs;
+  if (needs(n, 2)) {
+    gs = g.index_select(n.ints[0], n.saved[0]);
+    if (n.f != 1) gs = gs * n.f;
+  }
+  return {g, Tensor(), gs};
+}
+V masked_fill(Node& n, const Tensor& g) {  // inputs (x, mask); saved = {mask}: filled positions get 0
+  return {g.masked_fill(n.saved[0], 0), Tensor()};
+}
+V triu(Node& n, const Tensor& g) { return {g.triu(n.ints[0])}; }  // ints = {diagonal}
+V tril(Node& n, const Tensor& g) { return {g.tril(n.ints[0])}; }
+V take_along(Node& n, const Tensor& g) {  // topk/sort values: saved = {indices}; ints = {dim}
+  Tensor z = zeros(n.inputs[0].shape, {.dtype = g.dtype(), .device = g.device()});
+  return {genesis::scatter_add(z, n.ints[0], n.saved[0], g)};
+}
+
+// ---- the op -> rule table (ops.def names; several ops share a rule)
+const std::vector<OpRule>& rule_table() {
+  static const std::vector<OpRule> table = {
+      {"neg", neg}, {"abs", abs}, {"exp", exp}, {"log", log}, {"log1p", log1p}, {"sqrt", sqrt},
+      {"rsqrt", rsqrt}, {"sin", sin}, {"cos", cos}, {"tanh", tanh}, {"sigmoid", sigmoid}, {"relu", relu},
+      {"gelu", gelu}, {"silu", silu}, {"reciprocal", reciprocal}, {"square", square}, {"clamp", clamp},
+      {"cast", identity}, {"copy", identity},
+      {"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}, {"pow", pow}, {"maximum", maximum},
+      {"minimum", minimum}, {"where", where},
+      {"sum", sum}, {"mean", mean}, {"prod", prod}, {"max", amax}, {"min", amax}, {"var", var}, {"std", std},
+      {"logsumexp", logsumexp}, {"norm", norm},
+      {"softmax", softmax}, {"log_softmax", log_softmax}, {"matmul", matmul}, {"bmm", bmm},
+      {"layer_norm", layer_norm}, {"rms_norm", rms_norm}, {"rope", rope}, {"swiglu", swiglu},
+      {"cross_entropy", cross_entropy}, {"scaled_dot_product_attention", sdpa}, {"embedding", embedding},
+      {"gather", gather}, {"scatter", scatter}, {"scatter_add", scatter_add}, {"index_select", index_select},
+      {"index_add", index_add}, {"masked_fill", masked_fill}, {"cat", cat}, {"stack", stack}, {"split", slice},
+      {"triu", triu}, {"tril", tril}, {"topk", take_along}, {"sort", take_along},
+      {"conv2d", conv2d}, {"max_pool2d", max_pool2d}, {"avg_pool2d", avg_pool2d},
+  };
+  return table;
+}
+
 }  // namespace genesis::autograd::rules
+
+namespace genesis::autograd {
+std::vector<std::string> differentiable_ops() {
+  std::vector<std::string> names;
+  for (const auto& r : rules::rule_table()) names.emplace_back(r.op);
+  return names;
+}
+}  // namespace genesis::autograd

@@ -186,23 +186,9 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& we
 
 // --------------------------------------------------- indexing and joining
 
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  Tensor y = call1(GN_OP_HANDLE("gather"), {&x, &index}, {gn_attr_int(dim)});
-  if (auto n = record("gather", R::gather, {x, index}, y)) {
-    n->saved = {index.detach()};
-    n->ints = {dim};
-  }
-  return y;
-}
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) { return x.gather(dim, index); }
 
-Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  Tensor y = call1(GN_OP_HANDLE("index_select"), {&x, &index}, {gn_attr_int(dim)});
-  if (auto n = record("index_select", R::index_select, {x, index}, y)) {
-    n->saved = {index.detach()};
-    n->ints = {dim};
-  }
-  return y;
-}
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { return x.index_select(dim, index); }
 
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   if (xs.empty()) throw invalid("cat", "expects at least one tensor");

@@ -1,0 +1,169 @@
+// indexing.cpp - indexing, masking, sorting and scatter ops with autograd:
+// gather, index_select, scatter, scatter_add, index_add, masked_fill, triu,
+// tril, topk, sort, argsort, split/chunk, one_hot, and bmm.  Their gradient
+// rules are in autograd/rules.cpp with the others.
+#include <algorithm>
+
+#include "autograd/rules.h"
+#include "internal.h"
+
+namespace genesis {
+
+using autograd::record;
+using detail::call;
+using detail::call1;
+namespace R = autograd::rules;
+
+namespace {
+Error invalid(const char* op, const std::string& msg) {
+  return Error(GN_ERR_INVALID_ARGUMENT, std::string("[") + op + "] " + msg);
+}
+}  // namespace
+
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
+  Tensor y = call1(GN_OP_HANDLE("gather"), {this, &index}, {gn_attr_int(dim)});
+  if (auto n = record("gather", R::gather, {*this, index}, y)) {
+    n->saved = {index.detach()};
+    n->ints = {dim};
+  }
+  return y;
+}
+
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
+  Tensor y = call1(GN_OP_HANDLE("index_select"), {this, &index}, {gn_attr_int(dim)});
+  if (auto n = record("index_select", R::index_select, {*this, index}, y)) {
+    n->saved = {index.detach()};
+    n->ints = {dim};
+  }
+  return y;
+}
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor y = call1(GN_OP_HANDLE("scatter"), {&x, &index, &src}, {gn_attr_int(dim)});
+  if (auto n = record("scatter", R::scatter, {x, index, src}, y)) {
+    n->saved = {index.detach()};
+    n->ints = {dim};
+  }
+  return y;
+}
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor y = call1(GN_OP_HANDLE("scatter_add"), {&x, &index, &src}, {gn_attr_int(dim)});
+  if (auto n = record("scatter_add", R::scatter_add, {x, index, src}, y)) {
+    n->saved = {index.detach()};
+    n->ints = {dim};
+  }
+  return y;
+}
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, double alpha) {
+  Tensor y = call1(GN_OP_HANDLE("index_add"), {&x, &index, &src}, {gn_attr_int(dim), gn_attr_float(alpha)});
+  if (auto n = record("index_add", R::index_add, {x, index, src}, y)) {
+    n->saved = {index.detach()};
+    n->ints = {dim};
+    n->f = alpha;
+  }
+  return y;
+}
+
+Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
+  Tensor y = call1(GN_OP_HANDLE("masked_fill"), {this, &mask}, {gn_attr_float(value)});
+  if (auto n = record("masked_fill", R::masked_fill, {*this, mask}, y)) n->saved = {mask.detach()};
+  return y;
+}
+
+Tensor Tensor::triu(int64_t diagonal) const {
+  Tensor y = call1(GN_OP_HANDLE("triu"), {this}, {gn_attr_int(diagonal)});
+  if (auto n = record("triu", R::triu, {*this}, y)) n->ints = {diagonal};
+  return y;
+}
+
+Tensor Tensor::tril(int64_t diagonal) const {
+  Tensor y = call1(GN_OP_HANDLE("tril"), {this}, {gn_attr_int(diagonal)});
+  if (auto n = record("tril", R::tril, {*this}, y)) n->ints = {diagonal};
+  return y;
+}
+
+std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
+  auto out = call(GN_OP_HANDLE("topk"), {this},
+                  {gn_attr_int(k), gn_attr_int(dim), gn_attr_int(largest ? 1 : 0), gn_attr_int(sorted ? 1 : 0)}, 2);
+  // values = x gathered at indices: the gradient scatters back (shared rule with sort).
+  if (auto n = record("topk", R::take_along, {*this}, out[0])) {
+    n->saved = {out[1]};
+    n->ints = {detail::wrap_dim(dim, this->dim())};
+  }
+  return {out[0], out[1]};
+}
+
+std::pair<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
+  auto out = call(GN_OP_HANDLE("sort"), {this}, {gn_attr_int(dim), gn_attr_int(descending ? 1 : 0), gn_attr_int(1)}, 2);
+  if (auto n = record("sort", R::take_along, {*this}, out[0])) {
+    n->saved = {out[1]};
+    n->ints = {detail::wrap_dim(dim, this->dim())};
+  }
+  return {out[0], out[1]};
+}
+
+Tensor Tensor::argsort(int64_t dim, bool descending) const {
+  return call1(GN_OP_HANDLE("argsort"), {this}, {gn_attr_int(dim), gn_attr_int(descending ? 1 : 0), gn_attr_int(1)});
+}
+
+std::vector<Tensor> Tensor::split_with_sizes(const std::vector<int64_t>& sizes, int64_t dim) const {
+  const int64_t d = detail::wrap_dim(dim, this->dim());
+  if (d < 0 || d >= this->dim()) throw Error(GN_ERR_INDEX, "[split] dim " + std::to_string(dim) + " out of range");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) throw invalid("split", "negative split size");
+    total += s;
+  }
+  if (total != size(d))
+    throw invalid("split", "sizes sum to " + std::to_string(total) + " but dim " + std::to_string(d) + " has size " +
+                  std::to_string(size(d)));
+  // One C call returns every part as a view; each part is its own autograd
+  // node with the slice rule (gradients of the parts add up in x's buffer).
+  gn_tensor* in[1] = {handle()};
+  gn_attr_value attrs[2] = {gn_attr_ints(sizes.data(), sizes.size()), gn_attr_int(d)};
+  std::vector<gn_tensor*> out(sizes.size(), nullptr);
+  check(gn_op_call(runtime(), GN_OP_HANDLE("split"), in, 1, attrs, 2, out.data(), out.size()), "split");
+  std::vector<Tensor> parts;
+  parts.reserve(out.size());
+  for (gn_tensor* h : out) parts.push_back(Tensor::adopt(h));
+  int64_t start = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (auto n = record("split", R::slice, {*this}, parts[i])) n->ints = {d, start, start + sizes[i], 1};
+    start += sizes[i];
+  }
+  return parts;
+}
+
+std::vector<Tensor> Tensor::split(int64_t size_, int64_t dim) const {
+  if (size_ <= 0) throw invalid("split", "split size must be positive");
+  const int64_t n = size(dim);
+  std::vector<int64_t> sizes;
+  for (int64_t s = 0; s < n; s += size_) sizes.push_back(std::min(size_, n - s));
+  if (sizes.empty()) sizes.push_back(0);
+  return split_with_sizes(sizes, dim);
+}
+
+std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const {
+  if (chunks <= 0) throw invalid("chunk", "number of chunks must be positive");
+  const int64_t n = size(dim);
+  return split(std::max<int64_t>(1, (n + chunks - 1) / chunks), dim);
+}
+
+Tensor one_hot(const Tensor& ids, int64_t num_classes) {
+  return call1(GN_OP_HANDLE("one_hot"), {&ids}, {gn_attr_int(num_classes)});
+}
+
+Tensor bmm(const Tensor& a_, const Tensor& b_, bool trans_a, bool trans_b) {
+  Tensor a = a_, b = b_;
+  GN_AUTOCAST("bmm", &a, &b);  // AMP hook
+  Tensor y = call1(GN_OP_HANDLE("bmm"), {&a, &b}, {gn_attr_int(trans_a ? 1 : 0), gn_attr_int(trans_b ? 1 : 0)});
+  if (auto n = record("bmm", R::bmm, {a, b}, y)) {
+    n->saved = {a.detach(), b.detach()};
+    n->ints = {trans_a ? 1 : 0, trans_b ? 1 : 0};
+  }
+  return y;
+}
+
+}  // namespace genesis
