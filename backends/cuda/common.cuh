@@ -1,0 +1,353 @@
+// backends/cuda/common.cuh - what every CUDA op family shares: registration,
+// errors, the stream/workspace/device of a call, dtype dispatch, strided
+// indexing, 16-byte vector access and Philox.
+//
+// ---------------------------------------------------------------------------
+// How a family registers its kernels (no central list to edit):
+//
+//   // backends/cuda/ops/myfamily.cu
+//   #include "common.cuh"
+//   namespace gn::cuda {
+//   namespace {
+//   template <class T> __global__ void my_kernel(...) { ... }
+//   GN_SDK_KERNEL(my_op) {                       // ctx, in, n_in, out, n_out, attrs, n_attrs
+//     DeviceGuard g(ctx);                        // cudaSetDevice(ctx->device.index) if needed
+//     dispatch_float(out[0].dtype, "my_op", [&](auto tag) {
+//       using T = typename decltype(tag)::type;  // float, __half, __nv_bfloat16, double
+//       my_kernel<T><<<blocks(n), kThreads, 0, stream(ctx)>>>(...);
+//     });
+//     GN_CUDA_CHECK_LAUNCH();                    // cudaGetLastError, no sync
+//   }
+//   }  // namespace
+//   GN_CUDA_FAMILY(myfamily) {                   // runs at plugin init, r is a Registrar("cuda")
+//     r.kernel("my_op", kFloatDtypes, my_op);                        // all inputs any strides
+//     r.kernel("other", GN_F32, other_f32, GN_KERNEL_CONTIGUOUS);    // core passes dense views
+//   }
+//   }  // namespace gn::cuda
+//
+// The file is picked up by the CMake glob; the family runs when the plugin
+// initialises (order between families is unspecified, a duplicate (op, dtype)
+// registration is an error at init).  Kernel dtypes: the core picks the kernel
+// by gn_infer_result.kernel_dtype (usually input 0's dtype after the casts that
+// inference asked for); GN_DTYPE_ANY serves all dtypes.  Flags:
+// GN_KERNEL_CONTIGUOUS makes the core hand over dense row-major inputs and
+// outputs (it copies when needed); without it a kernel gets any strides
+// (outputs the core allocates are dense, preallocated ones may not be).
+//
+// Rules: never synchronise the device or call cudaMalloc on the hot path (use
+// workspace(ctx, bytes), stream-ordered through the caching allocator);
+// launch on stream(ctx); errors are C++ exceptions (gn::sdk::Error, thrown by
+// GN_CUDA_CHECK / fail_op) which GN_SDK_KERNEL turns into a gn_status.
+// ---------------------------------------------------------------------------
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "genesis/sdk/sdk.h"
+
+namespace gn::cuda {
+
+using gn::sdk::fail;
+using gn::sdk::Registrar;
+using Dims = std::vector<int64_t>;
+
+// ----------------------------------------------------------------------------
+// self-registering families
+
+// One node of the intrusive list of families; GN_CUDA_FAMILY defines a static
+// instance per family file, plugin init walks the list (plugin.cu).
+struct FamilyRegistration {
+  const char* name;
+  void (*fn)(const Registrar&);
+  FamilyRegistration* next;
+  FamilyRegistration(const char* family_name, void (*register_fn)(const Registrar&));
+  static FamilyRegistration*& head();
+};
+
+#define GN_CUDA_FAMILY(family)                                                              \
+  static void gn_cuda_family_##family(const ::gn::sdk::Registrar& r);                       \
+  static ::gn::cuda::FamilyRegistration gn_cuda_family_reg_##family(#family,                \
+                                                                    gn_cuda_family_##family); \
+  static void gn_cuda_family_##family([[maybe_unused]] const ::gn::sdk::Registrar& r)
+
+// Dtype lists for Registrar::kernel.
+inline constexpr int32_t kAllDtypes[] = {GN_F32, GN_F16, GN_BF16, GN_F64, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
+inline constexpr int32_t kNumericDtypes[] = {GN_F32, GN_F16, GN_BF16, GN_F64, GN_I8, GN_U8, GN_I32, GN_I64};
+inline constexpr int32_t kFloatDtypes[] = {GN_F32, GN_F16, GN_BF16, GN_F64};
+inline constexpr int32_t kIntDtypes[] = {GN_I8, GN_U8, GN_I32, GN_I64};
+
+// ----------------------------------------------------------------------------
+// errors
+
+// Throw a gn::sdk::Error for a failed CUDA call: out-of-memory keeps its code,
+// everything else is a device error naming the call and the place.
+[[noreturn]] void cuda_fail(cudaError_t err, const char* expr, const char* file, int line);
+
+#define GN_CUDA_CHECK(expr)                                                       \
+  do {                                                                            \
+    cudaError_t gn_err_ = (expr);                                                 \
+    if (gn_err_ != cudaSuccess) ::gn::cuda::cuda_fail(gn_err_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+// After a launch: catches bad configurations without synchronising.
+#define GN_CUDA_CHECK_LAUNCH() GN_CUDA_CHECK(cudaGetLastError())
+
+// "[op] message" errors.
+[[noreturn]] inline void fail_op(int32_t code, const char* op, const std::string& msg) {
+  fail(code, std::string("[") + (op ? op : "cuda") + "] " + msg);
+}
+
+// ----------------------------------------------------------------------------
+// the call: device, stream, workspace
+
+// Make ctx's device current for the scope (cheap when it already is).
+struct DeviceGuard {
+  int prev = -1;
+  explicit DeviceGuard(int index);
+  explicit DeviceGuard(const gn_kernel_ctx* ctx) : DeviceGuard(ctx->device.index) {}
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+};
+
+inline cudaStream_t stream(const gn_kernel_ctx* ctx) { return static_cast<cudaStream_t>(ctx->stream); }
+
+// Scratch device memory valid until the kernel returns, stream-ordered on the
+// call's stream (the caching allocator serves it; no cudaMalloc when cached).
+inline void* workspace(const gn_kernel_ctx* ctx, size_t bytes) {
+  if (!bytes) return nullptr;
+  void* p = ctx->workspace ? ctx->workspace(ctx, bytes) : nullptr;
+  if (!p)
+    fail(GN_ERR_OUT_OF_MEMORY, std::string("[") + (ctx->op_name ? ctx->op_name : "cuda") +
+                                   "] could not get " + std::to_string(bytes) + " bytes of workspace");
+  return p;
+}
+
+// Device properties cached per device (SM count, L2, ...).
+const cudaDeviceProp& device_prop(int index);
+inline int sm_count(const gn_kernel_ctx* ctx) { return device_prop(ctx->device.index).multiProcessorCount; }
+
+// ----------------------------------------------------------------------------
+// launch geometry
+
+constexpr int kThreads = 256;
+// Blocks for n work items of `per_thread` each, capped so that a grid-stride
+// loop covers the rest (keeps huge tensors launchable).
+inline unsigned blocks_for(int64_t n, int per_thread = 1, int threads = kThreads) {
+  int64_t b = (n + (int64_t)threads * per_thread - 1) / ((int64_t)threads * per_thread);
+  if (b < 1) b = 1;
+  if (b > (1 << 30)) b = 1 << 30;
+  return (unsigned)b;
+}
+
+// ----------------------------------------------------------------------------
+// dtypes
+
+template <class T>
+struct Tag {
+  using type = T;
+};
+
+// Accumulation type: float for the 16-bit floats, double for double, int64
+// for integers (sums), bool stays bool-ish via int64.
+template <class T> struct AccOf { using type = T; };
+template <> struct AccOf<__half> { using type = float; };
+template <> struct AccOf<__nv_bfloat16> { using type = float; };
+template <> struct AccOf<float> { using type = float; };
+template <> struct AccOf<double> { using type = double; };
+template <> struct AccOf<int8_t> { using type = int64_t; };
+template <> struct AccOf<uint8_t> { using type = int64_t; };
+template <> struct AccOf<int32_t> { using type = int64_t; };
+template <> struct AccOf<int64_t> { using type = int64_t; };
+template <> struct AccOf<bool> { using type = int64_t; };
+template <class T> using acc_t = typename AccOf<T>::type;
+
+template <class T> constexpr bool is_float_v =
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
+    std::is_same_v<T, __nv_bfloat16>;
+
+// Conversions between element types through float/double/int64 (bool: != 0).
+template <class To, class From>
+__host__ __device__ __forceinline__ To convert(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (std::is_same_v<From, __half> || std::is_same_v<From, __nv_bfloat16>)
+      return (float)v != 0.0f;
+    else
+      return v != From(0);
+  } else if constexpr (std::is_same_v<From, __half> || std::is_same_v<From, __nv_bfloat16>) {
+    return convert<To>((float)v);
+  } else if constexpr (std::is_same_v<To, __half>) {
+    if constexpr (std::is_same_v<From, double>) return __double2half(v);
+    else return __float2half_rn((float)v);
+  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
+    if constexpr (std::is_same_v<From, double>) return __double2bfloat16(v);
+    else return __float2bfloat16_rn((float)v);
+  } else if constexpr (std::is_integral_v<To> && (std::is_same_v<From, float> || std::is_same_v<From, double>)) {
+    // float -> int truncates as C++/torch; NaN/out of range -> 0 (matches gn::sdk::to_int64).
+    if (!(v == v) || v >= (From)9.2233720368547758e18 || v < (From)-9.2233720368547758e18) return To(0);
+    return (To)(int64_t)v;
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+// Call f(Tag<T>{}) for the C++ type of dtype.  The *_float variant covers
+// f32/f16/bf16/f64; the *_all variant every gn_dtype.  Unlisted dtypes fail
+// with GN_ERR_DTYPE naming the op.
+template <class F>
+void dispatch_float(int32_t dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case GN_F32: f(Tag<float>{}); break;
+    case GN_F16: f(Tag<__half>{}); break;
+    case GN_BF16: f(Tag<__nv_bfloat16>{}); break;
+    case GN_F64: f(Tag<double>{}); break;
+    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(dtype) + " is not supported on cuda");
+  }
+}
+
+template <class F>
+void dispatch_int(int32_t dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case GN_I8: f(Tag<int8_t>{}); break;
+    case GN_U8: f(Tag<uint8_t>{}); break;
+    case GN_I32: f(Tag<int32_t>{}); break;
+    case GN_I64: f(Tag<int64_t>{}); break;
+    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(dtype) + " is not supported on cuda");
+  }
+}
+
+template <class F>
+void dispatch_all(int32_t dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case GN_F32: f(Tag<float>{}); break;
+    case GN_F16: f(Tag<__half>{}); break;
+    case GN_BF16: f(Tag<__nv_bfloat16>{}); break;
+    case GN_F64: f(Tag<double>{}); break;
+    case GN_I8: f(Tag<int8_t>{}); break;
+    case GN_U8: f(Tag<uint8_t>{}); break;
+    case GN_I32: f(Tag<int32_t>{}); break;
+    case GN_I64: f(Tag<int64_t>{}); break;
+    case GN_BOOL: f(Tag<bool>{}); break;
+    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(dtype) + " is not supported on cuda");
+  }
+}
+
+// ----------------------------------------------------------------------------
+// views and strided indexing
+
+inline int64_t numel(const gn_tensor_view& v) { return gn_view_numel(&v); }
+inline bool is_contiguous(const gn_tensor_view& v) { return gn_view_is_contiguous(&v) != 0; }
+template <class T>
+inline T* data_ptr(const gn_tensor_view& v) { return reinterpret_cast<T*>(gn_view_ptr(&v)); }
+
+std::string shape_str(const gn_tensor_view& v);
+
+// Attributes (checked; the core fills defaults, so a wrong kind is a bug).
+int64_t attr_int(const char* op, const gn_attr_value* a, size_t n, size_t i);
+double attr_float(const char* op, const gn_attr_value* a, size_t n, size_t i);
+Dims attr_ints(const char* op, const gn_attr_value* a, size_t n, size_t i);
+void need_io(const char* op, size_t n_in, size_t want_in, size_t n_out, size_t want_out);
+
+// Up to GN_MAX_DIMS dims, NARGS operands: element linear index -> element
+// offset of each operand.  Built on the host from views broadcast to one
+// shape; dims are coalesced first (dims that are contiguous for every operand
+// merge), so most strided calls run with 1-3 dims.  Passed by value to kernels.
+template <int NARGS>
+struct OffsetCalc {
+  int ndim;
+  int64_t shape[GN_MAX_DIMS];
+  int64_t strides[GN_MAX_DIMS][NARGS];  // elements
+
+  __host__ __device__ __forceinline__ void get(int64_t linear, int64_t (&off)[NARGS]) const {
+#pragma unroll
+    for (int a = 0; a < NARGS; ++a) off[a] = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t s = shape[d];
+      const int64_t i = linear % s;
+      linear /= s;
+#pragma unroll
+      for (int a = 0; a < NARGS; ++a) off[a] += i * strides[d][a];
+    }
+  }
+};
+
+// Build an OffsetCalc over `shape` (ndim dims) for NARGS views; each view is
+// broadcast to shape (right-aligned; size-1 or missing dims get stride 0).
+// Size-1 dims are dropped and mergeable neighbours coalesced.
+template <int NARGS>
+OffsetCalc<NARGS> make_offset_calc(const int64_t* shape, int ndim, const gn_tensor_view* const (&views)[NARGS]) {
+  int64_t st[GN_MAX_DIMS][NARGS];
+  int64_t sh[GN_MAX_DIMS];
+  int n = 0;
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] == 1) continue;
+    sh[n] = shape[d];
+    for (int a = 0; a < NARGS; ++a) {
+      const gn_tensor_view& v = *views[a];
+      const int vd = d - (ndim - v.ndim);
+      st[n][a] = (vd < 0 || v.shape[vd] == 1) ? 0 : v.strides[vd];
+    }
+    ++n;
+  }
+  // Coalesce: dim d-1 and d merge when stride[d-1] == stride[d]*shape[d] for all operands.
+  OffsetCalc<NARGS> c{};
+  int m = 0;
+  for (int d = 0; d < n; ++d) {
+    if (m > 0) {
+      bool ok = true;
+      for (int a = 0; a < NARGS; ++a) ok = ok && st[d][a] * sh[d] == c.strides[m - 1][a];
+      if (ok) {
+        c.shape[m - 1] *= sh[d];
+        for (int a = 0; a < NARGS; ++a) c.strides[m - 1][a] = st[d][a];
+        continue;
+      }
+    }
+    c.shape[m] = sh[d];
+    for (int a = 0; a < NARGS; ++a) c.strides[m][a] = st[d][a];
+    ++m;
+  }
+  c.ndim = m;
+  return c;
+}
+
+// ----------------------------------------------------------------------------
+// 16-byte vector access
+
+template <class T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+// Elements of T per 16-byte access.
+template <class T>
+constexpr int vec_width() {
+  return 16 / sizeof(T) > 0 ? int(16 / sizeof(T)) : 1;
+}
+
+template <class T, int N>
+__device__ __forceinline__ Vec<T, N> load_vec(const T* p) {
+  return *reinterpret_cast<const Vec<T, N>*>(p);
+}
+template <class T, int N>
+__device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
+  *reinterpret_cast<Vec<T, N>*>(p) = v;
+}
+
+// True when every pointer is 16-byte aligned (vector path allowed).
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// ----------------------------------------------------------------------------
+// random numbers: the SDK's Philox is __host__ __device__ under nvcc, so the
+// kernels call gn::sdk::philox4x32_10 / philox_word / philox_normal directly
+// and match the reference bit for bit (docs/rng.md).
+
+}  // namespace gn::cuda
