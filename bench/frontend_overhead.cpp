@@ -58,6 +58,17 @@ void BM_frontend_mul_autograd(benchmark::State& state) {
 }
 BENCHMARK(BM_frontend_mul_autograd);
 
+// relu without autograd (the backend's unary kernel cost, for comparison).
+void BM_frontend_relu_no_grad(benchmark::State& state) {
+  init_once();
+  Tensor a = genesis::ones({1});
+  for (auto _ : state) {
+    Tensor y = a.relu();
+    benchmark::DoNotOptimize(y);
+  }
+}
+BENCHMARK(BM_frontend_relu_no_grad);
+
 // relu on a grad-requiring tensor (unary path, saves the output).
 void BM_frontend_relu_autograd(benchmark::State& state) {
   init_once();
