@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""bench/compare_mlp.py - one epoch of the Fashion-MNIST MLP: Genesis (CPU) vs PyTorch.
+
+Times the training epochs of examples/cpp/train_fashion_mnist.cpp --model mlp
+(Genesis on its CPU backend) and of the same loop in Debian's PyTorch
+(python3-torch 1.13), then prints both and the ratio the acceptance asks for:
+
+    genesis epoch time / pytorch epoch time <= 1.0
+
+Same everything: 784-512-256-10 MLP with ReLU and dropout 0.2, cross-entropy,
+Adam (lr 1e-3, zero_grad(set_to_none=True)), batch 64, the 60000 training
+images in memory as one float32 tensor, a shuffled permutation per epoch and
+an index_select per batch, the loss summed without a host sync per step, the
+same thread count (GENESIS_NUM_THREADS / torch.set_num_threads).  Evaluation
+and checkpoints are left out of both.  Rounds alternate Genesis and PyTorch so
+that machine noise hits both alike; the figure per framework is the fastest
+epoch (each epoch's time is printed too).
+
+    /usr/bin/python3 bench/compare_mlp.py [build dir] [--threads N] [--epochs 2] [--rounds 1]
+"""
+import argparse
+import gzip
+import os
+import re
+import struct
+import subprocess
+import sys
+import time
+
+p = argparse.ArgumentParser()
+p.add_argument("build", nargs="?", default="build")
+p.add_argument("--threads", type=int, default=os.cpu_count())
+p.add_argument("--epochs", type=int, default=2, help="epochs per framework per round")
+p.add_argument("--rounds", type=int, default=1)
+p.add_argument("--batch-size", type=int, default=64)
+p.add_argument("--limit-train", type=int, default=0, help="first N training images only (0: all)")
+p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+args = p.parse_args()
+
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    sys.exit("compare_mlp: PyTorch is missing (Debian: apt-get install -y python3-torch)")
+
+exe = os.path.join(args.build, "bin", "train_fashion_mnist")
+if not os.access(exe, os.X_OK):
+    sys.exit(f"compare_mlp: {exe} not found (cmake --build {args.build} --target example_train_fashion_mnist)")
+
+
+def genesis_epochs():
+    cmd = [exe, "--model", "mlp", "--device", "cpu", "--threads", str(args.threads), "--epochs", str(args.epochs),
+           "--batch-size", str(args.batch_size), "--no-eval", "--checkpoint", "none", "--progress", "lines"]
+    if args.limit_train:
+        cmd += ["--limit-train", str(args.limit_train)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [float(m) for m in re.findall(r"^train_epoch_seconds (\S+)$", out, re.M)]
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        b = f.read()
+    ndim = b[3]
+    dims = struct.unpack(">" + "I" * ndim, b[4:4 + 4 * ndim])
+    return torch.frombuffer(bytearray(b[4 + 4 * ndim:]), dtype=torch.uint8).reshape(dims)
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(784, 512), nn.Linear(512, 256), nn.Linear(256, 10)
+        self.drop = nn.Dropout(0.2)
+
+    def forward(self, x):
+        h = self.drop(F.relu(self.fc1(self.flatten(x))))
+        h = self.drop(F.relu(self.fc2(h)))
+        return self.fc3(h)
+
+
+torch.set_num_threads(args.threads)
+torch.manual_seed(0)
+images = read_idx(os.path.join(args.data, "train-images-idx3-ubyte.gz")).float().div_(255).reshape(-1, 1, 28, 28)
+labels = read_idx(os.path.join(args.data, "train-labels-idx1-ubyte.gz")).long()
+if args.limit_train:
+    images, labels = images[:args.limit_train].contiguous(), labels[:args.limit_train].contiguous()
+model = MLP()
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+gen = torch.Generator().manual_seed(0)
+
+
+def torch_epochs():
+    times = []
+    n, bs = images.shape[0], args.batch_size
+    nb = (n + bs - 1) // bs
+    for _ in range(args.epochs):
+        model.train()
+        t0 = time.perf_counter()
+        perm = torch.randperm(n, generator=gen)
+        loss_sum = torch.zeros(())
+        for b in range(nb):
+            idx = perm[b * bs:(b + 1) * bs]
+            x, y = images.index_select(0, idx), labels.index_select(0, idx)
+            opt.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                loss_sum += loss.detach() * y.shape[0]
+            if (b + 1) % max(1, nb // 5) == 0 or b + 1 == nb:  # the progress lines Genesis prints
+                loss_sum.item()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+print(f"load average at start: {os.getloadavg()[0]:.2f}; threads {args.threads}; batch {args.batch_size}; "
+      f"{images.shape[0]} images; torch {torch.__version__}")
+g_all, t_all = [], []
+for r in range(args.rounds):
+    g = genesis_epochs()
+    t = torch_epochs()
+    print(f"round {r + 1}: genesis epochs " + " ".join(f"{s:.3f}" for s in g) + " s; pytorch epochs " +
+          " ".join(f"{s:.3f}" for s in t) + " s")
+    g_all += g
+    t_all += t
+g_best, t_best = min(g_all), min(t_all)
+print(f"genesis epoch {g_best:.3f} s, pytorch epoch {t_best:.3f} s (fastest of {len(g_all)} each)")
+print(f"ratio genesis/pytorch = {g_best / t_best:.3f} (target <= 1.0)")
