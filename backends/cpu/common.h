@@ -186,5 +186,6 @@ void register_loss(const gn::sdk::Registrar& r);
 void register_optim(const gn::sdk::Registrar& r);
 void register_indexing(const gn::sdk::Registrar& r);
 void register_pool(const gn::sdk::Registrar& r);
+void register_shape(const gn::sdk::Registrar& r);
 
 }  // namespace gn::cpu

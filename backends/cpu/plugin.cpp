@@ -232,6 +232,7 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
   register_optim(r);
   register_indexing(r);
   register_pool(r);
+  register_shape(r);
 }
 
 }  // namespace

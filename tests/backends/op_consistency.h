@@ -88,6 +88,10 @@ struct Case {
   uint64_t seed = 0;
   // Outputs not compared (e.g. values that are allowed to differ); bit mask.
   uint32_t skip_outputs = 0;
+  // The backend may refuse this case (the reference then serves it); every
+  // other case that succeeds on the reference must run on the backend itself
+  // (checked by the coverage test, see OPC_SUITE).
+  bool may_fall_back = false;
 };
 
 // Test names in failure messages instead of byte dumps.
@@ -151,11 +155,11 @@ struct Rt {
 
 struct Runtimes {
   Rt ref{"reference", "cpu"};
-#ifdef OPC_SUITE_ONLY  // debugging: no reference fallback, so refusals show
-  Rt dut{GN_SUITE_BACKEND, GN_SUITE_DEVICE};
-#else
   Rt dut{GN_SUITE_PLUGINS, GN_SUITE_DEVICE};
-#endif
+  // The cpu backend alone (no reference to fall back to): the coverage test
+  // runs cases here to see that the backend serves them itself.  Other
+  // backends' devices have no reference kernels, so dut already shows that.
+  Rt solo{kSuiteIsCpu ? GN_SUITE_BACKEND : GN_SUITE_PLUGINS, GN_SUITE_DEVICE};
 };
 
 Runtimes& runtimes() {
@@ -377,6 +381,19 @@ inline void check_case(const Case& c) {
   }
 }
 
+// Cases that the reference computes but the backend alone refuses
+// (GN_ERR_UNSUPPORTED), leaving out those marked may_fall_back.
+inline std::vector<std::string> refused_cases(const std::vector<Case>& cases) {
+  std::vector<std::string> refused;
+  for (const Case& c : cases) {
+    if (c.may_fall_back) continue;
+    if (run_case(runtimes().ref, c).code != GN_OK) continue;
+    const Result r = run_case(runtimes().solo, c);
+    if (r.code == GN_ERR_UNSUPPORTED) refused.push_back(c.name + ": " + r.msg);
+  }
+  return refused;
+}
+
 inline std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   std::string n = info.param.name;
   for (char& ch : n)
@@ -395,5 +412,12 @@ inline std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   };                                                                                 \
   TEST_P(Fixture, MatchesReference) { check_case(GetParam()); }                      \
   INSTANTIATE_TEST_SUITE_P(Prefix, Fixture, ::testing::ValuesIn(cases_fn()), case_name); \
+  TEST(Fixture##Coverage, ServedByTheBackendItself) {                                \
+    OPC_REQUIRE_SUITE();                                                             \
+    const std::vector<std::string> refused = refused_cases(cases_fn());              \
+    std::string list;                                                                \
+    for (const std::string& n : refused) list += "\n  " + n;                        \
+    EXPECT_TRUE(refused.empty()) << refused.size() << " cases fell back to the reference:" << list; \
+  }                                                                                  \
   }
 

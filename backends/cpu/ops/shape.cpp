@@ -1,0 +1,403 @@
+// backends/cpu/ops/shape.cpp - data-movement ops in C++: gather, scatter,
+// scatter_add, index_select, index_add, masked_fill, cat, stack, triu, tril,
+// one_hot, arange, full.
+//
+// All registered GN_KERNEL_CONTIGUOUS (dense row-major views).  Most are byte
+// copies, so every dtype works; the accumulating ones (scatter_add, index_add)
+// take f32/f64/i32/i64.  Inputs of another dtype than the output (promotion),
+// 0-d inputs of the gather/scatter family, and any index out of range answer
+// "unsupported" before anything is written, so the reference kernel runs and
+// reports the error (GN_ERR_INDEX, GN_ERR_SHAPE) itself.
+//
+// Order of accumulation (scatter_add, index_add): the reference visits the
+// index (or src) in row-major order and rounds after every addition.  Here the
+// work is split into independent "fibers" (all positions that differ only
+// along `dim`; two fibers never touch the same output element) and each fiber
+// is walked in increasing order along dim, so every output element receives
+// its terms in the reference's order: bit-identical results.
+#include <cmath>
+
+#include "loops.h"
+
+namespace gn::cpu {
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+Dims dims_of(const gn_tensor_view& v) { return {v.shape, v.shape + v.ndim}; }
+
+int64_t prod(const Dims& d, size_t b, size_t e) {
+  int64_t p = 1;
+  for (size_t i = b; i < e; ++i) p *= d[i];
+  return p;
+}
+
+// dim attribute wrapped into [0, ndim); -1 when out of range.
+int32_t wrap_dim(int64_t d, int32_t ndim) {
+  if (d < 0) d += ndim;
+  return d >= 0 && d < ndim ? (int32_t)d : -1;
+}
+
+// Index values (i32/i64) of a dense view, all checked against [0, size).
+bool load_indices(const gn_tensor_view& ix, int64_t size, std::vector<int64_t>& out) {
+  const int64_t n = gn_view_numel(&ix);
+  out.resize((size_t)n);
+  if (ix.dtype == GN_I64) std::memcpy(out.data(), data_of(ix), (size_t)n * 8);
+  else if (ix.dtype == GN_I32)
+    for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int32_t*)data_of(ix))[i];
+  else return false;
+  bool ok = true;
+  for (int64_t v : out) ok &= v >= 0 && v < size;
+  return ok;
+}
+
+// Copy `n` elements of es bytes.
+inline void copy_elem(char* d, const char* s, size_t es) {
+  switch (es) {
+    case 1: *d = *s; break;
+    case 2: std::memcpy(d, s, 2); break;
+    case 4: std::memcpy(d, s, 4); break;
+    default: std::memcpy(d, s, 8); break;
+  }
+}
+
+// ----------------------------------------------------------------------------
+// gather / scatter / scatter_add: index has x's rank; fibers along dim.
+
+// Element offsets of fiber f's first element in index-shaped coordinates:
+// f enumerates all positions of index with coordinate dim = 0 (row-major);
+// returns the offsets under each stride set in `st` (one per array).
+template <size_t K>
+void fiber_offsets(int64_t f, const Dims& shape, int32_t dim, const Dims* const (&st)[K], int64_t (&off)[K]) {
+  for (size_t k = 0; k < K; ++k) off[k] = 0;
+  for (int32_t d = (int32_t)shape.size() - 1; d >= 0; --d) {
+    if (d == dim) continue;
+    const int64_t c = f % shape[(size_t)d];
+    f /= shape[(size_t)d];
+    for (size_t k = 0; k < K; ++k) off[k] += c * (*st[k])[(size_t)d];
+  }
+}
+
+GN_SDK_KERNEL(gather_kernel) {
+  const gn_tensor_view &x = in[0], &ix = in[1], &o = out[0];
+  const int32_t dim = wrap_dim(attr_i(attrs, n_attrs, 0, 0), x.ndim);
+  bool ok = n_in == 2 && x.ndim > 0 && dim >= 0 && ix.ndim == x.ndim && o.dtype == x.dtype &&
+            dims_of(o) == dims_of(ix);
+  for (int32_t d = 0; ok && d < x.ndim; ++d) ok = d == dim || ix.shape[d] <= x.shape[d];
+  std::vector<int64_t> ids;
+  if (!ok || !load_indices(ix, ok ? x.shape[dim] : 0, ids)) GN_UNSUPPORTED("[gather] these arguments");
+  const Dims shape = dims_of(ix), xs = dense_strides(dims_of(x)), is = dense_strides(shape);
+  const int64_t K = shape[(size_t)dim], fibers = K ? (int64_t)ids.size() / K : 0;
+  const size_t es = gn_dtype_size(x.dtype);
+  const char* px = (const char*)data_of(x);
+  char* po = (char*)data_of(o);
+  const Dims* st[2] = {&xs, &is};
+  parallel_for(fibers, K, [&](int64_t f) {
+    int64_t off[2];
+    fiber_offsets(f, shape, dim, st, off);
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t i = off[1] + k * is[(size_t)dim];
+      copy_elem(po + i * es, px + (off[0] + ids[(size_t)i] * xs[(size_t)dim]) * es, es);
+    }
+  });
+}
+
+// out = x; out[p with p[dim] = index[p]] (+)= src[p].
+template <bool ADD>
+void scatter_impl(const char* op, const gn_tensor_view* in, size_t n_in, const gn_tensor_view& o, int64_t dim_attr) {
+  if (n_in != 3) GN_UNSUPPORTED(std::string("[") + op + "] arity");
+  const gn_tensor_view &x = in[0], &ix = in[1], &src = in[2];
+  const int32_t dim = wrap_dim(dim_attr, x.ndim);
+  const bool scalar = src.ndim == 0;
+  bool ok = x.ndim > 0 && dim >= 0 && ix.ndim == x.ndim && o.dtype == x.dtype && src.dtype == x.dtype &&
+            dims_of(o) == dims_of(x) && (scalar || src.ndim == ix.ndim);
+  for (int32_t d = 0; ok && d < x.ndim; ++d)
+    ok = (d == dim || ix.shape[d] <= x.shape[d]) && (scalar || ix.shape[d] <= src.shape[d]);
+  if (ADD) ok &= x.dtype == GN_F32 || x.dtype == GN_F64 || x.dtype == GN_I32 || x.dtype == GN_I64;
+  std::vector<int64_t> ids;
+  if (!ok || !load_indices(ix, x.shape[dim], ids)) GN_UNSUPPORTED(std::string("[") + op + "] these arguments");
+  const size_t es = gn_dtype_size(x.dtype);
+  const int64_t n = gn_view_numel(&x);
+  if (data_of(o) != data_of(x)) std::memcpy(data_of(o), data_of(x), (size_t)n * es);
+  const Dims shape = dims_of(ix), os = dense_strides(dims_of(o)), is = dense_strides(shape);
+  const Dims ss = scalar ? Dims(shape.size(), 0) : dense_strides(dims_of(src));
+  const int64_t K = shape[(size_t)dim], fibers = K ? (int64_t)ids.size() / K : 0;
+  const Dims* st[3] = {&os, &is, &ss};
+  char* po = (char*)data_of(o);
+  const char* ps = (const char*)data_of(src);
+  dispatch_dtype(x.dtype, [&](auto tag) {
+    using T = typename Storage<decltype(tag)::value>::T;
+    parallel_for(fibers, K, [&](int64_t f) {
+      int64_t off[3];
+      fiber_offsets(f, shape, dim, st, off);
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t i = off[1] + k * is[(size_t)dim];
+        char* d = po + (off[0] + ids[(size_t)i] * os[(size_t)dim]) * es;
+        const char* s = ps + (off[2] + k * ss[(size_t)dim]) * es;
+        if constexpr (!ADD) {
+          copy_elem(d, s, es);
+        } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+          *(T*)d = (T)((double)*(T*)d + (double)*(const T*)s);  // one rounding, as the reference
+        } else if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+          *(T*)d = (T)(uint64_t)((uint64_t)(int64_t)*(T*)d + (uint64_t)(int64_t)*(const T*)s);  // wraps
+        }
+      }
+    });
+  });
+}
+
+GN_SDK_KERNEL(scatter_kernel) { scatter_impl<false>("scatter", in, n_in, out[0], attr_i(attrs, n_attrs, 0, 0)); }
+GN_SDK_KERNEL(scatter_add_kernel) { scatter_impl<true>("scatter_add", in, n_in, out[0], attr_i(attrs, n_attrs, 0, 0)); }
+
+// ----------------------------------------------------------------------------
+// index_select / index_add: x seen as (outer, size, inner) around dim.
+
+GN_SDK_KERNEL(index_select_kernel) {
+  const gn_tensor_view &x = in[0], &o = out[0];
+  const int32_t dim = wrap_dim(attr_i(attrs, n_attrs, 0, 0), x.ndim);
+  std::vector<int64_t> ids;
+  bool ok = n_in == 2 && x.ndim > 0 && dim >= 0 && in[1].ndim <= 1 && o.dtype == x.dtype && o.ndim == x.ndim;
+  if (!ok || !load_indices(in[1], x.shape[dim], ids)) GN_UNSUPPORTED("[index_select] these arguments");
+  Dims want = dims_of(x);
+  want[(size_t)dim] = (int64_t)ids.size();
+  if (dims_of(o) != want) GN_UNSUPPORTED("[index_select] output shape");
+  const Dims xd = dims_of(x);
+  const int64_t outer = prod(xd, 0, (size_t)dim), S = xd[(size_t)dim], inner = prod(xd, (size_t)dim + 1, xd.size());
+  const int64_t k = (int64_t)ids.size();
+  const size_t row = (size_t)inner * gn_dtype_size(x.dtype);
+  const char* px = (const char*)data_of(x);
+  char* po = (char*)data_of(o);
+  parallel_for(outer * k, inner, [&](int64_t r) {
+    const int64_t a = r / k, i = r % k;
+    std::memcpy(po + (size_t)r * row, px + (size_t)(a * S + ids[(size_t)i]) * row, row);
+  });
+}
+
+GN_SDK_KERNEL(index_add_kernel) {
+  const gn_tensor_view &x = in[0], &o = out[0];
+  const int32_t dim = wrap_dim(attr_i(attrs, n_attrs, 0, 0), x.ndim);
+  const double alpha = attr_d(attrs, n_attrs, 1, 1.0);
+  const bool ints = x.dtype == GN_I32 || x.dtype == GN_I64;
+  std::vector<int64_t> ids;
+  bool ok = n_in == 3 && x.ndim > 0 && dim >= 0 && in[1].ndim <= 1 && o.dtype == x.dtype &&
+            in[2].dtype == x.dtype && dims_of(o) == dims_of(x) && in[2].ndim == x.ndim &&
+            (ints || x.dtype == GN_F32 || x.dtype == GN_F64) &&
+            (!ints || (alpha == std::trunc(alpha) && std::fabs(alpha) < 9.2e18));
+  if (!ok || !load_indices(in[1], x.shape[dim], ids)) GN_UNSUPPORTED("[index_add] these arguments");
+  const gn_tensor_view& src = in[2];
+  Dims want = dims_of(x);
+  want[(size_t)dim] = (int64_t)ids.size();
+  if (dims_of(src) != want) GN_UNSUPPORTED("[index_add] src shape");
+  const Dims xd = dims_of(x);
+  const int64_t outer = prod(xd, 0, (size_t)dim), S = xd[(size_t)dim], inner = prod(xd, (size_t)dim + 1, xd.size());
+  const int64_t k = (int64_t)ids.size();
+  if (data_of(o) != data_of(x)) std::memcpy(data_of(o), data_of(x), (size_t)gn_view_numel(&x) * gn_dtype_size(x.dtype));
+  dispatch_dtype(x.dtype, [&](auto tag) {
+    using T = typename Storage<decltype(tag)::value>::T;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
+                  std::is_same_v<T, int64_t>) {
+      T* po = (T*)data_of(o);
+      const T* ps = (const T*)data_of(src);
+      const int64_t ia = (int64_t)alpha;
+      // each outer slab is independent; within it, rows in index order
+      parallel_for(outer, k * inner, [&](int64_t a) {
+        for (int64_t i = 0; i < k; ++i) {
+          T* d = po + (a * S + ids[(size_t)i]) * inner;
+          const T* s = ps + (a * k + i) * inner;
+          if constexpr (std::is_floating_point_v<T>) {
+#pragma omp simd
+            for (int64_t j = 0; j < inner; ++j) d[j] = (T)((double)d[j] + alpha * (double)s[j]);
+          } else {
+            for (int64_t j = 0; j < inner; ++j)
+              d[j] = (T)(uint64_t)((uint64_t)(int64_t)d[j] + (uint64_t)ia * (uint64_t)(int64_t)s[j]);
+          }
+        }
+      });
+    }
+  });
+}
+
+// ----------------------------------------------------------------------------
+// masked_fill, cat, stack
+
+GN_SDK_KERNEL(masked_fill_kernel) {
+  const gn_tensor_view &x = in[0], &o = out[0];
+  std::vector<int64_t> xs, ms;
+  if (n_in != 2 || o.dtype != x.dtype || in[1].dtype != GN_BOOL || !bcast_strides(x, o.ndim, o.shape, xs) ||
+      !bcast_strides(in[1], o.ndim, o.shape, ms))
+    GN_UNSUPPORTED("[masked_fill] these arguments");
+  const size_t es = gn_dtype_size(o.dtype);
+  char value[8];
+  gn::sdk::store(value, o.dtype, attr_d(attrs, n_attrs, 0, 0.0));  // the reference's conversion
+  const int32_t R = o.ndim;
+  const int64_t N = R ? o.shape[R - 1] : 1, rows = N ? gn_view_numel(&o) / N : 0;
+  const int64_t xl = R ? xs[(size_t)R - 1] : 0, ml = R ? ms[(size_t)R - 1] : 0;
+  const char* px = (const char*)data_of(x);
+  const uint8_t* pm = (const uint8_t*)data_of(in[1]);
+  char* po = (char*)data_of(o);
+  parallel_for(rows, N, [&](int64_t r) {
+    const int64_t xo = R > 1 ? row_offset(r, R, o.shape, xs.data()) : 0;
+    const int64_t mo = R > 1 ? row_offset(r, R, o.shape, ms.data()) : 0;
+    char* d = po + (size_t)(r * N) * es;
+    for (int64_t j = 0; j < N; ++j) copy_elem(d + j * es, pm[mo + j * ml] ? value : px + (xo + j * xl) * es, es);
+  });
+}
+
+// cat: out (outer, sum of sizes, inner); 1-D empty inputs are skipped when out
+// is not 1-D (torch's legacy rule, as the reference).
+GN_SDK_KERNEL(cat_kernel) {
+  const gn_tensor_view& o = out[0];
+  const int32_t dim = wrap_dim(attr_i(attrs, n_attrs, 0, 0), o.ndim);
+  if (dim < 0) GN_UNSUPPORTED("[cat] dim");
+  const Dims od = dims_of(o);
+  int64_t total = 0;
+  for (size_t k = 0; k < n_in; ++k) {
+    const gn_tensor_view& x = in[k];
+    if (x.dtype != o.dtype) GN_UNSUPPORTED("[cat] mixed dtypes");
+    if (x.ndim != o.ndim) {
+      if (x.ndim == 1 && x.shape[0] == 0) continue;
+      GN_UNSUPPORTED("[cat] ranks");
+    }
+    for (int32_t d = 0; d < o.ndim; ++d)
+      if (d != dim && x.shape[d] != o.shape[d]) GN_UNSUPPORTED("[cat] shapes");
+    total += x.shape[dim];
+  }
+  if (total != o.shape[dim]) GN_UNSUPPORTED("[cat] shapes");
+  const size_t es = gn_dtype_size(o.dtype);
+  const int64_t outer = prod(od, 0, (size_t)dim), inner = prod(od, (size_t)dim + 1, od.size());
+  const size_t orow = (size_t)(o.shape[dim] * inner) * es;
+  char* po = (char*)data_of(o);
+  int64_t off = 0;
+  for (size_t k = 0; k < n_in; ++k) {
+    const gn_tensor_view& x = in[k];
+    if (x.ndim != o.ndim) continue;
+    const size_t xrow = (size_t)(x.shape[dim] * inner) * es;
+    const char* px = (const char*)data_of(x);
+    const size_t base = (size_t)(off * inner) * es;
+    parallel_for(outer, (int64_t)xrow / 4 + 1,
+                 [&](int64_t a) { std::memcpy(po + (size_t)a * orow + base, px + (size_t)a * xrow, xrow); });
+    off += x.shape[dim];
+  }
+}
+
+GN_SDK_KERNEL(stack_kernel) {
+  const gn_tensor_view& o = out[0];
+  const int32_t dim = wrap_dim(attr_i(attrs, n_attrs, 0, 0), o.ndim);
+  if (dim < 0 || o.shape[dim] != (int64_t)n_in) GN_UNSUPPORTED("[stack] these arguments");
+  Dims shape = dims_of(o);
+  shape.erase(shape.begin() + dim);
+  for (size_t k = 0; k < n_in; ++k)
+    if (in[k].dtype != o.dtype || dims_of(in[k]) != shape) GN_UNSUPPORTED("[stack] inputs");
+  const size_t es = gn_dtype_size(o.dtype);
+  const int64_t outer = prod(shape, 0, (size_t)dim), inner = prod(shape, (size_t)dim, shape.size());
+  const size_t row = (size_t)inner * es;
+  const int64_t K = (int64_t)n_in;
+  char* po = (char*)data_of(o);
+  parallel_for(outer * K, inner, [&](int64_t r) {
+    const int64_t a = r / K, k = r % K;
+    std::memcpy(po + (size_t)r * row, (const char*)data_of(in[k]) + (size_t)a * row, row);
+  });
+}
+
+// ----------------------------------------------------------------------------
+// triu / tril, one_hot
+
+template <bool UPPER>
+void tri(const gn_tensor_view* in, size_t n_in, const gn_tensor_view& o, int64_t diagonal) {
+  const gn_tensor_view& x = in[0];
+  if (n_in != 1 || x.ndim < 2 || o.dtype != x.dtype || dims_of(o) != dims_of(x))
+    GN_UNSUPPORTED(UPPER ? "[triu] these arguments" : "[tril] these arguments");
+  const int64_t M = x.shape[x.ndim - 2], N = x.shape[x.ndim - 1], rows = N ? gn_view_numel(&x) / N : 0;
+  const size_t es = gn_dtype_size(x.dtype);
+  const char* px = (const char*)data_of(x);
+  char* po = (char*)data_of(o);
+  parallel_for(rows, N, [&](int64_t r) {
+    const int64_t i = r % M;
+    // triu keeps j >= i + diagonal, tril keeps j <= i + diagonal
+    const int64_t b = UPPER ? std::clamp<int64_t>(i + diagonal, 0, N) : 0;
+    const int64_t e = UPPER ? N : std::clamp<int64_t>(i + diagonal + 1, 0, N);
+    char* d = po + (size_t)(r * N) * es;
+    const char* s = px + (size_t)(r * N) * es;
+    std::memset(d, 0, (size_t)b * es);
+    if (e > b) std::memmove(d + b * es, s + b * es, (size_t)(e - b) * es);
+    std::memset(d + e * es, 0, (size_t)(N - e) * es);
+  });
+}
+
+GN_SDK_KERNEL(triu_kernel) { tri<true>(in, n_in, out[0], attr_i(attrs, n_attrs, 0, 0)); }
+GN_SDK_KERNEL(tril_kernel) { tri<false>(in, n_in, out[0], attr_i(attrs, n_attrs, 0, 0)); }
+
+GN_SDK_KERNEL(one_hot_kernel) {
+  const gn_tensor_view &ids = in[0], &o = out[0];
+  int64_t C = attr_i(attrs, n_attrs, 0, -1);
+  if (C < 0 && o.ndim > 0) C = o.shape[o.ndim - 1];
+  const int64_t n = gn_view_numel(&ids);
+  std::vector<int64_t> v;
+  if (n_in != 1 || o.dtype != GN_I64 || o.ndim != ids.ndim + 1 || o.shape[o.ndim - 1] != C ||
+      gn_view_numel(&o) != n * C || !load_indices(ids, C, v))
+    GN_UNSUPPORTED("[one_hot] these arguments");
+  int64_t* po = (int64_t*)data_of(o);
+  parallel_for(n, C, [&](int64_t r) {
+    std::memset(po + r * C, 0, (size_t)C * 8);
+    po[r * C + v[(size_t)r]] = 1;
+  });
+}
+
+// ----------------------------------------------------------------------------
+// arange, full (no inputs; the output's dtype and shape come from inference)
+
+GN_SDK_KERNEL(arange_kernel) {
+  const gn_tensor_view& o = out[0];
+  const double start = attr_d(attrs, n_attrs, 0, 0), end = attr_d(attrs, n_attrs, 1, 0), step = attr_d(attrs, n_attrs, 2, 1);
+  if (n_in != 0 || step == 0.0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(end))
+    GN_UNSUPPORTED("[arange] these arguments");  // the reference reports the error
+  const bool intlike = o.dtype == GN_I8 || o.dtype == GN_U8 || o.dtype == GN_I32 || o.dtype == GN_I64 || o.dtype == GN_BOOL;
+  const bool exact = intlike && start == std::trunc(start) && step == std::trunc(step) && std::fabs(start) < 9.2e18 &&
+                     std::fabs(step) < 9.2e18;
+  const size_t es = gn_dtype_size(o.dtype);
+  char* po = (char*)data_of(o);
+  // same formulas as the reference: exact int64 (wrapping) or start + i*step in double
+  parallel_range(gn_view_numel(&o), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      if (exact)
+        gn::sdk::store_int(po + i * es, o.dtype, (int64_t)((uint64_t)(int64_t)start + (uint64_t)i * (uint64_t)(int64_t)step));
+      else gn::sdk::store(po + i * es, o.dtype, start + (double)i * step);
+    }
+  });
+}
+
+GN_SDK_KERNEL(full_kernel) {
+  const gn_tensor_view& o = out[0];
+  if (n_in != 0) GN_UNSUPPORTED("[full] inputs");
+  const size_t es = gn_dtype_size(o.dtype);
+  char value[8];
+  gn::sdk::store(value, o.dtype, attr_d(attrs, n_attrs, 1, 0.0));
+  char* po = (char*)data_of(o);
+  parallel_range(gn_view_numel(&o), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) copy_elem(po + i * es, value, es);
+  });
+}
+
+}  // namespace
+
+void register_shape(const gn::sdk::Registrar& r) {
+  const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
+  const int32_t acc[] = {GN_F32, GN_F64, GN_I32, GN_I64};
+  const int32_t ids[] = {GN_I32, GN_I64};
+  const int32_t numeric[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
+  r.kernel("gather", all, gather_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("scatter", all, scatter_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("scatter_add", acc, scatter_add_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("index_select", all, index_select_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("index_add", acc, index_add_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("masked_fill", all, masked_fill_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("cat", all, cat_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("stack", all, stack_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("triu", all, triu_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("tril", all, tril_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("one_hot", ids, one_hot_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("arange", numeric, arange_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("full", all, full_kernel, GN_KERNEL_CONTIGUOUS);
+}
+
+}  // namespace gn::cpu
