@@ -110,4 +110,42 @@ Checkpoint load_checkpoint(const std::string& path, const Device& device = Devic
 void check_state_dict_match(const TensorMap& expected, const TensorMap& got, const std::string& what,
                             bool strict = true);
 
+// ------------------------------------------------- whole training states
+
+namespace nn { class Module; }
+namespace optim { class Optimizer; class LRScheduler; }
+namespace amp { class GradScaler; }
+
+/** What a training run saves and resumes; null parts are skipped.
+ *
+ *   genesis::TrainingState st{&model, &optimizer, &scheduler, &scaler};
+ *   st.step = step; st.epoch = epoch + 1;
+ *   genesis::save_training_checkpoint("run.ckpt.safetensors", st);     // atomic
+ *   ...
+ *   genesis::load_training_checkpoint("run.ckpt.safetensors", st);     // all or nothing
+ */
+struct TrainingState {
+  nn::Module* model = nullptr;            ///< -> section "model" (state_dict)
+  optim::Optimizer* optimizer = nullptr;  ///< -> section "optim" (flat_state)
+  optim::LRScheduler* scheduler = nullptr;  ///< -> section "scheduler" (numbers as float64 scalars)
+  amp::GradScaler* scaler = nullptr;      ///< -> section "scaler" (numbers as float64 scalars)
+  int64_t step = 0;                       ///< optimizer steps taken
+  int64_t epoch = 0;                      ///< epochs completed
+  StringMap user;                         ///< anything else (strings)
+};
+
+/** A checkpoint of every part of s plus the default generators' states. */
+Checkpoint capture_training_state(const TrainingState& s);
+/** Checks that every part of ck fits s (keys, shapes, dtypes, group counts) and throws a
+ * genesis::Error naming the first mismatch; changes nothing. */
+void check_training_state(const Checkpoint& ck, const TrainingState& s);
+/** check_training_state, then loads every part into s and restores the RNG states, step,
+ * epoch and user: either everything is restored or (on error) nothing is. */
+void restore_training_state(const Checkpoint& ck, TrainingState& s);
+/** capture_training_state written atomically (temp file, fsync, rename). */
+void save_training_checkpoint(const std::string& path, const TrainingState& s);
+/** Reads path and restores it into s (all or nothing); returns the checkpoint (extra sections...).
+ * Truncated, corrupted or mismatched files throw genesis::Error and change nothing. */
+Checkpoint load_training_checkpoint(const std::string& path, TrainingState& s, const Device& device = Device());
+
 }  // namespace genesis

@@ -109,8 +109,7 @@ OptimizerStateDict Optimizer::state_dict() const {
   return sd;
 }
 
-void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
-  // Validate everything first: a mismatch changes nothing.
+void Optimizer::check_state_dict(const OptimizerStateDict& sd) const {
   if (sd.param_groups.size() != groups_.size() || sd.group_params.size() != groups_.size())
     throw invalid("loaded state dict has a different number of parameter groups (" +
                   std::to_string(sd.param_groups.size()) + " vs " + std::to_string(groups_.size()) + ")");
@@ -136,6 +135,13 @@ void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
                       shape_str(it->second->shape()));
     }
   }
+}
+
+void Optimizer::load_state_dict(const OptimizerStateDict& sd) {
+  check_state_dict(sd);  // validate everything first: a mismatch changes nothing
+  std::map<int64_t, const Tensor*> by_id;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (size_t i = 0; i < groups_[g].params.size(); ++i) by_id[sd.group_params[g][i]] = &groups_[g].params[i];
   NoGradGuard ng;
   std::map<const Tensor::Impl*, ParamState> fresh;
   for (const auto& [id, st] : sd.state) {
@@ -168,7 +174,9 @@ std::map<std::string, Tensor> Optimizer::flat_state() const {
   return flat;
 }
 
-void Optimizer::load_flat_state(const std::map<std::string, Tensor>& flat) {
+void Optimizer::load_flat_state(const std::map<std::string, Tensor>& flat) { load_state_dict(check_flat_state(flat)); }
+
+OptimizerStateDict Optimizer::check_flat_state(const std::map<std::string, Tensor>& flat) const {
   OptimizerStateDict sd;
   std::map<int64_t, std::map<std::string, double>> opts;
   std::map<int64_t, std::vector<int64_t>> params;
@@ -199,7 +207,8 @@ void Optimizer::load_flat_state(const std::map<std::string, Tensor>& flat) {
     for (const auto& [k, v] : defaults_)
       if (!sd.param_groups[g].count(k))
         throw invalid("load_flat_state: missing 'param_groups." + std::to_string(g) + "." + k + "'");
-  load_state_dict(sd);
+  check_state_dict(sd);
+  return sd;
 }
 
 }  // namespace genesis::optim

@@ -84,6 +84,10 @@ class Optimizer {
   std::map<std::string, Tensor> flat_state() const;
   /** Restores from flat_state()'s form; throws genesis::Error on missing or mismatched entries. */
   void load_flat_state(const std::map<std::string, Tensor>& flat);
+  /** Throws what load_state_dict would throw, changing nothing. */
+  void check_state_dict(const OptimizerStateDict& sd) const;
+  /** Parses flat_state()'s form and checks it (throws what load_flat_state would), changing nothing. */
+  OptimizerStateDict check_flat_state(const std::map<std::string, Tensor>& flat) const;
 
  protected:
   /** Builds groups, filling missing options from defaults. */
