@@ -1,0 +1,173 @@
+// backends/cuda/ops/sort.cu - sort, argsort and topk along one dim.
+//
+// x dense (GN_KERNEL_CONTIGUOUS) seen as (outer, L, inner): S = outer*inner
+// lines of length L.  Each element becomes an unsigned key of its dtype's
+// width whose unsigned order is the reference's order (plugins/reference/
+// sort.cpp): floats map sign-magnitude to biased (-0 folded onto +0 so they
+// tie, every NaN onto the largest key, so NaN sorts as the largest value);
+// signed integers flip the sign bit; descending inverts the key.  Lines are
+// then sorted with CUB's stable segmented radix sort (equal keys keep their
+// position order: ties give the lower index first, in both directions), keys
+// with their position in the line as value.  A last pass writes the first k
+// of each line: values (raw copy from x) and int64 indices, back in
+// (outer, k, inner) layout.  topk sorts whole lines and keeps k.
+#include <cub/device/device_segmented_sort.cuh>
+
+#include "common.cuh"
+#include "kernels/nn_common/nn_common.cuh"
+
+namespace gn::cuda {
+namespace {
+
+template <class T> struct KeyOf { using type = typename nn::RawOf<sizeof(T)>::type; };
+
+// Order-preserving unsigned key of v (ascending).
+template <class T>
+__device__ __forceinline__ typename KeyOf<T>::type encode(T v) {
+  using K = typename KeyOf<T>::type;
+  constexpr int kBits = 8 * sizeof(K);
+  constexpr K kSign = K(K(1) << (kBits - 1));
+  K b;
+  memcpy(&b, &v, sizeof(K));
+  if constexpr (is_float_v<T>) {
+    // exponent all ones and mantissa non-zero: NaN
+    constexpr int kMan = std::is_same_v<T, float> ? 23 : std::is_same_v<T, double> ? 52
+                         : std::is_same_v<T, __half> ? 10 : 7;
+    constexpr K kExpMask = K(K(~K(0)) >> 1) & K(~K((K(1) << kMan) - 1));
+    constexpr K kManMask = K((K(1) << kMan) - 1);
+    if ((b & kExpMask) == kExpMask && (b & kManMask) != 0) return K(~K(0));
+    if ((b & K(~kSign)) == 0) b = 0;  // -0 -> +0
+    return (b & kSign) ? K(~b) : K(b | kSign);
+  } else if constexpr (std::is_signed_v<T>) {
+    return K(b ^ kSign);
+  } else {
+    return b;
+  }
+}
+
+template <class T>
+__global__ void sort_keys_kernel(const T* __restrict__ x, typename KeyOf<T>::type* __restrict__ keys,
+                                 int32_t* __restrict__ pos, int64_t L, int64_t inner, int64_t n, bool descending) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    // i = (s, j) with s = o*inner + in; source x[(o*L + j)*inner + in]
+    const int64_t s = i / L, j = i - s * L;
+    const int64_t o = s / inner, in = s - o * inner;
+    auto k = encode<T>(x[(o * L + j) * inner + in]);
+    keys[i] = descending ? decltype(k)(~k) : k;
+    pos[i] = (int32_t)j;
+  }
+}
+
+__global__ void seg_offsets_kernel(int64_t* __restrict__ off, int64_t S, int64_t L) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i <= S; i += (int64_t)gridDim.x * blockDim.x)
+    off[i] = i * L;
+}
+
+// First k of each sorted line -> values (raw) and int64 indices, (outer, k, inner).
+template <class T>
+__global__ void sort_out_kernel(const T* __restrict__ x, const int32_t* __restrict__ pos, T* __restrict__ vals,
+                                int64_t* __restrict__ idx, int64_t L, int64_t k, int64_t inner, int64_t n_out) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_out; i += (int64_t)gridDim.x * blockDim.x) {
+    // i = (o, j, in) in the output
+    const int64_t in = i % inner, j = (i / inner) % k, o = i / (inner * k);
+    const int64_t s = o * inner + in;
+    const int64_t p = pos[s * L + j];
+    if (vals) vals[i] = x[(o * L + p) * inner + in];
+    if (idx) idx[i] = p;
+  }
+}
+
+int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
+  const int64_t n = ndim > 0 ? ndim : 1;
+  if (dim == GN_DIM_NONE || dim < -n || dim >= n)
+    fail_op(GN_ERR_INDEX, op, "dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
+  return ndim > 0 ? (int32_t)(dim < 0 ? dim + n : dim) : 0;
+}
+
+// Sort every line of x along dim; write the first k: values (optional) and
+// indices (optional).
+void sort_lines(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& x, int32_t dim, bool descending,
+                int64_t k, const gn_tensor_view* values, const gn_tensor_view* indices) {
+  DeviceGuard dg(ctx);
+  int64_t outer = 1, L = 1, inner = 1;
+  if (x.ndim > 0) {
+    for (int32_t d = 0; d < dim; ++d) outer *= x.shape[d];
+    L = x.shape[dim];
+    for (int32_t d = dim + 1; d < x.ndim; ++d) inner *= x.shape[d];
+  }
+  if (k < 0 || k > L)
+    fail_op(GN_ERR_INVALID_ARGUMENT, op, "k " + std::to_string(k) + " is out of range for a dim of size " + std::to_string(L));
+  const int64_t n_out = outer * k * inner;
+  if (values && (numel(*values) != n_out || values->dtype != x.dtype))
+    fail_op(GN_ERR_SHAPE, op, "values " + shape_str(*values) + " do not match input " + shape_str(x));
+  if (indices && (numel(*indices) != n_out || indices->dtype != GN_I64))
+    fail_op(GN_ERR_SHAPE, op, "indices " + shape_str(*indices) + " must be int64 matching " + shape_str(x));
+  const int64_t n = outer * L * inner, S = outer * inner;
+  if (n_out == 0) return;
+  if (n >= INT32_MAX) fail_op(GN_ERR_UNSUPPORTED, op, "more than 2^31-1 elements is not supported on cuda");
+  dispatch_all(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using K = typename KeyOf<T>::type;
+    size_t temp = 0;
+    GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(nullptr, temp, (const K*)nullptr, (K*)nullptr,
+                                                            (const int32_t*)nullptr, (int32_t*)nullptr, n, S,
+                                                            (const int64_t*)nullptr, (const int64_t*)nullptr,
+                                                            stream(ctx)));
+    nn::Carver cv;
+    const size_t o_kin = cv.add(n * sizeof(K)), o_kout = cv.add(n * sizeof(K)), o_pin = cv.add(n * 4),
+                 o_pout = cv.add(n * 4), o_off = cv.add((S + 1) * 8), o_tmp = cv.add(temp);
+    char* ws = static_cast<char*>(workspace(ctx, cv.total));
+    K *kin = (K*)(ws + o_kin), *kout = (K*)(ws + o_kout);
+    int32_t *pin = (int32_t*)(ws + o_pin), *pout = (int32_t*)(ws + o_pout);
+    int64_t* off = (int64_t*)(ws + o_off);
+    sort_keys_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), kin, pin, L, inner,
+                                                                           n, descending);
+    GN_CUDA_CHECK_LAUNCH();
+    seg_offsets_kernel<<<nn::grid_for(ctx, S + 1), kThreads, 0, stream(ctx)>>>(off, S, L);
+    GN_CUDA_CHECK_LAUNCH();
+    GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(ws + o_tmp, temp, kin, kout, pin, pout, n, S, off, off + 1,
+                                                            stream(ctx)));
+    sort_out_kernel<T><<<nn::grid_for(ctx, n_out), kThreads, 0, stream(ctx)>>>(
+        data_ptr<const T>(x), pout, values ? data_ptr<T>(*values) : nullptr,
+        indices ? data_ptr<int64_t>(*indices) : nullptr, L, k, inner, n_out);
+    GN_CUDA_CHECK_LAUNCH();
+  });
+}
+
+// sort(x; dim, descending, stable) -> (values, indices)
+GN_SDK_KERNEL(sort_fn) {
+  need_io("sort", n_in, 1, n_out, 2);
+  const gn_tensor_view& x = in[0];
+  const int32_t dim = wrap_dim_checked("sort", attr_int("sort", attrs, n_attrs, 0), x.ndim);
+  const bool desc = attr_int("sort", attrs, n_attrs, 1) != 0;
+  sort_lines(ctx, "sort", x, dim, desc, x.ndim == 0 ? 1 : x.shape[dim], &out[0], &out[1]);
+}
+
+// argsort(x; dim, descending, stable) -> indices
+GN_SDK_KERNEL(argsort_fn) {
+  need_io("argsort", n_in, 1, n_out, 1);
+  const gn_tensor_view& x = in[0];
+  const int32_t dim = wrap_dim_checked("argsort", attr_int("argsort", attrs, n_attrs, 0), x.ndim);
+  const bool desc = attr_int("argsort", attrs, n_attrs, 1) != 0;
+  sort_lines(ctx, "argsort", x, dim, desc, x.ndim == 0 ? 1 : x.shape[dim], nullptr, &out[0]);
+}
+
+// topk(x; k, dim, largest, sorted) -> (values, indices), always sorted
+GN_SDK_KERNEL(topk_fn) {
+  need_io("topk", n_in, 1, n_out, 2);
+  const gn_tensor_view& x = in[0];
+  const int64_t k = attr_int("topk", attrs, n_attrs, 0);
+  const int32_t dim = wrap_dim_checked("topk", attr_int("topk", attrs, n_attrs, 1), x.ndim);
+  const bool largest = attr_int("topk", attrs, n_attrs, 2) != 0;
+  sort_lines(ctx, "topk", x, dim, largest, k, &out[0], &out[1]);
+}
+
+}  // namespace
+
+GN_CUDA_FAMILY(sort) {
+  r.kernel("sort", kAllDtypes, sort_fn, GN_KERNEL_CONTIGUOUS);
+  r.kernel("argsort", kAllDtypes, argsort_fn, GN_KERNEL_CONTIGUOUS);
+  r.kernel("topk", kNumericDtypes, topk_fn, GN_KERNEL_CONTIGUOUS);
+}
+
+}  // namespace gn::cuda
