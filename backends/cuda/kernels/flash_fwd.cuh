@@ -19,9 +19,11 @@ namespace gn::cuda::flash {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-template <class T, int D, int NW>
+// MT m-tiles (16 rows each) per warp: every K/V fragment read from shared memory
+// feeds MT tensor-core ops (shared-memory bandwidth is the limit at MT = 1).
+template <class T, int D, int NW, int MT, int BN>
 __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
-  constexpr int BM = 16 * NW, BN = 64, NT = NW * 32;
+  constexpr int WR = 16 * MT, BM = WR * NW, NT = NW * 32;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);  // BM x D
   T* sK = sQ + BM * D;                     // 2 x BN x D
@@ -44,10 +46,15 @@ __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
   const int n_tiles = (n_end + BN - 1) / BN;
 
   const int g = lane >> 2, t4 = lane & 3;
-  float o[D / 8][4];
+  const int wr0 = m0 + warp * WR;  // this warp's first row
+  float o[MT][D / 8][4];
 #pragma unroll
-  for (int j = 0; j < D / 8; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) o[mt][j][0] = o[mt][j][1] = o[mt][j][2] = o[mt][j][3] = 0.f;
+  float m_run[MT][2], l_run[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) m_run[mt][0] = m_run[mt][1] = -INFINITY, l_run[mt][0] = l_run[mt][1] = 0.f;
   const float sl2 = p.scale * kLog2e;
 
   if (n_tiles > 0) {
@@ -56,7 +63,6 @@ __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
     load_tile_async<BN, D, NT>(sV, gv, p.v_ss, 0, p.Sk, tid);
     cp_async_commit();
   }
-  uint32_t qf[D / 16][4];
   for (int t = 0; t < n_tiles; ++t) {
     const int buf = t & 1;
     if (t + 1 < n_tiles) {
@@ -66,106 +72,126 @@ __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();
-    if (t == 0) {
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        int row = warp * 16 + (lane & 15), col = kk * 16 + (lane >> 4) * 8;
-        ldsm_x4(qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3], smem_u32(sQ + swz<D>(row, col)));
-      }
-    }
     const T* cK = sK + buf * BN * D;
     const T* cV = sV + buf * BN * D;
-    // S = Q K^T for this warp's 16 rows x BN keys
-    float s[BN / 8][4];
+    // S = Q K^T for this warp's WR rows x BN keys (Q fragments re-read from smem)
+    float s[MT][BN / 8][4];
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) s[mt][j][0] = s[mt][j][1] = s[mt][j][2] = s[mt][j][3] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t qf[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        int row = warp * WR + mt * 16 + (lane & 15), col = kk * 16 + (lane >> 4) * 8;
+        ldsm_x4(qf[mt][0], qf[mt][1], qf[mt][2], qf[mt][3], smem_u32(sQ + swz<D>(row, col)));
+      }
 #pragma unroll
       for (int j = 0; j < BN / 8; j += 2) {
         int key = j * 8 + (lane & 7) + ((lane >> 4) << 3), col = kk * 16 + ((lane >> 3) & 1) * 8;
         uint32_t b0, b1, b2, b3;
         ldsm_x4(b0, b1, b2, b3, smem_u32(cK + swz<D>(key, col)));
-        mma16816<T>(s[j], qf[kk], b0, b1);
-        mma16816<T>(s[j + 1], qf[kk], b2, b3);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma16816<T>(s[mt][j], qf[mt], b0, b1);
+          mma16816<T>(s[mt][j + 1], qf[mt], b2, b3);
+        }
       }
     }
     // scale to log2 units; mask keys past the end or above the causal diagonal
     const int n0 = t * BN;
-    const bool need_mask = n0 + BN > p.Sk || (p.causal && n0 + BN - 1 > m0 + warp * 16 + p.causal_off);
+    const bool need_mask = n0 + BN > p.Sk || (p.causal && n0 + BN - 1 > wr0 + p.causal_off);
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j)
+    for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float v = s[j][e] * sl2;
-        if (need_mask) {
-          int key = n0 + j * 8 + 2 * t4 + (e & 1);
-          int row = m0 + warp * 16 + g + (e >> 1) * 8;
-          if (key >= p.Sk || (p.causal && key > row + p.causal_off)) v = -INFINITY;
+      for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float v = s[mt][j][e] * sl2;
+          if (need_mask) {
+            int key = n0 + j * 8 + 2 * t4 + (e & 1);
+            int row = wr0 + mt * 16 + g + (e >> 1) * 8;
+            if (key >= p.Sk || (p.causal && key > row + p.causal_off)) v = -INFINITY;
+          }
+          s[mt][j][e] = v;
         }
-        s[j][e] = v;
+    // online softmax, rows g (e = 0,1) and g+8 (e = 2,3) of each m-tile
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = m_run[mt][r];
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * r], s[mt][j][2 * r + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float mu = mx == -INFINITY ? 0.f : mx;
+        const float alpha = exp2f(m_run[mt][r] - mu);
+        m_run[mt][r] = mx;
+        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+          s[mt][j][2 * r] = exp2f(s[mt][j][2 * r] - mu);
+          s[mt][j][2 * r + 1] = exp2f(s[mt][j][2 * r + 1] - mu);
+          sum += s[mt][j][2 * r] + s[mt][j][2 * r + 1];
+        }
+        l_run[mt][r] = l_run[mt][r] * alpha + sum;
+#pragma unroll
+        for (int j = 0; j < D / 8; ++j) {
+          o[mt][j][2 * r] *= alpha;
+          o[mt][j][2 * r + 1] *= alpha;
+        }
       }
-    // online softmax, rows g (e = 0,1) and g+8 (e = 2,3)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = m_run[r];
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[j][2 * r], s[j][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float mu = mx == -INFINITY ? 0.f : mx;
-      const float alpha = exp2f(m_run[r] - mu);
-      m_run[r] = mx;
-      float sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        s[j][2 * r] = exp2f(s[j][2 * r] - mu);
-        s[j][2 * r + 1] = exp2f(s[j][2 * r + 1] - mu);
-        sum += s[j][2 * r] + s[j][2 * r + 1];
-      }
-      l_run[r] = l_run[r] * alpha + sum;
-#pragma unroll
-      for (int j = 0; j < D / 8; ++j) {
-        o[j][2 * r] *= alpha;
-        o[j][2 * r + 1] *= alpha;
-      }
-    }
     // O += P V (P straight from the accumulators, see flash_common.cuh)
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
-      uint32_t a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                       pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        a[mt][0] = pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        a[mt][1] = pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        a[mt][2] = pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        a[mt][3] = pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
 #pragma unroll
       for (int j = 0; j < D / 8; j += 2) {
         int key = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
         uint32_t b0, b1, b2, b3;
         ldsm_x4_t(b0, b1, b2, b3, smem_u32(cV + swz<D>(key, col)));
-        mma16816<T>(o[j], a, b0, b1);
-        mma16816<T>(o[j + 1], a, b2, b3);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma16816<T>(o[mt][j], a[mt], b0, b1);
+          mma16816<T>(o[mt][j + 1], a[mt], b2, b3);
+        }
       }
     }
     __syncthreads();  // this buffer is refilled two iterations on
   }
   // normalise and write out / lse
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const int row = m0 + warp * 16 + g + r * 8;
-    if (row >= p.Sq) continue;
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    T* orow = go + row * p.o_ss;
+  for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int j = 0; j < D / 8; ++j)
-      *reinterpret_cast<uint32_t*>(orow + j * 8 + 2 * t4) = pack2<T>(o[j][2 * r] * inv, o[j][2 * r + 1] * inv);
-    if (t4 == 0) glse[row] = l > 0.f ? m_run[r] * kLn2 + logf(l) : -INFINITY;
-  }
+    for (int r = 0; r < 2; ++r) {
+      float l = l_run[mt][r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const int row = wr0 + mt * 16 + g + r * 8;
+      if (row >= p.Sq) continue;
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      T* orow = go + row * p.o_ss;
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j)
+        *reinterpret_cast<uint32_t*>(orow + j * 8 + 2 * t4) =
+            pack2<T>(o[mt][j][2 * r] * inv, o[mt][j][2 * r + 1] * inv);
+      if (t4 == 0) glse[row] = l > 0.f ? m_run[mt][r] * kLn2 + logf(l) : -INFINITY;
+    }
 }
 
-template <int D, int NW>
+template <int D, int NW, int MT, int BN>
 constexpr int fwd_smem_bytes() {
-  return (16 * NW * D + 4 * 64 * D) * 2;
+  return (16 * MT * NW * D + 4 * BN * D) * 2;
 }
 
 }  // namespace gn::cuda::flash

@@ -1,0 +1,446 @@
+// backends/cuda/ops/attention.cu - scaled_dot_product_attention and its backward.
+//
+// q (B,Hq,Sq,D), k (B,Hkv,Sk,D), v (B,Hkv,Sk,Dv); query head h reads KV head
+// h / (Hq/Hkv) (GQA, never materialised).  Semantics of plugins/reference/
+// attention.cpp: causal 1 keeps j <= i (top-left), 2 keeps j <= i + Sk - Sq
+// (bottom-right); an optional mask (bool keep / float additive) broadcasts to
+// (B,Hq,Sq,Sk); scale NaN = 1/sqrt(D); a row with no kept key gives out 0 and
+// lse -inf, and no gradient.
+//
+// Two paths:
+//   flash (kernels/flash_*.cuh): bf16/f16, D == Dv in {64, 128}, no mask, last
+//     dims contiguous and rows 16-byte aligned.  Tensor cores, f32 accumulation;
+//     the backward uses the saved lse and recomputes P tile by tile.
+//   generic (this file): everything else (f32, f64, masks, other head dims up to
+//     512).  One warp per query row, online softmax in f32 (f64 for f64); the
+//     backward recomputes lse and accumulates dK/dV with atomics in f32/f64
+//     scratch.  Correct everywhere, not fast.
+#include <cmath>
+
+#include "common.cuh"
+#include "kernels/flash_launch.cuh"
+
+namespace gn::cuda {
+namespace {
+
+// ----------------------------------------------------------------------------
+// shapes
+
+struct AttnDims {
+  int64_t B, Hq, Hkv, Sq, Sk, D, Dv;
+};
+
+AttnDims attn_dims(const char* op, const gn_tensor_view& q, const gn_tensor_view& k, const gn_tensor_view& v) {
+  if (q.ndim != 4 || k.ndim != 4 || v.ndim != 4) fail_op(GN_ERR_SHAPE, op, "q, k and v must be 4-D");
+  AttnDims d{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]};
+  if (k.shape[0] != d.B || v.shape[0] != d.B || k.shape[3] != d.D || v.shape[1] != d.Hkv || v.shape[2] != d.Sk)
+    fail_op(GN_ERR_SHAPE, op, "q " + shape_str(q) + ", k " + shape_str(k) + ", v " + shape_str(v) + " do not agree");
+  if (d.Hkv == 0 ? d.Hq != 0 : d.Hq % d.Hkv != 0)
+    fail_op(GN_ERR_SHAPE, op, "Hq " + std::to_string(d.Hq) + " is not a multiple of Hkv " + std::to_string(d.Hkv));
+  return d;
+}
+
+void expect_shape4(const char* op, const char* what, const gn_tensor_view& t, int64_t a, int64_t b, int64_t c,
+                   int64_t e) {
+  if (t.ndim != 4 || t.shape[0] != a || t.shape[1] != b || t.shape[2] != c || t.shape[3] != e)
+    fail_op(GN_ERR_SHAPE, op, std::string(what) + " has shape " + shape_str(t));
+}
+
+// Element strides of a 4-D view, 0 where a dim is broadcast (size 1).
+struct Str4 {
+  int64_t s[4];
+};
+Str4 str4(const gn_tensor_view& t) {
+  Str4 r{};
+  for (int i = 0; i < 4; ++i) r.s[i] = t.shape[i] == 1 ? 0 : t.strides[i];
+  return r;
+}
+// A mask broadcast to (B,Hq,Sq,Sk): right-aligned, size-1 dims stride 0.
+Str4 mask_str(const char* op, const gn_tensor_view& m, const AttnDims& d) {
+  if (m.ndim > 4) fail_op(GN_ERR_SHAPE, op, "mask has more than 4 dims");
+  const int64_t full[4] = {d.B, d.Hq, d.Sq, d.Sk};
+  Str4 r{};
+  for (int i = 0; i < 4; ++i) {
+    const int j = i - (4 - m.ndim);
+    if (j < 0) continue;
+    if (m.shape[j] != 1 && m.shape[j] != full[i]) fail_op(GN_ERR_SHAPE, op, "mask does not broadcast");
+    r.s[i] = m.shape[j] == 1 ? 0 : m.strides[j];
+  }
+  return r;
+}
+
+// ----------------------------------------------------------------------------
+// generic path
+
+constexpr int kMaxPerLane = 16;  // head dims up to 32 * 16 = 512
+
+struct GenericArgs {
+  const void *q, *k, *v, *mask, *dout;
+  void *out, *dq;
+  void* lse;       // LseT, strided (B,Hq,Sq)
+  void *dk_acc, *dv_acc;  // A scratch, dense (B,Hkv,Sk,D / Dv)
+  Str4 sq, sk, sv, so, sm, sdo, sdq;
+  int64_t lse_s[3];
+  int32_t mask_dtype;  // -1 = no mask
+  int32_t mask_esize;  // bytes per mask element
+  int lse_f64;
+  AttnDims d;
+  int causal;
+  double scale;
+};
+
+template <class A>
+__device__ __forceinline__ A warp_sum(A v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float gexp(float x) { return __expf(x); }
+__device__ __forceinline__ double gexp(double x) { return exp(x); }
+
+// Score of key j for the row (already holding q in registers); -inf = dropped.
+template <class T, class A>
+__device__ __forceinline__ A generic_score(const GenericArgs& g, const A (&qr)[kMaxPerLane], const T* kh, int64_t b,
+                                           int64_t h, int64_t i, int64_t j, int lane) {
+  const AttnDims& d = g.d;
+  if ((g.causal == 1 && j > i) || (g.causal == 2 && j > i + d.Sk - d.Sq)) return -INFINITY;
+  A madd = 0;
+  if (g.mask_dtype >= 0) {
+    const char* mp = (const char*)g.mask +
+                     (b * g.sm.s[0] + h * g.sm.s[1] + i * g.sm.s[2] + j * g.sm.s[3]) * g.mask_esize;
+    const double mv = gn::sdk::load(mp, g.mask_dtype);
+    if (g.mask_dtype == GN_BOOL) {
+      if (mv == 0.0) return -INFINITY;
+    } else {
+      madd = (A)mv;
+    }
+  }
+  A dot = 0;
+#pragma unroll
+  for (int e = 0; e < kMaxPerLane; ++e) {
+    const int64_t c = lane + 32 * e;
+    if (c < d.D) dot += qr[e] * (A)kh[j * g.sk.s[2] + c * g.sk.s[3]];
+  }
+  dot = warp_sum(dot);
+  return dot * (A)g.scale + madd;
+}
+
+template <class T, class A>
+__global__ void attn_fwd_generic(GenericArgs g) {
+  const AttnDims& d = g.d;
+  const int lane = threadIdx.x & 31;
+  const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= d.B * d.Hq * d.Sq) return;
+  const int64_t i = row % d.Sq, h = (row / d.Sq) % d.Hq, b = row / (d.Sq * d.Hq), hk = h / (d.Hq / d.Hkv);
+  const T* qp = (const T*)g.q + b * g.sq.s[0] + h * g.sq.s[1] + i * g.sq.s[2];
+  const T* kh = (const T*)g.k + b * g.sk.s[0] + hk * g.sk.s[1];
+  const T* vh = (const T*)g.v + b * g.sv.s[0] + hk * g.sv.s[1];
+  A qr[kMaxPerLane], o[kMaxPerLane];
+#pragma unroll
+  for (int e = 0; e < kMaxPerLane; ++e) {
+    const int64_t c = lane + 32 * e;
+    qr[e] = c < d.D ? (A)qp[c * g.sq.s[3]] : A(0);
+    o[e] = 0;
+  }
+  A m = -INFINITY, l = 0;
+  for (int64_t j = 0; j < d.Sk; ++j) {
+    const A s = generic_score<T, A>(g, qr, kh, b, h, i, j, lane);
+    if (s == -INFINITY) continue;
+    const A mn = s > m ? s : m;
+    const A alpha = m == -INFINITY ? A(0) : gexp(m - mn), p = gexp(s - mn);
+    l = l * alpha + p;
+#pragma unroll
+    for (int e = 0; e < kMaxPerLane; ++e) {
+      const int64_t c = lane + 32 * e;
+      if (c < d.Dv) o[e] = o[e] * alpha + p * (A)vh[j * g.sv.s[2] + c * g.sv.s[3]];
+    }
+    m = mn;
+  }
+  T* op = (T*)g.out + b * g.so.s[0] + h * g.so.s[1] + i * g.so.s[2];
+  const A inv = l > 0 ? A(1) / l : A(0);
+#pragma unroll
+  for (int e = 0; e < kMaxPerLane; ++e) {
+    const int64_t c = lane + 32 * e;
+    if (c < d.Dv) op[c * g.so.s[3]] = convert<T>(o[e] * inv);
+  }
+  if (lane == 0 && g.lse) {
+    const A lse = l > 0 ? m + log(l) : A(-INFINITY);
+    const int64_t off = b * g.lse_s[0] + h * g.lse_s[1] + i * g.lse_s[2];
+    if (g.lse_f64) ((double*)g.lse)[off] = (double)lse;
+    else ((float*)g.lse)[off] = (float)lse;
+  }
+}
+
+// One warp per query row: recompute lse, rowdot = sum_j P dP, then dS and the
+// three gradients (dk/dv by atomics into A scratch, dq directly).
+template <class T, class A>
+__global__ void attn_bwd_generic(GenericArgs g) {
+  const AttnDims& d = g.d;
+  const int lane = threadIdx.x & 31;
+  const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= d.B * d.Hq * d.Sq) return;
+  const int64_t i = row % d.Sq, h = (row / d.Sq) % d.Hq, b = row / (d.Sq * d.Hq), hk = h / (d.Hq / d.Hkv);
+  const T* qp = (const T*)g.q + b * g.sq.s[0] + h * g.sq.s[1] + i * g.sq.s[2];
+  const T* dop = (const T*)g.dout + b * g.sdo.s[0] + h * g.sdo.s[1] + i * g.sdo.s[2];
+  const T* kh = (const T*)g.k + b * g.sk.s[0] + hk * g.sk.s[1];
+  const T* vh = (const T*)g.v + b * g.sv.s[0] + hk * g.sv.s[1];
+  A* dkh = (A*)g.dk_acc + (b * d.Hkv + hk) * d.Sk * d.D;
+  A* dvh = (A*)g.dv_acc + (b * d.Hkv + hk) * d.Sk * d.Dv;
+  A qr[kMaxPerLane], dor[kMaxPerLane], dq[kMaxPerLane];
+#pragma unroll
+  for (int e = 0; e < kMaxPerLane; ++e) {
+    const int64_t c = lane + 32 * e;
+    qr[e] = c < d.D ? (A)qp[c * g.sq.s[3]] : A(0);
+    dor[e] = c < d.Dv ? (A)dop[c * g.sdo.s[3]] : A(0);
+    dq[e] = 0;
+  }
+  A m = -INFINITY, l = 0;
+  for (int64_t j = 0; j < d.Sk; ++j) {
+    const A s = generic_score<T, A>(g, qr, kh, b, h, i, j, lane);
+    if (s == -INFINITY) continue;
+    const A mn = s > m ? s : m;
+    l = l * (m == -INFINITY ? A(0) : gexp(m - mn)) + gexp(s - mn);
+    m = mn;
+  }
+  if (l > 0) {
+    const A lse = m + log(l);
+    auto dp_of = [&](int64_t j) {
+      A acc = 0;
+#pragma unroll
+      for (int e = 0; e < kMaxPerLane; ++e) {
+        const int64_t c = lane + 32 * e;
+        if (c < d.Dv) acc += dor[e] * (A)vh[j * g.sv.s[2] + c * g.sv.s[3]];
+      }
+      return warp_sum(acc);
+    };
+    A rowdot = 0;
+    for (int64_t j = 0; j < d.Sk; ++j) {
+      const A s = generic_score<T, A>(g, qr, kh, b, h, i, j, lane);
+      if (s == -INFINITY) continue;
+      rowdot += gexp(s - lse) * dp_of(j);
+    }
+    for (int64_t j = 0; j < d.Sk; ++j) {
+      const A s = generic_score<T, A>(g, qr, kh, b, h, i, j, lane);
+      if (s == -INFINITY) continue;
+      const A p = gexp(s - lse), ds = p * (dp_of(j) - rowdot) * (A)g.scale;
+#pragma unroll
+      for (int e = 0; e < kMaxPerLane; ++e) {
+        const int64_t c = lane + 32 * e;
+        if (c < d.D) {
+          dq[e] += ds * (A)kh[j * g.sk.s[2] + c * g.sk.s[3]];
+          atomicAdd(dkh + j * d.D + c, ds * qr[e]);
+        }
+        if (c < d.Dv) atomicAdd(dvh + j * d.Dv + c, p * dor[e]);
+      }
+    }
+  }
+  T* dqp = (T*)g.dq + b * g.sdq.s[0] + h * g.sdq.s[1] + i * g.sdq.s[2];
+#pragma unroll
+  for (int e = 0; e < kMaxPerLane; ++e) {
+    const int64_t c = lane + 32 * e;
+    if (c < d.D) dqp[c * g.sdq.s[3]] = convert<T>(dq[e]);
+  }
+}
+
+// dense A scratch (B,Hkv,Sk,C) -> strided T output
+template <class T, class A>
+__global__ void attn_cast_out(const A* src, T* dst, Str4 s, int64_t d1, int64_t d2, int64_t d3, int64_t n) {
+  for (int64_t x = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; x < n; x += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t c = x % d3, j = (x / d3) % d2, h = (x / (d3 * d2)) % d1, b = x / (d3 * d2 * d1);
+    dst[b * s.s[0] + h * s.s[1] + j * s.s[2] + c * s.s[3]] = convert<T>(src[x]);
+  }
+}
+
+// ----------------------------------------------------------------------------
+// flash eligibility
+
+bool rows_aligned(const gn_tensor_view& t) {
+  // last dim contiguous, every other stride a multiple of 8 elements (16 bytes), 16-byte base
+  if (t.strides[3] != 1) return false;
+  for (int i = 0; i < 3; ++i)
+    if (t.shape[i] != 1 && t.strides[i] % 8 != 0) return false;
+  return aligned16(gn_view_ptr(&t));
+}
+
+bool lse_dense_f32(const gn_tensor_view& l) { return l.dtype == GN_F32 && is_contiguous(l); }
+
+bool flash_ok(const AttnDims& d, int32_t dt, bool has_mask) {
+  return (dt == GN_BF16 || dt == GN_F16) && !has_mask && d.D == d.Dv && flash::flash_head_dim_ok((int)d.D) &&
+         d.Sq < (1 << 30) && d.Sk < (1 << 30) && d.B * d.Hq < 65536 && d.Hkv > 0;
+}
+
+flash::Params flash_params(const AttnDims& d, const gn_tensor_view& q, const gn_tensor_view& k,
+                           const gn_tensor_view& v, int causal, double scale) {
+  flash::Params p{};
+  p.q = gn_view_ptr(&q); p.k = gn_view_ptr(&k); p.v = gn_view_ptr(&v);
+  p.q_sb = q.strides[0]; p.q_sh = q.strides[1]; p.q_ss = q.strides[2];
+  p.k_sb = k.strides[0]; p.k_sh = k.strides[1]; p.k_ss = k.strides[2];
+  p.v_sb = v.strides[0]; p.v_sh = v.strides[1]; p.v_ss = v.strides[2];
+  p.B = (int)d.B; p.Hq = (int)d.Hq; p.Hkv = (int)d.Hkv; p.Sq = (int)d.Sq; p.Sk = (int)d.Sk;
+  p.causal = causal != 0;
+  p.causal_off = causal == 2 ? (int)(d.Sk - d.Sq) : 0;
+  p.scale = (float)scale;
+  return p;
+}
+
+double resolve_scale(double s, int64_t D) { return std::isnan(s) ? 1.0 / std::sqrt((double)D) : s; }
+
+int64_t causal_attr(const char* op, const gn_attr_value* attrs, size_t n) {
+  const int64_t c = attr_int(op, attrs, n, 0);
+  if (c < 0 || c > 2) fail_op(GN_ERR_INVALID_ARGUMENT, op, "causal must be 0, 1 or 2");
+  return c;
+}
+
+// ----------------------------------------------------------------------------
+// kernels
+
+// in: q, k, v, [mask]; out: out, lse; attrs: causal, scale
+GN_SDK_KERNEL(sdpa_kernel) {
+  const char* op = "scaled_dot_product_attention";
+  need_io(op, n_in, 3, n_out, 1);
+  DeviceGuard guard(ctx);
+  const int64_t causal = causal_attr(op, attrs, n_attrs);
+  const AttnDims d = attn_dims(op, in[0], in[1], in[2]);
+  const double scale = resolve_scale(attr_float(op, attrs, n_attrs, 1), d.D);
+  expect_shape4(op, "out", out[0], d.B, d.Hq, d.Sq, d.Dv);
+  const bool has_lse = n_out > 1;
+  if (has_lse && (out[1].ndim != 3 || out[1].shape[0] != d.B || out[1].shape[1] != d.Hq || out[1].shape[2] != d.Sq))
+    fail_op(GN_ERR_SHAPE, op, "lse has shape " + shape_str(out[1]));
+  const int32_t dt = out[0].dtype;
+  for (int i = 0; i < 3; ++i)
+    if (in[i].dtype != dt) fail_op(GN_ERR_DTYPE, op, "q, k, v and out must share one dtype");
+  const bool has_mask = n_in > 3;
+  cudaStream_t st = stream(ctx);
+  if (d.B * d.Hq * d.Sq == 0) return;
+  if (flash_ok(d, dt, has_mask) && rows_aligned(in[0]) && rows_aligned(in[1]) && rows_aligned(in[2]) &&
+      rows_aligned(out[0]) && (!has_lse || lse_dense_f32(out[1])) && d.Sk > 0) {
+    flash::Params p = flash_params(d, in[0], in[1], in[2], (int)causal, scale);
+    p.out = gn_view_ptr(&out[0]);
+    p.o_sb = out[0].strides[0]; p.o_sh = out[0].strides[1]; p.o_ss = out[0].strides[2];
+    p.lse = has_lse ? data_ptr<float>(out[1])
+                    : static_cast<float*>(workspace(ctx, (size_t)(d.B * d.Hq * d.Sq) * sizeof(float)));
+    GN_CUDA_CHECK(flash::flash_fwd(p, dt == GN_BF16 ? flash::Half16::bf16 : flash::Half16::f16, (int)d.D, st));
+    return;
+  }
+  if (d.D > 32 * kMaxPerLane || d.Dv > 32 * kMaxPerLane)
+    fail_op(GN_ERR_UNSUPPORTED, op, "head dims above 512 are not supported on cuda");
+  GenericArgs g{};
+  g.q = gn_view_ptr(&in[0]); g.k = gn_view_ptr(&in[1]); g.v = gn_view_ptr(&in[2]);
+  g.sq = str4(in[0]); g.sk = str4(in[1]); g.sv = str4(in[2]);
+  g.out = gn_view_ptr(&out[0]); g.so = str4(out[0]);
+  g.mask_dtype = -1;
+  if (has_mask) {
+    if (in[3].dtype != GN_BOOL && !gn_dtype_is_float(in[3].dtype))
+      fail_op(GN_ERR_DTYPE, op, "mask must be bool or floating point");
+    g.mask = gn_view_ptr(&in[3]);
+    g.mask_dtype = in[3].dtype;
+    g.mask_esize = (int32_t)gn_dtype_size(in[3].dtype);
+    g.sm = mask_str(op, in[3], d);
+  }
+  if (has_lse) {
+    if (out[1].dtype != GN_F32 && out[1].dtype != GN_F64) fail_op(GN_ERR_DTYPE, op, "lse must be f32 or f64");
+    g.lse = gn_view_ptr(&out[1]);
+    g.lse_f64 = out[1].dtype == GN_F64;
+    for (int i = 0; i < 3; ++i) g.lse_s[i] = out[1].strides[i];
+  }
+  g.d = d;
+  g.causal = (int)causal;
+  g.scale = scale;
+  const int64_t rows = d.B * d.Hq * d.Sq;
+  dispatch_float(dt, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    attn_fwd_generic<T, A><<<(unsigned)((rows + 7) / 8), 256, 0, st>>>(g);
+  });
+  GN_CUDA_CHECK_LAUNCH();
+}
+
+// in: grad_out, q, k, v, out, lse, [mask]; out: grad_q, grad_k, grad_v; attrs: causal, scale
+GN_SDK_KERNEL(sdpa_backward_kernel) {
+  const char* op = "scaled_dot_product_attention_backward";
+  need_io(op, n_in, 6, n_out, 3);
+  DeviceGuard guard(ctx);
+  const int64_t causal = causal_attr(op, attrs, n_attrs);
+  const AttnDims d = attn_dims(op, in[1], in[2], in[3]);
+  const double scale = resolve_scale(attr_float(op, attrs, n_attrs, 1), d.D);
+  expect_shape4(op, "grad_out", in[0], d.B, d.Hq, d.Sq, d.Dv);
+  expect_shape4(op, "out", in[4], d.B, d.Hq, d.Sq, d.Dv);
+  if (in[5].ndim != 3 || in[5].shape[0] != d.B || in[5].shape[1] != d.Hq || in[5].shape[2] != d.Sq)
+    fail_op(GN_ERR_SHAPE, op, "lse has shape " + shape_str(in[5]));
+  expect_shape4(op, "grad_q", out[0], d.B, d.Hq, d.Sq, d.D);
+  expect_shape4(op, "grad_k", out[1], d.B, d.Hkv, d.Sk, d.D);
+  expect_shape4(op, "grad_v", out[2], d.B, d.Hkv, d.Sk, d.Dv);
+  const int32_t dt = out[0].dtype;
+  for (int i : {0, 1, 2, 3, 4})
+    if (in[i].dtype != dt) fail_op(GN_ERR_DTYPE, op, "grad_out, q, k, v, out and the grads must share one dtype");
+  const bool has_mask = n_in > 6;
+  cudaStream_t st = stream(ctx);
+  const int64_t nq = d.B * d.Hq * d.Sq, nk = d.B * d.Hkv * d.Sk;
+  if (flash_ok(d, dt, has_mask) && d.Sk > 0 && nq > 0 && lse_dense_f32(in[5]) && rows_aligned(in[0]) &&
+      rows_aligned(in[1]) && rows_aligned(in[2]) && rows_aligned(in[3]) && rows_aligned(in[4]) &&
+      rows_aligned(out[0]) && rows_aligned(out[1]) && rows_aligned(out[2])) {
+    flash::Params p = flash_params(d, in[1], in[2], in[3], (int)causal, scale);
+    p.dout = gn_view_ptr(&in[0]);
+    p.do_sb = in[0].strides[0]; p.do_sh = in[0].strides[1]; p.do_ss = in[0].strides[2];
+    p.o = gn_view_ptr(&in[4]);
+    p.o_sb = in[4].strides[0]; p.o_sh = in[4].strides[1]; p.o_ss = in[4].strides[2];
+    p.lse = const_cast<float*>(data_ptr<const float>(in[5]));
+    p.dq = gn_view_ptr(&out[0]);
+    p.dq_sb = out[0].strides[0]; p.dq_sh = out[0].strides[1]; p.dq_ss = out[0].strides[2];
+    p.dk = gn_view_ptr(&out[1]);
+    p.dk_sb = out[1].strides[0]; p.dk_sh = out[1].strides[1]; p.dk_ss = out[1].strides[2];
+    p.dv = gn_view_ptr(&out[2]);
+    p.dv_sb = out[2].strides[0]; p.dv_sh = out[2].strides[1]; p.dv_ss = out[2].strides[2];
+    char* ws = static_cast<char*>(workspace(ctx, (size_t)nq * (d.D + 1) * sizeof(float)));
+    p.dq_accum = reinterpret_cast<float*>(ws);
+    p.delta = reinterpret_cast<float*>(ws + (size_t)nq * d.D * sizeof(float));
+    GN_CUDA_CHECK(flash::flash_bwd(p, dt == GN_BF16 ? flash::Half16::bf16 : flash::Half16::f16, (int)d.D, st));
+    return;
+  }
+  if (d.D > 32 * kMaxPerLane || d.Dv > 32 * kMaxPerLane)
+    fail_op(GN_ERR_UNSUPPORTED, op, "head dims above 512 are not supported on cuda");
+  GenericArgs g{};
+  g.dout = gn_view_ptr(&in[0]); g.sdo = str4(in[0]);
+  g.q = gn_view_ptr(&in[1]); g.k = gn_view_ptr(&in[2]); g.v = gn_view_ptr(&in[3]);
+  g.sq = str4(in[1]); g.sk = str4(in[2]); g.sv = str4(in[3]);
+  g.dq = gn_view_ptr(&out[0]); g.sdq = str4(out[0]);
+  g.mask_dtype = -1;
+  if (has_mask) {
+    if (in[6].dtype != GN_BOOL && !gn_dtype_is_float(in[6].dtype))
+      fail_op(GN_ERR_DTYPE, op, "mask must be bool or floating point");
+    g.mask = gn_view_ptr(&in[6]);
+    g.mask_dtype = in[6].dtype;
+    g.mask_esize = (int32_t)gn_dtype_size(in[6].dtype);
+    g.sm = mask_str(op, in[6], d);
+  }
+  g.d = d;
+  g.causal = (int)causal;
+  g.scale = scale;
+  dispatch_float(dt, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const size_t kb = (size_t)nk * d.D * sizeof(A), vb = (size_t)nk * d.Dv * sizeof(A);
+    char* ws = static_cast<char*>(workspace(ctx, std::max<size_t>(kb + vb, 1)));
+    g.dk_acc = ws;
+    g.dv_acc = ws + kb;
+    if (kb + vb) GN_CUDA_CHECK(cudaMemsetAsync(ws, 0, kb + vb, st));
+    if (nq > 0) attn_bwd_generic<T, A><<<(unsigned)((nq + 7) / 8), 256, 0, st>>>(g);
+    GN_CUDA_CHECK_LAUNCH();
+    if (nk * d.D > 0)
+      attn_cast_out<T, A><<<std::min<unsigned>(blocks_for(nk * d.D), 65535u), kThreads, 0, st>>>(
+          (const A*)g.dk_acc, data_ptr<T>(out[1]), str4(out[1]), d.Hkv, d.Sk, d.D, nk * d.D);
+    if (nk * d.Dv > 0)
+      attn_cast_out<T, A><<<std::min<unsigned>(blocks_for(nk * d.Dv), 65535u), kThreads, 0, st>>>(
+          (const A*)g.dv_acc, data_ptr<T>(out[2]), str4(out[2]), d.Hkv, d.Sk, d.Dv, nk * d.Dv);
+    GN_CUDA_CHECK_LAUNCH();
+  });
+}
+
+}  // namespace
+
+GN_CUDA_FAMILY(attention) {
+  r.kernel("scaled_dot_product_attention", kFloatDtypes, sdpa_kernel);
+  r.kernel("scaled_dot_product_attention_backward", kFloatDtypes, sdpa_backward_kernel);
+}
+
+}  // namespace gn::cuda
