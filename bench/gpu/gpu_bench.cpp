@@ -1,0 +1,360 @@
+// bench/gpu/gpu_bench.cpp - the issue-5 GPU cases timed in Genesis through the
+// public C API (libgenesis + the cuda plugin).  Writes one JSON line per case to
+// stdout (or the file named by --out); bench/gpu/compare.py times the same cases
+// in PyTorch and prints the ratio table.  bench/gpu/run.sh builds and runs both.
+//
+// Device timing: CUDA events recorded on the native stream of Genesis' current
+// cuda stream around each call (outputs allocated per call, as PyTorch does),
+// after warm-up; the median of the reps.  Host-side cases (allocation, tiny-op
+// overhead) use the wall clock over many calls.
+//
+//   gpu_bench <plugin dir> [--out file] [--only substring]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "genesis/genesis.h"
+
+namespace {
+
+gn_runtime* rt = nullptr;
+gn_device dev{};
+FILE* out_file = stdout;
+const char* only = nullptr;
+
+// Failures throw; main() reports them per case and goes on with the next.
+void check(gn_status* st, const char* what) {
+  if (!st) return;
+  std::string msg = std::string(what) + ": " + gn_status_message(st);
+  gn_status_free(st);
+  throw std::runtime_error(msg);
+}
+void cuda_check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+cudaStream_t native_stream() { return static_cast<cudaStream_t>(gn_stream_native(gn_stream_get_current(rt, dev))); }
+
+const gn_op* op(const char* name) {
+  const gn_op* o = nullptr;
+  check(gn_op_find(rt, name, &o), name);
+  return o;
+}
+
+gn_attr_value ai(int64_t v) { gn_attr_value a{}; a.kind = GN_ATTR_INT; a.u.i = v; return a; }
+gn_attr_value af(double v) { gn_attr_value a{}; a.kind = GN_ATTR_FLOAT; a.u.f = v; return a; }
+gn_attr_value aints(const std::vector<int64_t>& v) {
+  gn_attr_value a{}; a.kind = GN_ATTR_INTS; a.u.ints.data = v.data(); a.u.ints.size = v.size(); return a;
+}
+gn_attr_value adev(gn_device d) { gn_attr_value a{}; a.kind = GN_ATTR_DEVICE; a.u.device = d; return a; }
+
+// randn(shape) on the device in dtype (scaled by `scale` through mul when != 1).
+gn_tensor* randn(std::vector<int64_t> shape, int32_t dtype) {
+  gn_attr_value at[3] = {aints(shape), ai(dtype), adev(dev)};
+  gn_tensor* t = nullptr;
+  check(gn_op_call(rt, op("randn"), nullptr, 0, at, 3, &t, 1), "randn");
+  return t;
+}
+gn_tensor* randint(int64_t lo, int64_t hi, std::vector<int64_t> shape) {
+  gn_attr_value at[5] = {ai(lo), ai(hi), aints(shape), ai(GN_I64), adev(dev)};
+  gn_tensor* t = nullptr;
+  check(gn_op_call(rt, op("randint"), nullptr, 0, at, 5, &t, 1), "randint");
+  return t;
+}
+
+// Call op; release the outputs (or keep them in `keep`).
+void call(const gn_op* o, std::vector<gn_tensor*> in, std::vector<gn_attr_value> at, size_t n_out,
+          std::vector<gn_tensor*>* keep = nullptr) {
+  std::vector<gn_tensor*> outs(n_out, nullptr);
+  check(gn_op_call(rt, o, in.data(), in.size(), at.data(), at.size(), outs.data(), n_out), gn_op_name(o));
+  if (keep) *keep = outs;
+  else
+    for (gn_tensor* t : outs) gn_tensor_release(t);
+}
+
+// Median device time (ms) of fn over reps, after warm-up.
+double time_ms(const std::function<void()>& fn, int reps = 20, int warm = 3) {
+  cudaStream_t s = native_stream();
+  cudaEvent_t a, b;
+  cuda_check(cudaEventCreate(&a), "event");
+  cuda_check(cudaEventCreate(&b), "event");
+  for (int i = 0; i < warm; ++i) fn();
+  check(gn_device_synchronize(rt, dev), "sync");
+  std::vector<double> ts;
+  for (int i = 0; i < reps; ++i) {
+    cuda_check(cudaEventRecord(a, s), "record");
+    fn();
+    cuda_check(cudaEventRecord(b, s), "record");
+    cuda_check(cudaEventSynchronize(b), "sync");
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, a, b), "elapsed");
+    ts.push_back(ms);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(ts.begin(), ts.end());
+  return ts[ts.size() / 2];
+}
+
+bool want(const std::string& name) { return !only || name.find(only) != std::string::npos; }
+
+// One result line: name, ms, and a derived figure (GB/s, TFLOP/s, us) with its unit.
+void emit(const std::string& name, double ms, double value, const char* unit, const std::string& extra = "") {
+  std::fprintf(out_file, "{\"case\": \"%s\", \"ms\": %.6f, \"value\": %.4f, \"unit\": \"%s\"%s}\n", name.c_str(), ms,
+               value, unit, extra.c_str());
+  std::fflush(out_file);
+  std::fprintf(stderr, "  %-36s %10.4f ms %10.2f %s\n", name.c_str(), ms, value, unit);
+}
+
+// ----------------------------------------------------------------------------
+// cases
+
+void bench_add() {
+  for (int64_t n : {int64_t(1) << 16, int64_t(4) << 20, int64_t(16) << 20, int64_t(64) << 20}) {
+    std::string name = "add_f32_" + std::to_string(n >= (1 << 20) ? n >> 20 : n >> 10) + (n >= (1 << 20) ? "M" : "K");
+    if (!want(name)) continue;
+    gn_tensor* a = randn({n}, GN_F32);
+    gn_tensor* b = randn({n}, GN_F32);
+    const gn_op* add = op("add");
+    double ms = time_ms([&] { call(add, {a, b}, {}, 1); }, n < (1 << 20) ? 200 : 30);
+    emit(name, ms, 3.0 * n * 4 / (ms * 1e-3) / 1e9, "GB/s");
+    gn_tensor_release(a);
+    gn_tensor_release(b);
+  }
+}
+
+void bench_bcast_add() {
+  if (!want("bcast_add_4096x4096+4096x1")) return;
+  gn_tensor* a = randn({4096, 4096}, GN_F32);
+  gn_tensor* b = randn({4096, 1}, GN_F32);
+  double ms = time_ms([&] { call(op("add"), {a, b}, {}, 1); }, 30);
+  emit("bcast_add_4096x4096+4096x1", ms, (2.0 * 4096 * 4096 + 4096) * 4 / (ms * 1e-3) / 1e9, "GB/s");
+  gn_tensor_release(a);
+  gn_tensor_release(b);
+}
+
+void bench_sum_rows() {
+  if (!want("sum_rows_4096x4096")) return;
+  gn_tensor* a = randn({4096, 4096}, GN_F32);
+  std::vector<int64_t> dims = {1};
+  double ms = time_ms([&] { call(op("sum"), {a}, {aints(dims)}, 1); }, 30);
+  emit("sum_rows_4096x4096", ms, (4096.0 * 4096 + 4096) * 4 / (ms * 1e-3) / 1e9, "GB/s");
+  gn_tensor_release(a);
+}
+
+void bench_softmax() {
+  if (!want("softmax_f32_8192x8192")) return;
+  gn_tensor* a = randn({8192, 8192}, GN_F32);
+  double ms = time_ms([&] { call(op("softmax"), {a}, {ai(-1)}, 1); }, 30);
+  emit("softmax_f32_8192x8192", ms, 2.0 * 8192 * 8192 * 4 / (ms * 1e-3) / 1e9, "GB/s");
+  gn_tensor_release(a);
+}
+
+void bench_norms() {
+  if (want("layer_norm_f32_4096x4096")) {
+    gn_tensor* x = randn({4096, 4096}, GN_F32);
+    gn_tensor* w = randn({4096}, GN_F32);
+    gn_tensor* b = randn({4096}, GN_F32);
+    double ms = time_ms([&] { call(op("layer_norm"), {x, w, b}, {ai(1), af(1e-5)}, 3); }, 30);
+    emit("layer_norm_f32_4096x4096", ms, 2.0 * 4096 * 4096 * 4 / (ms * 1e-3) / 1e9, "GB/s");
+    gn_tensor_release(x); gn_tensor_release(w); gn_tensor_release(b);
+  }
+  if (want("rms_norm_f32_4096x4096")) {
+    gn_tensor* x = randn({4096, 4096}, GN_F32);
+    gn_tensor* w = randn({4096}, GN_F32);
+    double ms = time_ms([&] { call(op("rms_norm"), {x, w}, {af(1e-6)}, 2); }, 30);
+    emit("rms_norm_f32_4096x4096", ms, 2.0 * 4096 * 4096 * 4 / (ms * 1e-3) / 1e9, "GB/s");
+    gn_tensor_release(x); gn_tensor_release(w);
+  }
+}
+
+void bench_matmul() {
+  for (int64_t n : {4096, 8192}) {
+    std::string name = "matmul_bf16_" + std::to_string(n);
+    if (!want(name)) continue;
+    gn_tensor* a = randn({n, n}, GN_BF16);
+    gn_tensor* b = randn({n, n}, GN_BF16);
+    double ms = time_ms([&] { call(op("matmul"), {a, b}, {}, 1); }, 30, 5);
+    emit(name, ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12, "TFLOP/s");
+    gn_tensor_release(a);
+    gn_tensor_release(b);
+  }
+}
+
+void bench_attention() {
+  struct S { int64_t B, H, S, D; };
+  for (S s : {S{8, 16, 1024, 64}, S{4, 14, 2048, 64}, S{1, 32, 4096, 128}}) {
+    std::string tag = std::to_string(s.B) + "x" + std::to_string(s.H) + "x" + std::to_string(s.S) + "x" +
+                      std::to_string(s.D);
+    const double flops = 4.0 * s.B * s.H * s.S * s.S * s.D / 2;  // causal: half the scores
+    gn_tensor* q = randn({s.B, s.H, s.S, s.D}, GN_BF16);
+    gn_tensor* k = randn({s.B, s.H, s.S, s.D}, GN_BF16);
+    gn_tensor* v = randn({s.B, s.H, s.S, s.D}, GN_BF16);
+    gn_tensor* g = randn({s.B, s.H, s.S, s.D}, GN_BF16);
+    const gn_op* fwd = op("scaled_dot_product_attention");
+    const gn_op* bwd = op("scaled_dot_product_attention_backward");
+    std::vector<gn_attr_value> at = {ai(1), af(NAN)};
+    if (want("attn_fwd_" + tag)) {
+      double ms = time_ms([&] { call(fwd, {q, k, v}, at, 2); }, 20);
+      emit("attn_fwd_" + tag, ms, flops / (ms * 1e-3) / 1e12, "TFLOP/s");
+    }
+    if (want("attn_fwdbwd_" + tag)) {
+      double ms = time_ms([&] {
+        std::vector<gn_tensor*> o;
+        call(fwd, {q, k, v}, at, 2, &o);
+        call(bwd, {g, q, k, v, o[0], o[1]}, at, 3);
+        gn_tensor_release(o[0]);
+        gn_tensor_release(o[1]);
+      }, 20);
+      emit("attn_fwdbwd_" + tag, ms, 3.5 * flops / (ms * 1e-3) / 1e12, "TFLOP/s");
+    }
+    gn_tensor_release(q); gn_tensor_release(k); gn_tensor_release(v); gn_tensor_release(g);
+  }
+}
+
+void bench_cross_entropy() {
+  if (!want("xent_bf16_4096x151936")) return;
+  const int64_t R = 4096, C = 151936;
+  gn_tensor* x = randn({R, C}, GN_BF16);
+  gn_tensor* t = randint(0, C, {R});
+  gn_tensor* one = nullptr;
+  check(gn_tensor_scalar(rt, 1.0, GN_BF16, dev, &one), "scalar");
+  const gn_op* fwd = op("cross_entropy");
+  const gn_op* bwd = op("cross_entropy_backward");
+  std::vector<gn_attr_value> at = {ai(-100), af(0.0), ai(1)};
+  auto step = [&] {
+    std::vector<gn_tensor*> o;
+    call(fwd, {x, t}, at, 2, &o);
+    call(bwd, {one, x, t, o[1]}, at, 1);
+    gn_tensor_release(o[0]);
+    gn_tensor_release(o[1]);
+  };
+  double ms = time_ms(step, 20);
+  // allocator peak over one fwd+bwd, beyond what was live before
+  check(gn_device_synchronize(rt, dev), "sync");
+  gn_memory_stats s0{sizeof(gn_memory_stats)};
+  check(gn_memory_reset_peak(rt, dev), "reset_peak");
+  check(gn_memory_stats_get(rt, dev, &s0), "stats");
+  step();
+  check(gn_device_synchronize(rt, dev), "sync");
+  gn_memory_stats s1{sizeof(gn_memory_stats)};
+  check(gn_memory_stats_get(rt, dev, &s1), "stats");
+  const double extra = (double)s1.peak_allocated - (double)s0.allocated;
+  const double f32_logits = (double)R * C * 4;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, ", \"peak_extra_bytes\": %.0f, \"f32_logits_bytes\": %.0f", extra, f32_logits);
+  emit("xent_bf16_4096x151936", ms, ms, "ms", buf);
+  std::fprintf(stderr, "  xent peak extra %.1f MB (bf16 dlogits %.1f MB, f32 logits would be %.1f MB)\n", extra / 1e6,
+               (double)R * C * 2 / 1e6, f32_logits / 1e6);
+  gn_tensor_release(x); gn_tensor_release(t); gn_tensor_release(one);
+}
+
+// gn_tensor_empty + release of a fixed mix of sizes (256 B .. 64 MB), after a warm-up
+// round so the caching allocator serves them (as PyTorch's does).
+void bench_alloc() {
+  if (!want("alloc_free_mixed")) return;
+  std::vector<int64_t> sizes;
+  for (int i = 0; i < 64; ++i) sizes.push_back(int64_t(64) << ((i * 7) % 19));  // 64 .. 16M floats
+  std::vector<gn_tensor*> ts(sizes.size());
+  auto round = [&] {
+    for (size_t i = 0; i < sizes.size(); ++i) check(gn_tensor_empty(rt, &sizes[i], 1, GN_F32, dev, &ts[i]), "empty");
+    for (gn_tensor* t : ts) gn_tensor_release(t);
+  };
+  round();
+  const int rounds = 200;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < rounds; ++r) round();
+  auto t1 = std::chrono::steady_clock::now();
+  const double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / (rounds * sizes.size());
+  emit("alloc_free_mixed", us * 1e-3, us, "us/tensor");
+}
+
+// add on two 1-element tensors: gn_op_call including output allocation, kernel
+// launch and release; wall clock per call over many calls, then one sync.
+void bench_tiny_add() {
+  if (!want("tiny_add_overhead")) return;
+  float one = 1.0f;
+  int64_t shape[1] = {1};
+  gn_tensor *a = nullptr, *b = nullptr;
+  check(gn_tensor_from_host(rt, &one, shape, 1, GN_F32, dev, &a), "from_host");
+  check(gn_tensor_from_host(rt, &one, shape, 1, GN_F32, dev, &b), "from_host");
+  const gn_op* add = op("add");
+  for (int i = 0; i < 1000; ++i) call(add, {a, b}, {}, 1);
+  check(gn_device_synchronize(rt, dev), "sync");
+  const int n = 20000;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) call(add, {a, b}, {}, 1);
+  check(gn_device_synchronize(rt, dev), "sync");
+  auto t1 = std::chrono::steady_clock::now();
+  const double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
+  emit("tiny_add_overhead", us * 1e-3, us, "us/call");
+  gn_tensor_release(a);
+  gn_tensor_release(b);
+}
+
+// device-to-device copy of 64M floats (256 MB) through the copy op: the
+// bandwidth ceiling for the memory-bound cases (bytes read + written).
+void bench_copy() {
+  if (!want("copy_d2d_256MB")) return;
+  const int64_t n = int64_t(64) << 20;
+  gn_tensor* a = randn({n}, GN_F32);
+  double ms = time_ms([&] { call(op("copy"), {a}, {}, 1); }, 30);
+  emit("copy_d2d_256MB", ms, 2.0 * n * 4 / (ms * 1e-3) / 1e9, "GB/s");
+  gn_tensor_release(a);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* plugin_dir = argc > 1 ? argv[1] : nullptr;
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--out") && i + 1 < argc) {
+      out_file = std::fopen(argv[++i], "w");
+      if (!out_file) { std::perror("open"); return 1; }
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+      only = argv[++i];
+    }
+  }
+  gn_runtime_options o{};
+  o.struct_size = sizeof(o);
+  o.plugin_path = plugin_dir;
+  gn_status* st = gn_runtime_create(&o, &rt);
+  if (st) {
+    std::fprintf(stderr, "gpu_bench: runtime: %s\n", gn_status_message(st));
+    return 1;
+  }
+  if (gn_device_count(rt, "cuda") < 1) {
+    std::fprintf(stderr, "gpu_bench: no cuda device (see `genesis info`)\n");
+    return 2;
+  }
+  if (gn_device_parse(rt, "cuda:0", &dev)) return 1;
+  gn_rng_manual_seed(rt, 1234);
+  // each case in its own guard so one failure does not hide the rest
+  std::pair<const char*, void (*)()> cases[] = {
+      {"copy", bench_copy},          {"add", bench_add},         {"bcast_add", bench_bcast_add},
+      {"sum_rows", bench_sum_rows},  {"softmax", bench_softmax}, {"norms", bench_norms},
+      {"matmul", bench_matmul},      {"attention", bench_attention},
+      {"cross_entropy", bench_cross_entropy}, {"alloc", bench_alloc}, {"tiny_add", bench_tiny_add}};
+  for (auto& [name, fn] : cases) {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gpu_bench: case %s failed: %s\n", name, e.what());
+      std::fprintf(out_file, "{\"case\": \"%s\", \"error\": \"%s\"}\n", name, e.what());
+      gn_device_synchronize(rt, dev);
+    }
+  }
+  gn_runtime_destroy(rt);
+  if (out_file != stdout) std::fclose(out_file);
+  return 0;
+}
