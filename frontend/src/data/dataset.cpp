@@ -1,6 +1,8 @@
 // dataset.cpp - Dataset defaults, collate/stack, TensorDataset.
 #include "genesis/data/dataset.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "../internal.h"
@@ -41,6 +43,30 @@ Example collate(const std::vector<Example>& examples) {
   return out;
 }
 
+namespace {
+
+// t[indices] for a dense tensor in host memory ("cpu" device pointers are host
+// pointers): one memcpy per row, as a DataLoader's collate does, instead of an
+// index_select op (a batch of 64 Fashion-MNIST images: ~3 us instead of ~100 us).
+Tensor gather_host_rows(const Tensor& t, const std::vector<int64_t>& indices) {
+  Shape shape = t.shape();
+  shape[0] = static_cast<int64_t>(indices.size());
+  Options o;
+  o.dtype = t.dtype();
+  o.device = t.device();
+  Tensor out = empty(shape, o);
+  const size_t row = static_cast<size_t>(t.numel() / std::max<int64_t>(1, t.size(0))) *
+                     gn_dtype_size(static_cast<int32_t>(t.dtype()));
+  if (row == 0 || indices.empty()) return out;
+  const auto* src = static_cast<const unsigned char*>(gn_tensor_data_ptr(t.handle()));
+  auto* dst = static_cast<unsigned char*>(gn_tensor_data_ptr(out.handle()));
+  for (size_t i = 0; i < indices.size(); ++i)
+    std::memcpy(dst + i * row, src + static_cast<size_t>(indices[i]) * row, row);
+  return out;
+}
+
+}  // namespace
+
 TensorDataset::TensorDataset(std::vector<Tensor> tensors) { set_tensors(std::move(tensors)); }
 
 void TensorDataset::set_tensors(std::vector<Tensor> tensors) {
@@ -70,12 +96,18 @@ Example TensorDataset::get_batch(const std::vector<int64_t>& indices) const {
     if (i < 0 || i >= size())
       throw Error(GN_ERR_INDEX, "[TensorDataset] index " + std::to_string(i) + " out of range for " +
                                     std::to_string(size()) + " examples");
-  Options o;
-  o.device = tensors_[0].device();
-  Tensor idx = tensor(indices, {static_cast<int64_t>(indices.size())}, o);
   Example e;
+  Tensor idx;
   for (const Tensor& t : tensors_) {
-    if (!(t.device() == idx.device())) idx = idx.to(t.device());
+    if (t.device().type() == "cpu" && t.is_contiguous()) {
+      e.push_back(gather_host_rows(t, indices));
+      continue;
+    }
+    if (!idx.defined() || !(t.device() == idx.device())) {
+      Options o;
+      o.device = t.device();
+      idx = tensor(indices, {static_cast<int64_t>(indices.size())}, o);
+    }
     e.push_back(index_select(t, 0, idx));
   }
   return e;

@@ -217,3 +217,25 @@ TEST_F(Data, ShuffleIsReproducibleAndResumable) {
   EXPECT_EQ(rest, std::vector<double>(e1.begin() + 48, e1.end()));
   EXPECT_EQ(b.batch(1, 3)[1].tolist(), std::vector<double>(e1.begin() + 48, e1.begin() + 64));
 }
+
+TEST_F(Data, HostBatchGatherMatchesIndexSelect) {
+  // get_batch copies rows of dense host tensors itself; it must agree with the
+  // index_select op for every dtype and row shape, and views take the op path.
+  const std::vector<int64_t> idx = {5, 0, 5, 2, 7};
+  Tensor sel = tensor(idx, {5});
+  for (DType d : {DType::f32, DType::f64, DType::u8, DType::i64, DType::bf16}) {
+    Tensor x = (arange(8 * 3 * 2).reshape({8, 3, 2}) * 3).to(d);
+    Tensor y = arange(8) * 10;
+    TensorDataset ds({x, y});
+    Example b = ds.get_batch(idx);
+    EXPECT_EQ(b[0].dtype(), d);
+    EXPECT_EQ(b[0].shape(), (Shape{5, 3, 2}));
+    EXPECT_EQ(b[0].tolist(), index_select(x, 0, sel).tolist());
+    EXPECT_EQ(b[1].tolist(), (std::vector<double>{50, 0, 50, 20, 70}));
+  }
+  Tensor t = arange(24).reshape({4, 6}).to(DType::f32).t();  // (6, 4), not contiguous
+  TensorDataset view({t});
+  EXPECT_EQ(view.get_batch({3, 1})[0].tolist(), (std::vector<double>{3, 9, 15, 21, 1, 7, 13, 19}));
+  EXPECT_THROW(view.get_batch({6}), Error);
+  EXPECT_THROW(view.get_batch({-1}), Error);
+}

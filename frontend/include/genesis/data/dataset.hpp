@@ -39,7 +39,7 @@ class TensorDataset : public Dataset {
   int64_t size() const override;
   /** Row i of every tensor. */
   Example get(int64_t i) const override;
-  /** index_select of the rows of every tensor. */
+  /** The rows of every tensor: one memcpy per row for dense host tensors, an index_select op elsewhere. */
   Example get_batch(const std::vector<int64_t>& indices) const override;
   /** The wrapped tensors. */
   const std::vector<Tensor>& tensors() const { return tensors_; }
