@@ -1,0 +1,338 @@
+// backends/cuda/ops/conv.cu - conv2d (NCHW, stride / padding / dilation /
+// groups, optional bias) and conv2d_backward, as implicit GEMMs.
+//
+// One tiled GEMM kernel (64x64 output tile, k-step 16, 256 threads with 4x4
+// outputs each, operands staged in shared memory in acc_t: f32, f64 for f64)
+// serves the three products; a problem struct maps (group, m, k) / (group, k,
+// n) to input elements (zero outside the image: the im2col matrix is never
+// materialised) and stores (group, m, n):
+//   forward  y[nb,o,oh,ow]:  m = (nb,oh,ow), n = o in group, k = (c,i,j)
+//            A = x[nb, g*Cg+c, oh*sh-ph+i*dh, ow*sw-pw+j*dw],  B = w[o,c,i,j]
+//   grad_x   dx[nb,c,ih,iw]: m = (nb,ih,iw), n = c in group, k = (o,i,j)
+//            A = dy[nb, g*Og+o, oh, ow] where oh*sh = ih+ph-i*dh (exact,
+//            in range; else 0),  B = w[g*Og+o, c, i, j]
+//   grad_w   dw[o,c,i,j]:    m = o in group, n = (c,i,j), k = (nb,oh,ow)
+//            A = dy[nb, g*Og+o, oh, ow],  B = x[nb, g*Cg+c, ih(oh,i), iw(ow,j)]
+// grad_w has few output tiles and a long k: it is split over k into slices
+// whose partial tiles go to a workspace and are added in slice order by a
+// second kernel (deterministic).  grad_bias: one block per channel, a block
+// sum in fixed order.  Every sum here has a fixed order: results are bitwise
+// reproducible.  Correctness first: no tensor cores (f32 FMA throughput).
+#include "common.cuh"
+#include "kernels/nn_common/nn_common.cuh"
+
+namespace gn::cuda {
+namespace {
+
+constexpr int kBM = 64, kBN = 64, kBK = 16, kGemmThreads = 256;
+
+struct Geom {
+  int N, C, H, W;      // input
+  int O, Cg, Og, KH, KW, G;
+  int sh, sw, ph, pw, dh, dw;
+  int Ho, Wo;
+};
+
+// ----------------------------------------------------------------------------
+// problems
+
+template <class T>
+struct ConvFwd {
+  using A = acc_t<T>;
+  const T* x;
+  const T* w;
+  const T* bias;
+  T* y;
+  Geom g;
+  __device__ __forceinline__ A a(int grp, int m, int k) const {
+    const int ow = m % g.Wo, t = m / g.Wo, oh = t % g.Ho, nb = t / g.Ho;
+    const int j = k % g.KW, t2 = k / g.KW, i = t2 % g.KH, c = t2 / g.KH;
+    const int ih = oh * g.sh - g.ph + i * g.dh, iw = ow * g.sw - g.pw + j * g.dw;
+    if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) return A(0);
+    return convert<A>(x[(((int64_t)nb * g.C + grp * g.Cg + c) * g.H + ih) * g.W + iw]);
+  }
+  __device__ __forceinline__ A b(int grp, int k, int n) const {
+    const int64_t K = (int64_t)g.Cg * g.KH * g.KW;
+    return convert<A>(w[((int64_t)grp * g.Og + n) * K + k]);
+  }
+  __device__ __forceinline__ void store(int grp, int m, int n, A v) const {
+    const int ow = m % g.Wo, t = m / g.Wo, oh = t % g.Ho, nb = t / g.Ho;
+    const int o = grp * g.Og + n;
+    if (bias) v += convert<A>(bias[o]);
+    y[(((int64_t)nb * g.O + o) * g.Ho + oh) * g.Wo + ow] = convert<T>(v);
+  }
+};
+
+template <class T>
+struct ConvBwdX {
+  using A = acc_t<T>;
+  const T* dy;
+  const T* w;
+  T* dx;
+  Geom g;
+  __device__ __forceinline__ A a(int grp, int m, int k) const {
+    const int iw = m % g.W, t = m / g.W, ih = t % g.H, nb = t / g.H;
+    const int j = k % g.KW, t2 = k / g.KW, i = t2 % g.KH, o = t2 / g.KH;
+    const int nh = ih + g.ph - i * g.dh, nw = iw + g.pw - j * g.dw;
+    if (nh < 0 || nw < 0 || nh % g.sh != 0 || nw % g.sw != 0) return A(0);
+    const int oh = nh / g.sh, ow = nw / g.sw;
+    if (oh >= g.Ho || ow >= g.Wo) return A(0);
+    return convert<A>(dy[(((int64_t)nb * g.O + grp * g.Og + o) * g.Ho + oh) * g.Wo + ow]);
+  }
+  __device__ __forceinline__ A b(int grp, int k, int n) const {
+    const int j = k % g.KW, t2 = k / g.KW, i = t2 % g.KH, o = t2 / g.KH;
+    return convert<A>(w[((((int64_t)grp * g.Og + o) * g.Cg + n) * g.KH + i) * g.KW + j]);
+  }
+  __device__ __forceinline__ void store(int grp, int m, int n, A v) const {
+    const int iw = m % g.W, t = m / g.W, ih = t % g.H, nb = t / g.H;
+    dx[(((int64_t)nb * g.C + grp * g.Cg + n) * g.H + ih) * g.W + iw] = convert<T>(v);
+  }
+};
+
+template <class T>
+struct ConvBwdW {
+  using A = acc_t<T>;
+  const T* dy;
+  const T* x;
+  T* dw;
+  Geom g;
+  __device__ __forceinline__ A a(int grp, int m, int k) const {
+    const int ow = k % g.Wo, t = k / g.Wo, oh = t % g.Ho, nb = t / g.Ho;
+    return convert<A>(dy[(((int64_t)nb * g.O + grp * g.Og + m) * g.Ho + oh) * g.Wo + ow]);
+  }
+  __device__ __forceinline__ A b(int grp, int k, int n) const {
+    const int ow = k % g.Wo, t = k / g.Wo, oh = t % g.Ho, nb = t / g.Ho;
+    const int j = n % g.KW, t2 = n / g.KW, i = t2 % g.KH, c = t2 / g.KH;
+    const int ih = oh * g.sh - g.ph + i * g.dh, iw = ow * g.sw - g.pw + j * g.dw;
+    if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) return A(0);
+    return convert<A>(x[(((int64_t)nb * g.C + grp * g.Cg + c) * g.H + ih) * g.W + iw]);
+  }
+  __device__ __forceinline__ void store(int grp, int m, int n, A v) const {
+    const int64_t K = (int64_t)g.Cg * g.KH * g.KW;
+    dw[((int64_t)grp * g.Og + m) * K + n] = convert<T>(v);
+  }
+};
+
+// ----------------------------------------------------------------------------
+// the GEMM: C[grp](M x N) = A[grp](M x K) * B[grp](K x N)
+// blockIdx.x: m tile, blockIdx.y: n tile, blockIdx.z: grp * splits + slice.
+// Thread (tx = tid % 16, ty = tid / 16) owns m = m0 + tx + 16*i, n = n0 + ty + 16*j
+// (i, j < 4): consecutive threads store consecutive m (coalesced for y, dx).
+// splits > 1: slice s covers k in [s*k_per, (s+1)*k_per) and writes its tile
+// to part[(grp*splits + s)][m][n] instead of storing.
+template <class P>
+__global__ void __launch_bounds__(kGemmThreads) igemm_kernel(P p, int M, int N, int K, int splits, int k_per,
+                                                             typename P::A* __restrict__ part) {
+  using A = typename P::A;
+  __shared__ A As[kBK][kBM + 1];
+  __shared__ A Bs[kBK][kBN + 1];
+  const int grp = blockIdx.z / splits, slice = blockIdx.z % splits;
+  const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
+  const int k_begin = slice * k_per, k_end = min(K, k_begin + k_per);
+  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  A acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = A(0);
+  for (int kb = k_begin; kb < k_end; kb += kBK) {
+#pragma unroll
+    for (int r = 0; r < (kBM * kBK) / kGemmThreads; ++r) {
+      const int e = tid + r * kGemmThreads;
+      const int mm = e % kBM, kk = e / kBM;
+      const int m = m0 + mm, k = kb + kk;
+      As[kk][mm] = (m < M && k < k_end) ? p.a(grp, m, k) : A(0);
+    }
+#pragma unroll
+    for (int r = 0; r < (kBN * kBK) / kGemmThreads; ++r) {
+      const int e = tid + r * kGemmThreads;
+      const int nn = e % kBN, kk = e / kBN;
+      const int n = n0 + nn, k = kb + kk;
+      Bs[kk][nn] = (n < N && k < k_end) ? p.b(grp, k, n) : A(0);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kBK; ++kk) {
+      A av[4], bv[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) av[i] = As[kk][tx + 16 * i];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) bv[j] = Bs[kk][ty + 16 * j];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * bv[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int m = m0 + tx + 16 * i, n = n0 + ty + 16 * j;
+      if (m >= M || n >= N) continue;
+      if (splits == 1) p.store(grp, m, n, acc[i][j]);
+      else part[((int64_t)blockIdx.z * M + m) * N + n] = acc[i][j];
+    }
+}
+
+// Add the k slices of each (grp, m, n) in slice order and store.
+template <class P>
+__global__ void igemm_reduce_kernel(P p, int M, int N, int G, int splits, const typename P::A* __restrict__ part) {
+  using A = typename P::A;
+  const int64_t total = (int64_t)G * M * N;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    const int n = (int)(e % N);
+    const int64_t t = e / N;
+    const int m = (int)(t % M), grp = (int)(t / M);
+    A s = A(0);
+    for (int sl = 0; sl < splits; ++sl) s += part[(((int64_t)grp * splits + sl) * M + m) * N + n];
+    p.store(grp, m, n, s);
+  }
+}
+
+template <class P>
+void run_gemm(const gn_kernel_ctx* ctx, const P& p, int64_t M, int64_t N, int64_t K, int G, bool allow_split) {
+  using A = typename P::A;
+  if (M == 0 || N == 0) return;
+  const int64_t mt = (M + kBM - 1) / kBM, nt = (N + kBN - 1) / kBN;
+  if (mt > INT32_MAX || nt > 65535) fail(GN_ERR_UNSUPPORTED, "[conv2d] problem too large for the cuda conv kernel");
+  // Split k when the tiles alone leave the device mostly idle.
+  int splits = 1;
+  const int64_t tiles = mt * nt * G, want = (int64_t)sm_count(ctx) * 2;
+  if (allow_split && tiles < want && K > 8 * kBK) {
+    splits = (int)std::min<int64_t>((want + tiles - 1) / tiles, (K + 4 * kBK - 1) / (4 * kBK));
+    splits = std::min(splits, 64);
+    if ((int64_t)G * splits > 65535) splits = std::max<int>(1, (int)(65535 / G));
+  }
+  int k_per = (int)(((K + splits - 1) / splits + kBK - 1) / kBK * kBK);
+  if (k_per == 0) k_per = kBK;
+  splits = (int)std::max<int64_t>(1, (K + k_per - 1) / k_per);
+  A* part = nullptr;
+  if (splits > 1) part = static_cast<A*>(workspace(ctx, (size_t)G * splits * M * N * sizeof(A)));
+  dim3 grid((unsigned)mt, (unsigned)nt, (unsigned)(G * splits));
+  igemm_kernel<P><<<grid, kGemmThreads, 0, stream(ctx)>>>(p, (int)M, (int)N, (int)K, splits, k_per, part);
+  GN_CUDA_CHECK_LAUNCH();
+  if (splits > 1) {
+    igemm_reduce_kernel<P><<<nn::grid_for(ctx, (int64_t)G * M * N), kThreads, 0, stream(ctx)>>>(p, (int)M, (int)N, G,
+                                                                                                splits, part);
+    GN_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// grad_bias[o] = sum over (nb, oh, ow) of dy[nb, o, oh, ow]: one block per o.
+template <class T>
+__global__ void bias_grad_kernel(const T* __restrict__ dy, T* __restrict__ db, int N, int O, int64_t HW) {
+  using A = acc_t<T>;
+  __shared__ A red[32];
+  const int o = blockIdx.x;
+  A s = A(0);
+  for (int nb = 0; nb < N; ++nb) {
+    const T* p = dy + ((int64_t)nb * O + o) * HW;
+    for (int64_t i = threadIdx.x; i < HW; i += blockDim.x) s += convert<A>(p[i]);
+  }
+  s = nn::block_sum(s, red);
+  if (threadIdx.x == 0) db[o] = convert<T>(s);
+}
+
+// ----------------------------------------------------------------------------
+// host side
+
+std::pair<int64_t, int64_t> pair_attr(const char* op, const char* name, const gn_attr_value* a, size_t n, size_t i) {
+  const Dims v = attr_ints(op, a, n, i);
+  if (v.size() == 1) return {v[0], v[0]};
+  if (v.size() == 2) return {v[0], v[1]};
+  fail_op(GN_ERR_INVALID_ARGUMENT, op, std::string(name) + " must have 1 or 2 values");
+}
+
+Geom conv_geom(const char* op, const gn_tensor_view& x, const gn_tensor_view& w, const gn_attr_value* attrs,
+               size_t n_attrs) {
+  if (x.ndim != 4 || w.ndim != 4) fail_op(GN_ERR_SHAPE, op, "x and weight must be 4-D");
+  const auto st = pair_attr(op, "stride", attrs, n_attrs, 0), pd = pair_attr(op, "padding", attrs, n_attrs, 1),
+             dl = pair_attr(op, "dilation", attrs, n_attrs, 2);
+  const int64_t G = attr_int(op, attrs, n_attrs, 3);
+  if (st.first < 1 || st.second < 1 || dl.first < 1 || dl.second < 1 || pd.first < 0 || pd.second < 0)
+    fail_op(GN_ERR_INVALID_ARGUMENT, op, "stride and dilation must be >= 1, padding >= 0");
+  const int64_t C = x.shape[1], O = w.shape[0];
+  if (G < 1 || C % G != 0 || O % G != 0 || w.shape[1] != C / G)
+    fail_op(GN_ERR_INVALID_ARGUMENT, op, "groups " + std::to_string(G) + " do not fit x " + shape_str(x) + " and weight " + shape_str(w));
+  for (int d = 0; d < 4; ++d)
+    if (x.shape[d] >= INT32_MAX || w.shape[d] >= INT32_MAX) fail_op(GN_ERR_UNSUPPORTED, op, "dims >= 2^31");
+  Geom g{};
+  g.N = (int)x.shape[0]; g.C = (int)C; g.H = (int)x.shape[2]; g.W = (int)x.shape[3];
+  g.O = (int)O; g.Cg = (int)w.shape[1]; g.KH = (int)w.shape[2]; g.KW = (int)w.shape[3];
+  g.G = (int)G; g.Og = (int)(O / G);
+  g.sh = (int)st.first; g.sw = (int)st.second; g.ph = (int)pd.first; g.pw = (int)pd.second;
+  g.dh = (int)dl.first; g.dw = (int)dl.second;
+  const int64_t hs = (int64_t)g.H + 2 * g.ph - (int64_t)g.dh * (g.KH - 1) - 1;
+  const int64_t ws = (int64_t)g.W + 2 * g.pw - (int64_t)g.dw * (g.KW - 1) - 1;
+  if (hs < 0 || ws < 0) fail_op(GN_ERR_SHAPE, op, "kernel is larger than the padded input");
+  g.Ho = (int)(hs / g.sh + 1);
+  g.Wo = (int)(ws / g.sw + 1);
+  const int64_t big = std::max<int64_t>({(int64_t)g.N * g.Ho * g.Wo, (int64_t)g.N * g.H * g.W,
+                                         (int64_t)g.Cg * g.KH * g.KW, (int64_t)g.Og * g.KH * g.KW});
+  if (big >= INT32_MAX) fail_op(GN_ERR_UNSUPPORTED, op, "GEMM dims >= 2^31");
+  return g;
+}
+
+void expect_numel(const char* op, const char* what, const gn_tensor_view& v, int64_t n, int32_t dtype) {
+  if (numel(v) != n || v.dtype != dtype)
+    fail_op(GN_ERR_SHAPE, op, std::string(what) + " " + shape_str(v) + " has the wrong size or dtype");
+}
+
+// in: x, weight, [bias]; out: y; attrs: stride, padding, dilation, groups
+GN_SDK_KERNEL(conv2d_fn) {
+  const char* op = "conv2d";
+  need_io(op, n_in, 2, n_out, 1);
+  DeviceGuard dg(ctx);
+  const gn_tensor_view &x = in[0], &w = in[1];
+  const Geom g = conv_geom(op, x, w, attrs, n_attrs);
+  expect_numel(op, "weight", w, numel(w), x.dtype);
+  if (n_in > 2) expect_numel(op, "bias", in[2], g.O, x.dtype);
+  expect_numel(op, "y", out[0], (int64_t)g.N * g.O * g.Ho * g.Wo, x.dtype);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    ConvFwd<T> p{data_ptr<const T>(x), data_ptr<const T>(w), n_in > 2 ? data_ptr<const T>(in[2]) : nullptr,
+                 data_ptr<T>(out[0]), g};
+    run_gemm(ctx, p, (int64_t)g.N * g.Ho * g.Wo, g.Og, (int64_t)g.Cg * g.KH * g.KW, g.G, false);
+  });
+}
+
+// in: grad_y, x, weight; out: grad_x, grad_weight, grad_bias; attrs as conv2d
+GN_SDK_KERNEL(conv2d_backward_fn) {
+  const char* op = "conv2d_backward";
+  need_io(op, n_in, 3, n_out, 1);
+  DeviceGuard dg(ctx);
+  const gn_tensor_view &dy = in[0], &x = in[1], &w = in[2];
+  const Geom g = conv_geom(op, x, w, attrs, n_attrs);
+  expect_numel(op, "grad_y", dy, (int64_t)g.N * g.O * g.Ho * g.Wo, x.dtype);
+  expect_numel(op, "weight", w, numel(w), x.dtype);
+  expect_numel(op, "grad_x", out[0], numel(x), x.dtype);
+  if (n_out > 1) expect_numel(op, "grad_weight", out[1], numel(w), x.dtype);
+  if (n_out > 2) expect_numel(op, "grad_bias", out[2], g.O, x.dtype);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T *pdy = data_ptr<const T>(dy), *px = data_ptr<const T>(x), *pw = data_ptr<const T>(w);
+    ConvBwdX<T> bx{pdy, pw, data_ptr<T>(out[0]), g};
+    run_gemm(ctx, bx, (int64_t)g.N * g.H * g.W, g.Cg, (int64_t)g.Og * g.KH * g.KW, g.G, false);
+    if (n_out > 1) {
+      ConvBwdW<T> bw{pdy, px, data_ptr<T>(out[1]), g};
+      const int64_t K = (int64_t)g.N * g.Ho * g.Wo;
+      if (K == 0) GN_CUDA_CHECK(cudaMemsetAsync(data_ptr<T>(out[1]), 0, (size_t)numel(w) * sizeof(T), stream(ctx)));
+      else run_gemm(ctx, bw, g.Og, (int64_t)g.Cg * g.KH * g.KW, K, g.G, true);
+    }
+    if (n_out > 2 && g.O > 0) {
+      bias_grad_kernel<T><<<g.O, kThreads, 0, stream(ctx)>>>(pdy, data_ptr<T>(out[2]), g.N, g.O, (int64_t)g.Ho * g.Wo);
+      GN_CUDA_CHECK_LAUNCH();
+    }
+  });
+}
+
+}  // namespace
+
+GN_CUDA_FAMILY(conv) {
+  r.kernel("conv2d", kFloatDtypes, conv2d_fn, GN_KERNEL_CONTIGUOUS);
+  r.kernel("conv2d_backward", kFloatDtypes, conv2d_backward_fn, GN_KERNEL_CONTIGUOUS);
+}
+
+}  // namespace gn::cuda
