@@ -233,6 +233,7 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
   register_indexing(r);
   register_pool(r);
   register_shape(r);
+  register_elementwise(r);
 }
 
 }  // namespace

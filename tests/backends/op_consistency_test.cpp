@@ -2,6 +2,8 @@
 // eltwise, binary, matmul, softmax, layer_norm (oneDNN primitives), plus the
 // backend-level tests.  The harness and the tolerance rationale are in
 // op_consistency.h; more ops in op_consistency_{elementwise,reduce,nn}_test.cpp.
+#include <set>
+
 #include "op_consistency.h"
 
 namespace {
@@ -22,19 +24,39 @@ std::vector<Case> unary_cases() {
   const std::vector<std::pair<std::vector<int64_t>, Layout>> shapes = {
       {{257, 513}, kContig}, {{3, 5, 7}, kContig}, {{31, 17}, kTransposed}, {{6, 9}, kSliced},
       {{0, 4}, kContig},     {{}, kContig},       {{1}, kContig}};
+  // f32/bf16 run in oneDNN (tolerances in op_consistency.h); f16 (no oneDNN
+  // f16 eltwise on CPUs without AVX512-FP16), f64, integers and bool run the
+  // generic C++ path with the reference's double formulas and one rounding:
+  // exact.  Integer inputs: the range widened to integers in [-3, 4].
+  const std::set<std::string> int_ops = {"relu", "abs", "square", "neg", "clamp", "exp", "sigmoid", "tanh"};
   std::vector<Case> cs;
   for (const U& u : ops)
-    for (int32_t dt : {GN_F32, GN_BF16, GN_F16})
+    for (int32_t dt : {GN_F32, GN_BF16, GN_F16, GN_F64, GN_I32, GN_I64, GN_I8, GN_BOOL})
       for (const auto& [shape, layout] : shapes) {
-        if (dt == GN_F16 && shape.size() != 2) continue;  // f16: a taste of the fallback path
+        const bool integral = dt == GN_I32 || dt == GN_I64 || dt == GN_I8 || dt == GN_BOOL;
+        if ((dt == GN_F16 || integral) && shape.size() != 2) continue;
+        if (integral && !int_ops.count(u.op)) continue;
+        if (dt == GN_BOOL && (std::string(u.op) == "neg" || std::string(u.op) == "relu" || std::string(u.op) == "abs" ||
+                              std::string(u.op) == "clamp"))
+          continue;  // not for bool
         Case c;
         c.name = std::string(u.op) + u.tag + "_" + dname(dt) + "_" + sname(shape) + lname(layout);
         c.op = u.op;
-        c.inputs = {{shape, dt, layout, u.lo, u.hi}};
+        c.inputs = {{shape, dt, layout, integral ? std::min(u.lo, -3.0) : u.lo, integral ? std::max(u.hi, 4.0) : u.hi}};
         c.attrs = u.attrs;
-        c.tol = dt == GN_F32 ? kEltF32 : kBf16;
+        // ints of float ops (exp, sigmoid, tanh) are cast to f32 by the core: f32 tolerance
+        const bool float_op = u.op == std::string("exp") || u.op == std::string("sigmoid") || u.op == std::string("tanh");
+        c.tol = dt == GN_F32 || (integral && float_op) ? kEltF32 : dt == GN_BF16 ? kBf16 : Tol{0, 0};
         cs.push_back(c);
       }
+  // clamp with bounds f32 cannot hold: the generic path for f32 too (exact)
+  Case c;
+  c.name = "clamp_f32_unrepresentable_bounds";
+  c.op = "clamp";
+  c.inputs = {{{40, 50}, GN_F32, kContig, -2, 2}};
+  c.attrs = {gn_attr_float(-0.1), gn_attr_float(0.3)};
+  c.tol = {0, 0};
+  cs.push_back(c);
   return cs;
 }
 

@@ -5,6 +5,9 @@
 // only (f32, bf16, f16: computed in f32 by oneDNN and rounded once); integer
 // inputs of ops that promote (exp of int -> f32) arrive with a different x and
 // y dtype and are refused, so the reference kernel serves them.
+// What oneDNN refuses (f16 on CPUs without AVX512-FP16, clamp bounds that f32
+// cannot hold) goes to the generic C++ path (elementwise.cpp), as do f64,
+// integer and bool inputs (registered there).
 // Not here: log (oneDNN 2.6's eltwise_log is off by ~3e-6 absolute near x = 1,
 // tens of ulp; the cross-backend suite caught it), so the reference serves it.
 //
@@ -51,14 +54,14 @@ const EltwiseDef kEltwise[] = {
 };
 
 // Run algorithm alg(alpha, beta) over the dense x -> y.
-void eltwise_run(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& x, const gn_tensor_view& y, algorithm alg, float alpha,
+// false: oneDNN has no kernel for this (dtype, algorithm) on this CPU.
+bool eltwise_run(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& x, const gn_tensor_view& y, algorithm alg, float alpha,
                  float beta) {
   const int32_t dt = x.dtype;
-  if (y.dtype != dt || (dt != GN_F32 && dt != GN_BF16 && dt != GN_F16))
-    GN_UNSUPPORTED(std::string("[") + op + "] " + gn_dtype_name(dt) + " -> " + gn_dtype_name(y.dtype));
+  if (y.dtype != dt || (dt != GN_F32 && dt != GN_BF16 && dt != GN_F16)) return false;
   const int64_t n = gn_view_numel(&x);
   if (gn_view_numel(&y) != n) fail_op(GN_ERR_SHAPE, op, "x and y sizes differ");
-  if (n == 0) return;
+  if (n == 0) return true;
 
   Key key("eltwise");
   key.add((int64_t)alg).add((double)alpha).add((double)beta).add((int64_t)dt).add(n);
@@ -69,9 +72,9 @@ void eltwise_run(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view&
     finish(e, pd);
     e.prim = dnnl::eltwise_forward(pd);
   });
-  if (!c->supported) GN_UNSUPPORTED(std::string("[") + op + "] this dtype in oneDNN");
-  execute(ctx, *c, {{DNNL_ARG_SRC, mem(c->src_md, data_of(x))},
-                                        {DNNL_ARG_DST, mem(c->src_md, data_of(y))}});
+  if (!c->supported) return false;
+  execute(ctx, *c, {{DNNL_ARG_SRC, mem(c->src_md, data_of(x))}, {DNNL_ARG_DST, mem(c->src_md, data_of(y))}});
+  return true;
 }
 
 double attr_f(const gn_attr_value* attrs, size_t n_attrs, size_t i, double dflt) {
@@ -90,13 +93,15 @@ GN_SDK_KERNEL(eltwise_kernel) {
     const double lo = attr_f(attrs, n_attrs, 0, -INFINITY), hi = attr_f(attrs, n_attrs, 1, INFINITY);
     // Bounds that are NaN, or not representable as the float oneDNN compares
     // with, would change the answer: leave those to the reference.
-    if (std::isnan(lo) || std::isnan(hi) || (double)(float)lo != lo || (double)(float)hi != hi)
-      GN_UNSUPPORTED("[clamp] bounds not exactly representable in f32");
-    if (lo > hi) GN_UNSUPPORTED("[clamp] min > max");
+    if (std::isnan(lo) || std::isnan(hi) || (double)(float)lo != lo || (double)(float)hi != hi || lo > hi)
+      return unary_generic(def->name, in[0], out[0], attrs, n_attrs);
     alpha = (float)lo;
     beta = (float)hi;
   }
-  eltwise_run(ctx, def->name, in[0], out[0], alg, alpha, beta);
+  // f16 (no oneDNN f16 eltwise without AVX512-FP16) and anything else oneDNN
+  // refuses: the generic C++ path (elementwise.cpp), same answer as the reference.
+  if (!eltwise_run(ctx, def->name, in[0], out[0], alg, alpha, beta))
+    unary_generic(def->name, in[0], out[0], attrs, n_attrs);
 }
 
 }  // namespace

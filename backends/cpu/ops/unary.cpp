@@ -9,8 +9,8 @@
 //   floor, ceil, round       round is half to even (nearbyint, default mode)
 //   sign                     (0 < x) - (x < 0): sign(NaN) = 0 like torch
 //   logical_not, isnan, isinf, isfinite -> bool y
-// Inputs whose output dtype differs (int x of a float op) are refused, so the
-// reference serves them.
+// Other dtypes (f16, bf16, integers, bool) are served by the generic path in
+// elementwise.cpp.
 #include "loops.h"
 
 namespace gn::cpu {
@@ -96,7 +96,7 @@ GN_SDK_KERNEL(unary_kernel) {
   const gn_tensor_view &x = in[0], &y = out[0];
   const int32_t want = def.to_bool ? GN_BOOL : x.dtype;
   if (y.dtype != want || (x.dtype != GN_F32 && x.dtype != GN_F64))
-    GN_UNSUPPORTED(std::string("[") + def.name + "] " + gn_dtype_name(x.dtype) + " -> " + gn_dtype_name(y.dtype));
+    return unary_generic(def.name, x, y, attrs, n_attrs);
   const int64_t n = gn_view_numel(&x);
   if (gn_view_numel(&y) != n) fail_op(GN_ERR_SHAPE, def.name, "x and y sizes differ");
   if (x.dtype == GN_F32) run_op<float>(def.op, (const float*)data_of(x), data_of(y), n);
