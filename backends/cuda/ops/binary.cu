@@ -1,0 +1,223 @@
+// backends/cuda/ops/binary.cu - elementwise binary ops (add sub mul div pow
+// maximum minimum), comparisons, logical_and/or and where.
+//
+// a, b broadcast to out's shape (the core promoted both to one dtype; compare
+// and logical ops write bool).  A scalar operand (one element, e.g. a wrapped
+// Python number) stays on the dense 16-byte path; other broadcasts take the
+// strided path of loops.cuh without materialising anything.  Floats compute
+// in float (f16/bf16/f32) or double; integers are exact int64 with torch's
+// wrapping.  Integer division by zero cannot raise on the device without a
+// synchronisation: it yields 0 here (torch's CUDA result is unspecified too).
+#include <cmath>
+
+#include "common.cuh"
+#include "loops.cuh"
+
+namespace gn::cuda {
+namespace {
+
+enum BinOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr };
+
+int bin_code(const std::string& n) {
+  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq",
+                                "ne",  "lt",  "le",  "gt",  "ge",  "logical_and", "logical_or"};
+  for (int i = 0; i < 15; ++i)
+    if (n == names[i]) return i;
+  fail(GN_ERR_INTERNAL, "[cuda] unknown binary op " + n);
+}
+
+// torch's floor division for floats (exact floor of the real quotient).
+template <class A>
+__device__ __forceinline__ A div_floor(A a, A b) {
+  if (b == A(0)) return a / b;
+  A mod = fmod(a, b);
+  A div = (a - mod) / b;
+  if (mod != A(0) && (b < A(0)) != (mod < A(0))) div -= A(1);
+  if (div == A(0)) return copysign(A(0), a / b);
+  A fl = floor(div);
+  if (div - fl > A(0.5)) fl += A(1);
+  return fl;
+}
+
+template <class T>
+struct FloatBinF {
+  int op;
+  int mode;  // div rounding mode
+  acc_t<T> alpha;
+  __device__ __forceinline__ T operator()(T av, T bv) const {
+    using A = acc_t<T>;
+    const A a = convert<A>(av), b = convert<A>(bv);
+    A r;
+    switch (op) {
+      case kAdd: r = a + alpha * b; break;
+      case kSub: r = a - alpha * b; break;
+      case kMul: r = a * b; break;
+      case kDiv: r = mode == 0 ? a / b : (mode == 1 ? trunc(a / b) : div_floor(a, b)); break;
+      case kPow: r = pow(a, b); break;
+      case kMax: r = (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); break;
+      default: r = (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b); break;
+    }
+    return convert<T>(r);
+  }
+};
+
+// Exact integer arithmetic (uint64 wrap), bool through int64 (!= 0 on store).
+template <class T>
+struct IntBinF {
+  int op;
+  int mode;
+  int64_t alpha;
+  __device__ __forceinline__ T operator()(T av, T bv) const {
+    const int64_t a = (int64_t)av, b = (int64_t)bv;
+    const uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    int64_t r = 0;
+    switch (op) {
+      case kAdd: r = (int64_t)(ua + (uint64_t)alpha * ub); break;
+      case kSub: r = (int64_t)(ua - (uint64_t)alpha * ub); break;
+      case kMul: r = (int64_t)(ua * ub); break;
+      case kDiv:
+        if (b == 0) r = 0;
+        else if (b == -1) r = (int64_t)(0ull - ua);
+        else {
+          r = a / b;
+          if (mode == 2 && (a % b != 0) && ((a < 0) != (b < 0))) r -= 1;
+        }
+        break;
+      case kPow: {
+        uint64_t res = 1, base = ua;
+        int64_t e = b;
+        if (e < 0) {  // torch errors; 1**neg = 1, -1**neg = +-1, else 0 (integer truncation)
+          res = a == 1 ? 1 : (a == -1 ? ((e & 1) ? (uint64_t)-1 : 1) : 0);
+        } else {
+          while (e > 0) {
+            if (e & 1) res *= base;
+            base *= base;
+            e >>= 1;
+          }
+        }
+        r = (int64_t)res;
+        break;
+      }
+      case kMax: r = a > b ? a : b; break;
+      default: r = a < b ? a : b; break;
+    }
+    return convert<T>(r);
+  }
+};
+
+template <class T>
+struct CompareF {
+  int op;
+  __device__ __forceinline__ bool operator()(T av, T bv) const {
+    using A = std::conditional_t<is_float_v<T>, acc_t<T>, int64_t>;
+    const A a = convert<A>(av), b = convert<A>(bv);
+    switch (op) {
+      case kEq: return a == b;
+      case kNe: return a != b;
+      case kLt: return a < b;
+      case kLe: return a <= b;
+      case kGt: return a > b;
+      case kGe: return a >= b;
+      case kAnd: return a != A(0) && b != A(0);
+      default: return a != A(0) || b != A(0);
+    }
+  }
+};
+
+GN_SDK_KERNEL(binary_kernel) {
+  const char* name = ctx->op_name ? ctx->op_name : "binary";
+  need_io(name, n_in, 2, n_out, 1);
+  DeviceGuard g(ctx);
+  const int op = bin_code(name);
+  const gn_tensor_view &a = in[0], &b = in[1], &o = out[0];
+  if (a.dtype != b.dtype) fail_op(GN_ERR_DTYPE, name, "inputs must have one dtype (the core promotes them)");
+  const gn_tensor_view* ins[2] = {&a, &b};
+  if (op >= kEq) {
+    if (o.dtype != GN_BOOL) fail_op(GN_ERR_DTYPE, name, "output must be bool");
+    dispatch_all(a.dtype, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      elementwise<bool, T, 2>(ctx, o, ins, CompareF<T>{op});
+    });
+    return;
+  }
+  if (o.dtype != a.dtype) fail_op(GN_ERR_DTYPE, name, "output dtype must equal the inputs'");
+  const double alpha = (op == kAdd || op == kSub) ? attr_float(name, attrs, n_attrs, 0) : 1.0;
+  const int mode = op == kDiv ? (int)attr_int(name, attrs, n_attrs, 0) : 0;
+  if (mode < 0 || mode > 2) fail_op(GN_ERR_INVALID_ARGUMENT, name, "rounding_mode must be 0, 1 or 2");
+  if (gn_dtype_is_float(a.dtype)) {
+    dispatch_float(a.dtype, name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      elementwise<T, T, 2>(ctx, o, ins, FloatBinF<T>{op, mode, (acc_t<T>)alpha});
+    });
+    return;
+  }
+  if (op == kDiv && mode == 0) fail_op(GN_ERR_DTYPE, name, "true division of integers (the core makes it float)");
+  if (alpha != std::trunc(alpha) || std::fabs(alpha) > 9.2e18)
+    fail_op(GN_ERR_INVALID_ARGUMENT, name, "alpha must be an integer for integer tensors");
+  const int64_t ialpha = (int64_t)alpha;
+  if (a.dtype == GN_BOOL) {
+    elementwise<bool, bool, 2>(ctx, o, ins, IntBinF<bool>{op, mode, ialpha});
+    return;
+  }
+  dispatch_int(a.dtype, name, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    elementwise<T, T, 2>(ctx, o, ins, IntBinF<T>{op, mode, ialpha});
+  });
+}
+
+// where(cond, a, b): three operands with two element types; a small kernel of
+// its own over an OffsetCalc<4> (dense views coalesce to one dim).
+template <class T, class Index>
+__global__ void where_kernel_impl(int64_t n, T* out, const bool* c, const T* a, const T* b, OffsetCalc<4> oc) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t off[4];
+    if (oc.ndim == 1) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) off[k] = i * oc.strides[0][k];
+    } else {
+      oc.get(i, off);
+    }
+    out[off[0]] = c[off[1]] ? a[off[2]] : b[off[3]];
+  }
+}
+
+GN_SDK_KERNEL(where_kernel) {
+  need_io("where", n_in, 3, n_out, 1);
+  DeviceGuard g(ctx);
+  const gn_tensor_view &c = in[0], &a = in[1], &b = in[2], &o = out[0];
+  if (c.dtype != GN_BOOL) fail_op(GN_ERR_DTYPE, "where", "condition must be bool");
+  if (a.dtype != o.dtype || b.dtype != o.dtype) fail_op(GN_ERR_DTYPE, "where", "a, b and out must share a dtype");
+  const int64_t n = numel(o);
+  if (!n) return;
+  const gn_tensor_view* views[4] = {&o, &c, &a, &b};
+  OffsetCalc<4> oc = make_offset_calc<4>(o.shape, o.ndim, views);
+  if (oc.ndim == 0) {
+    oc.ndim = 1;
+    oc.shape[0] = 1;
+    for (int k = 0; k < 4; ++k) oc.strides[0][k] = 0;
+  }
+  const unsigned blocks = blocks_for(n, 1) < (unsigned)sm_count(ctx) * 32 ? blocks_for(n, 1) : sm_count(ctx) * 32;
+  dispatch_all(o.dtype, "where", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    where_kernel_impl<T, int64_t><<<blocks, kThreads, 0, stream(ctx)>>>(n, data_ptr<T>(o), data_ptr<const bool>(c),
+                                                                        data_ptr<const T>(a), data_ptr<const T>(b), oc);
+  });
+  GN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+GN_CUDA_FAMILY(binary) {
+  r.kernel("add", kAllDtypes, binary_kernel);  // bool: logical or
+  r.kernel("sub", kNumericDtypes, binary_kernel);
+  r.kernel("mul", kAllDtypes, binary_kernel);  // bool: logical and
+  r.kernel("div", kAllDtypes, binary_kernel);
+  r.kernel("pow", kNumericDtypes, binary_kernel);
+  r.kernel("maximum", kAllDtypes, binary_kernel);
+  r.kernel("minimum", kAllDtypes, binary_kernel);
+  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"})
+    r.kernel(name, kAllDtypes, binary_kernel);
+  r.kernel("where", kAllDtypes, where_kernel);
+}
+
+}  // namespace gn::cuda
