@@ -6,8 +6,8 @@
 // backward: grad (*, D) float, ids (*) -> (num_weights, D), repeated ids
 //   accumulate DETERMINISTICALLY: the (id, position) pairs are radix-sorted
 //   (CUB, stable, so equal ids keep their original order), then one block per
-//   run of equal ids adds its grad rows in that order (acc_t: f32, f64 for
-//   f64) and writes the weight row once.  Rows of ids that never occur are 0.
+//   run of equal ids adds its grad rows in that order in double (the
+//   reference's arithmetic and order: bit-identical results) and writes the weight row once.  Rows of ids that never occur are 0.
 //   No atomics.  A run is summed serially (columns in parallel): a single id
 //   repeated m times costs m row reads on one block column slab.
 // Out-of-range ids (< 0 or >= V) fail with GN_ERR_INDEX (device flag, read
@@ -101,7 +101,7 @@ template <class T>
 __global__ void embedding_bwd_runs_kernel(const T* __restrict__ g, const int32_t* __restrict__ keys,
                                           const int32_t* __restrict__ pos, T* __restrict__ out, int64_t n, int64_t D,
                                           int64_t V) {
-  using A = acc_t<T>;
+  using A = double;  // the reference's sum, in its order: bit-identical
   for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
     const int32_t key = keys[i];
     if ((i > 0 && keys[i - 1] == key) || key >= V) continue;

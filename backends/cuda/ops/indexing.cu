@@ -3,12 +3,16 @@
 //
 // Every tensor is dense (GN_KERNEL_CONTIGUOUS); index tensors have any integer
 // dtype.  Values are copied as raw elements of their size (exact for every
-// dtype); the accumulating ops add with atomics in the element type (order of
-// float additions across threads is not fixed: results may differ in the last
-// bit between runs, as torch's CUDA scatter_add/index_add).  scatter with
-// repeated targets is deterministic: the largest index position wins (as the
-// reference's row-major loop), found with an atomicMax pass first.
+// dtype).  scatter with repeated targets is deterministic: the largest index
+// position wins (as the reference's row-major loop), found with an atomicMax
+// pass first.  The accumulating ops (scatter_add, index_add) are deterministic
+// and bit-identical to the reference: (target, position) pairs are radix-
+// sorted (CUB, stable), then one thread per run of equal targets adds the run
+// in position order with the reference's arithmetic (double, rounded to the
+// dtype after every addition; wrapping int64 for integers).  No atomics.
 // Out-of-range indices fail with GN_ERR_INDEX (device flag, nn_common.cuh).
+#include <cub/device/device_radix_sort.cuh>
+
 #include "common.cuh"
 #include "kernels/nn_common/nn_common.cuh"
 
@@ -92,41 +96,50 @@ int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
 }
 
 // ----------------------------------------------------------------------------
-// atomics in the element type
+// the reference's accumulation step: dst = T(dst + alpha*src)
 
-__device__ __forceinline__ void atomic_add_elem(float* p, float v) { atomicAdd(p, v); }
-__device__ __forceinline__ void atomic_add_elem(double* p, double v) { atomicAdd(p, v); }
-__device__ __forceinline__ void atomic_add_elem(__half* p, __half v) { atomicAdd(p, v); }
-__device__ __forceinline__ void atomic_add_elem(__nv_bfloat16* p, __nv_bfloat16 v) { atomicAdd(p, v); }
-__device__ __forceinline__ void atomic_add_elem(int32_t* p, int32_t v) { atomicAdd(p, v); }
-__device__ __forceinline__ void atomic_add_elem(int64_t* p, int64_t v) {
-  atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)v);  // wraps as two's complement
-}
-// 8-bit: CAS on the aligned 32-bit word holding the byte.
-template <class B>
-__device__ __forceinline__ void atomic_add_byte(B* p, B v) {
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
-  unsigned int* word = reinterpret_cast<unsigned int*>(addr & ~uintptr_t(3));
-  const unsigned int shift = (unsigned int)(addr & 3u) * 8u;
-  unsigned int old = *word, assumed;
-  do {
-    assumed = old;
-    const uint8_t cur = (uint8_t)((assumed >> shift) & 0xffu);
-    const uint8_t nxt = (uint8_t)(cur + (uint8_t)v);
-    old = atomicCAS(word, assumed, (assumed & ~(0xffu << shift)) | ((unsigned int)nxt << shift));
-  } while (old != assumed);
-}
-__device__ __forceinline__ void atomic_add_elem(int8_t* p, int8_t v) { atomic_add_byte(p, v); }
-__device__ __forceinline__ void atomic_add_elem(uint8_t* p, uint8_t v) { atomic_add_byte(p, v); }
-
-// alpha * v in T: floats through acc_t, integers as wrapping int64 products.
+// double -> T as gn::sdk::store does it (16-bit floats through float).
 template <class T>
-__device__ __forceinline__ T scaled(T v, double alpha, int64_t ialpha) {
+__device__ __forceinline__ T store_ref(double v) {
+  if constexpr (std::is_same_v<T, __half>) return __float2half_rn((float)v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn((float)v);
+  else return (T)v;
+}
+
+// One addition with one rounding, never contracted into an FMA.
+template <class T>
+__device__ __forceinline__ T add_ref(T dst, T src, double alpha, int64_t ialpha) {
   if constexpr (is_float_v<T>) {
-    return convert<T>((double)convert<double>(v) * alpha);
+    return store_ref<T>(__dadd_rn(convert<double>(dst), __dmul_rn(alpha, convert<double>(src))));
   } else {
-    return (T)(int64_t)((uint64_t)(int64_t)v * (uint64_t)ialpha);
+    const uint64_t prod = (uint64_t)(int64_t)src * (uint64_t)ialpha;
+    return (T)(int64_t)((uint64_t)(int64_t)dst + prod);
   }
+}
+
+// Stable sort of n (uint32 key, int32 value) pairs over key bits [0, end_bit):
+// returns the sorted arrays (in workspace).
+struct Sorted {
+  uint32_t* keys;
+  int32_t* vals;
+};
+template <class MakeKeys>
+Sorted sort_pairs(const gn_kernel_ctx* ctx, int64_t n, uint64_t max_key, MakeKeys&& make_keys) {
+  int end_bit = 1;
+  while (end_bit < 32 && ((uint64_t)1 << end_bit) <= max_key) ++end_bit;
+  size_t temp = 0;
+  GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp, (const uint32_t*)nullptr, (uint32_t*)nullptr,
+                                                (const int32_t*)nullptr, (int32_t*)nullptr, (int)n, 0, end_bit,
+                                                stream(ctx)));
+  nn::Carver cv;
+  const size_t o_kin = cv.add(n * 4), o_kout = cv.add(n * 4), o_vin = cv.add(n * 4), o_vout = cv.add(n * 4),
+               o_tmp = cv.add(temp);
+  char* ws = static_cast<char*>(workspace(ctx, cv.total));
+  uint32_t *kin = (uint32_t*)(ws + o_kin), *kout = (uint32_t*)(ws + o_kout);
+  int32_t *vin = (int32_t*)(ws + o_vin), *vout = (int32_t*)(ws + o_vout);
+  make_keys(kin, vin);
+  GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(ws + o_tmp, temp, kin, kout, vin, vout, (int)n, 0, end_bit, stream(ctx)));
+  return {kout, vout};
 }
 
 // ----------------------------------------------------------------------------
@@ -189,21 +202,53 @@ __global__ void scatter_claim_kernel(IndexPtr idx, DimGeom g, int64_t n, unsigne
   }
 }
 
-// Pass 2 (kAdd false): the winner writes src; kAdd: every element adds.
-template <class T, bool kAdd>
-__global__ void scatter_kernel(IndexPtr idx, const T* __restrict__ src, T* __restrict__ out, DimGeom g, int64_t n,
-                               const unsigned long long* __restrict__ winner, BadIndex bad) {
+// Pass 2: the winner writes src.
+template <class U>
+__global__ void scatter_write_kernel(IndexPtr idx, const U* __restrict__ src, U* __restrict__ out, DimGeom g, int64_t n,
+                                     const unsigned long long* __restrict__ winner) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t v = idx[i];
+    if (v < 0 || v >= g.dim_size) continue;
+    int64_t t, s;
+    g.offsets(i, t, s);
+    if (g.dim >= 0) t += v * g.tstride[g.dim];
+    if (winner[t] == (unsigned long long)(i + 1)) out[t] = src[s];
+  }
+}
+
+// scatter_add keys: target offset of index element i (bad: the sentinel, sorts last).
+__global__ void scatter_add_keys_kernel(IndexPtr idx, DimGeom g, int64_t n, uint32_t sentinel, uint32_t* __restrict__ keys,
+                                        int32_t* __restrict__ pos, BadIndex bad) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t v = idx[i];
+    pos[i] = (int32_t)i;
     if (v < 0 || v >= g.dim_size) {
-      if (kAdd) bad.report(v);
+      bad.report(v);
+      keys[i] = sentinel;
       continue;
     }
     int64_t t, s;
     g.offsets(i, t, s);
     if (g.dim >= 0) t += v * g.tstride[g.dim];
-    if constexpr (kAdd) atomic_add_elem(out + t, src[s]);
-    else if (winner[t] == (unsigned long long)(i + 1)) out[t] = src[s];
+    keys[i] = (uint32_t)t;
+  }
+}
+
+// One thread per run of equal targets: out[t] += src[...] in position order.
+template <class T>
+__global__ void scatter_add_runs_kernel(const uint32_t* __restrict__ keys, const int32_t* __restrict__ pos,
+                                        const T* __restrict__ src, T* __restrict__ out, DimGeom g, int64_t n,
+                                        uint32_t sentinel) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const uint32_t key = keys[i];
+    if (key == sentinel || (i > 0 && keys[i - 1] == key)) continue;
+    T acc = out[key];
+    for (int64_t j = i; j < n && keys[j] == key; ++j) {
+      int64_t t, s;
+      g.offsets(pos[j], t, s);
+      acc = add_ref<T>(acc, src[s], 1.0, 1);
+    }
+    out[key] = acc;
   }
 }
 
@@ -217,35 +262,39 @@ void scatter_impl(const gn_kernel_ctx* ctx, const char* op, bool add, const gn_t
   const IndexPtr ip = nn::index_ptr(op, index);
   if (numel(o) != numel(x) || o.dtype != x.dtype || src.dtype != x.dtype)
     fail_op(GN_ERR_SHAPE, op, "output and src must have x's dtype, output x's shape");
+  if (add && x.dtype == GN_BOOL) fail_op(GN_ERR_DTYPE, op, "bool tensors are not supported");
   const size_t bytes = (size_t)numel(x) * gn_dtype_size(x.dtype);
   if (bytes) GN_CUDA_CHECK(cudaMemcpyAsync(gn_view_ptr(&o), gn_view_ptr(&x), bytes, cudaMemcpyDeviceToDevice, stream(ctx)));
   const int64_t n = numel(index);
   if (n == 0) return;
   nn::IndexCheck check(ctx);
   const unsigned grid = nn::grid_for(ctx, n);
-  unsigned long long* winner = nullptr;
   if (!add) {
-    winner = static_cast<unsigned long long*>(workspace(ctx, (size_t)numel(o) * sizeof(unsigned long long)));
+    auto* winner = static_cast<unsigned long long*>(workspace(ctx, (size_t)numel(o) * sizeof(unsigned long long)));
     GN_CUDA_CHECK(cudaMemsetAsync(winner, 0, (size_t)numel(o) * sizeof(unsigned long long), stream(ctx)));
     scatter_claim_kernel<<<grid, kThreads, 0, stream(ctx)>>>(ip, g, n, winner, check.dev);
     GN_CUDA_CHECK_LAUNCH();
-  }
-  if (add) {
-    if (x.dtype == GN_BOOL) fail_op(GN_ERR_DTYPE, op, "bool tensors are not supported");
+    nn::dispatch_raw(x.dtype, op, [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      scatter_write_kernel<U><<<grid, kThreads, 0, stream(ctx)>>>(ip, data_ptr<const U>(src), data_ptr<U>(o), g, n, winner);
+    });
+    GN_CUDA_CHECK_LAUNCH();
+  } else {
+    if (n >= INT32_MAX || numel(o) >= (int64_t)UINT32_MAX)
+      fail_op(GN_ERR_UNSUPPORTED, op, "more than 2^31 indices or 2^32 outputs is not supported on cuda");
+    const uint32_t sentinel = (uint32_t)numel(o);
+    const Sorted st = sort_pairs(ctx, n, sentinel, [&](uint32_t* keys, int32_t* pos) {
+      scatter_add_keys_kernel<<<grid, kThreads, 0, stream(ctx)>>>(ip, g, n, sentinel, keys, pos, check.dev);
+      GN_CUDA_CHECK_LAUNCH();
+    });
     dispatch_all(x.dtype, op, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (!std::is_same_v<T, bool>)
-        scatter_kernel<T, true><<<grid, kThreads, 0, stream(ctx)>>>(ip, data_ptr<const T>(src), data_ptr<T>(o), g, n,
-                                                                    winner, check.dev);
+        scatter_add_runs_kernel<T><<<grid, kThreads, 0, stream(ctx)>>>(st.keys, st.vals, data_ptr<const T>(src),
+                                                                       data_ptr<T>(o), g, n, sentinel);
     });
-  } else {
-    nn::dispatch_raw(x.dtype, op, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      scatter_kernel<T, false><<<grid, kThreads, 0, stream(ctx)>>>(ip, data_ptr<const T>(src), data_ptr<T>(o), g, n,
-                                                                   winner, check.dev);
-    });
+    GN_CUDA_CHECK_LAUNCH();
   }
-  GN_CUDA_CHECK_LAUNCH();
   check.finish(op, g.dim_size);
 }
 
@@ -271,19 +320,37 @@ __global__ void index_select_kernel(const U* __restrict__ x, IndexPtr idx, U* __
   }
 }
 
-// out (outer, size, inner) += alpha * src (outer, k, inner) at ids
-template <class T>
-__global__ void index_add_kernel(const T* __restrict__ src, IndexPtr idx, T* __restrict__ out, int64_t outer, int64_t k,
-                                 int64_t size, int64_t inner, double alpha, int64_t ialpha, BadIndex bad) {
-  const int64_t n = outer * k * inner;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t c = i % inner, j = (i / inner) % k, o = i / (inner * k);
+// index_add keys: ids[j] (bad: the sentinel `size`, sorts last), positions j.
+__global__ void index_keys_kernel(IndexPtr idx, int64_t k, int64_t size, uint32_t* __restrict__ keys,
+                                  int32_t* __restrict__ pos, BadIndex bad) {
+  for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < k; j += (int64_t)gridDim.x * blockDim.x) {
     const int64_t v = idx[j];
+    pos[j] = (int32_t)j;
     if (v < 0 || v >= size) {
       bad.report(v);
-      continue;
+      keys[j] = (uint32_t)size;
+    } else {
+      keys[j] = (uint32_t)v;
     }
-    atomic_add_elem(out + (o * size + v) * inner + c, scaled<T>(src[i], alpha, ialpha));
+  }
+}
+
+// out (outer, size, inner) += alpha * src (outer, k, inner) at ids: thread per
+// (o, sorted position i, c); the first of each run of equal ids adds the whole
+// run in position order.
+template <class T>
+__global__ void index_add_runs_kernel(const T* __restrict__ src, const uint32_t* __restrict__ keys,
+                                      const int32_t* __restrict__ pos, T* __restrict__ out, int64_t outer, int64_t k,
+                                      int64_t size, int64_t inner, double alpha, int64_t ialpha) {
+  const int64_t n = outer * k * inner;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t c = e % inner, i = (e / inner) % k, o = e / (inner * k);
+    const uint32_t key = keys[i];
+    if (key >= (uint64_t)size || (i > 0 && keys[i - 1] == key)) continue;
+    T* dst = out + (o * size + key) * inner + c;
+    T acc = *dst;
+    for (int64_t j = i; j < k && keys[j] == key; ++j) acc = add_ref<T>(acc, src[(o * k + pos[j]) * inner + c], alpha, ialpha);
+    *dst = acc;
   }
 }
 
@@ -366,12 +433,18 @@ GN_SDK_KERNEL(index_add_kernel_fn) {
   if (bytes) GN_CUDA_CHECK(cudaMemcpyAsync(gn_view_ptr(&o), gn_view_ptr(&x), bytes, cudaMemcpyDeviceToDevice, stream(ctx)));
   const int64_t n = outer * k * inner;
   if (n == 0) return;
+  if (k >= INT32_MAX || size >= (int64_t)UINT32_MAX)
+    fail_op(GN_ERR_UNSUPPORTED, op, "more than 2^31 indices or a dim of 2^32 is not supported on cuda");
   nn::IndexCheck check(ctx);
+  const Sorted st = sort_pairs(ctx, k, (uint64_t)size, [&](uint32_t* keys, int32_t* pos) {
+    index_keys_kernel<<<nn::grid_for(ctx, k), kThreads, 0, stream(ctx)>>>(ip, k, size, keys, pos, check.dev);
+    GN_CUDA_CHECK_LAUNCH();
+  });
   dispatch_all(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>)
-      index_add_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(
-          data_ptr<const T>(src), ip, data_ptr<T>(o), outer, k, size, inner, alpha, (int64_t)alpha, check.dev);
+      index_add_runs_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(
+          data_ptr<const T>(src), st.keys, st.vals, data_ptr<T>(o), outer, k, size, inner, alpha, (int64_t)alpha);
   });
   GN_CUDA_CHECK_LAUNCH();
   check.finish(op, size);

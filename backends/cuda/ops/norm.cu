@@ -2,8 +2,10 @@
 //
 // x is dense (GN_KERNEL_CONTIGUOUS) and seen as (R, N): R rows of N
 // normalized elements.  Weight/bias arrive in x's dtype (inference casts).
-// Statistics (mean, rstd: R values) are float32, float64 for f64 inputs; all
-// arithmetic is in that type (acc_t<T>).
+// Statistics (mean, rstd: R values) are stored as float32, float64 for f64
+// inputs.  Sums and the backward are computed in opmath_t (double for f32, as
+// the reference; float for the 16-bit types); the forward's elementwise output
+// pass is in f32 (f64 for f64).
 //
 // Forward: one block per row; 16-byte vector loads when N is a multiple of
 // the vector width; the row is cached in shared memory (when it fits) so x is
@@ -41,43 +43,45 @@ int vec_for(int64_t n, const void* const* ptrs, int n_ptrs) {
 template <class T, int V, bool kSmem, bool kRms>
 __global__ void norm_fwd_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                                 T* __restrict__ y, acc_t<T>* __restrict__ mean_out,
-                                acc_t<T>* __restrict__ rstd_out, int64_t R, int64_t N, acc_t<T> eps) {
-  using A = acc_t<T>;
+                                acc_t<T>* __restrict__ rstd_out, int64_t R, int64_t N, double eps) {
+  using A = acc_t<T>;         // output pass: f32 (f64 for f64)
+  using M = nn::opmath_t<T>;  // statistics: f64 for f32/f64, f32 for 16-bit
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* cache = reinterpret_cast<T*>(smem_raw);
-  __shared__ A red[32];
+  __shared__ M red[32];
   const int64_t nv = N / V;
   for (int64_t row = blockIdx.x; row < R; row += gridDim.x) {
     const T* xr = x + row * N;
     T* yr = y + row * N;
-    A s = A(0);
+    M s = M(0);
     for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) {
       Vec<T, V> v = load_vec<T, V>(xr + i * V);
       if constexpr (kSmem) store_vec<T, V>(cache + i * V, v);
 #pragma unroll
       for (int k = 0; k < V; ++k) {
-        const A a = convert<A>(v.v[k]);
+        const M a = convert<M>(v.v[k]);
         s += kRms ? a * a : a;
       }
     }
     s = block_sum(s, red);
-    A mean = A(0), rstd;
+    M mean = M(0), rstd;
     if constexpr (kRms) {
-      rstd = A(1) / sqrt(s / A(N) + eps);
+      rstd = M(1) / sqrt(s / M(N) + M(eps));
     } else {
-      mean = s / A(N);
-      A q = A(0);
+      mean = s / M(N);
+      M q = M(0);
       for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) {
         Vec<T, V> v = kSmem ? load_vec<T, V>(cache + i * V) : load_vec<T, V>(xr + i * V);
 #pragma unroll
         for (int k = 0; k < V; ++k) {
-          const A d = convert<A>(v.v[k]) - mean;
+          const M d = convert<M>(v.v[k]) - mean;
           q += d * d;
         }
       }
       q = block_sum(q, red);
-      rstd = A(1) / sqrt(q / A(N) + eps);
+      rstd = M(1) / sqrt(q / M(N) + M(eps));
     }
+    const A mean_a = (A)mean, rstd_a = (A)rstd;
     for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) {
       Vec<T, V> v = kSmem ? load_vec<T, V>(cache + i * V) : load_vec<T, V>(xr + i * V);
       Vec<T, V> wv, bv, o;
@@ -85,7 +89,7 @@ __global__ void norm_fwd_kernel(const T* __restrict__ x, const T* __restrict__ w
       if (!kRms && b) bv = load_vec<T, V>(b + i * V);
 #pragma unroll
       for (int k = 0; k < V; ++k) {
-        A r = (convert<A>(v.v[k]) - mean) * rstd;
+        A r = (convert<A>(v.v[k]) - mean_a) * rstd_a;
         if (w) r *= convert<A>(wv.v[k]);
         if (!kRms && b) r += convert<A>(bv.v[k]);
         o.v[k] = convert<T>(r);
@@ -93,8 +97,8 @@ __global__ void norm_fwd_kernel(const T* __restrict__ x, const T* __restrict__ w
       store_vec<T, V>(yr + i * V, o);
     }
     if (threadIdx.x == 0) {
-      if (!kRms && mean_out) mean_out[row] = mean;
-      if (rstd_out) rstd_out[row] = rstd;
+      if (!kRms && mean_out) mean_out[row] = (A)mean;
+      if (rstd_out) rstd_out[row] = (A)rstd;
     }
   }
 }
@@ -115,7 +119,7 @@ template <class T, int V, bool kRms>
 __global__ void norm_bwd_dx_kernel(const T* __restrict__ g, const T* __restrict__ x,
                                    const acc_t<T>* __restrict__ mean, const acc_t<T>* __restrict__ rstd,
                                    const T* __restrict__ w, T* __restrict__ dx, int64_t R, int64_t N) {
-  using A = acc_t<T>;
+  using A = nn::opmath_t<T>;  // f64 for f32: the suite holds f32 grads to ~1e-6
   __shared__ A red[64];
   const int64_t nv = N / V;
   for (int64_t row = blockIdx.x; row < R; row += gridDim.x) {
@@ -172,9 +176,9 @@ __global__ void norm_bwd_dx_kernel(const T* __restrict__ g, const T* __restrict_
 template <class T, bool kRms>
 __global__ void norm_bwd_dw_partial_kernel(const T* __restrict__ g, const T* __restrict__ x,
                                            const acc_t<T>* __restrict__ mean, const acc_t<T>* __restrict__ rstd,
-                                           acc_t<T>* __restrict__ part_w, acc_t<T>* __restrict__ part_b,
+                                           nn::opmath_t<T>* __restrict__ part_w, nn::opmath_t<T>* __restrict__ part_b,
                                            int64_t R, int64_t N, int64_t rows_per_chunk) {
-  using A = acc_t<T>;
+  using A = nn::opmath_t<T>;
   __shared__ A sw[8][33], sb[8][33];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const int64_t col = (int64_t)blockIdx.x * 32 + tx;
@@ -211,9 +215,9 @@ __global__ void norm_bwd_dw_partial_kernel(const T* __restrict__ g, const T* __r
 
 // Stage 2: out[col] = sum over chunks in order.
 template <class T>
-__global__ void norm_bwd_dw_finish_kernel(const acc_t<T>* __restrict__ part_w, const acc_t<T>* __restrict__ part_b,
+__global__ void norm_bwd_dw_finish_kernel(const nn::opmath_t<T>* __restrict__ part_w, const nn::opmath_t<T>* __restrict__ part_b,
                                           T* __restrict__ dw, T* __restrict__ db, int64_t chunks, int64_t N) {
-  using A = acc_t<T>;
+  using A = nn::opmath_t<T>;
   for (int64_t col = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; col < N; col += (int64_t)gridDim.x * blockDim.x) {
     A tw = A(0), tb = A(0);
     for (int64_t c = 0; c < chunks; ++c) {
@@ -238,9 +242,8 @@ void launch_fwd(const gn_kernel_ctx* ctx, const T* x, const T* w, const T* b, T*
   const int threads = nn::row_threads(N / V);
   const bool smem = (size_t)N * sizeof(T) <= (size_t)kSmemRowBytes;
   const size_t shm = smem ? (size_t)N * sizeof(T) : 0;
-  const acc_t<T> e = (acc_t<T>)eps;
   const unsigned grid = row_grid(R);
-  auto go = [&](auto kernel) { kernel<<<grid, threads, shm, stream(ctx)>>>(x, w, b, y, mean, rstd, R, N, e); };
+  auto go = [&](auto kernel) { kernel<<<grid, threads, shm, stream(ctx)>>>(x, w, b, y, mean, rstd, R, N, eps); };
   constexpr int VW = vec_width<T>();
   if (V == VW) {
     if (smem) go(norm_fwd_kernel<T, VW, true, kRms>);
@@ -255,7 +258,7 @@ void launch_fwd(const gn_kernel_ctx* ctx, const T* x, const T* w, const T* b, T*
 template <class T, bool kRms>
 void launch_bwd(const gn_kernel_ctx* ctx, const T* g, const T* x, const acc_t<T>* mean, const acc_t<T>* rstd,
                 const T* w, T* dx, T* dw, T* db, int64_t R, int64_t N) {
-  using A = acc_t<T>;
+  using A = nn::opmath_t<T>;
   if (dx && R > 0) {
     const void* ptrs[] = {g, x, w, dx};
     const int V = vec_for<T>(N, ptrs, 4);

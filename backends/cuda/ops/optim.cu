@@ -3,9 +3,9 @@
 // multi_scale_, multi_unscale_check_).
 //
 // Steps: one elementwise pass per parameter, in place, the update rule of
-// plugins/reference/optim.cpp (torch.optim single-tensor code) in acc_t of the
-// param (f32; f64 for f64 params).  The grad has the param's dtype (inference
-// casts it); state buffers (momentum_buf, exp_avg, exp_avg_sq) may have any
+// plugins/reference/optim.cpp (torch.optim single-tensor code) in the param's
+// opmath_t (f64 for f32/f64 params, as the reference; f32 for 16-bit).  The
+// grad has the param's dtype (inference casts it); state buffers (momentum_buf, exp_avg, exp_avg_sq) may have any
 // float dtype (e.g. f32 state for bf16 params): they are read and written
 // through AnyFloat, a dtype switch that is uniform across the grid.
 //
@@ -79,13 +79,13 @@ void same_shape(const char* op, const char* what, const gn_tensor_view& v, const
 //   param -= lr*d
 template <class T>
 struct SgdArgs {
-  acc_t<T> lr, momentum, dampening, wd;
+  nn::opmath_t<T> lr, momentum, dampening, wd;
   bool nesterov, maximize, first, use_buf;
 };
 
 template <class T>
 __global__ void sgd_kernel(T* __restrict__ param, const T* __restrict__ grad, AnyFloat buf, int64_t n, SgdArgs<T> a) {
-  using A = acc_t<T>;
+  using A = nn::opmath_t<T>;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const A p = convert<A>(param[i]);
     A d = convert<A>(grad[i]);
@@ -127,7 +127,7 @@ GN_SDK_KERNEL(sgd_step_kernel) {
   if (n == 0) return;
   dispatch_float(p.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = acc_t<T>;
+    using A = nn::opmath_t<T>;
     SgdArgs<T> a{(A)lr, (A)momentum, (A)dampening, (A)wd, nesterov, maximize, step == 1, use_buf};
     sgd_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<T>(p), data_ptr<const T>(in[1]), buf, n, a);
   });
@@ -142,14 +142,14 @@ GN_SDK_KERNEL(sgd_step_kernel) {
 //   param -= lr/(1-b1^step) * m / (sqrt(v)/sqrt(1-b2^step) + eps)
 template <class T>
 struct AdamArgs {
-  acc_t<T> lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
+  nn::opmath_t<T> lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
   bool decoupled, maximize;
 };
 
 template <class T>
 __global__ void adamw_kernel(T* __restrict__ param, const T* __restrict__ grad, AnyFloat m_, AnyFloat v_, int64_t n,
                              AdamArgs<T> a) {
-  using A = acc_t<T>;
+  using A = nn::opmath_t<T>;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     A p = convert<A>(param[i]);
     A g = convert<A>(grad[i]);
@@ -189,7 +189,7 @@ GN_SDK_KERNEL(adamw_step_kernel) {
   const double bc1 = 1.0 - std::pow(b1, (double)step), bc2 = 1.0 - std::pow(b2, (double)step);
   dispatch_float(p.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = acc_t<T>;
+    using A = nn::opmath_t<T>;
     AdamArgs<T> a{(A)lr, (A)b1, (A)b2, (A)eps, (A)wd, (A)(lr / bc1), (A)std::sqrt(bc2), decoupled, maximize};
     adamw_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<T>(p), data_ptr<const T>(in[1]), m, v,
                                                                        n, a);
@@ -219,7 +219,6 @@ __device__ __forceinline__ int tensor_of(const TensorList& tl, int64_t b) {
 }
 
 // One double partial per block: sum of squares of its chunk.
-template <bool kF64>
 __global__ void sum_sq_partial_kernel(TensorList tl, double* __restrict__ partial) {
   __shared__ double red[32];
   const int64_t b = blockIdx.x;
@@ -227,19 +226,10 @@ __global__ void sum_sq_partial_kernel(TensorList tl, double* __restrict__ partia
   const AnyFloat x{tl.p[t], tl.dtype[t]};
   const int64_t begin = (b - tl.block_start[t]) * kChunk;
   const int64_t end = min(tl.n[t], begin + kChunk);
-  double s = 0.0;
-  if (kF64 || x.dtype == GN_F64) {
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-      const double v = x.load(i);
-      s += v * v;
-    }
-  } else {
-    float f = 0.0f;
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-      const float v = x.loadf(i);
-      f = fmaf(v, v, f);
-    }
-    s = f;
+  double s = 0.0;  // double even for f32: the reference's sum, ~1e-6 relative wanted
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const double v = x.load(i);
+    s += v * v;
   }
   s = nn::block_sum(s, red);
   if (threadIdx.x == 0) partial[b] = s;
@@ -321,8 +311,7 @@ GN_SDK_KERNEL(multi_sum_sq_kernel) {
   double* partial = static_cast<double*>(workspace(ctx, (size_t)std::max<int64_t>(total_blocks, 1) * sizeof(double)));
   int64_t off = 0;
   for_each_list(op, in, 0, n_in, [&](const TensorList& tl, int64_t nb) {
-    if (o.dtype == GN_F64) sum_sq_partial_kernel<true><<<(unsigned)nb, kThreads, 0, stream(ctx)>>>(tl, partial + off);
-    else sum_sq_partial_kernel<false><<<(unsigned)nb, kThreads, 0, stream(ctx)>>>(tl, partial + off);
+    sum_sq_partial_kernel<<<(unsigned)nb, kThreads, 0, stream(ctx)>>>(tl, partial + off);
     GN_CUDA_CHECK_LAUNCH();
     off += nb;
   });

@@ -11,7 +11,8 @@
 //             dx[d+h] = g[d+h]*c[d+h] - g[d]*s[d]
 // swiglu: gate, up, grad dense and same-shaped; 16-byte vectors when aligned.
 //   y = silu(gate)*up;  dgate = g*up*sig*(1 + gate*(1-sig)),  dup = g*silu(gate)
-// All arithmetic in acc_t<T> (f32, f64 for f64).
+// All arithmetic in opmath_t<T> (f64 for f32/f64 like the reference, f32 for
+// the 16-bit types).
 #include "common.cuh"
 #include "kernels/nn_common/nn_common.cuh"
 
@@ -24,7 +25,7 @@ namespace {
 template <class T, bool kBackward>
 __global__ void rope_kernel(const T* __restrict__ x, const T* __restrict__ cs, const T* __restrict__ sn,
                             T* __restrict__ y, OffsetCalc<2> oc, int64_t pairs, int64_t D) {
-  using A = acc_t<T>;
+  using A = nn::opmath_t<T>;
   const int64_t h = D / 2;
   for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < pairs; p += (int64_t)gridDim.x * blockDim.x) {
     const int64_t r = p / h, d = p - r * h;
@@ -93,7 +94,7 @@ __device__ __forceinline__ A sigmoid(A v) {
 // Forward on V elements: y = gate*sig(gate)*up.
 template <class T, int V>
 __device__ __forceinline__ void swiglu_fwd_vec(const T* gate, const T* up, T* y, int64_t i) {
-  using A = acc_t<T>;
+  using A = nn::opmath_t<T>;
   const Vec<T, V> g = load_vec<T, V>(gate + i), u = load_vec<T, V>(up + i);
   Vec<T, V> o;
 #pragma unroll
@@ -115,7 +116,7 @@ __global__ void swiglu_fwd_kernel(const T* __restrict__ gate, const T* __restric
 
 template <class T, int V>
 __device__ __forceinline__ void swiglu_bwd_vec(const T* grad, const T* gate, const T* up, T* dgate, T* dup, int64_t i) {
-  using A = acc_t<T>;
+  using A = nn::opmath_t<T>;
   const Vec<T, V> gr = load_vec<T, V>(grad + i), g = load_vec<T, V>(gate + i), u = load_vec<T, V>(up + i);
   Vec<T, V> og, ou;
 #pragma unroll

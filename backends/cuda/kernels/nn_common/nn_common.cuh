@@ -27,6 +27,17 @@ constexpr int32_t dtype_of() {
   else return GN_BOOL;
 }
 
+// "op math": the type sums and fused expressions are computed in.  double
+// for f32 (and f64): the reference computes in double and rounds once, and the
+// cross-backend suite holds f32 results to ~1e-6 relative, which f32
+// accumulation over hundreds of terms does not meet; these kernels are
+// memory-bound, so the double arithmetic is hidden behind the loads.  float
+// for the 16-bit types.
+template <class T> struct OpMathOf { using type = float; };
+template <> struct OpMathOf<float> { using type = double; };
+template <> struct OpMathOf<double> { using type = double; };
+template <class T> using opmath_t = typename OpMathOf<T>::type;
+
 // ----------------------------------------------------------------------------
 // reductions (deterministic: fixed shuffle tree, then every thread adds the
 // per-warp partials in warp order)
