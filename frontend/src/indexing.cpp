@@ -167,3 +167,90 @@ Tensor bmm(const Tensor& a_, const Tensor& b_, bool trans_a, bool trans_b) {
 }
 
 }  // namespace genesis
+
+// ------------------------------------------------------ x.index({...})
+
+namespace genesis {
+
+TensorIndex::TensorIndex(Tensor t) : kind_(Kind::tensor), t_(std::make_shared<Tensor>(std::move(t))) {}
+const Tensor& TensorIndex::tensor() const { return *t_; }
+
+namespace {
+
+// The view (or copy, for tensor entries) that `indices` pick out of x.
+Tensor apply_index(const Tensor& x, std::initializer_list<TensorIndex> indices, bool allow_copy) {
+  using K = TensorIndex::Kind;
+  int64_t consumed = 0, ellipses = 0;
+  for (const TensorIndex& i : indices) {
+    if (i.kind() == K::integer || i.kind() == K::slice || i.kind() == K::tensor) ++consumed;
+    if (i.kind() == K::ellipsis) ++ellipses;
+  }
+  if (ellipses > 1) throw invalid("index", "an index can only have a single ellipsis ('...')");
+  if (consumed > x.dim())
+    throw Error(GN_ERR_INDEX, "[index] too many indices for tensor of dimension " + std::to_string(x.dim()) + " (got " +
+                                  std::to_string(consumed) + ")");
+  Tensor y = x;
+  int64_t d = 0;  // the dim of y the next entry applies to
+  for (const TensorIndex& i : indices) {
+    switch (i.kind()) {
+      case K::integer: {
+        const int64_t n = y.size(d);
+        const int64_t k = i.integer() < 0 ? i.integer() + n : i.integer();
+        if (k < 0 || k >= n)
+          throw Error(GN_ERR_INDEX, "[index] index " + std::to_string(i.integer()) + " is out of bounds for dimension " +
+                                        std::to_string(d) + " with size " + std::to_string(n));
+        y = y.select(d, k);
+        break;
+      }
+      case K::slice: {
+        const auto& s = i.slice();
+        if (s.step <= 0) throw invalid("index", "slice step must be positive");
+        const int64_t n = y.size(d);
+        auto clampi = [n](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + n : v, 0, n); };
+        const int64_t start = s.start ? clampi(*s.start) : 0, stop = s.stop ? clampi(*s.stop) : n;
+        y = y.slice(d, start, std::max(start, stop), s.step);
+        ++d;
+        break;
+      }
+      case K::none:
+        y = y.unsqueeze(d);
+        ++d;
+        break;
+      case K::ellipsis:
+        d += x.dim() - consumed;
+        break;
+      case K::tensor: {
+        const Tensor& t = i.tensor();
+        if (!allow_copy) throw invalid("index_put_", "tensor indices are not supported here (use index_add/scatter)");
+        if (t.dtype() == DType::boolean)
+          throw Error(GN_ERR_UNSUPPORTED, "[index] boolean mask indexing is not supported; use masked_fill or where");
+        if (is_floating(t.dtype()) || t.dim() != 1)
+          throw invalid("index", "tensor indices must be 1-D integer tensors");
+        y = y.index_select(d, t);
+        ++d;
+        break;
+      }
+    }
+  }
+  return y;
+}
+
+}  // namespace
+
+Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const { return apply_index(*this, indices, true); }
+
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value) {
+  detail::check_inplace(*this, "index_put_");
+  Tensor view = apply_index(*this, indices, false);
+  view.copy_(value);
+  return *this;
+}
+
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, double value) {
+  detail::check_inplace(*this, "index_put_");
+  Tensor view = apply_index(*this, indices, false);
+  view.fill_(value);
+  return *this;
+}
+
+}  // namespace genesis

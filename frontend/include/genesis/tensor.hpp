@@ -144,6 +144,7 @@ struct Node;
 }  // namespace autograd
 
 class Tensor;
+class TensorIndex;
 /** A gradient hook: returns a replacement gradient, or an undefined Tensor to keep it. */
 using Hook = std::function<Tensor(const Tensor&)>;
 
@@ -322,6 +323,14 @@ class Tensor {
   Tensor slice(int64_t dim, int64_t start, int64_t stop, int64_t step = 1) const;  ///< start:stop:step (Python-like negatives)
   Tensor select(int64_t dim, int64_t index) const;  ///< pick index along dim (negative allowed)
   Tensor operator[](int64_t index) const { return select(0, index); }  ///< x[i]
+  /** torch's x[...] with several entries: x.index({1, Slice(0, 4, 2), Ellipsis, None, ids}).  Ints select
+   * (drop the dim), Slices are views, None inserts a dim, Ellipsis stands for the dims not named, a 1-D
+   * integer Tensor gathers along its dim (a copy).  Autograd-aware. */
+  Tensor index(std::initializer_list<TensorIndex> indices) const;
+  /** x[indices] = value in place (no Tensor entries: the target must be a view); returns *this. */
+  Tensor& index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value);
+  /** x[indices] = number in place; returns *this. */
+  Tensor& index_put_(std::initializer_list<TensorIndex> indices, double value);
   Tensor expand(Shape shape) const;    ///< broadcast size-1 dims (-1 keeps)
   Tensor expand_as(const Tensor& o) const { return expand(o.shape()); }  ///< expand to o's shape
   Tensor squeeze(std::optional<int64_t> dim = {}) const;  ///< drop size-1 dim(s)
@@ -341,6 +350,52 @@ class Tensor {
  private:
   void add_hook(Hook h) const;
   std::shared_ptr<Impl> impl_;
+};
+
+// --------------------------------------------------------------- indexing
+
+namespace indexing {
+/** start:stop:step of Python (unset = from the start / to the end; negatives count from the end). */
+struct Slice {
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+  /** Slice() is ":"; Slice(1, 3) is "1:3"; Slice(std::nullopt, std::nullopt, 2) is "::2". */
+  Slice(std::optional<int64_t> start_ = std::nullopt, std::optional<int64_t> stop_ = std::nullopt,
+        int64_t step_ = 1)
+      : start(start_), stop(stop_), step(step_) {}
+};
+/** "..." of Python. */
+struct EllipsisIndexType {};
+inline constexpr EllipsisIndexType Ellipsis{};
+/** None (new axis) of Python. */
+struct NoneIndexType {};
+inline constexpr NoneIndexType None{};
+}  // namespace indexing
+
+/** One entry of Tensor::index: an int, a Slice, Ellipsis, None or an integer Tensor. */
+class TensorIndex {
+ public:
+  enum class Kind { integer, slice, ellipsis, none, tensor };
+  TensorIndex(int64_t i) : kind_(Kind::integer), i_(i) {}                      // NOLINT
+  TensorIndex(int i) : kind_(Kind::integer), i_(i) {}                          // NOLINT
+  TensorIndex(indexing::Slice s) : kind_(Kind::slice), slice_(s) {}            // NOLINT
+  TensorIndex(indexing::EllipsisIndexType) : kind_(Kind::ellipsis) {}          // NOLINT
+  TensorIndex(indexing::NoneIndexType) : kind_(Kind::none) {}                  // NOLINT
+  TensorIndex(Tensor t);                                                       // NOLINT
+  /** Which alternative this is. */
+  Kind kind() const { return kind_; }
+  /** The int (Kind::integer). */
+  int64_t integer() const { return i_; }
+  /** The slice (Kind::slice). */
+  const indexing::Slice& slice() const { return slice_; }
+  /** The tensor (Kind::tensor). */
+  const Tensor& tensor() const;
+
+ private:
+  Kind kind_;
+  int64_t i_ = 0;
+  indexing::Slice slice_;
+  std::shared_ptr<Tensor> t_;
 };
 
 /** Autograd state shared by all copies of a Tensor. */

@@ -210,3 +210,100 @@ TEST(CppTensor, ErrorsNameTheOp) {
 }
 
 }  // namespace
+
+namespace {
+
+using genesis::indexing::Ellipsis;
+using genesis::indexing::None;
+using genesis::indexing::Slice;
+
+TEST(CppTensor, IndexLikePython) {
+  Tensor x = genesis::arange(24).reshape({2, 3, 4});  // x[i][j][k] = 12i + 4j + k
+  EXPECT_EQ(x.index({1}).tolist(), x[1].tolist());
+  Tensor a = x.index({Slice(), 1});  // x[:, 1]
+  EXPECT_EQ(a.shape(), (genesis::Shape{2, 4}));
+  EXPECT_EQ(a.tolist(), (D{4, 5, 6, 7, 16, 17, 18, 19}));
+  Tensor b = x.index({Ellipsis, 2});  // x[..., 2]
+  EXPECT_EQ(b.shape(), (genesis::Shape{2, 3}));
+  EXPECT_EQ(b.tolist(), (D{2, 6, 10, 14, 18, 22}));
+  Tensor c = x.index({0, Slice(1), Slice(std::nullopt, std::nullopt, 2)});  // x[0, 1:, ::2]
+  EXPECT_EQ(c.tolist(), (D{4, 6, 8, 10}));
+  Tensor d = x.index({None, 1, Ellipsis, -1});  // x[None, 1, ..., -1]
+  EXPECT_EQ(d.shape(), (genesis::Shape{1, 3}));
+  EXPECT_EQ(d.tolist(), (D{15, 19, 23}));
+  Tensor e = x.index({Slice(-5, 10), genesis::tensor(std::vector<int64_t>{2, 0}, {2})});  // x[-5:10, [2, 0]]
+  EXPECT_EQ(e.shape(), (genesis::Shape{2, 2, 4}));
+  EXPECT_EQ(e.tolist(), (D{8, 9, 10, 11, 0, 1, 2, 3, 20, 21, 22, 23, 12, 13, 14, 15}));
+  EXPECT_EQ(x.index({1, 2, 3}).item<int64_t>(), 23);
+  EXPECT_EQ(x.index({Slice(3, 1)}).shape(), (genesis::Shape{0, 3, 4}));  // empty, as Python
+  // Views share storage: writes through index_put_ land in x.
+  Tensor z = genesis::zeros({3, 4});
+  z.index_put_({Slice(), 1}, 5.0);
+  z.index_put_({2}, genesis::tensor({1.0, 2.0, 3.0, 4.0}));
+  z.index_put_({0, Slice(2)}, genesis::tensor({7.0}));  // broadcast
+  EXPECT_EQ(z.tolist(), (D{0, 5, 7, 7, 0, 5, 0, 0, 1, 2, 3, 4}));
+  // Errors.
+  EXPECT_THROW(x.index({0, 0, 0, 0}), genesis::Error);
+  EXPECT_THROW(x.index({2}), genesis::Error);
+  EXPECT_THROW(x.index({Ellipsis, 0, Ellipsis}), genesis::Error);
+  EXPECT_THROW(x.index({x > 3}), genesis::Error);
+  EXPECT_THROW(x.index({Slice(0, 2, 0)}), genesis::Error);
+  EXPECT_THROW(z.index_put_({genesis::tensor(std::vector<int64_t>{0}, {1})}, 1.0), genesis::Error);
+}
+
+TEST(CppTensor, IndexIsDifferentiable) {
+  Tensor w = genesis::ones({3, 4}, {.requires_grad = true});
+  Tensor ids = genesis::tensor(std::vector<int64_t>{3, 3, 0}, {3});
+  (w.index({Slice(1), ids}) * 2).sum().backward();  // rows 1, 2; columns 3 (twice) and 0
+  EXPECT_EQ(w.grad().tolist(), (D{0, 0, 0, 0, 2, 0, 0, 4, 2, 0, 0, 4}));
+  Tensor v = genesis::ones({2, 3}, {.requires_grad = true});
+  EXPECT_THROW(v.index_put_({0}, 1.0), genesis::Error);  // in place on a leaf that needs grad
+}
+
+TEST(CppTensor, SortTopkSplitAndFriends) {
+  Tensor x = genesis::tensor({{3.0, 1.0, 2.0}, {0.5, 4.0, -1.0}});
+  auto [v, i] = x.topk(2);
+  EXPECT_EQ(v.tolist(), (D{3, 2, 4, 0.5}));
+  EXPECT_EQ(i.tolist(), (D{0, 2, 1, 0}));
+  auto [s, si] = x.sort(1, true);
+  EXPECT_EQ(s.tolist(), (D{3, 2, 1, 4, 0.5, -1}));
+  EXPECT_EQ(x.argsort(0).tolist(), (D{1, 0, 1, 0, 1, 0}));
+  auto parts = genesis::arange(7).split(3);
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[2].tolist(), (D{6}));
+  EXPECT_EQ(genesis::arange(6).chunk(4).size(), 3u);  // torch: chunks of ceil(6/4) = 2
+  EXPECT_THROW(genesis::arange(6).split_with_sizes({2, 2}), genesis::Error);
+  EXPECT_EQ(genesis::ones({3, 3}).triu(1).tolist(), (D{0, 1, 1, 0, 0, 1, 0, 0, 0}));
+  EXPECT_EQ(genesis::ones({2, 2}).tril().tolist(), (D{1, 0, 1, 1}));
+  EXPECT_EQ(x.masked_fill(x > 2, 0).tolist(), (D{0, 1, 2, 0.5, 0, -1}));
+  EXPECT_EQ(genesis::one_hot(genesis::tensor(std::vector<int64_t>{2, 0}, {2}), 3).tolist(), (D{0, 0, 1, 1, 0, 0}));
+  Tensor a = genesis::arange(0, 12, 1, {.dtype = genesis::float32}).reshape({2, 2, 3});
+  Tensor b = genesis::ones({2, 3, 1});
+  EXPECT_EQ(genesis::bmm(a, b).tolist(), (D{3, 12, 21, 30}));
+  EXPECT_EQ(genesis::bmm(a, a, false, true).shape(), (genesis::Shape{2, 2, 2}));
+  EXPECT_EQ(x.prod(1).tolist(), (D{6, -2}));
+}
+
+TEST(CppTensor, CreationHelpers) {
+  EXPECT_EQ(genesis::linspace(0, 1, 5).tolist(), (D{0, 0.25, 0.5, 0.75, 1}));
+  EXPECT_EQ(genesis::linspace(2, 2, 1).tolist(), (D{2}));
+  EXPECT_EQ(genesis::eye(2, 3).tolist(), (D{1, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(genesis::eye(3).tolist(), (D{1, 0, 0, 0, 1, 0, 0, 0, 1}));
+  Tensor t = genesis::ones({2, 3}, {.dtype = genesis::float64});
+  EXPECT_EQ(genesis::zeros_like(t).dtype(), DType::f64);
+  EXPECT_EQ(genesis::full_like(t, 7).tolist(), D(6, 7));
+  EXPECT_EQ(genesis::rand_like(t).shape(), t.shape());
+  EXPECT_EQ(genesis::randint_like(t, 0, 5).dtype(), DType::i64);
+  EXPECT_EQ(genesis::Device("cpu").str(), "cpu:0");
+  EXPECT_EQ(genesis::Device("cpu:0"), genesis::Device());
+  // This test runs with the reference plugin only: no CUDA, and "cuda:0" is a clear error.
+  EXPECT_EQ(genesis::cuda_available(), false);
+  try {
+    genesis::Device("cuda:0");
+    ADD_FAILURE() << "no error";
+  } catch (const genesis::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown device type 'cuda'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
