@@ -128,7 +128,15 @@ V matmul(Node& n, const Tensor& g) {
     if (a.dim() == 1) ga = ga.squeeze(-2);
   }
   if (needs(n, 1)) {  // A^T @ G: (..., K, N)
-    gb = detail::call1(mm, {&A, &G}, {gn_attr_int(1), gn_attr_int(0)});
+    if (A.dim() == 2 && B.dim() == 2 && !B.is_contiguous() && B.t().is_contiguous()) {
+      // b is a transposed dense matrix (linear's weight.t()): compute (G^T @ A)^T
+      // so that the gradient reaching the weight through t() is dense, not a
+      // transposed view that accumulation would copy element by element
+      // (torch's mm_mat2_backward does the same).
+      gb = detail::call1(mm, {&G, &A}, {gn_attr_int(1), gn_attr_int(0)}).t();
+    } else {
+      gb = detail::call1(mm, {&A, &G}, {gn_attr_int(1), gn_attr_int(0)});
+    }
     if (b.dim() == 1) gb = gb.squeeze(-1);
   }
   return {ga, gb};

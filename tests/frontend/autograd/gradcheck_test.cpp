@@ -172,6 +172,7 @@ const std::map<std::string, std::function<void()>>& checks() {
          GRADCHECK(x[0].matmul(x[1]), leaf({2, 3, 4}), leaf({4}));  // 1-D right
          GRADCHECK(x[0].matmul(x[1]), leaf({4}), leaf({4}));        // dot
          GRADCHECK(x[0].t().matmul(x[0]), leaf({3, 2}));
+         GRADCHECK(x[0].matmul(x[1].t()), leaf({3, 4}), leaf({5, 4}));  // b transposed (linear): dense weight grad
        }},
       {"bmm",
        [] {
