@@ -234,6 +234,7 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
   register_pool(r);
   register_shape(r);
   register_elementwise(r);
+  register_binary_generic(r);
 }
 
 }  // namespace

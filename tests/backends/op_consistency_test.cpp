@@ -102,6 +102,66 @@ std::vector<Case> binary_cases() {
   return cs;
 }
 
+// The generic binary path (binary_generic.cpp): integers and bool (int64
+// arithmetic, wrapping), f16 and bf16 with any broadcast (double arithmetic,
+// one rounding), div rounding modes, pow, logical_and/or, compares of the
+// small dtypes.  All follow the reference's formulas: exact.  Integer
+// operands of div avoid 0 (b in [1, 5), truncated); integer pow exponents are
+// in [0, 4).  Error cases: integer division by zero, negative integer power.
+std::vector<Case> binary_generic_cases() {
+  struct S {
+    std::vector<int64_t> a, b;
+    Layout la, lb;
+  };
+  const std::vector<S> shapes = {{{257, 513}, {257, 513}, kContig, kContig}, {{4, 1, 5}, {3, 1}, kContig, kContig},
+                                 {{1, 7}, {6, 7}, kContig, kContig},          {{9, 11}, {9, 11}, kTransposed, kSliced},
+                                 {{0, 3}, {0, 3}, kContig, kContig},          {{5, 3}, {}, kContig, kContig}};
+  std::vector<Case> cs;
+  auto add = [&](const std::string& tag, const char* op, int32_t dt, const S& s, double alo, double ahi, double blo,
+                 double bhi, std::vector<gn_attr_value> attrs) {
+    Case c;
+    c.name = tag + "_" + dname(dt) + "_" + sname(s.a) + lname(s.la) + "_" + sname(s.b) + lname(s.lb);
+    c.op = op;
+    c.inputs = {{s.a, dt, s.la, alo, ahi}, {s.b, dt, s.lb, blo, bhi}};
+    c.attrs = std::move(attrs);
+    c.tol = {0, 0};
+    cs.push_back(c);
+  };
+  for (const S& s : shapes) {
+    for (int32_t dt : {GN_I32, GN_I64, GN_I8, GN_U8, GN_BOOL}) {
+      const double lo = dt == GN_BOOL ? -1 : dt == GN_U8 ? 0 : -100, hi = dt == GN_BOOL ? 1 : 100;
+      for (const char* op : {"add", "sub", "mul", "maximum", "minimum"}) {
+        if (dt == GN_BOOL && std::string(op) == "sub") continue;
+        add(op, op, dt, s, lo, hi, lo, hi, {});
+      }
+      if (dt != GN_BOOL) {
+        add("add_a3", "add", dt, s, lo, hi, lo, hi, {gn_attr_float(3)});
+        add("div", "div", dt, s, lo, hi, 1, 5, {gn_attr_int(0)});
+        add("div_trunc", "div", dt, s, lo, hi, 1, 5, {gn_attr_int(1)});
+        add("div_floor", "div", dt, s, lo, hi, -4, -1, {gn_attr_int(2)});
+        add("pow", "pow", dt, s, dt == GN_U8 ? 0 : -5, 5, 0, 4, {});
+      }
+      for (const char* op : {"logical_and", "logical_or"}) add(op, op, dt, s, lo / 50, hi / 50, lo / 50, hi / 50, {});
+    }
+    for (int32_t dt : {GN_F16, GN_BF16, GN_F32, GN_F64}) {
+      if (dt == GN_F16)
+        for (const char* op : {"add", "sub", "mul", "div", "maximum", "minimum"}) add(op, op, dt, s, -2, 2, 0.5, 2, {});
+      add("div_trunc", "div", dt, s, -8, 8, 0.5, 2, {gn_attr_int(1)});
+      add("div_floor", "div", dt, s, -8, 8, -2, -0.5, {gn_attr_int(2)});
+      add("pow", "pow", dt, s, 0.1, 3, -2, 2, {});
+      for (const char* op : {"logical_and", "logical_or"}) add(op, op, dt, s, -1, 1, -1, 1, {});
+    }
+    for (int32_t dt : {GN_F16, GN_BF16, GN_I8, GN_U8, GN_BOOL})
+      for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) add(op, op, dt, s, 0, 3, 0, 3, {});
+  }
+  // errors: both backends must refuse with the reference's code
+  const S one{{6, 7}, {6, 7}, kContig, kContig};
+  add("div_by_zero", "div", GN_I64, one, -5, 5, 0, 0.5, {gn_attr_int(1)});
+  add("pow_negative", "pow", GN_I32, one, -5, 5, -3, -1, {});
+  add("add_fractional_alpha", "add", GN_I32, one, -5, 5, -5, 5, {gn_attr_float(0.5)});
+  return cs;
+}
+
 std::vector<Case> matmul_cases() {
   struct M {
     const char* op;
@@ -207,7 +267,7 @@ std::vector<Case> layer_norm_cases() {
 
 std::vector<Case> all_cases() {
   std::vector<Case> all;
-  for (auto* f : {unary_cases, binary_cases, matmul_cases, softmax_cases, layer_norm_cases}) {
+  for (auto* f : {unary_cases, binary_cases, binary_generic_cases, matmul_cases, softmax_cases, layer_norm_cases}) {
     std::vector<Case> v = f();
     all.insert(all.end(), v.begin(), v.end());
   }

@@ -10,8 +10,9 @@
 //    does not propagate NaN as torch does), f64, and the broadcasts above.
 //    It walks out's rows (last dim) in parallel with per-operand strides;
 //    f32 is computed in double and rounded once, like the reference.
-// Anything else (integers, div rounding modes, odd layouts) answers
-// GN_ERR_UNSUPPORTED before touching out.
+// Anything else (bf16/f16 layouts oneDNN refuses, mixed dtypes, div rounding
+// modes) goes to the generic path (binary_generic.cpp), as do integers and
+// bool (registered there).
 #include <cmath>
 
 #include "common.h"
@@ -200,13 +201,12 @@ GN_SDK_KERNEL(binary_kernel) {
   const BinaryDef& def = *(const BinaryDef*)ctx->kernel_data;
   if (n_in != 2 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, def.name, "expects 2 inputs and 1 output");
   const gn_tensor_view &a = in[0], &b = in[1], &o = out[0];
-  if (a.dtype != o.dtype || b.dtype != o.dtype)
-    GN_UNSUPPORTED(std::string("[") + def.name + "] mixed dtypes");
+  if (a.dtype != o.dtype || b.dtype != o.dtype) return binary_generic(def.name, a, b, o, attrs, n_attrs);
   double alpha = 1.0;
   if ((def.op == BinOp::add || def.op == BinOp::sub) && n_attrs > 0 && attrs[0].kind == GN_ATTR_FLOAT)
     alpha = attrs[0].u.f;
   if (def.op == BinOp::div && n_attrs > 0 && attrs[0].kind == GN_ATTR_INT && attrs[0].u.i != 0)
-    GN_UNSUPPORTED("[div] rounding modes");
+    return binary_generic(def.name, a, b, o, attrs, n_attrs);  // rounding modes
   if (a.ndim > o.ndim || b.ndim > o.ndim) fail_op(GN_ERR_SHAPE, def.name, "operand rank exceeds the output's");
   if (gn_view_numel(&o) == 0) return;
   if (!out_is_simple(o)) GN_UNSUPPORTED(std::string("[") + def.name + "] output layout");
@@ -215,7 +215,8 @@ GN_SDK_KERNEL(binary_kernel) {
   if (!small && binary_dnnl(ctx, def, a, b, o, alpha)) return;
   if (o.dtype == GN_F32) return binary_loop_dispatch<float>(def.op, a, b, o, alpha);
   if (o.dtype == GN_F64) return binary_loop_dispatch<double>(def.op, a, b, o, alpha);
-  GN_UNSUPPORTED(std::string("[") + def.name + "] " + gn_dtype_name(o.dtype) + " with this layout");
+  // bf16/f16 layouts oneDNN does not take (src0 broadcast, maximum/minimum)
+  binary_generic(def.name, a, b, o, attrs, n_attrs);
 }
 
 }  // namespace

@@ -149,7 +149,7 @@ GN_SDK_KERNEL(compare_kernel) {
   const CmpDef& def = *(const CmpDef*)ctx->kernel_data;
   if (n_in != 2 || n_out != 1) GN_UNSUPPORTED(std::string("[") + def.name + "] arity");
   const gn_tensor_view &a = in[0], &b = in[1], &o = out[0];
-  if (a.dtype != b.dtype || o.dtype != GN_BOOL) GN_UNSUPPORTED(std::string("[") + def.name + "] mixed dtypes");
+  if (a.dtype != b.dtype || o.dtype != GN_BOOL) return binary_generic(def.name, a, b, o, attrs, n_attrs);
   bool ok = false;
   switch (a.dtype) {
     case GN_F32: ok = compare_run<float>(def.op, a, b, o); break;
@@ -158,7 +158,7 @@ GN_SDK_KERNEL(compare_kernel) {
     case GN_I64: ok = compare_run<int64_t>(def.op, a, b, o); break;
     default: break;
   }
-  if (!ok) GN_UNSUPPORTED(std::string("[") + def.name + "] this case");
+  if (!ok) return binary_generic(def.name, a, b, o, attrs, n_attrs);
 }
 
 template <class T>

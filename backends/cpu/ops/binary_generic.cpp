@@ -1,0 +1,222 @@
+// backends/cpu/ops/binary_generic.cpp - the generic C++ path of the
+// elementwise binary ops: add sub mul div pow maximum minimum, the compares
+// and logical_and/or, for every dtype and layout the fast paths (oneDNN
+// binary and the f32/f64 loops in binary.cpp, the compares in indexing.cpp)
+// do not take: bf16/f16 with broadcasting, integers and bool, div rounding
+// modes, pow.
+//
+// a, b (any strides, broadcast to out) -> out (any non-aliasing strides).
+// Rows of out's last dim in parallel.  Values follow the reference exactly
+// (plugins/reference/binary.cpp): floats are loaded as double, computed in
+// double and stored once through the SDK's conversions; integer operands
+// (and an integer out for arithmetic) take the int64 path, wrapping like
+// torch; compiled with -ffp-contract=off so x + alpha*y is not fused.
+// Errors the reference raises (integer division by zero, negative integer
+// powers, a fractional alpha on integers) are raised with the same code.
+#include <atomic>
+#include <cmath>
+#include <string>
+
+#include "loops.h"
+
+namespace gn::cpu {
+namespace {
+
+using gn::sdk::load;
+using gn::sdk::load_int;
+using gn::sdk::store;
+using gn::sdk::store_int;
+
+enum class Op { add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge, logical_and, logical_or };
+
+struct Def {
+  const char* name;
+  Op op;
+};
+
+const Def kDefs[] = {
+    {"add", Op::add},         {"sub", Op::sub}, {"mul", Op::mul}, {"div", Op::div}, {"pow", Op::pow},
+    {"maximum", Op::maximum}, {"minimum", Op::minimum}, {"eq", Op::eq}, {"ne", Op::ne}, {"lt", Op::lt},
+    {"le", Op::le},           {"gt", Op::gt},  {"ge", Op::ge},  {"logical_and", Op::logical_and},
+    {"logical_or", Op::logical_or},
+};
+
+bool intlike(int32_t dt) { return dt == GN_I8 || dt == GN_U8 || dt == GN_I32 || dt == GN_I64 || dt == GN_BOOL; }
+bool is_compare(Op op) { return op >= Op::eq; }
+
+int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+int64_t wsub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+int64_t wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+
+// torch's div_floor_floating (the reference's formula).
+double div_floor(double a, double b) {
+  if (b == 0.0) return a / b;
+  double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0.0 && (b < 0.0) != (mod < 0.0)) div -= 1.0;
+  if (div == 0.0) return std::copysign(0.0, a / b);
+  double fl = std::floor(div);
+  if (div - fl > 0.5) fl += 1.0;
+  return fl;
+}
+
+int64_t idiv(int64_t a, int64_t b, int64_t mode) {
+  if (b == -1) return wsub(0, a);
+  int64_t q = a / b;
+  if (mode == 2 && (a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+  return q;
+}
+
+int64_t ipow(int64_t a, int64_t b) {
+  int64_t r = 1;
+  while (b > 0) {
+    if (b & 1) r = wmul(r, a);
+    a = wmul(a, a);
+    b >>= 1;
+  }
+  return r;
+}
+
+template <class V>
+V compare(Op op, V a, V b) {
+  switch (op) {
+    case Op::eq: return a == b;
+    case Op::ne: return a != b;
+    case Op::lt: return a < b;
+    case Op::le: return a <= b;
+    case Op::gt: return a > b;
+    case Op::ge: return a >= b;
+    case Op::logical_and: return a != V(0) && b != V(0);
+    case Op::logical_or: return a != V(0) || b != V(0);
+    default: return V(0);
+  }
+}
+
+// v's element strides broadcast to out (0 where broadcast).
+std::vector<int64_t> bstrides(const gn_tensor_view& v, const gn_tensor_view& out) {
+  std::vector<int64_t> st((size_t)out.ndim, 0);
+  for (int32_t d = 0; d < out.ndim; ++d) {
+    const int32_t vd = d - (out.ndim - v.ndim);
+    if (vd >= 0 && v.shape[vd] != 1) st[(size_t)d] = v.strides[vd];
+  }
+  return st;
+}
+
+}  // namespace
+
+void binary_generic(const char* name, const gn_tensor_view& a, const gn_tensor_view& b, const gn_tensor_view& o,
+                    const gn_attr_value* attrs, size_t n_attrs) {
+  const Def* def = nullptr;
+  for (const Def& d : kDefs)
+    if (std::string(d.name) == name) def = &d;
+  if (!def) GN_UNSUPPORTED(std::string("[") + name + "] in the generic binary path");
+  const Op op = def->op;
+  if (a.ndim > o.ndim || b.ndim > o.ndim) fail_op(GN_ERR_SHAPE, name, "operand rank exceeds the output's");
+  for (int32_t d = 0; d < o.ndim; ++d)
+    if (o.shape[d] > 1 && o.strides[d] <= 0) GN_UNSUPPORTED(std::string("[") + name + "] output layout");
+  const double alpha = (op == Op::add || op == Op::sub) ? attr_d(attrs, n_attrs, 0, 1.0) : 1.0;
+  const int64_t mode = op == Op::div ? attr_i(attrs, n_attrs, 0, 0) : 0;
+  if (mode < 0 || mode > 2) fail_op(GN_ERR_INVALID_ARGUMENT, name, "rounding_mode must be 0, 1 or 2, got " + std::to_string(mode));
+  const bool int_in = intlike(a.dtype) && intlike(b.dtype);
+  const bool int_path = !is_compare(op) && int_in && intlike(o.dtype) && !(op == Op::div && mode == 0);
+  int64_t ialpha = 1;
+  if (int_path && (op == Op::add || op == Op::sub)) {
+    if (alpha != std::trunc(alpha) || std::fabs(alpha) > 9.2e18)
+      fail_op(GN_ERR_INVALID_ARGUMENT, name, "alpha must be an integer for integer tensors, got " + std::to_string(alpha));
+    ialpha = (int64_t)alpha;
+  }
+  const int32_t R = o.ndim;
+  const int64_t n = gn_view_numel(&o);
+  if (n == 0) return;
+  const std::vector<int64_t> as = bstrides(a, o), bs = bstrides(b, o);
+  const int64_t N = R ? o.shape[R - 1] : 1, rows = n / N;
+  const int64_t la = R ? as[(size_t)R - 1] : 0, lb = R ? bs[(size_t)R - 1] : 0, lo = R ? o.strides[R - 1] : 0;
+  const size_t ea = gn_dtype_size(a.dtype), eb = gn_dtype_size(b.dtype), eo = gn_dtype_size(o.dtype);
+  const char* pa = (const char*)data_of(a);
+  const char* pb = (const char*)data_of(b);
+  char* po = (char*)data_of(o);
+  std::atomic<int> err{0};  // 1: integer division by zero, 2: negative integer power
+  parallel_for(rows, N, [&](int64_t r) {
+    int64_t oa = 0, ob = 0, oo = 0, rem = r;
+    for (int32_t d = R - 2; d >= 0; --d) {
+      const int64_t i = rem % o.shape[d];
+      rem /= o.shape[d];
+      oa += i * as[(size_t)d];
+      ob += i * bs[(size_t)d];
+      oo += i * o.strides[d];
+    }
+    for (int64_t j = 0; j < N; ++j) {
+      const char* x = pa + (oa + j * la) * (int64_t)ea;
+      const char* y = pb + (ob + j * lb) * (int64_t)eb;
+      char* z = po + (oo + j * lo) * (int64_t)eo;
+      if (is_compare(op)) {
+        if (int_in) store_int(z, o.dtype, compare<int64_t>(op, load_int(x, a.dtype), load_int(y, b.dtype)));
+        else store(z, o.dtype, compare<double>(op, load(x, a.dtype), load(y, b.dtype)));
+      } else if (int_path) {
+        const int64_t u = load_int(x, a.dtype), v = load_int(y, b.dtype);
+        int64_t w = 0;
+        switch (op) {
+          case Op::add: w = wadd(u, wmul(ialpha, v)); break;
+          case Op::sub: w = wsub(u, wmul(ialpha, v)); break;
+          case Op::mul: w = wmul(u, v); break;
+          case Op::div:
+            if (v == 0) { err = 1; break; }
+            w = idiv(u, v, mode);
+            break;
+          case Op::pow:
+            if (v < 0) { err = 2; break; }
+            w = ipow(u, v);
+            break;
+          case Op::maximum: w = u > v ? u : v; break;
+          case Op::minimum: w = u < v ? u : v; break;
+          default: break;
+        }
+        store_int(z, o.dtype, w);
+      } else {
+        const double u = load(x, a.dtype), v = load(y, b.dtype);
+        double w = 0.0;
+        switch (op) {
+          case Op::add: w = u + alpha * v; break;
+          case Op::sub: w = u - alpha * v; break;
+          case Op::mul: w = u * v; break;
+          case Op::div: w = mode == 0 ? u / v : mode == 1 ? std::trunc(u / v) : div_floor(u, v); break;
+          case Op::pow: w = std::pow(u, v); break;
+          case Op::maximum: w = (std::isnan(u) || std::isnan(v)) ? NAN : (u > v ? u : v); break;
+          case Op::minimum: w = (std::isnan(u) || std::isnan(v)) ? NAN : (u < v ? u : v); break;
+          default: break;
+        }
+        store(z, o.dtype, w);
+      }
+    }
+  });
+  if (err == 1) fail_op(GN_ERR_INVALID_ARGUMENT, name, "ZeroDivisionError: integer division by zero");
+  if (err == 2) fail_op(GN_ERR_INVALID_ARGUMENT, name, "integers to negative integer powers are not allowed");
+}
+
+namespace {
+
+GN_SDK_KERNEL(binary_generic_kernel) {
+  const char* name = ctx->op_name ? ctx->op_name : "binary";
+  if (n_in != 2 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, name, "expects 2 inputs and 1 output");
+  binary_generic(name, in[0], in[1], out[0], attrs, n_attrs);
+}
+
+}  // namespace
+
+void register_binary_generic(const gn::sdk::Registrar& r) {
+  // dtypes the fast paths leave out (binary.cpp: f32 bf16 f16 f64 arithmetic;
+  // indexing.cpp: f32 f64 i32 i64 compares)
+  // (bool where the reference takes it: not sub, not pow)
+  const int32_t ints[] = {GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
+  const int32_t ints_nb[] = {GN_I8, GN_U8, GN_I32, GN_I64};
+  for (const char* op : {"add", "mul", "div", "maximum", "minimum"}) r.kernel(op, ints, binary_generic_kernel);
+  r.kernel("sub", ints_nb, binary_generic_kernel);
+  const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
+  const int32_t all_nb[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
+  r.kernel("pow", all_nb, binary_generic_kernel);
+  for (const char* op : {"logical_and", "logical_or"}) r.kernel(op, all, binary_generic_kernel);
+  const int32_t cmp_rest[] = {GN_F16, GN_BF16, GN_I8, GN_U8, GN_BOOL};
+  for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) r.kernel(op, cmp_rest, binary_generic_kernel);
+}
+
+}  // namespace gn::cpu
