@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int ql = j * 8 + 2 * t4 + (e & 1);
-        float pv = exp2f(st[j][e] * sl2 - cL[ql]);
+        float pv = ex2(fmaf(st[j][e], sl2, -cL[ql]));
         if (need_mask) {
           const int key = n0 + kw + g + (e >> 1) * 8, q = m0 + ql;
           if (key >= p.Sk || (p.causal && key > q + p.causal_off)) pv = 0.f;

@@ -6,8 +6,8 @@
 // owns 16 rows.  It streams BN = 64 keys at a time of the KV head h / (Hq/Hkv)
 // (GQA reads the shared K/V directly, nothing is repeated), keeping per row the
 // running max m (log2 units), the running sum l and the f32 output accumulator.
-// Scores are S = scale * q.k; the exponentials use exp2 with log2(e) folded into
-// the scale.  Rows with no visible key write 0 and lse = -inf (flash-attn's choice).
+// Scores are S = scale * q.k; the running max is kept on the raw dot products
+// and the exponentials are exp2(fma(dot, scale*log2(e), -max*scale*log2(e))).  Rows with no visible key write 0 and lse = -inf (flash-attn's choice).
 #pragma once
 
 #include <cfloat>
@@ -19,10 +19,18 @@ namespace gn::cuda::flash {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
+// 2^x on the special-function unit (flush-to-zero; -inf gives 0).
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // MT m-tiles (16 rows each) per warp: every K/V fragment read from shared memory
 // feeds MT tensor-core ops (shared-memory bandwidth is the limit at MT = 1).
 template <class T, int D, int NW, int MT, int BN>
 __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
+  static_assert(BN % 16 == 0 && D % 16 == 0, "tile shapes");
   constexpr int WR = 16 * MT, BM = WR * NW, NT = NW * 32;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);  // BM x D
@@ -100,23 +108,22 @@ __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
         }
       }
     }
-    // scale to log2 units; mask keys past the end or above the causal diagonal
+    // mask keys past the end or above the causal diagonal (raw scores; the scale
+    // is applied inside the exponent, one FFMA per element)
     const int n0 = t * BN;
     const bool need_mask = n0 + BN > p.Sk || (p.causal && n0 + BN - 1 > wr0 + p.causal_off);
+    if (need_mask) {
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
+      for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j)
+        for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float v = s[mt][j][e] * sl2;
-          if (need_mask) {
+          for (int e = 0; e < 4; ++e) {
             int key = n0 + j * 8 + 2 * t4 + (e & 1);
             int row = wr0 + mt * 16 + g + (e >> 1) * 8;
-            if (key >= p.Sk || (p.causal && key > row + p.causal_off)) v = -INFINITY;
+            if (key >= p.Sk || (p.causal && key > row + p.causal_off)) s[mt][j][e] = -INFINITY;
           }
-          s[mt][j][e] = v;
-        }
+    }
     // online softmax, rows g (e = 0,1) and g+8 (e = 2,3) of each m-tile
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -127,14 +134,14 @@ __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
         for (int j = 0; j < BN / 8; ++j) mx = fmaxf(mx, fmaxf(s[mt][j][2 * r], s[mt][j][2 * r + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float mu = mx == -INFINITY ? 0.f : mx;
-        const float alpha = exp2f(m_run[mt][r] - mu);
+        const float mu = mx == -INFINITY ? 0.f : mx * sl2;  // log2 units
+        const float alpha = ex2(m_run[mt][r] * sl2 - mu);
         m_run[mt][r] = mx;
         float sum = 0.f;
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
-          s[mt][j][2 * r] = exp2f(s[mt][j][2 * r] - mu);
-          s[mt][j][2 * r + 1] = exp2f(s[mt][j][2 * r + 1] - mu);
+          s[mt][j][2 * r] = ex2(fmaf(s[mt][j][2 * r], sl2, -mu));
+          s[mt][j][2 * r + 1] = ex2(fmaf(s[mt][j][2 * r + 1], sl2, -mu));
           sum += s[mt][j][2 * r] + s[mt][j][2 * r + 1];
         }
         l_run[mt][r] = l_run[mt][r] * alpha + sum;
@@ -185,7 +192,7 @@ __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
       for (int j = 0; j < D / 8; ++j)
         *reinterpret_cast<uint32_t*>(orow + j * 8 + 2 * t4) =
             pack2<T>(o[mt][j][2 * r] * inv, o[mt][j][2 * r + 1] * inv);
-      if (t4 == 0) glse[row] = l > 0.f ? m_run[mt][r] * kLn2 + logf(l) : -INFINITY;
+      if (t4 == 0) glse[row] = l > 0.f ? m_run[mt][r] * p.scale + logf(l) : -INFINITY;
     }
 }
 

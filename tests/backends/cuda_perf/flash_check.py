@@ -157,11 +157,10 @@ def perf():
         flops = 4 * B * H * S * S * D / 2  # causal
         scratch = (torch.empty(B * H * S * D, device=dev), torch.empty(B * H * S, device=dev))
         out, lse = ours_fwd(q, k, v, 1, scale)
-        if D == 128:  # forward tiling variants (flash_launch.cuh)
-            import os
-            for var in ("1", "2", "0"):
-                os.environ["GENESIS_FLASH_FWD_VARIANT"] = var
-                print(f"  D128 fwd variant {var}: {bench(lambda: ours_fwd(q, k, v, 1, scale)):.3f} ms")
+        import os  # forward tiling variants (flash_launch.cuh, GN_FLASH_TUNING)
+        for var in ("1", "2", "3", "4", "5", "0"):
+            os.environ["GENESIS_FLASH_FWD_VARIANT"] = var
+            print(f"  {(B, H, S, D)} fwd variant {var}: {bench(lambda: ours_fwd(q, k, v, 1, scale)):.3f} ms")
         t_of = bench(lambda: ours_fwd(q, k, v, 1, scale))
         t_ob = bench(lambda: ours_bwd(do, q, k, v, out, lse, 1, scale, scratch))
         with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):

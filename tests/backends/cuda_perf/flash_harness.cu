@@ -2,6 +2,7 @@
 // flash attention kernels for flash_check.py (ctypes + torch on the GPU machine):
 // lets the kernels be checked against torch and timed against SDPA without the
 // plugin.  Tensors are contiguous (B,H,S,D); dtype 0 = f16, 1 = bf16.
+#define GN_FLASH_TUNING 1  // GENESIS_FLASH_FWD_VARIANT picks forward tilings
 #include "../../../backends/cuda/kernels/flash_launch.cuh"
 
 using namespace gn::cuda::flash;
