@@ -16,10 +16,19 @@ and checkpoints are left out of both.  Rounds alternate Genesis and PyTorch so
 that machine noise hits both alike; the figure per framework is the fastest
 epoch (each epoch's time is printed too).
 
-    /usr/bin/python3 bench/compare_mlp.py [build dir] [--threads N] [--epochs 2] [--rounds 1]
+Debian's python3-torch links the reference BLAS (libblas3, netlib) unless
+another libblas.so.3 is installed, which makes its matmuls ~20x slower than
+they can be.  So PyTorch is also timed over OpenBLAS when one is found
+(--openblas DIR, default: Debian's libopenblas0-pthread directory; or the
+package unpacked anywhere with `apt-get download libopenblas0-pthread &&
+dpkg-deb -x ...`), loaded for the PyTorch process alone via LD_LIBRARY_PATH,
+and the ratio is taken against the faster PyTorch.
+
+    /usr/bin/python3 bench/compare_mlp.py [build dir] [--threads N] [--epochs 2] [--rounds 1] [--openblas DIR]
 """
 import argparse
 import gzip
+import json
 import os
 import re
 import struct
@@ -35,6 +44,9 @@ p.add_argument("--rounds", type=int, default=1)
 p.add_argument("--batch-size", type=int, default=64)
 p.add_argument("--limit-train", type=int, default=0, help="first N training images only (0: all)")
 p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+p.add_argument("--openblas", default="/usr/lib/x86_64-linux-gnu/openblas-pthread",
+               help="directory holding OpenBLAS's libblas.so.3 for a second PyTorch run ('' to skip)")
+p.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
 args = p.parse_args()
 
 try:
@@ -45,7 +57,7 @@ except ImportError:
     sys.exit("compare_mlp: PyTorch is missing (Debian: apt-get install -y python3-torch)")
 
 exe = os.path.join(args.build, "bin", "train_fashion_mnist")
-if not os.access(exe, os.X_OK):
+if not args.torch_worker and not os.access(exe, os.X_OK):
     sys.exit(f"compare_mlp: {exe} not found (cmake --build {args.build} --target example_train_fashion_mnist)")
 
 
@@ -55,7 +67,7 @@ def genesis_epochs():
     if args.limit_train:
         cmd += ["--limit-train", str(args.limit_train)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return [float(m) for m in re.findall(r"^train_epoch_seconds (\S+)$", out, re.M)]
+    return [float(m) for m in re.findall(r"^epoch \d+/\d+ .*  train (\S+) s \(", out, re.M)]
 
 
 def read_idx(path):
@@ -78,16 +90,19 @@ class MLP(nn.Module):
         h = self.drop(F.relu(self.fc2(h)))
         return self.fc3(h)
 
-
-torch.set_num_threads(args.threads)
-torch.manual_seed(0)
-images = read_idx(os.path.join(args.data, "train-images-idx3-ubyte.gz")).float().div_(255).reshape(-1, 1, 28, 28)
-labels = read_idx(os.path.join(args.data, "train-labels-idx1-ubyte.gz")).long()
-if args.limit_train:
-    images, labels = images[:args.limit_train].contiguous(), labels[:args.limit_train].contiguous()
-model = MLP()
-opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-gen = torch.Generator().manual_seed(0)
+def torch_worker():
+    """Runs in a child process (so that LD_LIBRARY_PATH can pick the BLAS); prints the epoch times."""
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    global images, labels, model, opt, gen
+    images = read_idx(os.path.join(args.data, "train-images-idx3-ubyte.gz")).float().div_(255).reshape(-1, 1, 28, 28)
+    labels = read_idx(os.path.join(args.data, "train-labels-idx1-ubyte.gz")).long()
+    if args.limit_train:
+        images, labels = images[:args.limit_train].contiguous(), labels[:args.limit_train].contiguous()
+    model = MLP()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    gen = torch.Generator().manual_seed(0)
+    print(json.dumps({"times": torch_epochs(), "n": images.shape[0], "version": torch.__version__}))
 
 
 def torch_epochs():
@@ -114,16 +129,44 @@ def torch_epochs():
     return times
 
 
+def run_torch(blas_dir):
+    env = dict(os.environ)
+    if blas_dir:
+        env["LD_LIBRARY_PATH"] = blas_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", "--threads", str(args.threads),
+           "--epochs", str(args.epochs), "--batch-size", str(args.batch_size), "--limit-train", str(args.limit_train),
+           "--data", args.data]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+if args.torch_worker:
+    torch_worker()
+    sys.exit(0)
+
+configs = [("pytorch (Debian default BLAS)", "")]
+if args.openblas and os.path.exists(os.path.join(args.openblas, "libblas.so.3")):
+    configs.append(("pytorch + OpenBLAS", args.openblas))
+else:
+    print(f"note: no OpenBLAS libblas.so.3 in '{args.openblas}': PyTorch runs with the default BLAS only")
 print(f"load average at start: {os.getloadavg()[0]:.2f}; threads {args.threads}; batch {args.batch_size}; "
-      f"{images.shape[0]} images; torch {torch.__version__}")
-g_all, t_all = [], []
+      f"epochs of {args.limit_train or 60000} images")
+best = {"genesis": []}
+for name, _ in configs:
+    best[name] = []
 for r in range(args.rounds):
     g = genesis_epochs()
-    t = torch_epochs()
-    print(f"round {r + 1}: genesis epochs " + " ".join(f"{s:.3f}" for s in g) + " s; pytorch epochs " +
-          " ".join(f"{s:.3f}" for s in t) + " s")
-    g_all += g
-    t_all += t
-g_best, t_best = min(g_all), min(t_all)
-print(f"genesis epoch {g_best:.3f} s, pytorch epoch {t_best:.3f} s (fastest of {len(g_all)} each)")
-print(f"ratio genesis/pytorch = {g_best / t_best:.3f} (target <= 1.0)")
+    best["genesis"] += g
+    print(f"round {r + 1}: genesis          epochs " + " ".join(f"{s:7.3f}" for s in g) + " s")
+    for name, blas in configs:
+        t = run_torch(blas)["times"]
+        best[name] += t
+        print(f"round {r + 1}: {name:16s} epochs " + " ".join(f"{s:7.3f}" for s in t) + " s")
+g_best = min(best["genesis"])
+print(f"fastest epoch: genesis {g_best:.3f} s")
+fastest_torch = None
+for name, _ in configs:
+    t = min(best[name])
+    print(f"fastest epoch: {name} {t:.3f} s -> ratio genesis/pytorch {g_best / t:.3f}")
+    fastest_torch = t if fastest_torch is None else min(fastest_torch, t)
+print(f"ratio genesis/pytorch (fastest PyTorch) = {g_best / fastest_torch:.3f} (target <= 1.0)")

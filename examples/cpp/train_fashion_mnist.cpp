@@ -361,8 +361,7 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
     if (!cfg.no_eval)
       std::printf("  test loss %.4f  test acc %.2f%% (%" PRId64 "/%" PRId64 ")", ev.loss,
                   100.0 * double(ev.correct) / double(std::max<int64_t>(1, ev.total)), ev.correct, ev.total);
-    std::printf("  train %.2f s (%.1f batch/s)  eval %.2f s\n", train_secs, double(done) / train_secs, eval_secs);
-    std::printf("train_epoch_seconds %.6f\n", train_secs);  // machine-readable, for bench/compare_mlp.py
+    std::printf("  train %.3f s (%.1f batch/s)  eval %.2f s\n", train_secs, double(done) / train_secs, eval_secs);
     if (log) {
       std::fprintf(log, "epoch %" PRId64 " train_loss %a test_loss %a correct %" PRId64 " params %016" PRIx64 "\n",
                    epoch + 1, train_loss, ev.loss, ev.correct, fingerprint(sd));
