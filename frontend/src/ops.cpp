@@ -27,14 +27,23 @@ Tensor unary(const gn_op* op, Tensor x, autograd::Rule rule, bool save_x, bool s
   return y;
 }
 
-// out = op(a, b); saves a, b and out for the rule.
-Tensor binary(const gn_op* op, Tensor a, Tensor b, autograd::Rule rule,
+// What a binary rule reads, as saved[0] = a, saved[1] = b, saved[2] = out (the
+// others stay undefined: add/sub need none, and every detach() costs an allocation).
+enum Save : unsigned { kNone = 0, kA = 1, kB = 2, kOut = 4, kAB = kA | kB };
+
+// out = op(a, b); saves what `save` names for the rule; f is its float attribute (alpha).
+Tensor binary(const gn_op* op, Tensor a, Tensor b, autograd::Rule rule, unsigned save,
               std::initializer_list<gn_attr_value> attrs = {}, double f = 0) {
   GN_AUTOCAST(gn_op_name(op), &a, &b);  // AMP hook
   Tensor y = call1(op, {&a, &b}, attrs);
   if (rule) {
     if (auto n = record(gn_op_name(op), rule, {a, b}, y)) {
-      n->saved = {a.detach(), b.detach(), y.detach()};
+      if (save) {
+        n->saved.resize(3);
+        if (save & kA) n->saved[0] = a.detach();
+        if (save & kB) n->saved[1] = b.detach();
+        if (save & kOut) n->saved[2] = y.detach();
+      }
       n->f = f;
     }
   }
@@ -123,19 +132,19 @@ Tensor Tensor::pow(const Scalar& p) const {
   }
   return y;
 }
-Tensor Tensor::pow(const Tensor& p) const { return binary(GN_OP_HANDLE("pow"), *this, p, R::pow); }
+Tensor Tensor::pow(const Tensor& p) const { return binary(GN_OP_HANDLE("pow"), *this, p, R::pow, kA | kB | kOut); }
 
 Tensor Tensor::add(const Tensor& o, double alpha) const {
-  return binary(GN_OP_HANDLE("add"), *this, o, R::add, {gn_attr_float(alpha)}, alpha);
+  return binary(GN_OP_HANDLE("add"), *this, o, R::add, kNone, {gn_attr_float(alpha)}, alpha);
 }
 Tensor Tensor::sub(const Tensor& o, double alpha) const {
-  return binary(GN_OP_HANDLE("sub"), *this, o, R::sub, {gn_attr_float(alpha)}, alpha);
+  return binary(GN_OP_HANDLE("sub"), *this, o, R::sub, kNone, {gn_attr_float(alpha)}, alpha);
 }
-Tensor Tensor::mul(const Tensor& o) const { return binary(GN_OP_HANDLE("mul"), *this, o, R::mul); }
-Tensor Tensor::div(const Tensor& o) const { return binary(GN_OP_HANDLE("div"), *this, o, R::div); }
-Tensor Tensor::maximum(const Tensor& o) const { return binary(GN_OP_HANDLE("maximum"), *this, o, R::maximum); }
-Tensor Tensor::minimum(const Tensor& o) const { return binary(GN_OP_HANDLE("minimum"), *this, o, R::minimum); }
-Tensor Tensor::matmul(const Tensor& o) const { return binary(GN_OP_HANDLE("matmul"), *this, o, R::matmul); }
+Tensor Tensor::mul(const Tensor& o) const { return binary(GN_OP_HANDLE("mul"), *this, o, R::mul, kAB); }
+Tensor Tensor::div(const Tensor& o) const { return binary(GN_OP_HANDLE("div"), *this, o, R::div, kB | kOut); }
+Tensor Tensor::maximum(const Tensor& o) const { return binary(GN_OP_HANDLE("maximum"), *this, o, R::maximum, kAB); }
+Tensor Tensor::minimum(const Tensor& o) const { return binary(GN_OP_HANDLE("minimum"), *this, o, R::minimum, kAB); }
+Tensor Tensor::matmul(const Tensor& o) const { return binary(GN_OP_HANDLE("matmul"), *this, o, R::matmul, kAB); }
 
 #define GN_COMPARE(fn) \
   Tensor Tensor::fn(const Tensor& o) const { return call1(GN_OP_HANDLE(#fn), {this, &o}); }

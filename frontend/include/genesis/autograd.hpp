@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,7 +59,15 @@ class NoGradGuard {
 };
 
 /** Records `out` as produced by op `name` from `inputs` when any needs grad; returns the node or null. */
-std::shared_ptr<Node> record(const char* name, Rule rule, const std::vector<Tensor>& inputs, Tensor& out);
+std::shared_ptr<Node> record(const char* name, Rule rule, const Tensor* inputs, size_t n_inputs, Tensor& out);
+/** record() over a vector of inputs. */
+inline std::shared_ptr<Node> record(const char* name, Rule rule, const std::vector<Tensor>& inputs, Tensor& out) {
+  return record(name, rule, inputs.data(), inputs.size(), out);
+}
+/** record() over a braced list ({a, b}): no heap allocation when nothing needs grad. */
+inline std::shared_ptr<Node> record(const char* name, Rule rule, std::initializer_list<Tensor> inputs, Tensor& out) {
+  return record(name, rule, inputs.begin(), inputs.size(), out);
+}
 /** Runs backward from root with its gradient (iterative, topological, frees saved tensors). */
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
 /** Names (as in core/ops/ops.def) of the built-in ops that have a gradient rule. */

@@ -74,17 +74,18 @@ Node::~Node() {
 bool grad_enabled() { return g_grad_enabled; }
 void set_grad_enabled(bool on) { g_grad_enabled = on; }
 
-std::shared_ptr<Node> record(const char* name, Rule rule, const std::vector<Tensor>& inputs, Tensor& out) {
+std::shared_ptr<Node> record(const char* name, Rule rule, const Tensor* inputs, size_t n_inputs, Tensor& out) {
   if (!g_grad_enabled) return nullptr;
   bool any = false;
-  for (const Tensor& t : inputs) any = any || t.requires_grad();
+  for (size_t i = 0; i < n_inputs; ++i) any = any || inputs[i].requires_grad();
   if (!any || !is_floating(out.dtype())) return nullptr;
   auto n = std::make_shared<Node>();
   n->name = name;
   n->rule = rule;
-  n->next.reserve(inputs.size());
-  n->inputs.reserve(inputs.size());
-  for (const Tensor& t : inputs) {
+  n->next.reserve(n_inputs);
+  n->inputs.reserve(n_inputs);
+  for (size_t i = 0; i < n_inputs; ++i) {
+    const Tensor& t = inputs[i];
     n->next.push_back(t.requires_grad() ? edge_of(t) : nullptr);
     n->inputs.push_back(t.defined() ? InputMeta{t.shape(), t.dtype(), t.device()} : InputMeta{{}, DType::f32, Device()});
   }
