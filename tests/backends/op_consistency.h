@@ -29,6 +29,9 @@
 //  * f32 matmul: a K-term dot product in f32 has a worst-case-ish error of
 //    ~sqrt(K)*eps*(sum |a_k b_k|); inputs are in [-1, 1], so we allow
 //    8*sqrt(K)*eps*(1 + |want|) (atol and rtol both 8*sqrt(K)*eps).
+//    f64 matmul (C++ loops, double accumulation in the reference's k order,
+//    FMA allowed): the same bound with eps_f64; integer matmul: exact (int64
+//    wrapping arithmetic in both).
 //  * bf16 (and f16): both backends see the same bf16 inputs and compute in at
 //    least f32, so the results differ by the final rounding: one bf16 ulp,
 //    2^-8 ~ 4e-3 relative; we allow rtol 1e-2 with atol 1e-2 (matmul: atol
@@ -314,6 +317,7 @@ Result run_case(Rt& r, const Case& c) {
 // ---------------------------------------------------------------- the cases
 
 constexpr double kEpsF32 = 1.1920928955078125e-7;
+constexpr double kEpsF64 = 2.220446049250313e-16;
 const Tol kExactF32{1e-6, 0.0};
 const Tol kAlphaF32{1e-6, 1e-6};
 const Tol kEltF32{1e-5, 1e-6};
@@ -323,6 +327,8 @@ const Tol kBf16{1e-2, 1e-2};
 Tol matmul_tol(int32_t dtype, int64_t K) {
   const double s = std::sqrt((double)std::max<int64_t>(K, 1));
   if (dtype == GN_F32) return {8 * s * kEpsF32, 8 * s * kEpsF32};
+  if (dtype == GN_F64) return {8 * s * kEpsF64, 8 * s * kEpsF64};
+  if (dtype == GN_I32 || dtype == GN_I64) return {0, 0};
   return {1e-2, 1e-2 * std::max(1.0, s / 4)};
 }
 

@@ -192,13 +192,15 @@ std::vector<Case> matmul_cases() {
   int idx = 0;
   for (const M& m : shapes) {
     ++idx;
-    for (int32_t dt : {GN_F32, GN_BF16, GN_F16}) {
-      if (dt != GN_F32 && m.K > 200) continue;
+    for (int32_t dt : {GN_F32, GN_BF16, GN_F16, GN_F64, GN_I32, GN_I64}) {
+      if (dt != GN_F32 && dt != GN_F64 && m.K > 200) continue;
+      const bool integral = dt == GN_I32 || dt == GN_I64;
       Case c;
       c.name = std::string(m.op) + std::to_string(idx) + "_" + dname(dt) + "_" + sname(m.a) + lname(m.la) + "_" +
                sname(m.b) + lname(m.lb) + (m.ta ? "_ta" : "") + (m.tb ? "_tb" : "");
       c.op = m.op;
-      c.inputs = {{m.a, dt, m.la, -1, 1}, {m.b, dt, m.lb, -1, 1}};
+      const double r = integral ? 6 : 1;
+      c.inputs = {{m.a, dt, m.la, -r, r}, {m.b, dt, m.lb, -r, r}};
       c.attrs = {gn_attr_int(m.ta), gn_attr_int(m.tb)};
       c.tol = matmul_tol(dt, m.K);
       cs.push_back(c);

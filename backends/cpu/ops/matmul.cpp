@@ -4,12 +4,13 @@
 // semantics: a 1-D a is (1, K) and its M dim is absent from out, a 1-D b is
 // (K, 1) and its N dim is absent; batch dims broadcast (oneDNN broadcasts a
 // batch dim of size 1).  trans_a/trans_b swap the last two dims, which here
-// only swaps two strides: no data moves.  Dtypes: f32, bf16, f16, all three
-// operands alike; whatever oneDNN cannot do on this CPU (f16 before AVX512-FP16,
-// say) answers GN_ERR_UNSUPPORTED and the reference kernel runs instead.
+// only swaps two strides: no data moves.  Dtypes: f32, bf16, f16 in oneDNN,
+// all three operands alike; what oneDNN cannot do on this CPU (f16 before
+// AVX512-FP16), f64, i32/i64 and K == 0 run the C++ loops below.  Primitives
+// are cached by dtype and the dims/strides of all three operands.
 #include <algorithm>
 
-#include "common.h"
+#include "loops.h"
 
 namespace gn::cpu {
 namespace {
@@ -63,10 +64,77 @@ bool as_operand(const gn_tensor_view& v, bool is_b, bool trans, size_t nb, Opera
   return true;
 }
 
+// Storage loads/stores through double (f16/bf16 rounded once, as the reference).
+template <class T>
+inline double ld(const T* p) {
+  if constexpr (std::is_same_v<T, bf16_t> || std::is_same_v<T, f16_t>) return (double)to_f32(*p);
+  else return (double)*p;
+}
+template <class T>
+inline void st(T* p, double v) {
+  if constexpr (std::is_same_v<T, bf16_t>) gn::sdk::store(p, GN_BF16, v);
+  else if constexpr (std::is_same_v<T, f16_t>) gn::sdk::store(p, GN_F16, v);
+  else *p = (T)v;
+}
+
+// The C++ path: what oneDNN lacks (f64, integers, f16 on CPUs without
+// AVX512-FP16, K == 0).  Rows of all batches in parallel; each output row
+// accumulates over k in increasing order (the reference's order) in double
+// (int64, wrapping, for integers), b's rows streamed so the inner loop over n
+// vectorises (vfmadd...pd over contiguous b rows), and is rounded once.
+template <class T>
+void matmul_loops(const Operand& oa, const Operand& ob, const Operand& oc, size_t nb, int64_t K, const void* pa_,
+                  const void* pb_, void* po_) {
+  const T* pa = (const T*)pa_;
+  const T* pb = (const T*)pb_;
+  T* po = (T*)po_;
+  const int64_t M = oc.dims[nb], N = oc.dims[nb + 1];
+  int64_t batches = 1;
+  for (size_t d = 0; d < nb; ++d) batches *= oc.dims[d];
+  constexpr bool kInt = std::is_integral_v<T>;
+  using Acc = std::conditional_t<kInt, uint64_t, double>;
+  parallel_for(batches * M, K * N, [&](int64_t r) {
+    int64_t bi = r / M, m = r % M, offa = 0, offb = 0, offo = 0;
+    for (size_t d = nb; d-- > 0;) {
+      const int64_t i = bi % oc.dims[d];
+      bi /= oc.dims[d];
+      if (oa.dims[d] != 1) offa += i * oa.strides[d];
+      if (ob.dims[d] != 1) offb += i * ob.strides[d];
+      offo += i * oc.strides[d];
+    }
+    thread_local std::vector<Acc> acc;
+    acc.assign((size_t)N, Acc(0));
+    const T* arow = pa + offa + m * oa.strides[nb];
+    const int64_t ak = oa.strides[nb + 1], bk = ob.strides[nb], bn = ob.strides[nb + 1];
+    Acc* ac = acc.data();
+    for (int64_t k = 0; k < K; ++k) {
+      const T* brow = pb + offb + k * bk;
+      if constexpr (kInt) {
+        const uint64_t av = (uint64_t)(int64_t)arow[k * ak];
+        for (int64_t n = 0; n < N; ++n) ac[n] += av * (uint64_t)(int64_t)brow[n * bn];
+      } else {
+        const double av = ld(arow + k * ak);
+        if (bn == 1) {
+#pragma omp simd
+          for (int64_t n = 0; n < N; ++n) ac[n] += av * ld(brow + n);
+        } else {
+          for (int64_t n = 0; n < N; ++n) ac[n] += av * ld(brow + n * bn);
+        }
+      }
+    }
+    T* orow = po + offo + m * oc.strides[nb];
+    const int64_t on = oc.strides[nb + 1];
+    for (int64_t n = 0; n < N; ++n) {
+      if constexpr (kInt) orow[n * on] = (T)(int64_t)ac[n];
+      else st(orow + n * on, ac[n]);
+    }
+  });
+}
+
 void matmul_run(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& a, const gn_tensor_view& b,
                 const gn_tensor_view& out, bool trans_a, bool trans_b) {
   const int32_t dt = out.dtype;
-  if (a.dtype != dt || b.dtype != dt || (dt != GN_F32 && dt != GN_BF16 && dt != GN_F16))
+  if (a.dtype != dt || b.dtype != dt)
     GN_UNSUPPORTED(std::string("[") + op + "] dtypes " + gn_dtype_name(a.dtype) + "/" + gn_dtype_name(b.dtype) +
                    " -> " + gn_dtype_name(dt));
   if (a.ndim < 1 || b.ndim < 1) GN_UNSUPPORTED(std::string("[") + op + "] 0-d operands");
@@ -99,10 +167,21 @@ void matmul_run(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& 
   if (!as_operand(a, false, trans_a, nb, oa, am, ak) || !as_operand(b, true, trans_b, nb, ob, bk, bn))
     GN_UNSUPPORTED(std::string("[") + op + "] operand layout");
   if (am != M || bn != N || ak != bk) fail_op(GN_ERR_SHAPE, op, "operand shapes do not match the output");
-  if (ak == 0) GN_UNSUPPORTED(std::string("[") + op + "] K == 0");  // zeros: the reference writes them
   for (size_t d = 0; d < nb; ++d)
     if ((oa.dims[d] != 1 && oa.dims[d] != oc.dims[d]) || (ob.dims[d] != 1 && ob.dims[d] != oc.dims[d]))
       fail_op(GN_ERR_SHAPE, op, "batch dims do not broadcast to the output");
+  auto loops = [&] {
+    switch (dt) {
+      case GN_F32: return matmul_loops<float>(oa, ob, oc, nb, ak, data_of(a), data_of(b), data_of(out));
+      case GN_F64: return matmul_loops<double>(oa, ob, oc, nb, ak, data_of(a), data_of(b), data_of(out));
+      case GN_F16: return matmul_loops<f16_t>(oa, ob, oc, nb, ak, data_of(a), data_of(b), data_of(out));
+      case GN_BF16: return matmul_loops<bf16_t>(oa, ob, oc, nb, ak, data_of(a), data_of(b), data_of(out));
+      case GN_I32: return matmul_loops<int32_t>(oa, ob, oc, nb, ak, data_of(a), data_of(b), data_of(out));
+      case GN_I64: return matmul_loops<int64_t>(oa, ob, oc, nb, ak, data_of(a), data_of(b), data_of(out));
+      default: GN_UNSUPPORTED(std::string("[") + op + "] " + gn_dtype_name(dt));
+    }
+  };
+  if (ak == 0 || (dt != GN_F32 && dt != GN_BF16 && dt != GN_F16)) return loops();  // K == 0: zeros
 
   Key key("matmul");
   key.add((int64_t)dt).add(oa.dims).add(oa.strides).add(ob.dims).add(ob.strides).add(oc.dims).add(oc.strides);
@@ -115,7 +194,7 @@ void matmul_run(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& 
     finish(e, pd);
     e.prim = dnnl::matmul(pd);
   });
-  if (!c->supported) GN_UNSUPPORTED(std::string("[") + op + "] this shape/dtype in oneDNN");
+  if (!c->supported) return loops();  // e.g. f16 without AVX512-FP16
 
   execute(ctx, *c, {{DNNL_ARG_SRC, mem(c->src_md, data_of(a))},
                                         {DNNL_ARG_WEIGHTS, mem(c->src1_md, data_of(b))},
@@ -141,7 +220,7 @@ GN_SDK_KERNEL(bmm_kernel) {
 }  // namespace
 
 void register_matmul(const gn::sdk::Registrar& r) {
-  const int32_t dtypes[] = {GN_F32, GN_BF16, GN_F16};
+  const int32_t dtypes[] = {GN_F32, GN_BF16, GN_F16, GN_F64, GN_I32, GN_I64};
   r.kernel("matmul", dtypes, matmul_kernel);
   r.kernel("bmm", dtypes, bmm_kernel);
 }

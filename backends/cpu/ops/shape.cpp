@@ -4,7 +4,7 @@
 //
 // All registered GN_KERNEL_CONTIGUOUS (dense row-major views).  Most are byte
 // copies, so every dtype works; the accumulating ones (scatter_add, index_add)
-// take f32/f64/i32/i64.  Inputs of another dtype than the output (promotion),
+// take every dtype but bool (as the reference).  Inputs of another dtype than the output (promotion),
 // 0-d inputs of the gather/scatter family, and any index out of range answer
 // "unsupported" before anything is written, so the reference kernel runs and
 // reports the error (GN_ERR_INDEX, GN_ERR_SHAPE) itself.
@@ -113,7 +113,7 @@ void scatter_impl(const char* op, const gn_tensor_view* in, size_t n_in, const g
             dims_of(o) == dims_of(x) && (scalar || src.ndim == ix.ndim);
   for (int32_t d = 0; ok && d < x.ndim; ++d)
     ok = (d == dim || ix.shape[d] <= x.shape[d]) && (scalar || ix.shape[d] <= src.shape[d]);
-  if (ADD) ok &= x.dtype == GN_F32 || x.dtype == GN_F64 || x.dtype == GN_I32 || x.dtype == GN_I64;
+  if (ADD) ok &= x.dtype != GN_BOOL;
   std::vector<int64_t> ids;
   if (!ok || !load_indices(ix, x.shape[dim], ids)) GN_UNSUPPORTED(std::string("[") + op + "] these arguments");
   const size_t es = gn_dtype_size(x.dtype);
@@ -138,8 +138,10 @@ void scatter_impl(const char* op, const gn_tensor_view* in, size_t n_in, const g
           copy_elem(d, s, es);
         } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
           *(T*)d = (T)((double)*(T*)d + (double)*(const T*)s);  // one rounding, as the reference
-        } else if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+        } else if constexpr (std::is_integral_v<T>) {
           *(T*)d = (T)(uint64_t)((uint64_t)(int64_t)*(T*)d + (uint64_t)(int64_t)*(const T*)s);  // wraps
+        } else {  // f16/bf16: through double, one rounding (the SDK's, as the reference)
+          gn::sdk::store(d, x.dtype, gn::sdk::load(d, x.dtype) + gn::sdk::load(s, x.dtype));
         }
       }
     });
@@ -177,11 +179,11 @@ GN_SDK_KERNEL(index_add_kernel) {
   const gn_tensor_view &x = in[0], &o = out[0];
   const int32_t dim = wrap_dim(attr_i(attrs, n_attrs, 0, 0), x.ndim);
   const double alpha = attr_d(attrs, n_attrs, 1, 1.0);
-  const bool ints = x.dtype == GN_I32 || x.dtype == GN_I64;
+  const bool ints = x.dtype == GN_I8 || x.dtype == GN_U8 || x.dtype == GN_I32 || x.dtype == GN_I64;
   std::vector<int64_t> ids;
   bool ok = n_in == 3 && x.ndim > 0 && dim >= 0 && in[1].ndim <= 1 && o.dtype == x.dtype &&
             in[2].dtype == x.dtype && dims_of(o) == dims_of(x) && in[2].ndim == x.ndim &&
-            (ints || x.dtype == GN_F32 || x.dtype == GN_F64) &&
+            x.dtype != GN_BOOL &&
             (!ints || (alpha == std::trunc(alpha) && std::fabs(alpha) < 9.2e18));
   if (!ok || !load_indices(in[1], x.shape[dim], ids)) GN_UNSUPPORTED("[index_add] these arguments");
   const gn_tensor_view& src = in[2];
@@ -194,8 +196,19 @@ GN_SDK_KERNEL(index_add_kernel) {
   if (data_of(o) != data_of(x)) std::memcpy(data_of(o), data_of(x), (size_t)gn_view_numel(&x) * gn_dtype_size(x.dtype));
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename Storage<decltype(tag)::value>::T;
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
-                  std::is_same_v<T, int64_t>) {
+    if constexpr (std::is_same_v<T, bf16_t> || std::is_same_v<T, f16_t>) {
+      // through double, one rounding per addition (the SDK's, as the reference)
+      char* po = (char*)data_of(o);
+      const char* ps = (const char*)data_of(src);
+      const int32_t dt = x.dtype;
+      parallel_for(outer, k * inner, [&](int64_t a) {
+        for (int64_t i = 0; i < k; ++i)
+          for (int64_t j = 0; j < inner; ++j) {
+            char* d = po + ((a * S + ids[(size_t)i]) * inner + j) * 2;
+            gn::sdk::store(d, dt, gn::sdk::load(d, dt) + alpha * gn::sdk::load(ps + ((a * k + i) * inner + j) * 2, dt));
+          }
+      });
+    } else if constexpr (!std::is_same_v<decltype(tag), std::integral_constant<int32_t, GN_BOOL>>) {
       T* po = (T*)data_of(o);
       const T* ps = (const T*)data_of(src);
       const int64_t ia = (int64_t)alpha;
@@ -382,7 +395,7 @@ GN_SDK_KERNEL(full_kernel) {
 
 void register_shape(const gn::sdk::Registrar& r) {
   const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
-  const int32_t acc[] = {GN_F32, GN_F64, GN_I32, GN_I64};
+  const int32_t acc[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
   const int32_t ids[] = {GN_I32, GN_I64};
   const int32_t numeric[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
   r.kernel("gather", all, gather_kernel, GN_KERNEL_CONTIGUOUS);
