@@ -250,3 +250,86 @@ TEST_F(Safetensors, WritesAreAtomic) {
                {"x.safetensors", "temporary file"});
   expect_error([&] { save_safetensors(path, {{"__metadata__", ones({1})}}); }, {"__metadata__"});
 }
+
+TEST_F(Safetensors, PythonReadsEveryDtype) {
+  // An independent reader in plain Python (struct + json, the byte layout of the
+  // safetensors spec) decodes every dtype we write and compares with the values.
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no python3";
+  const std::vector<double> vals = {0, 1, -2, 3.5, 0.25, -1, 7, 1};
+  TensorMap m;
+  json want = json::object();
+  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::u8, DType::i32, DType::i64,
+                  DType::boolean}) {
+    std::vector<double> v = vals;
+    if (!is_floating(d)) v = {0, 1, -2, 3, 4, -1, 7, 1};
+    if (d == DType::u8) v = {0, 1, 2, 3, 255, 9, 7, 1};
+    if (d == DType::boolean) v = {0, 1, 1, 0, 1, 0, 0, 1};
+    const std::string k = std::string("t_") + dtype_name(d);
+    m[k] = tensor(v, {2, 4}).to(d);
+    want[k] = {{"dtype", safetensors_dtype(d)}, {"values", v}};
+  }
+  const std::string path = dir + "/every.safetensors";
+  save_safetensors(path, m, {{"format", "pt"}, {"k", "v"}});
+  iotest::write_file(dir + "/want.json", want.dump());
+  const std::string script = dir + "/every.py";
+  iotest::write_file(script, R"PY(
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+want = json.load(open(sys.argv[2]))
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+data = b[8 + n:]
+assert n % 8 == 0 and h.pop("__metadata__") == {"format": "pt", "k": "v"}
+fmt = {"F32": "f", "F16": "e", "F64": "d", "I8": "b", "U8": "B", "I32": "i", "I64": "q", "BOOL": "?"}
+ends = []
+for k, e in h.items():
+    s, t = e["data_offsets"]
+    ends.append((s, t))
+    assert e["shape"] == [2, 4] and e["dtype"] == want[k]["dtype"], (k, e)
+    raw = data[s:t]
+    if e["dtype"] == "BF16":  # the high half of a float32
+        vals = [struct.unpack("<f", struct.pack("<I", x << 16))[0] for x in struct.unpack("<8H", raw)]
+    else:
+        vals = list(struct.unpack("<8" + fmt[e["dtype"]], raw))
+    assert [float(v) for v in vals] == want[k]["values"], (k, vals)
+ends.sort()
+assert ends[0][0] == 0 and all(a[1] == b[0] for a, b in zip(ends, ends[1:])) and ends[-1][1] == len(data)
+print("python: every dtype OK")
+)PY");
+  EXPECT_EQ(std::system(("/usr/bin/python3 " + script + " " + path + " " + dir + "/want.json").c_str()), 0);
+}
+
+TEST_F(Safetensors, HfFixtureValuesAgreeWithPython) {
+  // A tensor of the HF fixture read by us and, independently, by plain Python:
+  // the sum and the first elements agree (bf16/f32 decoded by hand in Python).
+  const std::string path = kFixtures + "/qwen2-tiny/model.safetensors";
+  if (::access(path.c_str(), R_OK) != 0) GTEST_SKIP() << "fixture missing: " << path;
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no python3";
+  const std::string name = "model.layers.0.self_attn.q_proj.weight";
+  Tensor t = load_safetensors(path).tensors.at(name);
+  const std::string script = dir + "/fixture.py";
+  iotest::write_file(script, R"PY(
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+e = json.loads(b[8:8 + n])[sys.argv[2]]
+s, t = e["data_offsets"]
+raw = b[8 + n + s:8 + n + t]
+if e["dtype"] == "BF16":
+    v = [struct.unpack("<f", struct.pack("<I", x << 16))[0] for x in struct.unpack("<%dH" % (len(raw) // 2), raw)]
+elif e["dtype"] == "F32":
+    v = list(struct.unpack("<%df" % (len(raw) // 4), raw))
+else:
+    raise SystemExit("unexpected dtype " + e["dtype"])
+print(json.dumps({"shape": e["shape"], "sum": sum(v), "head": v[:5]}))
+)PY");
+  const std::string out = dir + "/fixture.json";
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + script + " " + path + " " + name + " > " + out).c_str()), 0);
+  const json py = json::parse(iotest::read_file(out));
+  EXPECT_EQ(py["shape"].get<std::vector<int64_t>>(), t.shape());
+  const std::vector<double> v = t.tolist();
+  double sum = 0;
+  for (double x : v) sum += x;
+  EXPECT_NEAR(py["sum"].get<double>(), sum, 1e-9 * (1 + std::fabs(sum)));
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(py["head"][i].get<double>(), v[i]) << i;
+}
