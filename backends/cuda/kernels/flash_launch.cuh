@@ -50,6 +50,8 @@ cudaError_t fwd_pick(const Params& p, int D, cudaStream_t s) {
         case 3: return fwd_launch<T, 64, 8, 1, 64>(p, s);
         case 4: return fwd_launch<T, 64, 8, 1, 128>(p, s);
         case 5: return fwd_launch<T, 64, 4, 2, 64>(p, s);
+        case 6: return fwd_launch<T, 64, 4, 2, 32>(p, s);
+        case 7: return fwd_launch<T, 64, 8, 2, 64>(p, s);
         default: break;
       }
     } else {
@@ -59,12 +61,14 @@ cudaError_t fwd_pick(const Params& p, int D, cudaStream_t s) {
         case 3: return fwd_launch<T, 128, 8, 1, 64>(p, s);
         case 4: return fwd_launch<T, 128, 8, 1, 32>(p, s);
         case 5: return fwd_launch<T, 128, 4, 2, 64>(p, s);
+        case 6: return fwd_launch<T, 128, 4, 2, 32>(p, s);
+        case 7: return fwd_launch<T, 128, 8, 2, 32>(p, s);
         default: break;
       }
     }
   }
 #endif
-  if (D == 64) return small ? fwd_launch<T, 64, 4, 1, 64>(p, s) : fwd_launch<T, 64, 4, 1, 64>(p, s);
+  if (D == 64) return small ? fwd_launch<T, 64, 4, 1, 64>(p, s) : fwd_launch<T, 64, 4, 2, 64>(p, s);
   return small ? fwd_launch<T, 128, 4, 1, 64>(p, s) : fwd_launch<T, 128, 4, 2, 64>(p, s);
 }
 

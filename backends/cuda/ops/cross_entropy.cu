@@ -12,7 +12,7 @@
 // backends: the gradient is exact for any lse passed) and then writes dlogits
 // directly in the logits dtype; its second read of the row is served from L2
 // (see the launch).  Scratch is O(rows).  A row is served by a 32-thread warp
-// (C < 4096) or one block (512 threads forward, 1024 backward).
+// (C < 4096) or one 512-thread block.
 // Targets outside [0, C) that are not ignore_index fail with GN_ERR_INDEX
 // (device flag read back after the launch, nn_common.cuh).
 #include "common.cuh"
@@ -20,6 +20,8 @@
 
 namespace gn::cuda {
 namespace {
+
+constexpr int kUnroll = 4;  // 16-byte loads in flight per thread
 
 template <class T> struct XentAcc { using type = float; };
 template <> struct XentAcc<double> { using type = double; };
@@ -82,7 +84,21 @@ __device__ __forceinline__ void row_stats(const T* x, int64_t C, int lane, A& m_
   };
   for (int64_t c = lane; c < head; c += TPR) one(c);
   const Vec<T, VW>* xv = reinterpret_cast<const Vec<T, VW>*>(x + head);
-  for (int64_t i = lane; i < nvec; i += TPR) {
+  // kUnroll independent 16-byte loads in flight per thread before their use
+  int64_t i = lane;
+  for (; i + (kUnroll - 1) * TPR < nvec; i += kUnroll * TPR) {
+    Vec<T, VW> raw[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) raw[u] = xv[i + u * TPR];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      A v[VW];
+#pragma unroll
+      for (int e = 0; e < VW; ++e) v[e] = (A)raw[u].v[e];
+      fold(v, std::integral_constant<int, VW>{});
+    }
+  }
+  for (; i < nvec; i += TPR) {
     Vec<T, VW> raw = xv[i];
     A v[VW];
 #pragma unroll
@@ -203,7 +219,20 @@ __global__ void __launch_bounds__(TPR == 32 ? 256 : TPR) xent_bwd_kernel(
   const int64_t nvec = (C - head) / VW;
   const Vec<T, VW>* xv = reinterpret_cast<const Vec<T, VW>*>(x + head);
   Vec<T, VW>* dv = reinterpret_cast<Vec<T, VW>*>(d + head);
-  for (int64_t i = lane; i < nvec; i += TPR) {
+  int64_t i = lane;
+  for (; i + (kUnroll - 1) * TPR < nvec; i += kUnroll * TPR) {
+    Vec<T, VW> v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = xv[i + u * TPR];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      Vec<T, VW> o;
+#pragma unroll
+      for (int e = 0; e < VW; ++e) o.v[e] = grad(head + (i + u * TPR) * VW + e, v[u].v[e]);
+      dv[i + u * TPR] = o;
+    }
+  }
+  for (; i < nvec; i += TPR) {
     Vec<T, VW> v = xv[i], o;
 #pragma unroll
     for (int e = 0; e < VW; ++e) o.v[e] = grad(head + i * VW + e, v.v[e]);
@@ -313,18 +342,19 @@ GN_SDK_KERNEL(cross_entropy_backward_kernel) {
       const T* x = data_ptr<const T>(in[1]);
       T* dx = data_ptr<T>(out[0]);
       if (s.C >= kWideRow) {
-        // One 1024-thread block per row and, through a dummy shared-memory
+        // One 512-thread block per row and, through a dummy shared-memory
         // request, one block per SM: the rows in flight (132 x C x 2 bytes =
         // 40 MB for C = 151936 bf16) stay in L2 between the lse pass and the
-        // gradient pass, so the recompute costs no second HBM read.
+        // gradient pass, so the recompute costs no second HBM read.  Each
+        // thread keeps kUnroll 16-byte loads in flight (32 KB per SM).
         constexpr int kPin = 120 << 10;
         static bool attr_done = false;  // per process: one GPU model per process in practice
         if (!attr_done) {
-          GN_CUDA_CHECK(cudaFuncSetAttribute(xent_bwd_kernel<1024, T, TI>,
+          GN_CUDA_CHECK(cudaFuncSetAttribute(xent_bwd_kernel<512, T, TI>,
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, kPin));
           attr_done = true;
         }
-        xent_bwd_kernel<1024, T, TI><<<(unsigned)s.R, 1024, kPin, st>>>(g, x, t, s.R, s.C, ignore, (A)ls,
+        xent_bwd_kernel<512, T, TI><<<(unsigned)s.R, 512, kPin, st>>>(g, x, t, s.R, s.C, ignore, (A)ls,
                                                                         (int)reduction, count, dx, check.dev);
       } else {
         xent_bwd_kernel<32, T, TI><<<(unsigned)((s.R + 7) / 8), 256, 0, st>>>(g, x, t, s.R, s.C, ignore, (A)ls,
