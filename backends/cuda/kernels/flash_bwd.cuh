@@ -227,11 +227,14 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
       }
     }
     __syncthreads();  // dS complete
-    // dQ rows 16w..16w+15 (this warp) = dS (q x key) K; A read transposed from dS^T
-    {
-      float dq[D / 8][4];
+    // dQ rows 16w..16w+15 (this warp) = dS (q x key) K; A read transposed from dS^T.
+    // At most 64 columns per pass keeps the D = 128 kernel within 255 registers.
+    constexpr int DQC = D > 64 ? 64 : D;
 #pragma unroll
-      for (int j = 0; j < D / 8; ++j) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.f;
+    for (int c0 = 0; c0 < D; c0 += DQC) {
+      float dq[DQC / 8][4];
+#pragma unroll
+      for (int j = 0; j < DQC / 8; ++j) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.f;
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) {
         const int mi = lane >> 3;
@@ -239,8 +242,8 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
         ldsm_x4_t(a[0], a[1], a[2], a[3],
                   smem_u32(sdS + swz<BM>(kk * 16 + (lane & 7) + ((mi >> 1) << 3), warp * 16 + (mi & 1) * 8)));
 #pragma unroll
-        for (int j = 0; j < D / 8; j += 2) {
-          int key = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
+        for (int j = 0; j < DQC / 8; j += 2) {
+          int key = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = c0 + j * 8 + (lane >> 4) * 8;
           uint32_t b0, b1, b2, b3;
           ldsm_x4_t(b0, b1, b2, b3, smem_u32(sK + swz<D>(key, col)));
           mma16816<T>(dq[j], a, b0, b1);
@@ -251,9 +254,9 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
       for (int r = 0; r < 2; ++r) {
         const int q = m0 + warp * 16 + g + r * 8;
         if (q >= p.Sq) continue;
-        float* dst = p.dq_accum + (((int64_t)b * p.Hq + h) * p.Sq + q) * D;
+        float* dst = p.dq_accum + (((int64_t)b * p.Hq + h) * p.Sq + q) * D + c0;
 #pragma unroll
-        for (int j = 0; j < D / 8; ++j)
+        for (int j = 0; j < DQC / 8; ++j)
           atomicAdd(reinterpret_cast<float2*>(dst + j * 8 + 2 * t4), make_float2(dq[j][2 * r], dq[j][2 * r + 1]));
       }
     }
