@@ -53,6 +53,21 @@ struct f16_t { uint16_t bits; };
 inline float to_f32(bf16_t v) { return gn::sdk::bf16_to_float(v.bits); }
 inline float to_f32(f16_t v) { return gn::sdk::half_to_float(v.bits); }
 
+// Element loads/stores through double for the C++ paths: f16/bf16 are widened
+// exactly and rounded once on the way back (the SDK's rounding, the
+// reference's), f32/f64/integers convert as C++ does.
+template <class T>
+inline double ld(const T* p) {
+  if constexpr (std::is_same_v<T, bf16_t> || std::is_same_v<T, f16_t>) return (double)to_f32(*p);
+  else return (double)*p;
+}
+template <class T>
+inline void st(T* p, double v) {
+  if constexpr (std::is_same_v<T, bf16_t>) gn::sdk::store(p, GN_BF16, v);
+  else if constexpr (std::is_same_v<T, f16_t>) gn::sdk::store(p, GN_F16, v);
+  else *p = (T)v;
+}
+
 template <int32_t DT> struct Storage;
 template <> struct Storage<GN_F32> { using T = float; };
 template <> struct Storage<GN_F64> { using T = double; };

@@ -238,6 +238,53 @@ std::vector<Case> softmax_cases() {
   return cs;
 }
 
+// softmax in the C++ lines (f64, f16, integer inputs) computes the
+// reference's double formula: f64 within a few ulp (rtol 1e-13), f16 exact
+// but for the rare double-rounding tie (kBf16 covers it).  The backward ops
+// are C++ for every dtype, double per line, rounded once; FMA contraction may
+// move the sums by ulps of double: f64 see bwd64 below, f32 rtol 1e-6 with atol
+// 1e-7 (gx is a difference of O(1) terms, so absolute error is what
+// cancellation leaves), bf16 kBf16.
+std::vector<Case> softmax_more_cases() {
+  struct S {
+    std::vector<int64_t> shape;
+    Layout layout;
+    int64_t dim;
+  };
+  const std::vector<S> shapes = {{{257, 513}, kContig, -1}, {{257, 513}, kContig, 0}, {{3, 4, 5}, kContig, 1},
+                                 {{7, 9}, kTransposed, -1}, {{0, 5}, kContig, -1},   {{}, kContig, 0}, {{11}, kContig, 0}};
+  // bwd64: s = sum(g*y) over L <= 513 terms of size <= 1 carries up to ~L*eps
+  // absolute error (FMA or not), which g - s keeps: atol 1e-12 (~8*513*eps).
+  const Tol f64{1e-13, 1e-15}, bwd32{1e-6, 1e-7}, bwd64{1e-13, 1e-12};
+  std::vector<Case> cs;
+  for (const S& s : shapes) {
+    const std::string tag = sname(s.shape) + lname(s.layout) + "_d" + std::to_string(s.dim < 0 ? 9 : s.dim);
+    for (const char* op : {"softmax", "log_softmax"}) {
+      for (int32_t dt : {GN_F64, GN_F16, GN_I32}) {
+        Case c;
+        c.name = std::string(op) + "_" + dname(dt) + "_" + tag;
+        c.op = op;
+        c.inputs = {{s.shape, dt, s.layout, -5, 5}};
+        c.attrs = {gn_attr_int(s.dim), gn_attr_int(GN_DIM_NONE)};
+        c.tol = dt == GN_F64 ? f64 : dt == GN_F16 ? kBf16 : kNormF32;
+        cs.push_back(c);
+      }
+      for (int32_t dt : {GN_F32, GN_F64, GN_BF16}) {
+        Case c;
+        c.name = std::string(op) + "_backward_" + dname(dt) + "_" + tag;
+        c.op = std::string(op) + "_backward";
+        // y: softmax outputs are in (0, 1), log_softmax outputs below 0
+        const bool lg = std::string(op) == "log_softmax";
+        c.inputs = {{s.shape, dt, s.layout, -1, 1}, {s.shape, dt, kContig, lg ? -6.0 : 0.0, lg ? 0.0 : 1.0}};
+        c.attrs = {gn_attr_int(s.dim)};
+        c.tol = dt == GN_F64 ? bwd64 : dt == GN_F32 ? bwd32 : kBf16;
+        cs.push_back(c);
+      }
+    }
+  }
+  return cs;
+}
+
 std::vector<Case> layer_norm_cases() {
   struct L {
     std::vector<int64_t> x;
@@ -269,7 +316,7 @@ std::vector<Case> layer_norm_cases() {
 
 std::vector<Case> all_cases() {
   std::vector<Case> all;
-  for (auto* f : {unary_cases, binary_cases, binary_generic_cases, matmul_cases, softmax_cases, layer_norm_cases}) {
+  for (auto* f : {unary_cases, binary_cases, binary_generic_cases, matmul_cases, softmax_cases, softmax_more_cases, layer_norm_cases}) {
     std::vector<Case> v = f();
     all.insert(all.end(), v.begin(), v.end());
   }

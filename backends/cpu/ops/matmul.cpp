@@ -64,19 +64,6 @@ bool as_operand(const gn_tensor_view& v, bool is_b, bool trans, size_t nb, Opera
   return true;
 }
 
-// Storage loads/stores through double (f16/bf16 rounded once, as the reference).
-template <class T>
-inline double ld(const T* p) {
-  if constexpr (std::is_same_v<T, bf16_t> || std::is_same_v<T, f16_t>) return (double)to_f32(*p);
-  else return (double)*p;
-}
-template <class T>
-inline void st(T* p, double v) {
-  if constexpr (std::is_same_v<T, bf16_t>) gn::sdk::store(p, GN_BF16, v);
-  else if constexpr (std::is_same_v<T, f16_t>) gn::sdk::store(p, GN_F16, v);
-  else *p = (T)v;
-}
-
 // The C++ path: what oneDNN lacks (f64, integers, f16 on CPUs without
 // AVX512-FP16, K == 0).  Rows of all batches in parallel; each output row
 // accumulates over k in increasing order (the reference's order) in double
