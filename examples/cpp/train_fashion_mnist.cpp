@@ -221,18 +221,6 @@ EvalResult evaluate(nn::Module& model, const gs::data::TensorDataset& ds) {
   return r;
 }
 
-std::map<std::string, Tensor> scheduler_tensors(const gs::optim::LRScheduler& s) {
-  std::map<std::string, Tensor> out;
-  for (const auto& [k, v] : s.state_dict()) out[k] = gs::tensor({v}, {.dtype = gs::float64}).reshape({});
-  return out;
-}
-
-std::map<std::string, double> scheduler_numbers(const std::map<std::string, Tensor>& t) {
-  std::map<std::string, double> out;
-  for (const auto& [k, v] : t) out[k] = v.item<double>();
-  return out;
-}
-
 std::string ckpt_value(const gs::Checkpoint& ck, const std::string& key) {
   auto it = ck.user.find(key);
   if (it == ck.user.end())
@@ -287,16 +275,15 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
   gs::optim::Adam opt(model->parameters(), {.lr = cfg.lr});
   gs::optim::CosineAnnealingLR sched(opt, cfg.epochs);
 
-  int64_t start_epoch = 0, step = 0;
+  // What the checkpoint holds: model, optimizer, scheduler, RNG states, step, epoch.
+  gs::TrainingState state{.model = model.get(), .optimizer = &opt, .scheduler = &sched};
   if (ck) {
-    model->load_state_dict(ck->model.tensors);
-    opt.load_flat_state(ck->optim.tensors);
-    sched.load_state_dict(scheduler_numbers(ck->scheduler.tensors));
-    ck->restore_rng();
-    start_epoch = ck->epoch;
-    step = ck->step;
-    std::printf("resumed from %s: epoch %" PRId64 ", step %" PRId64 "\n", cfg.resume.c_str(), start_epoch, step);
+    gs::restore_training_state(*ck, state);  // checked first: all or nothing
+    std::printf("resumed from %s: epoch %" PRId64 ", step %" PRId64 "\n", cfg.resume.c_str(), state.epoch,
+                state.step);
   }
+  const int64_t start_epoch = state.epoch;
+  int64_t step = state.step;
   std::printf("model %s (%" PRId64 " parameters), Adam lr %g, cosine schedule over %" PRId64
               " epochs, batch %" PRId64 ", seed %" PRIu64 "\n",
               model->name().c_str(), n_params, cfg.lr, cfg.epochs, cfg.batch_size, cfg.seed);
@@ -370,20 +357,15 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
 
     // The full training state, atomically (a crash leaves the previous file intact).
     if (cfg.checkpoint != "none") {
-      gs::Checkpoint c;
-      c.model.tensors = sd;
-      c.optim.tensors = opt.flat_state();
-      c.scheduler.tensors = scheduler_tensors(sched);
-      c.capture_rng();
-      c.step = step;
-      c.epoch = epoch + 1;
-      c.user = {{"model", cfg.model},
+      state.step = step;
+      state.epoch = epoch + 1;
+      state.user = {{"model", cfg.model},
                 {"epochs", std::to_string(cfg.epochs)},
                 {"batch_size", std::to_string(cfg.batch_size)},
                 {"seed", std::to_string(cfg.seed)},
                 {"lr", [&] { char s[64]; std::snprintf(s, sizeof s, "%.17g", cfg.lr); return std::string(s); }()},
                 {"limit_train", std::to_string(cfg.limit_train)}};
-      gs::save_checkpoint(cfg.checkpoint, c);
+      gs::save_training_checkpoint(cfg.checkpoint, state);
     }
     ++epochs_this_run;
     std::fflush(stdout);
