@@ -81,7 +81,6 @@ struct CNN : nn::Module {
   nn::Flatten flatten;
   nn::Linear fc1{32 * 7 * 7, 128}, fc2{128, 10};
   nn::ReLU relu;
-  nn::Dropout drop{0.2};
   CNN() {
     register_module("conv1", conv1);
     register_module("conv2", conv2);
@@ -91,8 +90,7 @@ struct CNN : nn::Module {
   Tensor forward(const Tensor& x) override {
     Tensor h = pool(relu(conv1(x)));
     h = pool(relu(conv2(h)));
-    h = drop(relu(fc1(flatten(h))));
-    return fc2(h);
+    return fc2(relu(fc1(flatten(h))));
   }
   std::string name() const override { return "CNN"; }
 };
@@ -101,7 +99,7 @@ struct CNN : nn::Module {
 
 struct Config {
   std::string model = TRAIN_DEFAULT_MODEL;
-  int64_t epochs = 0;  // 0: the model's default
+  int64_t epochs = 10;
   int64_t batch_size = 64;
   double lr = 1e-3;
   uint64_t seed = 0;
@@ -118,7 +116,6 @@ struct Config {
   std::string progress = "auto";
 };
 
-int64_t default_epochs(const std::string& model) { return model == "cnn" ? 5 : 10; }
 
 // --------------------------------------------------------------- progress
 
@@ -249,7 +246,7 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
     if (!given.at("lr")) cfg.lr = std::stod(ckpt_value(*ck, "lr"));
     if (!given.at("limit-train")) cfg.limit_train = std::stoll(ckpt_value(*ck, "limit_train"));
   }
-  if (cfg.epochs <= 0) cfg.epochs = default_epochs(cfg.model);
+  if (cfg.epochs < 1) throw gs::Error(GN_ERR_INVALID_ARGUMENT, "--epochs must be >= 1");
   if (cfg.checkpoint.empty()) cfg.checkpoint = "fashion_mnist_" + cfg.model + ".ckpt.safetensors";
   const bool tty = cfg.progress == "bar" || (cfg.progress == "auto" && isatty(STDOUT_FILENO));
 
@@ -382,7 +379,7 @@ int main(int argc, char** argv) {
                "test accuracy, a checkpoint every epoch, --resume)."};
   std::map<std::string, CLI::Option*> opts;
   opts["model"] = app.add_option("--model", cfg.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
-  opts["epochs"] = app.add_option("--epochs", cfg.epochs, "epochs in all (default: mlp 10, cnn 5)");
+  opts["epochs"] = app.add_option("--epochs", cfg.epochs, "epochs in all")->capture_default_str();
   opts["batch-size"] = app.add_option("--batch-size", cfg.batch_size, "examples per step")->capture_default_str();
   opts["lr"] = app.add_option("--lr", cfg.lr, "Adam's initial learning rate")->capture_default_str();
   opts["seed"] = app.add_option("--seed", cfg.seed, "seed of the initialisation, dropout and shuffling")
