@@ -296,7 +296,10 @@ std::vector<Case> layer_norm_cases() {
                                  {{4, 6, 8}, kContig, 2, 3},  {{13, 7}, kTransposed, 1, 3}, {{0, 16}, kContig, 1, 3},
                                  {{5, 1}, kContig, 1, 3}};
   std::vector<Case> cs;
-  for (int32_t dt : {GN_F32, GN_BF16})
+  // f64 and f16: C++ rows with the reference's two-pass double statistics;
+  // f64 within a few ulp (rtol/atol 1e-12 for O(10) outputs), f16 one
+  // rounding of the same double value (kBf16, like bf16).
+  for (int32_t dt : {GN_F32, GN_BF16, GN_F64, GN_F16})
     for (const L& l : shapes) {
       Case c;
       c.name = "layer_norm_" + dname(dt) + "_" + sname(l.x) + lname(l.layout) + "_n" + std::to_string(l.nd) + "_in" +
@@ -308,7 +311,7 @@ std::vector<Case> layer_norm_cases() {
       if (l.n_in > 2) c.inputs.push_back({norm, dt, kContig, -1, 1});
       c.attrs = {gn_attr_int(l.nd), gn_attr_float(1e-5)};
       c.n_out = 3;
-      c.tol = dt == GN_F32 ? kNormF32 : kBf16;
+      c.tol = dt == GN_F32 ? kNormF32 : dt == GN_F64 ? Tol{1e-12, 1e-12} : kBf16;
       cs.push_back(c);
     }
   return cs;

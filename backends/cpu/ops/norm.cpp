@@ -6,9 +6,12 @@
 // (forward_training) writes mean and the biased variance (f32) itself; rstd =
 // 1/sqrt(var + eps) is computed here.  Scale/shift must be f32 for oneDNN 2.6:
 // bf16/f16 weights are widened into a scratch buffer first.
+// C++ rows (f64, and f16 where oneDNN has no f16 layer norm): the reference's
+// two-pass double statistics, rows in parallel, mean/rstd in the output's
+// dtype (f64 for f64).
 #include <cmath>
 
-#include "common.h"
+#include "loops.h"
 
 namespace gn::cpu {
 namespace {
@@ -24,17 +27,74 @@ void to_f32(const gn_tensor_view& v, int64_t n, float* dst) {
   }
 }
 
+// x (R, N) -> y, mean (R), rstd (R); w/b widened to double (nullptr: none).
+template <class T, class TS>
+void layer_norm_rows(const T* x, T* y, TS* mean, TS* rstd, const double* w, const double* b, int64_t R, int64_t N,
+                     double eps) {
+  parallel_for(R, 4 * N, [&](int64_t r) {
+    const T* xr = x + r * N;
+    double m = 0.0;
+    for (int64_t i = 0; i < N; ++i) m += ld(xr + i);
+    m /= (double)N;
+    double v = 0.0;
+    for (int64_t i = 0; i < N; ++i) {
+      const double d = ld(xr + i) - m;
+      v += d * d;
+    }
+    v /= (double)N;
+    const double s = 1.0 / std::sqrt(v + eps);
+    for (int64_t i = 0; i < N; ++i) {
+      double o = (ld(xr + i) - m) * s;
+      if (w) o *= w[i];
+      if (b) o += b[i];
+      st(y + r * N + i, o);
+    }
+    st(mean + r, m);
+    st(rstd + r, s);
+  });
+}
+
+void layer_norm_cpp(const gn_tensor_view* in, size_t n_in, const gn_tensor_view* out, int64_t R, int64_t N,
+                    double eps) {
+  std::vector<double> w, b;
+  for (size_t k = 1; k < n_in; ++k) {
+    std::vector<double>& v = k == 1 ? w : b;
+    v.resize((size_t)N);
+    for (int64_t i = 0; i < N; ++i) v[(size_t)i] = gn::sdk::load((const char*)data_of(in[k]) + i * gn_dtype_size(in[k].dtype), in[k].dtype);
+  }
+  const double* wp = n_in > 1 ? w.data() : nullptr;
+  const double* bp = n_in > 2 ? b.data() : nullptr;
+  const gn_tensor_view& x = in[0];
+  auto stats = [&](auto t) {
+    using T = decltype(t);
+    if (out[1].dtype == GN_F64)
+      layer_norm_rows<T, double>((const T*)data_of(x), (T*)data_of(out[0]), (double*)data_of(out[1]),
+                                 (double*)data_of(out[2]), wp, bp, R, N, eps);
+    else
+      layer_norm_rows<T, float>((const T*)data_of(x), (T*)data_of(out[0]), (float*)data_of(out[1]),
+                                (float*)data_of(out[2]), wp, bp, R, N, eps);
+  };
+  switch (x.dtype) {
+    case GN_F64: stats(double{}); break;
+    case GN_F32: stats(float{}); break;
+    case GN_F16: stats(f16_t{}); break;
+    case GN_BF16: stats(bf16_t{}); break;
+    default: GN_UNSUPPORTED(std::string("[layer_norm] ") + gn_dtype_name(x.dtype));
+  }
+}
+
 GN_SDK_KERNEL(layer_norm_kernel) {
   const char* op = "layer_norm";
   if (n_in < 1 || n_in > 3 || n_out != 3) GN_UNSUPPORTED("[layer_norm] this input/output count");
   const gn_tensor_view& x = in[0];
   const int32_t dt = x.dtype;
-  if (dt != GN_F32 && dt != GN_BF16 && dt != GN_F16) GN_UNSUPPORTED(std::string("[layer_norm] ") + gn_dtype_name(dt));
-  if (out[0].dtype != dt || out[1].dtype != GN_F32 || out[2].dtype != GN_F32)
-    GN_UNSUPPORTED("[layer_norm] output dtypes");
+  if (dt != GN_F32 && dt != GN_BF16 && dt != GN_F16 && dt != GN_F64)
+    GN_UNSUPPORTED(std::string("[layer_norm] ") + gn_dtype_name(dt));
+  const int32_t sdt = dt == GN_F64 ? GN_F64 : GN_F32;
+  if (out[0].dtype != dt || out[1].dtype != sdt || out[2].dtype != sdt) GN_UNSUPPORTED("[layer_norm] output dtypes");
+  bool cpp = dt == GN_F64;
   for (size_t i = 1; i < n_in; ++i)
-    if (in[i].dtype != GN_F32 && in[i].dtype != GN_BF16 && in[i].dtype != GN_F16)
-      GN_UNSUPPORTED("[layer_norm] weight/bias dtype");
+    if (in[i].dtype != GN_F32 && in[i].dtype != GN_BF16 && in[i].dtype != GN_F16) cpp = true;
   const int64_t nd = n_attrs > 0 && attrs[0].kind == GN_ATTR_INT ? attrs[0].u.i : 1;
   const double eps = n_attrs > 1 && attrs[1].kind == GN_ATTR_FLOAT ? attrs[1].u.f : 1e-5;
   if (nd < 1 || nd > x.ndim) GN_UNSUPPORTED("[layer_norm] normalized_ndim outside 1..ndim");
@@ -48,6 +108,7 @@ GN_SDK_KERNEL(layer_norm_kernel) {
   for (size_t i = 1; i < n_in; ++i)
     if (gn_view_numel(&in[i]) != N) fail_op(GN_ERR_SHAPE, op, "weight/bias must have N elements");
   if (R == 0) return;
+  if (cpp) return layer_norm_cpp(in, n_in, out, R, N, eps);
 
   const bool has_w = n_in > 1, has_b = n_in > 2;
   auto flags = dnnl::normalization_flags::none;
@@ -65,7 +126,7 @@ GN_SDK_KERNEL(layer_norm_kernel) {
     finish(e, pd);
     e.prim = dnnl::layer_normalization_forward(pd);
   });
-  if (!c->supported) GN_UNSUPPORTED(std::string("[layer_norm] ") + gn_dtype_name(dt) + " in oneDNN");
+  if (!c->supported) return layer_norm_cpp(in, n_in, out, R, N, eps);
 
   // Scratch: variance (R) then widened weight/bias (N each) where needed.
   const bool widen_w = has_w && in[1].dtype != GN_F32, widen_b = has_b && in[2].dtype != GN_F32;
@@ -101,7 +162,7 @@ GN_SDK_KERNEL(layer_norm_kernel) {
 }  // namespace
 
 void register_norm(const gn::sdk::Registrar& r) {
-  const int32_t dtypes[] = {GN_F32, GN_BF16, GN_F16};
+  const int32_t dtypes[] = {GN_F32, GN_BF16, GN_F16, GN_F64};
   r.kernel("layer_norm", dtypes, layer_norm_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
