@@ -8,6 +8,7 @@
 // gradcheck entry in kChecks below, nor listed in kNoGradient with a reason.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string>
@@ -22,18 +23,34 @@ using genesis::Tensor;
 using V = std::vector<Tensor>;
 namespace ag = genesis::autograd;
 
+// The reference plugin by default.  GENESIS_GRADCHECK_PLUGINS (e.g. "cpu", "cuda,reference") and
+// GENESIS_GRADCHECK_DEVICE (e.g. "cuda") run the same rules on another backend's kernels.
+const char* env_or(const char* name, const char* def) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : def;
+}
 const bool g_init = [] {
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = "reference", .no_default_paths = true});
+  // With GENESIS_GRADCHECK_PLUGINS set, $GENESIS_PLUGIN_PATH is searched too (after the build tree).
+  const bool chosen = std::getenv("GENESIS_GRADCHECK_PLUGINS") != nullptr;
+  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = env_or("GENESIS_GRADCHECK_PLUGINS", "reference"),
+                 .no_default_paths = !chosen});
   return true;
 }();
+// The device every test tensor is created on.
+const genesis::Device& dev() {
+  static const genesis::Device d(env_or("GENESIS_GRADCHECK_DEVICE", "cpu"));
+  return d;
+}
+// float64 on dev().
+genesis::Options f64() { return {.dtype = genesis::float64, .device = dev()}; }
 
 // Random float64 leaf requiring grad.
 Tensor leaf(genesis::Shape s, double scale = 1, double shift = 0) {
-  Tensor t = genesis::randn(s, {.dtype = genesis::float64}) * scale + shift;
+  Tensor t = genesis::randn(s, f64()) * scale + shift;
   return t.detach().requires_grad_();
 }
 // Random positive float64 leaf (for log, sqrt, pow...).
-Tensor pos(genesis::Shape s) { return (genesis::rand(s, {.dtype = genesis::float64}) + 0.5).requires_grad_(); }
+Tensor pos(genesis::Shape s) { return (genesis::rand(s, f64()) + 0.5).requires_grad_(); }
 
 #define GRADCHECK(fn, ...)                                        \
   do {                                                            \
@@ -45,7 +62,7 @@ Tensor pos(genesis::Shape s) { return (genesis::rand(s, {.dtype = genesis::float
 namespace F = genesis::nn::functional;
 using I64 = std::vector<int64_t>;
 
-Tensor ids(const I64& v, genesis::Shape s) { return genesis::tensor(v, s); }
+Tensor ids(const I64& v, genesis::Shape s) { return genesis::tensor(v, s, {.device = dev()}); }
 
 // op name (ops.def) -> finite-difference checks of its rule, several shapes/attributes each.
 const std::map<std::string, std::function<void()>>& checks() {
@@ -67,7 +84,7 @@ const std::map<std::string, std::function<void()>>& checks() {
        [] {
          GRADCHECK(x[0].gelu(), leaf({3, 4}));
          GRADCHECK(x[0].gelu(true), leaf({3, 4}));
-         Tensor t = genesis::tensor({-1e-4, 0.0, 2e-4, 5e-4}, {.dtype = genesis::float64}).requires_grad_();
+         Tensor t = genesis::tensor({-1e-4, 0.0, 2e-4, 5e-4}, f64()).requires_grad_();
          EXPECT_EQ(ag::gradcheck([](const V& v) { return v[0].gelu(); }, {t}), "");  // the series branch near 0
        }},
       {"silu", [] { GRADCHECK(x[0].silu(), leaf({3, 4})); }},
@@ -132,7 +149,7 @@ const std::map<std::string, std::function<void()>>& checks() {
          GRADCHECK(x[0].prod({0, 2}, true), leaf({2, 3, 2}));
          // Rows with no zero, one zero and two zeros (prod is multilinear: central
          // differences are exact there, so the zero branches are checked too).
-         Tensor z = genesis::tensor({{1.5, -2.0, 0.5}, {0.0, 3.0, -1.5}, {0.0, 0.0, 2.0}}, {.dtype = genesis::float64});
+         Tensor z = genesis::tensor({{1.5, -2.0, 0.5}, {0.0, 3.0, -1.5}, {0.0, 0.0, 2.0}}, f64());
          z.requires_grad_();
          EXPECT_EQ(ag::gradcheck([](const V& v) { return v[0].prod(1); }, {z}), "");
          EXPECT_EQ(ag::gradcheck([](const V& v) { return v[0].prod(); }, {z}), "");
@@ -195,7 +212,7 @@ const std::map<std::string, std::function<void()>>& checks() {
       {"rope",
        [] {
          genesis::manual_seed(4);
-         Tensor theta = genesis::randn({3, 4}, {.dtype = genesis::float64});
+         Tensor theta = genesis::randn({3, 4}, f64());
          Tensor c = theta.cos(), s = theta.sin();
          genesis::manual_seed(7);
          Tensor in = leaf({2, 3, 4});
@@ -262,7 +279,7 @@ const std::map<std::string, std::function<void()>>& checks() {
        }},
       {"masked_fill",
        [] {
-         Tensor mask = genesis::tensor({1.0, 0.0, 0.0, 1.0}) > 0.5;  // broadcast over rows
+         Tensor mask = genesis::tensor({1.0, 0.0, 0.0, 1.0}, {.device = dev()}) > 0.5;  // broadcast over rows
          GRADCHECK(x[0].masked_fill(mask, -2.0) * x[0], leaf({3, 4}));
        }},
       {"cat",
