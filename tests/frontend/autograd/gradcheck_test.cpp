@@ -8,6 +8,7 @@
 // gradcheck entry in kChecks below, nor listed in kNoGradient with a reason.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -483,6 +484,33 @@ TEST(CppAutograd, DeepChainIsIterative) {
   for (int i = 0; i < 20000; ++i) y = y * 1.0;  // recursion would overflow the stack
   y.sum().backward();
   EXPECT_EQ(x.grad().item<double>(), 1.0);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CppAutograd, BackwardFreesSavedTensors) {
+  Tensor x = genesis::randn({4, 4}, {.requires_grad = true});
+  Tensor h = x.exp();          // saves its output
+  Tensor y = (h * x).sum();    // mul saves both inputs
+  auto mul = y.grad_fn()->next[0];
+  ASSERT_NE(mul, nullptr);
+  EXPECT_FALSE(mul->saved.empty());
+  EXPECT_FALSE(h.grad_fn()->saved.empty());
+  y.backward();
+  EXPECT_TRUE(mul->saved.empty());  // freed as soon as the node ran
+  EXPECT_TRUE(mul->released);
+  EXPECT_TRUE(h.grad_fn()->saved.empty());
+  // With retain_graph they stay, and a second backward accumulates the same gradient again.
+  x.set_grad(Tensor());
+  Tensor z = (x.exp() * x).sum();
+  z.backward({}, true);
+  EXPECT_FALSE(z.grad_fn()->next[0]->saved.empty());
+  const std::vector<double> once = x.grad().tolist();
+  z.backward();
+  const std::vector<double> twice = x.grad().tolist();
+  for (size_t i = 0; i < once.size(); ++i) EXPECT_NEAR(twice[i], 2 * once[i], 1e-5 * (1 + std::fabs(once[i])));
 }
 
 }  // namespace
