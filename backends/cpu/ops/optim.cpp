@@ -46,6 +46,28 @@ GN_SDK_KERNEL(sgd_step_kernel) {
     GN_UNSUPPORTED("[sgd_step] dtype");
 }
 
+// One chunk of adamw_step.  A plain function with restrict pointers and the
+// options as arguments: the same loop written inside parallel_range's lambda
+// (everything reached through the closure) vectorised badly, ~3.7x slower.
+// Each element only touches index i, so restrict is safe even for aliased views.
+template <class T>
+void adamw_chunk(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, int64_t b, int64_t e,
+                 double b1, double b2, double eps, double wd, double step_size, double sbc2, double decay, bool dec,
+                 bool maxi) {
+#pragma omp simd
+  for (int64_t i = b; i < e; ++i) {
+    double gi = maxi ? -(double)g[i] : (double)g[i];
+    double pi = p[i];
+    if (dec) pi *= decay;
+    else if (wd != 0.0) gi += wd * pi;
+    const double mi = b1 * (double)m[i] + (1.0 - b1) * gi;
+    const double vi = b2 * (double)v[i] + (1.0 - b2) * gi * gi;
+    m[i] = (T)mi;
+    v[i] = (T)vi;
+    p[i] = (T)(pi - step_size * mi / (std::sqrt(vi) / sbc2 + eps));
+  }
+}
+
 GN_SDK_KERNEL(adamw_step_kernel) {
   if (n_in < 4) GN_UNSUPPORTED("[adamw_step] arity");
   const double lr = attr_d(attrs, n_attrs, 0, 0), b1 = attr_d(attrs, n_attrs, 1, 0.9),
@@ -65,18 +87,7 @@ GN_SDK_KERNEL(adamw_step_kernel) {
         T* m = (T*)data_of(in[2]);
         T* v = (T*)data_of(in[3]);
         parallel_range(n, [&](int64_t b, int64_t e) {
-#pragma omp simd
-          for (int64_t i = b; i < e; ++i) {
-            double gi = maxi ? -(double)g[i] : (double)g[i];
-            double pi = p[i];
-            if (dec) pi *= decay;
-            else if (wd != 0.0) gi += wd * pi;
-            const double mi = b1 * (double)m[i] + (1.0 - b1) * gi;
-            const double vi = b2 * (double)v[i] + (1.0 - b2) * gi * gi;
-            m[i] = (T)mi;
-            v[i] = (T)vi;
-            p[i] = (T)(pi - step_size * mi / (std::sqrt(vi) / sbc2 + eps));
-          }
+          adamw_chunk(p, g, m, v, b, e, b1, b2, eps, wd, step_size, sbc2, decay, dec, maxi);
         });
       }))
     GN_UNSUPPORTED("[adamw_step] dtype");
