@@ -235,6 +235,7 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
   register_shape(r);
   register_elementwise(r);
   register_binary_generic(r);
+  register_sort(r);
 }
 
 }  // namespace

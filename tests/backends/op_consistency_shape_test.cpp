@@ -1,12 +1,15 @@
 // tests/backends/op_consistency_shape_test.cpp - the cross-backend suite,
 // part 5: data-movement ops (gather, scatter, scatter_add, index_select,
-// index_add, masked_fill, cat, stack, triu, tril, one_hot, arange, full).
+// index_add, masked_fill, cat, stack, triu, tril, one_hot, arange, full) and
+// sort / argsort / topk.
 //
 // Tolerances: all exact (0) - these ops copy elements, and the accumulating
 // ones (scatter_add, index_add) add in the reference's order with one rounding
 // per addition (see backends/cpu/ops/shape.cpp), so even repeated indices give
 // bit-identical sums.  Index inputs: uniform values truncated to integers
 // (build()); out-of-range indices must give the same error code.
+#include <set>
+
 #include "op_consistency.h"
 
 namespace {
@@ -141,6 +144,42 @@ std::vector<Case> shape_cases() {
       c.device_attr = 3;
       cs.push_back(c);
     }
+  // sort / argsort / topk: ties on purpose (integers from [-4, 4], bf16 of a
+  // narrow range) to check stability; both directions; exact.
+  struct O {
+    std::vector<int64_t> shape;
+    int64_t dim;
+    Layout layout;
+  };
+  const std::vector<O> os = {{{300, 257}, -1, kContig}, {{300, 257}, 0, kContig}, {{4, 33, 5}, 1, kContig},
+                             {{9, 11}, -1, kTransposed}, {{0, 5}, -1, kContig},  {{}, 0, kContig},
+                             {{1}, 0, kContig}};
+  for (const O& o : os)
+    for (int32_t dt : {GN_F32, GN_F64, GN_BF16, GN_I64, GN_I32, GN_U8, GN_BOOL})
+      for (int desc : {0, 1}) {
+        const std::string tag = dname(dt) + "_" + sname(o.shape) + lname(o.layout) + "_d" +
+                                std::to_string(o.dim < 0 ? 9 : o.dim) + (desc ? "_desc" : "");
+        const double lo = dt == GN_U8 ? 0 : -4, hi = dt == GN_BF16 ? -3.9 : 4;
+        const Input x{o.shape, dt, o.layout, lo, hi};
+        Case c = make("sort_" + tag, "sort", {x}, {gn_attr_int(o.dim), gn_attr_int(desc), gn_attr_int(1)});
+        c.n_out = 2;
+        cs.push_back(c);
+        cs.push_back(make("argsort_" + tag, "argsort", {x}, {gn_attr_int(o.dim), gn_attr_int(desc), gn_attr_int(1)}));
+        if (dt == GN_BOOL) continue;
+        const int64_t L = o.shape.empty() ? 1 : o.shape[(size_t)(o.dim < 0 ? o.dim + (int64_t)o.shape.size() : o.dim)];
+        // (k = 0 of a 0-d input: inference gives a 0-d output that no backend
+        // writes - left out)
+        for (int64_t k : std::set<int64_t>{o.shape.empty() ? 1 : 0, std::min<int64_t>(L, 3), L}) {
+          Case t = make("topk" + std::to_string(k) + "_" + tag, "topk", {x},
+                        {gn_attr_int(k), gn_attr_int(o.dim), gn_attr_int(!desc), gn_attr_int(1)});
+          t.n_out = 2;
+          cs.push_back(t);
+        }
+      }
+  // topk with k > L: an error for both
+  Case bad = make("topk_k_too_large", "topk", {{{4, 5}, GN_F32}}, {gn_attr_int(6), gn_attr_int(-1), gn_attr_int(1), gn_attr_int(1)});
+  bad.n_out = 2;
+  cs.push_back(bad);
   return cs;
 }
 
