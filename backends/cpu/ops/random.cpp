@@ -83,8 +83,17 @@ GN_SDK_KERNEL(bernoulli_kernel) {
     for (int64_t i = 0; i < n; ++i) bad |= !(pp[i] >= T(0) && pp[i] <= T(1));
     if (bad) GN_UNSUPPORTED("[bernoulli] p outside [0, 1]");
     T* po = (T*)data_of(o);
+    // One Philox block serves elements 4j..4j+3 (philox_word's w[i & 3]): a
+    // block per 4 elements instead of per element, the same values bit for bit.
     parallel_range(n, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) po[i] = philox_uniform(seed, off, i) < (double)pp[i] ? T(1) : T(0);
+      int64_t i = b;
+      for (; i < e && (i & 3); ++i) po[i] = philox_uniform(seed, off, i) < (double)pp[i] ? T(1) : T(0);
+      for (; i + 4 <= e; i += 4) {
+        const PhiloxBlock blk = philox4x32_10(off + (uint64_t)(i >> 2), seed);
+        for (int k = 0; k < 4; ++k)
+          po[i + k] = (double)(blk.w[k] >> 8) * (1.0 / 16777216.0) < (double)pp[i + k] ? T(1) : T(0);
+      }
+      for (; i < e; ++i) po[i] = philox_uniform(seed, off, i) < (double)pp[i] ? T(1) : T(0);
     });
   });
   if (!ok) GN_UNSUPPORTED("[bernoulli] dtype");
