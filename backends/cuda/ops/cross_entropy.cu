@@ -7,12 +7,11 @@
 //
 // Never materialises f32 logits: the forward reads each row once in its own
 // dtype with 16-byte loads, keeping an online (max, sum exp, sum x) per thread
-// merged across the row group; the backward recomputes the row's lse the same
-// way (the lse input is only shape-checked, as in the reference and cpu
-// backends: the gradient is exact for any lse passed) and then writes dlogits
-// directly in the logits dtype; its second read of the row is served from L2
-// (see the launch).  Scratch is O(rows).  A row is served by a 32-thread warp
-// (C < 4096) or one 512-thread block.
+// merged across the row group; the backward writes dlogits directly in the
+// logits dtype in one more pass, using the lse input only after checking it in
+// that same pass (see xent_bwd_kernel: the result equals the reference's, which
+// recomputes lse, for any lse passed).  Scratch is O(rows).  A row is served by
+// a 32-thread warp (C < 4096) or one 512-thread block.
 // Targets outside [0, C) that are not ignore_index fail with GN_ERR_INDEX
 // (device flag read back after the launch, nn_common.cuh).
 #include "common.cuh"
@@ -171,16 +170,45 @@ __global__ void xent_reduce_kernel(const A* __restrict__ loss_row, const TI* __r
   if (count_out) count_out[0] = cnt;
 }
 
+// Sum of v over a row group (TPR threads), valid in every thread.
+template <int TPR, class A>
+__device__ __forceinline__ A group_sum(A v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if constexpr (TPR > 32) {
+    __shared__ A part[TPR / 32];
+    __syncthreads();  // part[] may still be read by a previous call
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = 0;
+    for (int i = 0; i < TPR / 32; ++i) v += part[i];
+  }
+  return v;
+}
+
+// How far sum_c exp(x_c - lse) may stray from 1 for the given lse to be used:
+// the resulting gradient error (relative) stays under a quarter of the dtype's
+// rounding.  f32/f64 logits always recompute (their gradient must be exact).
+template <class T> constexpr float lse_trust_tol() { return 0.f; }
+template <> constexpr float lse_trust_tol<__nv_bfloat16>() { return 1e-3f; }
+template <> constexpr float lse_trust_tol<__half>() { return 1.2e-4f; }
+
 // Backward: grad row = scale * (exp(x - lse) - (1-ls)*onehot(t) - ls/C).
-template <int TPR, class T, class TI>
+// The reference recomputes lse from the logits (its lse input is only shape-
+// checked).  For 16-bit logits this kernel first trusts the lse input (the
+// forward's output in any real use) and checks it in the same pass: sum_c p_c
+// must be 1 within lse_trust_tol.  A row that fails the check (a foreign lse,
+// NaN/inf logits) is redone with its recomputed lse, so the result matches the
+// reference for any lse, and the usual case reads the logits once.
+template <int TPR, class T, class TI, class L>
 __global__ void __launch_bounds__(TPR == 32 ? 256 : TPR) xent_bwd_kernel(
-                                const T* __restrict__ grad_loss, const T* __restrict__ logits,
-                                const TI* __restrict__ target, int64_t R, int64_t C,
-                                int64_t ignore, typename XentAcc<T>::type ls, int reduction,
-                                const double* __restrict__ count, T* __restrict__ dx, nn::BadIndex bad) {
+    const T* __restrict__ grad_loss, const T* __restrict__ logits, const TI* __restrict__ target,
+    const L* __restrict__ lse_in, int64_t R, int64_t C, int64_t ignore, typename XentAcc<T>::type ls, int reduction,
+    const double* __restrict__ count, T* __restrict__ dx, nn::BadIndex bad) {
   using A = typename XentAcc<T>::type;
   constexpr int RPB = TPR == 32 ? 8 : 1;
   constexpr int VW = 16 / sizeof(T);
+  constexpr float tol = lse_trust_tol<T>();
   const int lane = TPR == 32 ? (threadIdx.x & 31) : threadIdx.x;
   const int64_t r = (int64_t)blockIdx.x * RPB + (TPR == 32 ? threadIdx.x / 32 : 0);
   if (r >= R) return;
@@ -193,52 +221,76 @@ __global__ void __launch_bounds__(TPR == 32 ? 256 : TPR) xent_bwd_kernel(
     if (lane == 0) bad.report(t);
     valid = false;
   }
-  if (valid) {  // uniform over the row group, so the group reduction inside is safe
-    const A g = reduction == 0 ? (A)grad_loss[r] : (A)grad_loss[0];
-    scale = reduction == 1 ? (A)(g / (A)count[0]) : g;
+  // every branch below depends on row-uniform values only: the group
+  // reductions inside stay convergent
+  bool trust = false;
+  auto recompute = [&] {
     A m, s, sx;
     row_stats<TPR>(x, C, lane, m, s, sx);
     lse = m == -INFINITY ? A(-INFINITY) : m + log(s);
+  };
+  if (valid) {
+    const A g = reduction == 0 ? (A)grad_loss[r] : (A)grad_loss[0];
+    scale = reduction == 1 ? (A)(g / (A)count[0]) : g;
+    if constexpr (tol > 0.f) {
+      lse = (A)lse_in[r];
+      trust = isfinite(lse);
+    }
+    if (!trust) recompute();
   }
   const A smooth = ls / (A)C, hit = 1 - ls;
+  A psum = 0;
   auto grad = [&](int64_t c, T raw) -> T {
     if (!valid) return convert<T>(A(0));
     A p = fast_exp((A)raw - lse);
+    psum += p;
     return convert<T>(scale * (p - smooth - (c == t ? hit : A(0))));
   };
-  // head / 16-byte vectors / tail as in the forward, writing d alongside (x and d share the alignment
-  // when both rows start at the same offset mod 16, the usual dense case)
-  const bool same_align = ((reinterpret_cast<uintptr_t>(x) ^ reinterpret_cast<uintptr_t>(d)) & 15) == 0;
-  if (!same_align) {
-    for (int64_t c = lane; c < C; c += TPR) d[c] = grad(c, x[c]);
-    return;
-  }
-  int64_t head = (int64_t)((16 - (reinterpret_cast<uintptr_t>(x) & 15)) & 15) / sizeof(T);
-  if (head > C) head = C;
-  for (int64_t c = lane; c < head; c += TPR) d[c] = grad(c, x[c]);
-  const int64_t nvec = (C - head) / VW;
-  const Vec<T, VW>* xv = reinterpret_cast<const Vec<T, VW>*>(x + head);
-  Vec<T, VW>* dv = reinterpret_cast<Vec<T, VW>*>(d + head);
-  int64_t i = lane;
-  for (; i + (kUnroll - 1) * TPR < nvec; i += kUnroll * TPR) {
-    Vec<T, VW> v[kUnroll];
+  // head / 16-byte vectors / tail as in the forward, writing d alongside (x and d
+  // share the alignment when both rows start at the same offset mod 16)
+  auto pass = [&] {
+    const bool same_align = ((reinterpret_cast<uintptr_t>(x) ^ reinterpret_cast<uintptr_t>(d)) & 15) == 0;
+    if (!same_align) {
+      for (int64_t c = lane; c < C; c += TPR) d[c] = grad(c, x[c]);
+      return;
+    }
+    int64_t head = (int64_t)((16 - (reinterpret_cast<uintptr_t>(x) & 15)) & 15) / sizeof(T);
+    if (head > C) head = C;
+    for (int64_t c = lane; c < head; c += TPR) d[c] = grad(c, x[c]);
+    const int64_t nvec = (C - head) / VW;
+    const Vec<T, VW>* xv = reinterpret_cast<const Vec<T, VW>*>(x + head);
+    Vec<T, VW>* dv = reinterpret_cast<Vec<T, VW>*>(d + head);
+    int64_t i = lane;
+    for (; i + (kUnroll - 1) * TPR < nvec; i += kUnroll * TPR) {
+      Vec<T, VW> v[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = xv[i + u * TPR];
+      for (int u = 0; u < kUnroll; ++u) v[u] = xv[i + u * TPR];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      Vec<T, VW> o;
+      for (int u = 0; u < kUnroll; ++u) {
+        Vec<T, VW> o;
 #pragma unroll
-      for (int e = 0; e < VW; ++e) o.v[e] = grad(head + (i + u * TPR) * VW + e, v[u].v[e]);
-      dv[i + u * TPR] = o;
+        for (int e = 0; e < VW; ++e) o.v[e] = grad(head + (i + u * TPR) * VW + e, v[u].v[e]);
+        dv[i + u * TPR] = o;
+      }
+    }
+    for (; i < nvec; i += TPR) {
+      Vec<T, VW> v = xv[i], o;
+#pragma unroll
+      for (int e = 0; e < VW; ++e) o.v[e] = grad(head + i * VW + e, v.v[e]);
+      dv[i] = o;
+    }
+    for (int64_t c = head + nvec * VW + lane; c < C; c += TPR) d[c] = grad(c, x[c]);
+  };
+  pass();
+  if constexpr (tol > 0.f) {
+    if (trust) {
+      const A total = group_sum<TPR>(psum);
+      if (!(fabs(total - A(1)) <= (A)tol)) {  // NaN fails too
+        recompute();
+        pass();
+      }
     }
   }
-  for (; i < nvec; i += TPR) {
-    Vec<T, VW> v = xv[i], o;
-#pragma unroll
-    for (int e = 0; e < VW; ++e) o.v[e] = grad(head + i * VW + e, v.v[e]);
-    dv[i] = o;
-  }
-  for (int64_t c = head + nvec * VW + lane; c < C; c += TPR) d[c] = grad(c, x[c]);
 }
 
 constexpr int64_t kWideRow = 4096;  // classes from which a row gets a whole block
@@ -338,30 +390,23 @@ GN_SDK_KERNEL(cross_entropy_backward_kernel) {
         xent_reduce_kernel<T, TI, A><<<1, 1024, 0, st>>>(nullptr, t, s.R, ignore, 1, nullptr, count);
         GN_CUDA_CHECK_LAUNCH();
       }
-      const T* g = data_ptr<const T>(in[0]);
-      const T* x = data_ptr<const T>(in[1]);
-      T* dx = data_ptr<T>(out[0]);
-      if (s.C >= kWideRow) {
-        // One 512-thread block per row and, through a dummy shared-memory
-        // request, one block per SM: the rows in flight (132 x C x 2 bytes =
-        // 40 MB for C = 151936 bf16) stay in L2 between the lse pass and the
-        // gradient pass, so the recompute costs no second HBM read.  Each
-        // thread keeps kUnroll 16-byte loads in flight (32 KB per SM).
-        constexpr int kPin = 120 << 10;
-        static bool attr_done = false;  // per process: one GPU model per process in practice
-        if (!attr_done) {
-          GN_CUDA_CHECK(cudaFuncSetAttribute(xent_bwd_kernel<512, T, TI>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, kPin));
-          attr_done = true;
-        }
-        xent_bwd_kernel<512, T, TI><<<(unsigned)s.R, 512, kPin, st>>>(g, x, t, s.R, s.C, ignore, (A)ls,
+      auto launch = [&](auto lse_tag) {
+        using L = typename decltype(lse_tag)::type;
+        const L* lse = data_ptr<const L>(in[3]);
+        const T* g = data_ptr<const T>(in[0]);
+        const T* x = data_ptr<const T>(in[1]);
+        T* dx = data_ptr<T>(out[0]);
+        if (s.C >= kWideRow)
+          xent_bwd_kernel<512, T, TI, L><<<(unsigned)s.R, 512, 0, st>>>(g, x, t, lse, s.R, s.C, ignore, (A)ls,
                                                                         (int)reduction, count, dx, check.dev);
-      } else {
-        xent_bwd_kernel<32, T, TI><<<(unsigned)((s.R + 7) / 8), 256, 0, st>>>(g, x, t, s.R, s.C, ignore, (A)ls,
-                                                                              (int)reduction, count, dx, check.dev);
-      }
-      GN_CUDA_CHECK_LAUNCH();
-      (void)in[3];  // lse: shape-checked by inference; recomputed here like the reference
+        else
+          xent_bwd_kernel<32, T, TI, L><<<(unsigned)((s.R + 7) / 8), 256, 0, st>>>(
+              g, x, t, lse, s.R, s.C, ignore, (A)ls, (int)reduction, count, dx, check.dev);
+        GN_CUDA_CHECK_LAUNCH();
+      };
+      if (in[3].dtype == GN_F64) launch(Tag<double>{});
+      else if (in[3].dtype == GN_F32) launch(Tag<float>{});
+      else fail_op(GN_ERR_DTYPE, op, "lse must be float32 or float64");
     });
   });
   check.finish(op, s.C);
