@@ -77,14 +77,14 @@ def torch_cases():
         flops = 4 * B * H * S * S * D / 2
         q, k, v, go = (randn(B, H, S, D, dtype=torch.bfloat16) for _ in range(4))
         with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
-            ms = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+            ms = time_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), 50)
             r["attn_fwd_" + tag] = (ms, flops / (ms * 1e-3) / 1e12, "TFLOP/s")
             qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
 
             def fb():
                 o = F.scaled_dot_product_attention(qg, kg, vg, is_causal=True)
                 o.backward(go)
-            ms = time_ms(fb)
+            ms = time_ms(fb, 50)
             r["attn_fwdbwd_" + tag] = (ms, 3.5 * flops / (ms * 1e-3) / 1e12, "TFLOP/s")
         del q, k, v, go, qg, kg, vg
     R, C = 4096, 151936

@@ -205,7 +205,7 @@ void bench_attention() {
     const gn_op* bwd = op("scaled_dot_product_attention_backward");
     std::vector<gn_attr_value> at = {ai(1), af(NAN)};
     if (want("attn_fwd_" + tag)) {
-      double ms = time_ms([&] { call(fwd, {q, k, v}, at, 2); }, 20);
+      double ms = time_ms([&] { call(fwd, {q, k, v}, at, 2); }, 50);
       emit("attn_fwd_" + tag, ms, flops / (ms * 1e-3) / 1e12, "TFLOP/s");
     }
     if (want("attn_fwdbwd_" + tag)) {
@@ -215,7 +215,7 @@ void bench_attention() {
         call(bwd, {g, q, k, v, o[0], o[1]}, at, 3);
         gn_tensor_release(o[0]);
         gn_tensor_release(o[1]);
-      }, 20);
+      }, 50);
       emit("attn_fwdbwd_" + tag, ms, 3.5 * flops / (ms * 1e-3) / 1e12, "TFLOP/s");
     }
     gn_tensor_release(q); gn_tensor_release(k); gn_tensor_release(v); gn_tensor_release(g);
