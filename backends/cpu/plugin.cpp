@@ -236,6 +236,7 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
   register_elementwise(r);
   register_binary_generic(r);
   register_sort(r);
+  register_attention(r);
 }
 
 }  // namespace

@@ -437,3 +437,61 @@ std::vector<Case> ln_backward_cases() {
 }  // namespace
 
 OPC_SUITE(OpConsistencyLnBwd, LayerNormBackward, ln_backward_cases)
+
+// ---------------------------------------------------------------- attention
+
+namespace {
+
+// scaled_dot_product_attention and its backward: C++ in double with the
+// reference's formulas and order, no FMA contraction, one rounding: f64 within
+// 1e-12 (exp/log of the same arguments; rtol and atol), f32 within 1e-6
+// relative + 1e-7 absolute (a final rounding of values that agree in double to
+// ~1e-15), bf16/f16 kBf16.  GQA (Hq = 2*Hkv), causal 0/1/2, bool and float
+// masks (broadcast), Sq != Sk, an all-masked row (lse -inf, out 0).
+std::vector<Case> attention_cases() {
+  std::vector<Case> cs;
+  struct A {
+    std::string tag;
+    int64_t B, Hq, Hkv, Sq, Sk, D, Dv, causal;
+    int mask;  // 0 none, 1 bool (B,1,Sq,Sk), 2 float (Sq,Sk)
+  };
+  const std::vector<A> as = {{"mha", 2, 3, 3, 5, 5, 8, 8, 0, 0},     {"gqa", 2, 4, 2, 5, 7, 8, 6, 0, 0},
+                             {"causal1", 1, 2, 2, 6, 6, 4, 4, 1, 0}, {"causal2", 1, 2, 1, 3, 7, 4, 5, 2, 0},
+                             {"boolmask", 2, 2, 1, 4, 6, 4, 4, 0, 1}, {"floatmask", 1, 2, 2, 4, 6, 4, 4, 1, 2},
+                             {"big", 1, 4, 4, 64, 80, 32, 32, 1, 0},  {"empty", 0, 2, 2, 3, 3, 4, 4, 0, 0}};
+  for (const A& a : as)
+    for (int32_t dt : {GN_F32, GN_F64, GN_BF16, GN_F16}) {
+      const Tol tol = dt == GN_F64 ? Tol{1e-12, 1e-12} : dt == GN_F32 ? Tol{1e-6, 1e-7} : kBf16;
+      const Input q{{a.B, a.Hq, a.Sq, a.D}, dt, kContig, -1, 1}, k{{a.B, a.Hkv, a.Sk, a.D}, dt, kContig, -1, 1},
+          v{{a.B, a.Hkv, a.Sk, a.Dv}, dt, kContig, -1, 1};
+      std::vector<Input> fwd = {q, k, v}, bwd = {{{a.B, a.Hq, a.Sq, a.Dv}, dt, kContig, -1, 1}, q, k, v,
+                                                 {{a.B, a.Hq, a.Sq, a.Dv}, dt}, {{a.B, a.Hq, a.Sq}, GN_F32}};
+      if (a.mask == 1) {
+        fwd.push_back({{a.B, 1, a.Sq, a.Sk}, GN_BOOL, kContig, -1, 1});
+        bwd.push_back(fwd.back());
+      } else if (a.mask == 2) {
+        fwd.push_back({{a.Sq, a.Sk}, dt, kContig, -2, 0});
+        bwd.push_back(fwd.back());
+      }
+      Case c;
+      c.name = "sdpa_" + a.tag + "_" + dname(dt);
+      c.op = "scaled_dot_product_attention";
+      c.inputs = fwd;
+      c.attrs = {gn_attr_int(a.causal), gn_attr_float(NAN)};
+      c.n_out = 2;
+      c.tol = tol;
+      cs.push_back(c);
+      Case g = c;
+      g.name = "sdpa_backward_" + a.tag + "_" + dname(dt);
+      g.op = "scaled_dot_product_attention_backward";
+      g.inputs = bwd;
+      g.attrs = {gn_attr_int(a.causal), gn_attr_float(0.3)};
+      g.n_out = 3;
+      cs.push_back(g);
+    }
+  return cs;
+}
+
+}  // namespace
+
+OPC_SUITE(OpConsistencyAttention, Attention, attention_cases)
