@@ -5,7 +5,8 @@
 //  * sort, argsort, topk: every dtype the reference serves, lines along the
 //    last, first and a middle dim (CUB segmented sort with inner > 1), ties
 //    on purpose (small integer ranges; bf16/f16 values in [-1, 1) repeat) so
-//    the stable order (lower index first, both directions) is checked.  Exact.
+//    the stable order (lower index first, both directions) is checked; lines of
+//    70000 take the one-radix-sort-per-line path.  Exact.
 //  * shapes that take the GPU kernels' fast paths: rows of 4096 (16-byte
 //    vectors, row cached in shared memory), 768 (bf16 vectors of 8), 1000
 //    (not a multiple of the vector width: scalar path) and 20000 f32 (row
@@ -13,7 +14,9 @@
 //    backward; big swiglu/rope; embedding_backward with 4096 ids over 50 rows
 //    (long runs of repeated ids: the sorted-run sum must stay bit-exact);
 //    index_select/cat of bf16 rows (16-byte copies); conv2d with groups,
-//    stride and dilation (split-k grad_weight); multi_sum_sq over mixed dtypes.
+//    stride and dilation through both paths (cuBLAS for groups <= 8, the
+//    implicit GEMM with split-k grad_weight for 16 groups); multi_sum_sq
+//    over mixed dtypes.
 // Tolerances as the shared parts (see op_consistency.h): f32 results computed
 // in double and rounded once rtol/atol 1e-6; bf16/f16 kBf16 (one ulp of the
 // output's rounding); conv as matmul; copies and sorts exact.
@@ -47,7 +50,7 @@ std::vector<Case> sort_cases() {
   };
   const std::vector<S> ss = {{{1000}, 0, kContig},   {{7, 33}, -1, kContig}, {{33, 7}, 0, kContig},
                              {{4, 5, 6}, 1, kContig}, {{3, 5000}, -1, kContig}, {{9, 12}, -1, kTransposed},
-                             {{0, 5}, -1, kContig},   {{6, 1}, 1, kContig}};
+                             {{0, 5}, -1, kContig},   {{6, 1}, 1, kContig},    {{2, 70000}, -1, kContig}};
   const int32_t dts[] = {GN_F32, GN_BF16, GN_F16, GN_F64, GN_I64, GN_I32, GN_I8, GN_U8, GN_BOOL};
   for (int32_t dt : dts)
     for (const S& s : ss) {
@@ -164,8 +167,10 @@ std::vector<Case> fast_path_cases() {
   const std::vector<C> convs = {{{8, 32, 28, 28}, {64, 32, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
                                 {{4, 16, 17, 19}, {32, 4, 3, 5}, {2, 1}, {1, 2}, {2, 1}, 4},
                                 {{2, 8, 9, 9}, {8, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 8},
-                                {{16, 64, 8, 8}, {32, 64, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1}};
-  for (int32_t dt : {GN_F32, GN_BF16})
+                                {{16, 64, 8, 8}, {32, 64, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1},
+                                {{2, 16, 9, 9}, {16, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 16},  // implicit-GEMM path
+                                {{3, 8, 10, 10}, {12, 8, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1}};
+  for (int32_t dt : {GN_F32, GN_BF16, GN_F16})
     for (size_t i = 0; i < convs.size(); ++i) {
       const C& c = convs[i];
       const int64_t N = c.x[0], O = c.w[0], g = c.groups;

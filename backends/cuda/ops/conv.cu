@@ -1,11 +1,15 @@
 // backends/cuda/ops/conv.cu - conv2d (NCHW, stride / padding / dilation /
-// groups, optional bias) and conv2d_backward, as implicit GEMMs.
+// groups, optional bias) and conv2d_backward.
 //
-// One tiled GEMM kernel (64x64 output tile, k-step 16, 256 threads with 4x4
-// outputs each, operands staged in shared memory in acc_t: f32, f64 for f64)
-// serves the three products; a problem struct maps (group, m, k) / (group, k,
-// n) to input elements (zero outside the image: the im2col matrix is never
-// materialised) and stores (group, m, n):
+// Two paths:
+//  * groups <= 8 (the common case): im2col + cuBLAS (tensor cores for
+//    bf16/f16 with f32 accumulation; f32/f64 in full precision, TF32 off), see
+//    "im2col + cuBLAS path" below;
+//  * many groups (depthwise): a tiled implicit GEMM in plain CUDA (64x64
+//    output tile, k-step 16, 256 threads with 4x4 outputs each, operands
+//    staged in shared memory in acc_t: f32, f64 for f64); a problem struct
+//    maps (group, m, k) / (group, k, n) to input elements (zero outside the
+//    image: no im2col matrix) and stores (group, m, n):
 //   forward  y[nb,o,oh,ow]:  m = (nb,oh,ow), n = o in group, k = (c,i,j)
 //            A = x[nb, g*Cg+c, oh*sh-ph+i*dh, ow*sw-pw+j*dw],  B = w[o,c,i,j]
 //   grad_x   dx[nb,c,ih,iw]: m = (nb,ih,iw), n = c in group, k = (o,i,j)
@@ -13,11 +17,14 @@
 //            in range; else 0),  B = w[g*Og+o, c, i, j]
 //   grad_w   dw[o,c,i,j]:    m = o in group, n = (c,i,j), k = (nb,oh,ow)
 //            A = dy[nb, g*Og+o, oh, ow],  B = x[nb, g*Cg+c, ih(oh,i), iw(ow,j)]
-// grad_w has few output tiles and a long k: it is split over k into slices
-// whose partial tiles go to a workspace and are added in slice order by a
-// second kernel (deterministic).  grad_bias: one block per channel, a block
-// sum in fixed order.  Every sum here has a fixed order: results are bitwise
-// reproducible.  Correctness first: no tensor cores (f32 FMA throughput).
+//   grad_w has few output tiles and a long k: it is split over k into slices
+//   whose partial tiles go to a workspace and are added in slice order.
+// grad_bias: one block per channel, a block sum in fixed order.  No atomics
+// anywhere: results are reproducible run to run.
+#include <cublas_v2.h>
+
+#include <map>
+
 #include "common.cuh"
 #include "kernels/nn_common/nn_common.cuh"
 
@@ -236,6 +243,195 @@ __global__ void bias_grad_kernel(const T* __restrict__ dy, T* __restrict__ db, i
 }
 
 // ----------------------------------------------------------------------------
+// im2col + cuBLAS path (groups <= kMaxBlasGroups): the matrix products on the
+// tensor cores (bf16/f16 with f32 accumulation; f32 and f64 in full
+// precision, TF32 off), the gathers in plain kernels.  Per group g and image n
+// (P = Ho*Wo, K = Cg*KH*KW, row-major):
+//   forward  Y_n[g] (Og x P) = W[g] (Og x K) . col_n[g] (K x P)       strided-batched over n
+//   grad_x   dcol_n[g] (K x P) = W[g]^T . dY_n[g] (Og x P)             strided-batched over n,
+//            then col2im as a gather (dx = sum over kernel taps; no atomics)
+//   grad_w   dW[g] (Og x K) += dY_n[g] . col_n[g]^T                     one GEMM per image,
+//            accumulated in f32 (f64) in image order
+// col holds all C*KH*KW rows of a chunk of images (chunked to bound the
+// workspace); a 1x1 stride-1 unpadded conv uses x itself as col.
+
+constexpr int kMaxBlasGroups = 8;
+constexpr size_t kColBudget = size_t{512} << 20;  // bytes of col (+ dcol) per chunk
+
+#define GN_CUBLAS_CHECK(expr)                                                                        \
+  do {                                                                                               \
+    cublasStatus_t st_ = (expr);                                                                     \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                \
+      fail(st_ == CUBLAS_STATUS_ALLOC_FAILED ? GN_ERR_OUT_OF_MEMORY : GN_ERR_DEVICE,                 \
+           std::string("[conv2d] cuBLAS call failed (status ") + std::to_string((int)st_) + "): " #expr); \
+  } while (0)
+
+// A cuBLAS handle per (thread, device), bound to the call's stream and a
+// workspace from the call (capture-safe: no allocation inside cuBLAS).
+cublasHandle_t blas(const gn_kernel_ctx* ctx) {
+  thread_local std::map<int, cublasHandle_t> handles;  // lives to the end of the thread
+  cublasHandle_t& h = handles[ctx->device.index];
+  if (!h) GN_CUBLAS_CHECK(cublasCreate(&h));
+  GN_CUBLAS_CHECK(cublasSetStream(h, stream(ctx)));
+  constexpr size_t kWs = size_t{4} << 20;
+  GN_CUBLAS_CHECK(cublasSetWorkspace(h, workspace(ctx, kWs), kWs));
+  GN_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+  return h;
+}
+
+template <class T> constexpr cudaDataType_t cuda_type();
+template <> constexpr cudaDataType_t cuda_type<float>() { return CUDA_R_32F; }
+template <> constexpr cudaDataType_t cuda_type<double>() { return CUDA_R_64F; }
+template <> constexpr cudaDataType_t cuda_type<__half>() { return CUDA_R_16F; }
+template <> constexpr cudaDataType_t cuda_type<__nv_bfloat16>() { return CUDA_R_16BF; }
+
+// col[nl][(c,i,j)][p] for images n0 + nl (zero outside the image).
+template <class T>
+__global__ void im2col_kernel(const T* __restrict__ x, T* __restrict__ col, Geom g, int n0, int nb) {
+  const int64_t P = (int64_t)g.Ho * g.Wo, KT = (int64_t)g.C * g.KH * g.KW, total = (int64_t)nb * KT * P;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    const int p = (int)(e % P);
+    const int64_t t = e / P;
+    const int k = (int)(t % KT), nl = (int)(t / KT);
+    const int ow = p % g.Wo, oh = p / g.Wo;
+    const int j = k % g.KW, t2 = k / g.KW, i = t2 % g.KH, c = t2 / g.KH;
+    const int ih = oh * g.sh - g.ph + i * g.dh, iw = ow * g.sw - g.pw + j * g.dw;
+    T v = convert<T>(0.0f);
+    if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) v = x[(((int64_t)(n0 + nl) * g.C + c) * g.H + ih) * g.W + iw];
+    col[e] = v;
+  }
+}
+
+// dx[n0+nl][c][h][w] = sum over taps (i, j) with oh*sh = h+ph-i*dh, ow*sw = w+pw-j*dw
+// (exact, in range) of dcol[nl][(c,i,j)][oh*Wo+ow]; fixed tap order.
+template <class T>
+__global__ void col2im_kernel(const acc_t<T>* __restrict__ dcol, T* __restrict__ dx, Geom g, int n0, int nb) {
+  using A = acc_t<T>;
+  const int64_t HW = (int64_t)g.H * g.W, P = (int64_t)g.Ho * g.Wo, total = (int64_t)nb * g.C * HW;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
+    const int w = (int)(e % g.W), h = (int)((e / g.W) % g.H);
+    const int64_t t = e / HW;
+    const int c = (int)(t % g.C), nl = (int)(t / g.C);
+    const A* base = dcol + ((int64_t)nl * g.C + c) * g.KH * g.KW * P;
+    A s = A(0);
+    for (int i = 0; i < g.KH; ++i) {
+      const int nh = h + g.ph - i * g.dh;
+      if (nh < 0 || nh % g.sh != 0 || nh / g.sh >= g.Ho) continue;
+      for (int j = 0; j < g.KW; ++j) {
+        const int nw = w + g.pw - j * g.dw;
+        if (nw < 0 || nw % g.sw != 0 || nw / g.sw >= g.Wo) continue;
+        s += base[((int64_t)i * g.KW + j) * P + (nh / g.sh) * g.Wo + nw / g.sw];
+      }
+    }
+    dx[(int64_t)(n0 + nl) * g.C * HW + (int64_t)c * HW + (e % HW)] = convert<T>(s);
+  }
+}
+
+template <class T>
+__global__ void add_bias_kernel(T* __restrict__ y, const T* __restrict__ b, int64_t total, int64_t P, int O) {
+  using A = acc_t<T>;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x)
+    y[e] = convert<T>(convert<A>(y[e]) + convert<A>(b[(e / P) % O]));
+}
+
+template <class S, class T>
+__global__ void convert_kernel(const S* __restrict__ src, T* __restrict__ dst, int64_t n) {
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x)
+    dst[e] = convert<T>(src[e]);
+}
+
+bool blas_path(const Geom& g) { return g.G <= kMaxBlasGroups; }
+bool is_pointwise(const Geom& g) { return g.KH == 1 && g.KW == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0; }
+
+// Images per chunk so that col (and dcol) stay within kColBudget.
+int chunk_images(const Geom& g, size_t bytes_per_elem) {
+  const size_t per = (size_t)g.C * g.KH * g.KW * g.Ho * g.Wo * bytes_per_elem;
+  return (int)std::max<size_t>(1, std::min<size_t>((size_t)g.N, kColBudget / std::max<size_t>(per, 1)));
+}
+
+template <class T>
+void blas_forward(const gn_kernel_ctx* ctx, const T* x, const T* w, const T* bias, T* y, const Geom& g) {
+  using A = acc_t<T>;
+  cublasHandle_t h = blas(ctx);
+  const int64_t P = (int64_t)g.Ho * g.Wo, K = (int64_t)g.Cg * g.KH * g.KW, KT = (int64_t)g.C * g.KH * g.KW;
+  const A one = A(1), zero = A(0);
+  const cublasComputeType_t ct = std::is_same_v<T, double> ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+  const bool pw = is_pointwise(g);
+  const int nb_max = pw ? g.N : chunk_images(g, sizeof(T));
+  T* col = pw ? nullptr : static_cast<T*>(workspace(ctx, (size_t)nb_max * KT * P * sizeof(T)));
+  for (int n0 = 0; n0 < g.N; n0 += nb_max) {
+    const int nb = std::min(nb_max, g.N - n0);
+    const T* cb = x + (int64_t)n0 * g.C * P;  // pointwise: x is col (P = H*W)
+    if (!pw) {
+      im2col_kernel<T><<<nn::grid_for(ctx, (int64_t)nb * KT * P), kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
+      GN_CUDA_CHECK_LAUNCH();
+      cb = col;
+    }
+    for (int grp = 0; grp < g.G; ++grp)
+      GN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+          h, CUBLAS_OP_N, CUBLAS_OP_N, (int)P, g.Og, (int)K, &one, cb + (int64_t)grp * K * P, cuda_type<T>(), (int)P,
+          KT * P, w + (int64_t)grp * g.Og * K, cuda_type<T>(), (int)K, 0, &zero,
+          y + ((int64_t)n0 * g.O + (int64_t)grp * g.Og) * P, cuda_type<T>(), (int)P, (int64_t)g.O * P, nb, ct,
+          CUBLAS_GEMM_DEFAULT));
+  }
+  if (bias) {
+    const int64_t total = (int64_t)g.N * g.O * P;
+    add_bias_kernel<T><<<nn::grid_for(ctx, total), kThreads, 0, stream(ctx)>>>(y, bias, total, P, g.O);
+    GN_CUDA_CHECK_LAUNCH();
+  }
+}
+
+template <class T>
+void blas_backward(const gn_kernel_ctx* ctx, const T* dy, const T* x, const T* w, T* dx, T* dw, const Geom& g) {
+  using A = acc_t<T>;
+  cublasHandle_t h = blas(ctx);
+  const int64_t P = (int64_t)g.Ho * g.Wo, K = (int64_t)g.Cg * g.KH * g.KW, KT = (int64_t)g.C * g.KH * g.KW;
+  const A one = A(1), zero = A(0);
+  const cublasComputeType_t ct = std::is_same_v<T, double> ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+  const bool pw = is_pointwise(g);
+  const int nb_max = chunk_images(g, sizeof(T) + sizeof(A));
+  T* col = (pw || !dw) ? nullptr : static_cast<T*>(workspace(ctx, (size_t)nb_max * KT * P * sizeof(T)));
+  A* dcol = static_cast<A*>(workspace(ctx, (size_t)nb_max * KT * P * sizeof(A)));
+  A* dw_acc = nullptr;
+  if (dw) {
+    dw_acc = static_cast<A*>(workspace(ctx, (size_t)g.O * K * sizeof(A)));
+    GN_CUDA_CHECK(cudaMemsetAsync(dw_acc, 0, (size_t)g.O * K * sizeof(A), stream(ctx)));
+  }
+  for (int n0 = 0; n0 < g.N; n0 += nb_max) {
+    const int nb = std::min(nb_max, g.N - n0);
+    // grad_x: dcol = W^T . dY, then the gather
+    for (int grp = 0; grp < g.G; ++grp)
+      GN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+          h, CUBLAS_OP_N, CUBLAS_OP_T, (int)P, (int)K, g.Og, &one, dy + ((int64_t)n0 * g.O + (int64_t)grp * g.Og) * P,
+          cuda_type<T>(), (int)P, (int64_t)g.O * P, w + (int64_t)grp * g.Og * K, cuda_type<T>(), (int)K, 0, &zero,
+          dcol + (int64_t)grp * K * P, cuda_type<A>(), (int)P, KT * P, nb, ct, CUBLAS_GEMM_DEFAULT));
+    const int64_t nx = (int64_t)nb * g.C * g.H * g.W;
+    col2im_kernel<T><<<nn::grid_for(ctx, nx), kThreads, 0, stream(ctx)>>>(dcol, dx, g, n0, nb);
+    GN_CUDA_CHECK_LAUNCH();
+    if (!dw) continue;
+    // grad_w: dW += dY_n . col_n^T, image by image (fixed order)
+    const T* cb = x + (int64_t)n0 * g.C * P;
+    if (!pw) {
+      im2col_kernel<T><<<nn::grid_for(ctx, (int64_t)nb * KT * P), kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
+      GN_CUDA_CHECK_LAUNCH();
+      cb = col;
+    }
+    for (int nl = 0; nl < nb; ++nl)
+      for (int grp = 0; grp < g.G; ++grp)
+        GN_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)K, g.Og, (int)P, &one,
+                                     cb + (int64_t)nl * KT * P + (int64_t)grp * K * P, cuda_type<T>(), (int)P,
+                                     dy + ((int64_t)(n0 + nl) * g.O + (int64_t)grp * g.Og) * P, cuda_type<T>(), (int)P,
+                                     &one, dw_acc + (int64_t)grp * g.Og * K, cuda_type<A>(), (int)K, ct,
+                                     CUBLAS_GEMM_DEFAULT));
+  }
+  if (dw) {
+    const int64_t n = (int64_t)g.O * K;
+    convert_kernel<A, T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(dw_acc, dw, n);
+    GN_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// ----------------------------------------------------------------------------
 // host side
 
 std::pair<int64_t, int64_t> pair_attr(const char* op, const char* name, const gn_attr_value* a, size_t n, size_t i) {
@@ -292,8 +488,12 @@ GN_SDK_KERNEL(conv2d_fn) {
   expect_numel(op, "y", out[0], (int64_t)g.N * g.O * g.Ho * g.Wo, x.dtype);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    ConvFwd<T> p{data_ptr<const T>(x), data_ptr<const T>(w), n_in > 2 ? data_ptr<const T>(in[2]) : nullptr,
-                 data_ptr<T>(out[0]), g};
+    const T* bias = n_in > 2 ? data_ptr<const T>(in[2]) : nullptr;
+    if (blas_path(g) && g.Cg > 0) {
+      if ((int64_t)g.N * g.O * g.Ho * g.Wo > 0) blas_forward<T>(ctx, data_ptr<const T>(x), data_ptr<const T>(w), bias, data_ptr<T>(out[0]), g);
+      return;
+    }
+    ConvFwd<T> p{data_ptr<const T>(x), data_ptr<const T>(w), bias, data_ptr<T>(out[0]), g};
     run_gemm(ctx, p, (int64_t)g.N * g.Ho * g.Wo, g.Og, (int64_t)g.Cg * g.KH * g.KW, g.G, false);
   });
 }
@@ -313,9 +513,14 @@ GN_SDK_KERNEL(conv2d_backward_fn) {
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T *pdy = data_ptr<const T>(dy), *px = data_ptr<const T>(x), *pw = data_ptr<const T>(w);
-    ConvBwdX<T> bx{pdy, pw, data_ptr<T>(out[0]), g};
-    run_gemm(ctx, bx, (int64_t)g.N * g.H * g.W, g.Cg, (int64_t)g.Og * g.KH * g.KW, g.G, false);
-    if (n_out > 1) {
+    const bool empty = (int64_t)g.N * g.C * g.H * g.W == 0 || (int64_t)g.O * g.Ho * g.Wo == 0 || g.Cg == 0;
+    if (blas_path(g) && !empty) {
+      blas_backward<T>(ctx, pdy, px, pw, data_ptr<T>(out[0]), n_out > 1 ? data_ptr<T>(out[1]) : nullptr, g);
+    } else {
+      ConvBwdX<T> bx{pdy, pw, data_ptr<T>(out[0]), g};
+      run_gemm(ctx, bx, (int64_t)g.N * g.H * g.W, g.Cg, (int64_t)g.Og * g.KH * g.KW, g.G, false);
+    }
+    if (n_out > 1 && !(blas_path(g) && !empty)) {
       ConvBwdW<T> bw{pdy, px, data_ptr<T>(out[1]), g};
       const int64_t K = (int64_t)g.N * g.Ho * g.Wo;
       if (K == 0) GN_CUDA_CHECK(cudaMemsetAsync(data_ptr<T>(out[1]), 0, (size_t)numel(w) * sizeof(T), stream(ctx)));
