@@ -131,6 +131,9 @@ def torch_epochs():
 
 def run_torch(blas_dir):
     env = dict(os.environ)
+    # Debian's torch does not know it runs on OpenBLAS, so torch.set_num_threads
+    # does not reach OpenBLAS's own pool: give it the same thread count here.
+    env["OPENBLAS_NUM_THREADS"] = str(args.threads)
     if blas_dir:
         env["LD_LIBRARY_PATH"] = blas_dir + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", "--threads", str(args.threads),
