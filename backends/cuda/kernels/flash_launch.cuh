@@ -7,11 +7,25 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 
 #include "flash_bwd.cuh"
 
 namespace gn::cuda::flash {
+
+// Allow `smem` bytes of dynamic shared memory for kernel k on the current device,
+// once per device (bit d of `done`; devices >= 64 set it every call).
+template <class K>
+cudaError_t raise_smem_limit(K k, int smem, std::atomic<uint64_t>& done) {
+  int dev = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+  const uint64_t bit = dev < 64 ? (uint64_t(1) << dev) : 0;
+  if (bit && (done.load(std::memory_order_relaxed) & bit)) return cudaSuccess;
+  cudaError_t e = cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e == cudaSuccess) done.fetch_or(bit, std::memory_order_relaxed);
+  return e;
+}
 
 // 0 = f16, 1 = bf16 (the plugin maps gn dtypes onto this).
 enum class Half16 { f16 = 0, bf16 = 1 };
@@ -24,13 +38,9 @@ template <class T, int D, int NW, int MT, int BN>
 cudaError_t fwd_launch(const Params& p, cudaStream_t s) {
   constexpr int BM = 16 * MT * NW;
   constexpr int smem = fwd_smem_bytes<D, NW, MT, BN>();
-  static bool attr_set = false;  // per process; the attribute is per function
-  if (!attr_set) {
-    cudaError_t e = cudaFuncSetAttribute(flash_fwd_kernel<T, D, NW, MT, BN>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    if (e != cudaSuccess) return e;
-    attr_set = true;
-  }
+  static std::atomic<uint64_t> attr_set{0};  // bit per device: the limit is per function and device
+  if (cudaError_t e = raise_smem_limit(flash_fwd_kernel<T, D, NW, MT, BN>, smem, attr_set); e != cudaSuccess)
+    return e;
   dim3 grid((p.Sq + BM - 1) / BM, p.B * p.Hq);
   flash_fwd_kernel<T, D, NW, MT, BN><<<grid, NW * 32, smem, s>>>(p);
   return cudaGetLastError();
@@ -79,12 +89,8 @@ inline cudaError_t flash_fwd(const Params& p, Half16 dt, int D, cudaStream_t s) 
 template <class T, int D>
 cudaError_t bwd_launch(const Params& p, cudaStream_t s) {
   constexpr int smem = bwd_smem_bytes<D>();
-  static bool attr_set = false;
-  if (!attr_set) {
-    cudaError_t e = cudaFuncSetAttribute(flash_bwd_kernel<T, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    if (e != cudaSuccess) return e;
-    attr_set = true;
-  }
+  static std::atomic<uint64_t> attr_set{0};
+  if (cudaError_t e = raise_smem_limit(flash_bwd_kernel<T, D>, smem, attr_set); e != cudaSuccess) return e;
   const int64_t rows = (int64_t)p.B * p.Hq * p.Sq;
   cudaError_t e = cudaMemsetAsync(p.dq_accum, 0, rows * D * sizeof(float), s);
   if (e != cudaSuccess) return e;
