@@ -47,8 +47,15 @@ inline void parallel_range(int64_t n, F&& f) {
 }
 
 // Half-precision storage tags (distinct from uint16_t so templates can tell).
-struct bf16_t { uint16_t bits; };
-struct f16_t { uint16_t bits; };
+// (widening to double is exact, so templates may read them as numbers)
+struct bf16_t {
+  uint16_t bits;
+  operator double() const { return gn::sdk::bf16_to_float(bits); }
+};
+struct f16_t {
+  uint16_t bits;
+  operator double() const { return gn::sdk::half_to_float(bits); }
+};
 
 inline float to_f32(bf16_t v) { return gn::sdk::bf16_to_float(v.bits); }
 inline float to_f32(f16_t v) { return gn::sdk::half_to_float(v.bits); }

@@ -1,6 +1,8 @@
 // backends/cpu/ops/reduce.cpp - sum mean prod max min argmax argmin var std
-// logsumexp norm over any dim set, keepdim or not, f32 and f64 (same-dtype
-// output; argmax/argmin -> int64).  C++ with OpenMP over output groups.
+// logsumexp norm over any dim set, keepdim or not, every dtype the reference
+// takes (argmax/argmin -> int64; f16/bf16 read exactly as double; integers
+// and bool through exact int64 for sum/prod/max/min/argmax/argmin).  C++ with
+// OpenMP over output groups.
 //
 // x is dense (GN_KERNEL_CONTIGUOUS); its dims split into kept (outer, y's
 // row-major order) and reduced (inner, row-major) ones, each collapsed where
@@ -11,9 +13,9 @@
 // A full reduction of one large dense tensor (sum/mean/norm p in {0,1,2})
 // splits into fixed 64K-element chunks whose partial sums are added in chunk
 // order: deterministic for any thread count.
-// Bad dims, empty max/min/argmax/argmin, output dtypes other than the above
-// (sum of f32 into f64 ...) answer "unsupported": the reference then reports
-// or computes them, so the errors are exactly the reference's.
+// Bad dims, empty max/min/argmax/argmin and float x summed into an integer
+// dtype answer "unsupported": the reference then reports or computes them, so
+// the errors are exactly the reference's.
 #include "loops.h"
 
 namespace gn::cpu {
@@ -88,7 +90,7 @@ double row_sum(const T* x, int64_t n, int64_t s, int kind /*0 sum,1 abs,2 sq,3 n
       for (int64_t i = 0; i < n; ++i) acc += (double)x[i] * (double)x[i];
     } else {
 #pragma omp simd reduction(+ : acc)
-      for (int64_t i = 0; i < n; ++i) acc += x[i] != T(0) ? 1.0 : 0.0;
+      for (int64_t i = 0; i < n; ++i) acc += (double)x[i] != 0.0 ? 1.0 : 0.0;
     }
     return acc;
   }
@@ -122,7 +124,7 @@ double reduce_group(Red kind, const Group<T>& g, int64_t n, double param, int64_
       bool nan = false;
       g.each_row([&](const T* x, int64_t len, int64_t st, int64_t first) {
         for (int64_t i = 0; i < len && !nan; ++i) {
-          const double v = x[i * st];
+          const double v = (double)x[i * st];
           if (v != v) { nan = true; best = v; bi = first + i; break; }
           if (bi < 0 || (mx ? v > best : v < best)) { best = v; bi = first + i; }
         }
@@ -150,7 +152,7 @@ double reduce_group(Red kind, const Group<T>& g, int64_t n, double param, int64_
       bool nan = false;
       g.each_row([&](const T* x, int64_t len, int64_t st, int64_t) {
         for (int64_t i = 0; i < len; ++i) {
-          const double v = x[i * st];
+          const double v = (double)x[i * st];
           if (v != v) nan = true;
           if (v > m) m = v;
         }
@@ -192,9 +194,30 @@ double reduce_group(Red kind, const Group<T>& g, int64_t n, double param, int64_
   return 0.0;
 }
 
+// Integer groups: sum/prod (int64, wrapping), max/min (the value),
+// argmax/argmin (first index of the extreme).
 template <class T>
-void reduce_run(Red kind, const gn_tensor_view& x, const gn_tensor_view& y, const Plan& p, double param) {
+int64_t reduce_group_int(Red kind, const Group<T>& g, int64_t* index) {
+  const bool mx = kind == Red::max || kind == Red::argmax;
+  uint64_t acc = kind == Red::prod ? 1 : 0;
+  int64_t best = 0, bi = -1;
+  g.each_row([&](const T* x, int64_t len, int64_t st, int64_t first) {
+    for (int64_t i = 0; i < len; ++i) {
+      const int64_t v = (int64_t)x[i * st];
+      if (kind == Red::sum) acc += (uint64_t)v;
+      else if (kind == Red::prod) acc *= (uint64_t)v;
+      else if (bi < 0 || (mx ? v > best : v < best)) { best = v; bi = first + i; }
+    }
+  });
+  *index = bi;
+  return kind == Red::sum || kind == Red::prod ? (int64_t)acc : best;
+}
+
+template <class T>
+void reduce_run(Red kind, const gn_tensor_view& x, const gn_tensor_view& y, const Plan& p, double param, bool int_path) {
   const T* px = (const T*)data_of(x);
+  char* yb = (char*)data_of(y);
+  const size_t ye = gn_dtype_size(y.dtype);
   const bool arg = kind == Red::argmax || kind == Red::argmin;
   const int64_t row_len = p.ishape.empty() ? 1 : p.ishape.back();
   const int64_t row_stride = p.istr.empty() ? 1 : p.istr.back();
@@ -214,7 +237,7 @@ void reduce_run(Red kind, const gn_tensor_view& x, const gn_tensor_view& y, cons
     double s = 0.0;
     for (double v : part) s += v;
     const double r = kind == Red::sum ? s : kind == Red::mean ? s / (double)n : sk == 2 ? std::sqrt(s) : s;
-    *(T*)data_of(y) = (T)r;
+    gn::sdk::store(data_of(y), y.dtype, r);
     return;
   }
   parallel_for(p.outer_n, p.inner_n, [&](int64_t o) {
@@ -225,9 +248,19 @@ void reduce_run(Red kind, const gn_tensor_view& x, const gn_tensor_view& y, cons
     }
     Group<T> g{px + off, &p, row_len, row_stride, rows};
     int64_t idx = 0;
+    if constexpr (std::is_integral_v<T>) {
+      // integers: exact int64 (sums and products wrap, like the reference)
+      if (int_path) {
+        const int64_t v = reduce_group_int<T>(kind, g, &idx);
+        if (arg) ((int64_t*)data_of(y))[o] = idx;
+        else gn::sdk::store_int(yb + o * (int64_t)ye, y.dtype, v);
+        return;
+      }
+    }
     const double v = reduce_group<T>(kind, g, p.inner_n, param, &idx);
     if (arg) ((int64_t*)data_of(y))[o] = idx;
-    else ((T*)data_of(y))[o] = (T)v;
+    else if (kind == Red::max || kind == Red::min) st((T*)(yb + o * (int64_t)ye), v);  // a value of x: exact
+    else gn::sdk::store(yb + o * (int64_t)ye, y.dtype, v);
   });
 }
 
@@ -259,8 +292,15 @@ GN_SDK_KERNEL(reduce_kernel) {
       break;
   }
   const bool arg = def.kind == Red::argmax || def.kind == Red::argmin;
-  if (x.dtype != GN_F32 && x.dtype != GN_F64) GN_UNSUPPORTED(std::string("[") + op + "] dtype");
-  if (y.dtype != (arg ? GN_I64 : x.dtype)) GN_UNSUPPORTED(std::string("[") + op + "] output dtype");
+  // Output dtypes: argmax/argmin int64; max/min x's; sum/prod into an integer
+  // dtype from integer x take the exact int path; everything else is computed
+  // in double and stored once into y's float dtype.
+  const bool x_int = x.dtype == GN_I8 || x.dtype == GN_U8 || x.dtype == GN_I32 || x.dtype == GN_I64 || x.dtype == GN_BOOL;
+  const bool y_int = y.dtype == GN_I8 || y.dtype == GN_U8 || y.dtype == GN_I32 || y.dtype == GN_I64 || y.dtype == GN_BOOL;
+  const bool extreme = def.kind == Red::max || def.kind == Red::min;
+  const bool int_path = x_int && (arg || extreme || ((def.kind == Red::sum || def.kind == Red::prod) && y_int));
+  bool ok = arg ? y.dtype == GN_I64 : extreme ? y.dtype == x.dtype : (int_path || !y_int);
+  if (!ok) GN_UNSUPPORTED(std::string("[") + op + "] " + gn_dtype_name(x.dtype) + " -> " + gn_dtype_name(y.dtype));
   std::vector<bool> red((size_t)x.ndim, dims.empty() || all);
   std::vector<bool> seen((size_t)x.ndim, false);
   for (int64_t d : dims) {
@@ -290,15 +330,26 @@ GN_SDK_KERNEL(reduce_kernel) {
     p.ishape = {0};
     p.istr = {1};
   }
-  if (x.dtype == GN_F32) reduce_run<float>(def.kind, x, y, p, param);
-  else reduce_run<double>(def.kind, x, y, p, param);
+  if (!dispatch_dtype(x.dtype, [&](auto tag) {
+        reduce_run<typename Storage<decltype(tag)::value>::T>(def.kind, x, y, p, param, int_path);
+      }))
+    GN_UNSUPPORTED(std::string("[") + op + "] dtype");
 }
 
 }  // namespace
 
 void register_reduce(const gn::sdk::Registrar& r) {
-  const int32_t dtypes[] = {GN_F32, GN_F64};
-  for (const ReduceDef& d : kReduce) r.kernel(d.name, dtypes, reduce_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
+  // the reference's dtype sets
+  const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
+  const int32_t numeric[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
+  const int32_t floats[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
+  for (const ReduceDef& d : kReduce) {
+    const std::string n = d.name;
+    if (n == "argmax" || n == "argmin") r.kernel(d.name, numeric, reduce_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
+    else if (n == "mean" || n == "var" || n == "std" || n == "norm")
+      r.kernel(d.name, floats, reduce_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
+    else r.kernel(d.name, all, reduce_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
+  }
 }
 
 }  // namespace gn::cpu
