@@ -40,24 +40,31 @@ std::vector<Case> nn_cases() {
     const int64_t Cg = v.w[1], KH = v.w[2], KW = v.w[3], O = v.w[0];
     const int64_t Ho = (v.x[2] + 2 * v.pad[0] - v.dil[0] * (KH - 1) - 1) / v.stride[0] + 1;
     const int64_t Wo = (v.x[3] + 2 * v.pad[1] - v.dil[1] * (KW - 1) - 1) / v.stride[1] + 1;
-    for (int bwd : {0, 1}) {
-      Case c;
-      c.name = std::string(bwd ? "conv2d_backward" : "conv2d") + std::to_string(idx) + "_" + sname(v.x) + "_" +
-               sname(v.w) + "_g" + std::to_string(v.groups) + (v.bias && !bwd ? "_b" : "");
-      c.op = bwd ? "conv2d_backward" : "conv2d";
-      if (bwd) {
-        c.inputs = {{{v.x[0], O, Ho, Wo}, GN_F32}, {v.x, GN_F32}, {v.w, GN_F32}};
-        c.n_out = 3;
-      } else {
-        c.inputs = {{v.x, GN_F32}, {v.w, GN_F32}};
-        if (v.bias) c.inputs.push_back({{O}, GN_F32});
+    // f64/bf16: the direct C++ loops (double sums, one rounding): f64 as
+    // matmul with eps_f64, bf16 one rounding of the output (kBf16).
+    for (int32_t dt : {GN_F32, GN_F64, GN_BF16})
+      for (int bwd : {0, 1}) {
+        if (dt == GN_BF16 && idx == 10) continue;  // large: f32/f64 are enough
+        Case c;
+        c.name = std::string(bwd ? "conv2d_backward" : "conv2d") + std::to_string(idx) + "_" +
+                 (dt == GN_F32 ? "" : dname(dt) + "_") + sname(v.x) + "_" + sname(v.w) + "_g" +
+                 std::to_string(v.groups) + (v.bias && !bwd ? "_b" : "");
+        c.op = bwd ? "conv2d_backward" : "conv2d";
+        if (bwd) {
+          c.inputs = {{{v.x[0], O, Ho, Wo}, dt}, {v.x, dt}, {v.w, dt}};
+          c.n_out = 3;
+        } else {
+          c.inputs = {{v.x, dt}, {v.w, dt}};
+          if (v.bias) c.inputs.push_back({{O}, dt});
+        }
+        c.attrs = {gn_attr_int(0), gn_attr_int(0), gn_attr_int(0), gn_attr_int(v.groups)};
+        c.ints = {{0, v.stride}, {1, v.pad}, {2, v.dil}};
+        const int64_t K = bwd ? std::max({O / v.groups * KH * KW, v.x[0] * Ho * Wo, Cg * KH * KW}) : Cg * KH * KW;
+        // bf16 gradients sum up to N*Ho*Wo terms of size 1: outputs up to
+        // ~sqrt(K), so the rounding is 2^-9 of that (atol 1e-2*sqrt(K)/4, as matmul)
+        c.tol = dt == GN_BF16 ? matmul_tol(GN_BF16, K) : matmul_tol(dt, K);
+        cs.push_back(c);
       }
-      c.attrs = {gn_attr_int(0), gn_attr_int(0), gn_attr_int(0), gn_attr_int(v.groups)};
-      c.ints = {{0, v.stride}, {1, v.pad}, {2, v.dil}};
-      const int64_t K = bwd ? std::max({O / v.groups * KH * KW, v.x[0] * Ho * Wo, Cg * KH * KW}) : Cg * KH * KW;
-      c.tol = matmul_tol(GN_F32, K);
-      cs.push_back(c);
-    }
   }
   // rms_norm / swiglu
   const std::vector<std::pair<std::vector<int64_t>, Layout>> shapes = {

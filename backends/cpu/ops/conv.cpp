@@ -1,6 +1,8 @@
 // backends/cpu/ops/conv.cpp - conv2d forward and backward through oneDNN
 // convolution (forward_training, backward_data, backward_weights with bias),
-// f32, NCHW user tensors (registered GN_KERNEL_CONTIGUOUS).
+// f32, NCHW user tensors (registered GN_KERNEL_CONTIGUOUS).  f64, f16 and
+// bf16 run the direct C++ loops of conv_loops.cpp (as does anything oneDNN
+// refuses).
 //
 // Primitives are created with format_tag::any so oneDNN picks its blocked
 // layouts (nChw8c/16c, OIhw8i8o ...); user tensors are reordered into them
@@ -8,9 +10,9 @@
 // plain one.  Everything (primitive, reorders, buffer sizes) is cached by
 // shape, attributes and kind.  Groups map to oneDNN's goihw weights;
 // dilation d is oneDNN's d-1; right padding is chosen so oneDNN's output size
-// equals torch's floor formula.  Anything oneDNN refuses (or bad arguments)
-// answers "unsupported", so the reference serves it (and reports errors).
-#include "loops.h"
+// equals torch's floor formula.  Bad arguments answer "unsupported", so the
+// reference reports the error.
+#include "conv_loops.h"
 
 namespace gn::cpu {
 namespace {
@@ -18,10 +20,6 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
-
-struct ConvShape {
-  int64_t N, C, H, W, O, Cg, KH, KW, G, sh, sw, ph, pw, dh, dw, Ho, Wo;
-};
 
 bool conv_shape(const gn_tensor_view& x, const gn_tensor_view& w, const gn_attr_value* attrs, size_t n_attrs,
                 ConvShape& p) {
@@ -188,16 +186,19 @@ GN_SDK_KERNEL(conv2d_kernel) {
   if (n_in < 2 || n_out < 1) GN_UNSUPPORTED("[conv2d] arity");
   ConvShape p{};
   if (!conv_shape(in[0], in[1], attrs, n_attrs, p)) GN_UNSUPPORTED("[conv2d] these arguments");
+  const int32_t dt = in[0].dtype;
   for (size_t i = 0; i < n_in; ++i)
-    if (in[i].dtype != GN_F32) GN_UNSUPPORTED("[conv2d] dtype");
+    if (in[i].dtype != dt) GN_UNSUPPORTED("[conv2d] mixed dtypes");
   const bool bias = n_in > 2;
   if (bias && !same_shape(in[2], {p.O})) GN_UNSUPPORTED("[conv2d] bias shape");
-  if (!same_shape(out[0], {p.N, p.O, p.Ho, p.Wo}) || out[0].dtype != GN_F32) GN_UNSUPPORTED("[conv2d] output");
+  if (!same_shape(out[0], {p.N, p.O, p.Ho, p.Wo}) || out[0].dtype != dt) GN_UNSUPPORTED("[conv2d] output");
   if (gn_view_numel(&out[0]) == 0) return;
   if (p.C == 0 || p.KH == 0 || p.KW == 0) GN_UNSUPPORTED("[conv2d] empty reduction");
+  // f64 (and any other non-f32 dtype): the direct loops
+  if (dt != GN_F32) return conv2d_loops(p, in[0], in[1], bias ? &in[2] : nullptr, out[0]);
   const Kind kind = bias ? kFwdBias : kFwd;
   auto c = get_prim(kind, p);
-  if (!c->ok) GN_UNSUPPORTED("[conv2d] this case in oneDNN");
+  if (!c->ok) return conv2d_loops(p, in[0], in[1], bias ? &in[2] : nullptr, out[0]);
   run_conv(ctx, *c, kind, data_of(in[0]), data_of(in[1]), data_of(out[0]), bias ? data_of(in[2]) : nullptr);
 }
 
@@ -205,21 +206,24 @@ GN_SDK_KERNEL(conv2d_backward_kernel) {
   if (n_in < 3 || n_out < 3) GN_UNSUPPORTED("[conv2d_backward] arity");
   ConvShape p{};
   if (!conv_shape(in[1], in[2], attrs, n_attrs, p)) GN_UNSUPPORTED("[conv2d_backward] these arguments");
+  const int32_t dt = in[1].dtype;
   for (size_t i = 0; i < 3; ++i)
-    if (in[i].dtype != GN_F32 || out[i].dtype != GN_F32) GN_UNSUPPORTED("[conv2d_backward] dtype");
+    if (in[i].dtype != dt || out[i].dtype != dt) GN_UNSUPPORTED("[conv2d_backward] mixed dtypes");
   if (!same_shape(in[0], {p.N, p.O, p.Ho, p.Wo}) || !same_shape(out[0], {p.N, p.C, p.H, p.W}) ||
       !same_shape(out[1], {p.O, p.Cg, p.KH, p.KW}) || !same_shape(out[2], {p.O}))
     GN_UNSUPPORTED("[conv2d_backward] shapes");
-  if (p.N == 0 && p.C > 0 && p.KH > 0 && p.KW > 0) {  // empty batch: no gradient flows
-    std::memset(data_of(out[1]), 0, (size_t)gn_view_numel(&out[1]) * 4);
-    std::memset(data_of(out[2]), 0, (size_t)gn_view_numel(&out[2]) * 4);
+  const size_t es = gn_dtype_size(dt);
+  if (p.N == 0 && p.C > 0 && p.KH > 0 && p.KW > 0) {  // empty batch: no gradient flows (zero bits are 0.0)
+    std::memset(data_of(out[1]), 0, (size_t)gn_view_numel(&out[1]) * es);
+    std::memset(data_of(out[2]), 0, (size_t)gn_view_numel(&out[2]) * es);
     return;
   }
   if (gn_view_numel(&in[0]) == 0 || gn_view_numel(&out[0]) == 0 || gn_view_numel(&out[1]) == 0)
     GN_UNSUPPORTED("[conv2d_backward] empty tensors");
+  if (dt != GN_F32) return conv2d_backward_loops(p, in[0], in[1], in[2], &out[0], &out[1], &out[2]);
   auto cd = get_prim(kBwdData, p);
   auto cw = get_prim(kBwdWeights, p);
-  if (!cd->ok || !cw->ok) GN_UNSUPPORTED("[conv2d_backward] this case in oneDNN");
+  if (!cd->ok || !cw->ok) return conv2d_backward_loops(p, in[0], in[1], in[2], &out[0], &out[1], &out[2]);
   run_conv(ctx, *cd, kBwdData, data_of(in[0]), data_of(in[2]), data_of(out[0]), nullptr);
   run_conv(ctx, *cw, kBwdWeights, data_of(in[0]), data_of(in[1]), data_of(out[1]), data_of(out[2]));
 }
@@ -227,8 +231,9 @@ GN_SDK_KERNEL(conv2d_backward_kernel) {
 }  // namespace
 
 void register_conv(const gn::sdk::Registrar& r) {
-  r.kernel("conv2d", GN_F32, conv2d_kernel, GN_KERNEL_CONTIGUOUS);
-  r.kernel("conv2d_backward", GN_F32, conv2d_backward_kernel, GN_KERNEL_CONTIGUOUS);
+  const int32_t dtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
+  r.kernel("conv2d", dtypes, conv2d_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("conv2d_backward", dtypes, conv2d_backward_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cpu
