@@ -214,6 +214,10 @@ int32_t gn_tensor_shares_storage(const gn_tensor* a, const gn_tensor* b) {
   return a && b && a->storage == b->storage;
 }
 const void* gn_tensor_storage_id(const gn_tensor* t) { return t ? t->storage : nullptr; }
+int32_t gn_tensor_is_exclusive(const gn_tensor* t) {
+  return t && t->refs.load(std::memory_order_acquire) == 1 && t->storage &&
+         t->storage->refs.load(std::memory_order_acquire) == 1 && !t->storage->dlpack;
+}
 
 gn_status* gn_tensor_to_host(const gn_tensor* t, void* dst, size_t bytes) {
   return guarded([&] {

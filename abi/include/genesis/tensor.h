@@ -61,6 +61,10 @@ GN_API void gn_tensor_get_view(const gn_tensor* t, gn_tensor_view* out);
 GN_API int32_t gn_tensor_shares_storage(const gn_tensor* a, const gn_tensor* b);
 /* Identity of the storage (for aliasing checks / version counters). */
 GN_API const void* gn_tensor_storage_id(const gn_tensor* t);
+/* 1 if t holds the only reference to its handle and to its storage (no other
+ * handle, view or DLPack import can reach the data), so the caller may take the
+ * data over instead of copying it; 0 otherwise.  (Added after 1.1, C API only.) */
+GN_API int32_t gn_tensor_is_exclusive(const gn_tensor* t);
 
 /* ------------------------------------------------------------ data moves */
 

@@ -37,8 +37,13 @@ void accumulate(Tensor::Impl& leaf, Tensor g) {
     if (r.defined()) g = r;
   }
   if (!leaf.grad) {
-    // A private dense copy: g may alias a user's tensor or be a broadcast view.
-    leaf.grad = g.clone().impl();
+    // Take g over when nothing else can reach its data (no other Tensor, handle or
+    // view: torch steals such gradients too); else a private dense copy, since g
+    // may alias a user's tensor, another leaf's gradient or be a broadcast view.
+    if (g.impl().use_count() == 1 && g.is_contiguous() && gn_tensor_is_exclusive(g.handle()))
+      leaf.grad = g.impl();
+    else
+      leaf.grad = g.clone().impl();
     return;
   }
   Tensor cur = Tensor::borrow(leaf.grad->h);
@@ -141,7 +146,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
         if (r.defined()) g = r;
       }
       if (node->leaf) {
-        accumulate(*node->leaf, g);
+        accumulate(*node->leaf, std::move(g));
       } else {
         if (node->released)
           throw Error(GN_ERR_INVALID_ARGUMENT, std::string("[backward] trying to backward through ") +

@@ -53,7 +53,9 @@ V sin(Node& n, const Tensor& g) { return {g * n.saved[0].cos()}; }
 V cos(Node& n, const Tensor& g) { return {-g * n.saved[0].sin()}; }
 V tanh(Node& n, const Tensor& g) { return {g * (1 - n.saved[1].square())}; }
 V sigmoid(Node& n, const Tensor& g) { return {g * n.saved[1] * (1 - n.saved[1])}; }
-V relu(Node& n, const Tensor& g) { return {g * (n.saved[1] > 0)}; }
+// y = relu(x) >= 0, so sign(y) is the 0/1 mask of x > 0, in g's floating dtype: one
+// fast unary op and a same-dtype mul instead of a compare and a bool-promoting mul.
+V relu(Node& n, const Tensor& g) { return {g * n.saved[1].sign()}; }
 V reciprocal(Node& n, const Tensor& g) { return {-g * n.saved[1].square()}; }
 V square(Node& n, const Tensor& g) { return {g * n.saved[0] * 2}; }
 V silu(Node& n, const Tensor& g) {
@@ -335,6 +337,19 @@ V tril(Node& n, const Tensor& g) { return {g.tril(n.ints[0])}; }
 V take_along(Node& n, const Tensor& g) {  // topk/sort values: saved = {indices}; ints = {dim}
   Tensor z = zeros(n.inputs[0].shape, {.dtype = g.dtype(), .device = g.device()});
   return {genesis::scatter_add(z, n.ints[0], n.saved[0], g)};
+}
+
+V linear(Node& n, const Tensor& g) {  // y = x @ w^T: inputs (x (*, in), w (out, in)); saved = {x, w}
+  const Tensor &x = n.saved[0], &w = n.saved[1];
+  static const gn_op* mm = detail::find_op("matmul");
+  Tensor gx, gw;
+  if (needs(n, 0)) gx = detail::call1(mm, {&g, &w});  // (*, out) @ (out, in)
+  if (needs(n, 1)) {  // g^T @ x over every leading dim: (out, in), dense, as the weight
+    const int64_t out = w.size(0), in = w.size(1);
+    Tensor g2 = g.reshape({-1, out}), x2 = x.reshape({-1, in});
+    gw = detail::call1(mm, {&g2, &x2}, {gn_attr_int(1), gn_attr_int(0)});
+  }
+  return {gx, gw};
 }
 
 // ---- the op -> rule table (ops.def names; several ops share a rule)

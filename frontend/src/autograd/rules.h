@@ -16,7 +16,7 @@ namespace genesis::autograd::rules {
   X(conv2d) X(max_pool2d) X(avg_pool2d) X(sdpa) X(rope) X(swiglu)                              \
   X(gather) X(index_select) X(cat) X(stack)                                                   \
   X(prod) X(bmm) X(scatter) X(scatter_add) X(index_add) X(masked_fill) X(triu) X(tril)       \
-  X(take_along)
+  X(take_along) X(linear)
 
 #define GN_DECLARE_RULE(name) std::vector<Tensor> name(Node& n, const Tensor& g);
 GN_AUTOGRAD_RULES(GN_DECLARE_RULE)

@@ -78,7 +78,10 @@ Tensor swiglu(const Tensor& gate_, const Tensor& up_) {
 Tensor linear(const Tensor& x_, const Tensor& weight_, const Tensor& bias_) {
   Tensor x = x_, weight = weight_, bias = bias_;
   GN_AUTOCAST("linear", &x, &weight, &bias);  // AMP hook
-  Tensor y = x.matmul(weight.t());  // (*, in) @ (in, out)
+  if (weight.dim() != 2) throw invalid("linear", "weight must be 2-D (out_features, in_features)");
+  // One matmul with trans_b (no transposed view of the weight): (*, in) @ (out, in)^T.
+  Tensor y = call1(GN_OP_HANDLE("matmul"), {&x, &weight}, {gn_attr_int(0), gn_attr_int(1)});
+  if (auto n = record("linear", R::linear, {x, weight}, y)) n->saved = {x.detach(), weight.detach()};
   return bias.defined() ? y + bias : y;
 }
 

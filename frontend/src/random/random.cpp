@@ -171,8 +171,11 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   if (p < 0 || p > 1) throw Error(GN_ERR_INVALID_ARGUMENT, "[dropout] p must be in [0, 1], got " + std::to_string(p));
   if (!training || p == 0) return x;
   if (p == 1) return x * 0.0;
-  Tensor mask = bernoulli(x, 1 - p, gen);  // x's dtype: the product stays in it
-  return x * mask * (1.0 / (1 - p));
+  // The mask (x's dtype) carries the 1/(1-p) scale: one recorded mul instead of two.
+  // mask*scale is 0 or scale exactly, so x*(mask*scale) == (x*mask)*scale bit for bit.
+  Tensor mask = bernoulli(x, 1 - p, gen);
+  mask.mul_(Scalar(1.0 / (1 - p)));
+  return x * mask;
 }
 
 Tensor randperm(int64_t n, Generator* gen, Options opts) {

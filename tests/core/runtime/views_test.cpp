@@ -131,3 +131,26 @@ TEST_F(Views, WritesThroughAViewReachTheBase) {
 }
 
 }  // namespace
+
+namespace {
+
+// gn_tensor_is_exclusive: only when no other handle or view reaches the data.
+TEST_F(Views, ExclusiveOnlyWithoutOtherReferences) {
+  T a = base();
+  EXPECT_EQ(gn_tensor_is_exclusive(a.t), 1);
+  gn_tensor_retain(a.t);  // a second reference to the handle
+  EXPECT_EQ(gn_tensor_is_exclusive(a.t), 0);
+  gn_tensor_release(a.t);
+  EXPECT_EQ(gn_tensor_is_exclusive(a.t), 1);
+  {
+    gn_tensor* tr = nullptr;
+    GN_OK_OR_FAIL(gn_tensor_transpose(a.t, 0, 1, &tr));
+    T view(tr);  // a view shares the storage: neither is exclusive
+    EXPECT_EQ(gn_tensor_is_exclusive(a.t), 0);
+    EXPECT_EQ(gn_tensor_is_exclusive(view.t), 0);
+  }
+  EXPECT_EQ(gn_tensor_is_exclusive(a.t), 1);
+  EXPECT_EQ(gn_tensor_is_exclusive(nullptr), 0);
+}
+
+}  // namespace

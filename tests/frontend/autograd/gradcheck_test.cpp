@@ -191,6 +191,9 @@ const std::map<std::string, std::function<void()>>& checks() {
          GRADCHECK(x[0].matmul(x[1]), leaf({4}), leaf({4}));        // dot
          GRADCHECK(x[0].t().matmul(x[0]), leaf({3, 2}));
          GRADCHECK(x[0].matmul(x[1].t()), leaf({3, 4}), leaf({5, 4}));  // b transposed (linear): dense weight grad
+         // nn.functional.linear: one matmul with trans_b and its own rule.
+         GRADCHECK(F::linear(x[0], x[1], x[2]), leaf({2, 5, 3}), leaf({4, 3}), leaf({4}));
+         GRADCHECK(F::linear(x[0], x[1]), leaf({3}), leaf({4, 3}));
        }},
       {"bmm",
        [] {
@@ -511,6 +514,37 @@ TEST(CppAutograd, BackwardFreesSavedTensors) {
   z.backward();
   const std::vector<double> twice = x.grad().tolist();
   for (size_t i = 0; i < once.size(); ++i) EXPECT_NEAR(twice[i], 2 * once[i], 1e-5 * (1 + std::fabs(once[i])));
+}
+
+}  // namespace
+
+namespace {
+
+// Accumulation takes a gradient over only when nothing else can reach it.
+TEST(CppAutograd, GradientsNeverAliasOtherTensors) {
+  Tensor a = genesis::randn({3}, {.requires_grad = true}), b = genesis::randn({3}, {.requires_grad = true});
+  ((a + b) * 2).sum().backward();  // the add rule hands one fresh dense tensor to both inputs
+  EXPECT_FALSE(gn_tensor_shares_storage(a.grad().handle(), b.grad().handle()));
+  ((a + b) * 2).sum().backward();  // accumulates in place into each: still separate
+  EXPECT_EQ(a.grad().tolist(), (std::vector<double>{4, 4, 4}));
+  EXPECT_EQ(b.grad().tolist(), (std::vector<double>{4, 4, 4}));
+
+  Tensor x = genesis::randn({3}, {.requires_grad = true});
+  Tensor user = genesis::ones({3});
+  (x * 1.0).backward(user);  // mul by a scalar: the rule's output is fresh, so it may be taken
+  Tensor y = genesis::randn({3}, {.requires_grad = true});
+  y.clone().backward(user);  // clone's rule passes the user's gradient through: must be copied
+  EXPECT_FALSE(gn_tensor_shares_storage(y.grad().handle(), user.handle()));
+  y.clone().backward(user);
+  EXPECT_EQ(user.tolist(), (std::vector<double>{1, 1, 1}));  // accumulation did not write into it
+  EXPECT_EQ(y.grad().tolist(), (std::vector<double>{2, 2, 2}));
+
+  Tensor z = genesis::randn({2}, {.requires_grad = true});
+  std::vector<Tensor> seen;
+  z.register_hook([&](const Tensor& g) { seen.push_back(g); });  // the hook keeps the gradient
+  (z * 3).sum().backward();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_FALSE(gn_tensor_shares_storage(z.grad().handle(), seen[0].handle()));
 }
 
 }  // namespace
