@@ -263,7 +263,7 @@ namespace {
 // expression (up to FMA contraction): f32 rtol 1e-6, f64 1e-14.
 std::vector<Case> index_cases() {
   std::vector<Case> cs;
-  for (int32_t dt : {GN_F32, GN_F64, GN_BF16})
+  for (int32_t dt : {GN_F32, GN_F64, GN_BF16, GN_I64, GN_I8, GN_BOOL})
     for (int32_t idt : {GN_I64, GN_I32})
       for (const auto& [V, ids] : std::vector<std::pair<int64_t, std::vector<int64_t>>>{
                {7, {300}}, {1000, {4, 33}}, {50, {0}}, {3, {}}, {64, {2, 3, 5}}}) {
@@ -275,7 +275,7 @@ std::vector<Case> index_cases() {
           c.inputs = {{{V, D}, dt, D > 1 ? kTransposed : kContig}, {ids, idt, kContig, 0, (double)V}};
           c.tol = {0, 0};
           cs.push_back(c);
-          if (dt == GN_BF16) continue;
+          if (dt != GN_F32 && dt != GN_F64) continue;
           Case b;
           b.name = "embedding_backward_" + dname(dt) + "_" + dname(idt) + "_V" + std::to_string(V) + "_" + sname(ids) +
                    "_D" + std::to_string(D);

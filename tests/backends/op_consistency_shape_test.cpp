@@ -119,7 +119,7 @@ std::vector<Case> shape_cases() {
           cs.push_back(make(std::string(op) + "_" + dname(dt) + "_" + sname(shape) + lname(layout) + "_g" + std::to_string(diag + 5),
                             op, {{shape, dt, layout, -4, 4}}, {gn_attr_int(diag)}));
   // one_hot
-  for (int32_t dt : {GN_I64, GN_I32})
+  for (int32_t dt : {GN_I64, GN_I32, GN_I8, GN_U8})
     for (const auto& [shape, C, range] : std::vector<std::tuple<std::vector<int64_t>, int64_t, double>>{
              {{1000}, 37, 37}, {{4, 5}, 6, 6}, {{0}, 3, 3}, {{}, 4, 4}, {{5}, 3, 5}})
       cs.push_back(make("one_hot_" + dname(dt) + "_" + sname(shape) + "_C" + std::to_string(C) + (range > C ? "_oob" : ""),

@@ -241,8 +241,9 @@ GN_SDK_KERNEL(rope_kernel) {
 }  // namespace
 
 void register_indexing(const gn::sdk::Registrar& r) {
-  const int32_t fl[] = {GN_F32, GN_F64, GN_BF16, GN_F16};
-  r.kernel("embedding", fl, embedding_kernel, GN_KERNEL_CONTIGUOUS);
+  // embedding copies rows: every dtype
+  const int32_t every[] = {GN_F32, GN_F64, GN_BF16, GN_F16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
+  r.kernel("embedding", every, embedding_kernel, GN_KERNEL_CONTIGUOUS);
   const int32_t f2[] = {GN_F32, GN_F64};
   r.kernel("embedding_backward", f2, embedding_backward_kernel, GN_KERNEL_CONTIGUOUS);
   const int32_t cd[] = {GN_F32, GN_F64, GN_I32, GN_I64};

@@ -38,13 +38,17 @@ int32_t wrap_dim(int64_t d, int32_t ndim) {
   return d >= 0 && d < ndim ? (int32_t)d : -1;
 }
 
-// Index values (i32/i64) of a dense view, all checked against [0, size).
+// Index values (i64/i32/i8/u8) of a dense view, all checked against [0, size).
 bool load_indices(const gn_tensor_view& ix, int64_t size, std::vector<int64_t>& out) {
   const int64_t n = gn_view_numel(&ix);
   out.resize((size_t)n);
   if (ix.dtype == GN_I64) std::memcpy(out.data(), data_of(ix), (size_t)n * 8);
   else if (ix.dtype == GN_I32)
     for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int32_t*)data_of(ix))[i];
+  else if (ix.dtype == GN_I8)
+    for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int8_t*)data_of(ix))[i];
+  else if (ix.dtype == GN_U8)
+    for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const uint8_t*)data_of(ix))[i];
   else return false;
   bool ok = true;
   for (int64_t v : out) ok &= v >= 0 && v < size;
@@ -396,7 +400,7 @@ GN_SDK_KERNEL(full_kernel) {
 void register_shape(const gn::sdk::Registrar& r) {
   const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
   const int32_t acc[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
-  const int32_t ids[] = {GN_I32, GN_I64};
+  const int32_t ids[] = {GN_I32, GN_I64, GN_I8, GN_U8};
   const int32_t numeric[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
   r.kernel("gather", all, gather_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("scatter", all, scatter_kernel, GN_KERNEL_CONTIGUOUS);
