@@ -194,8 +194,10 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
 
   const dnnl_version_t* v = dnnl_version();
   g_description = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-                  std::to_string(v->patch) + " CPU backend (matmul, eltwise, binary, softmax, layer_norm, reductions, conv2d, pooling, cast/copy, rms_norm, swiglu, cross_entropy, optimizers, embedding, where, compare, rope, rng; " +
-                  std::to_string(num_threads()) + " threads)";
+                  std::to_string(v->patch) +
+                  " CPU backend: every built-in op (oneDNN primitives for matmul, eltwise, binary, softmax, "
+                  "layer_norm, conv2d; OpenMP C++ for the rest; dtypes per op below); " +
+                  std::to_string(num_threads()) + " threads";
   info->description = g_description.c_str();
 
   gn_device_vtable vt{};
