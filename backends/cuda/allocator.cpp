@@ -158,8 +158,9 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
     pool_of(r).insert(r);
   }
   b->allocated = true;
+  b->req = size;
   live_.emplace(b->ptr, b);
-  allocated_ += b->size;
+  allocated_ += b->req;
   peak_allocated_ = std::max(peak_allocated_, allocated_);
   ++num_allocs_;
   return b->ptr;
@@ -198,7 +199,7 @@ void DeviceAllocator::release(void* ptr, cudaStream_t stream) {
                                                std::to_string(device_) + ")");
   Block* b = it->second;
   live_.erase(it);
-  allocated_ -= b->size;
+  allocated_ -= b->req;
   ++num_frees_;
   const uint64_t cap = capture_pool(stream);
   if (cap && b->pool != cap) {

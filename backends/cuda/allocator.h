@@ -21,6 +21,9 @@
 // - Out of memory: the cache is released (cudaFree of every free segment) and
 //   the cudaMalloc retried once; then GN_ERR_OUT_OF_MEMORY says how much was
 //   asked, allocated and reserved.
+// - Statistics: `allocated` counts the rounded requests of live blocks (a
+//   block may be larger when the rest was too small to split off),
+//   `reserved` the segments held from cudaMalloc.
 // - No cudaMalloc, no synchronisation on a cache hit; one mutex per device.
 #pragma once
 
@@ -75,6 +78,7 @@ class DeviceAllocator {
   struct Block {
     char* ptr = nullptr;
     size_t size = 0;
+    size_t req = 0;          // rounded request of a live block (what `allocated` counts)
     cudaStream_t stream = nullptr;
     uint64_t pool = 0;       // 0 = shared, else a graph capture's private pool
     bool small = false;

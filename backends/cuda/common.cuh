@@ -132,7 +132,9 @@ inline void* workspace(const gn_kernel_ctx* ctx, size_t bytes) {
 
 // Device properties cached per device (SM count, L2, ...).
 const cudaDeviceProp& device_prop(int index);
-inline int sm_count(const gn_kernel_ctx* ctx) { return device_prop(ctx->device.index).multiProcessorCount; }
+// SM count of a device: a lock-free read after the first call (hot path).
+int sm_count_of(int index);
+inline int sm_count(const gn_kernel_ctx* ctx) { return sm_count_of(ctx->device.index); }
 
 // ----------------------------------------------------------------------------
 // launch geometry
@@ -186,11 +188,10 @@ __host__ __device__ __forceinline__ To convert(From v) {
   } else if constexpr (std::is_same_v<From, __half> || std::is_same_v<From, __nv_bfloat16>) {
     return convert<To>((float)v);
   } else if constexpr (std::is_same_v<To, __half>) {
-    if constexpr (std::is_same_v<From, double>) return __double2half(v);
-    else return __float2half_rn((float)v);
+    // Through float, as gn::sdk::store (the reference) rounds: double -> float -> half.
+    return __float2half_rn((float)v);
   } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
-    if constexpr (std::is_same_v<From, double>) return __double2bfloat16(v);
-    else return __float2bfloat16_rn((float)v);
+    return __float2bfloat16_rn((float)v);
   } else if constexpr (std::is_integral_v<To> && (std::is_same_v<From, float> || std::is_same_v<From, double>)) {
     // float -> int truncates as C++/torch; NaN/out of range -> 0 (matches gn::sdk::to_int64).
     if (!(v == v) || v >= (From)9.2233720368547758e18 || v < (From)-9.2233720368547758e18) return To(0);

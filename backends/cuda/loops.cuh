@@ -31,42 +31,104 @@ __device__ __forceinline__ Out apply_f(const F& f, const In (&a)[NIN]) {
   else return f(a[0], a[1], a[2]);
 }
 
-// Dense path: N elements per thread per step.
-template <int N, class Out, class In, int NIN, class F>
+// Dense path: each block step covers a tile of blockDim.x * N * U elements;
+// a thread issues U independent 16-byte loads per input (coalesced: load u of
+// the warp is one contiguous 512-byte run) before computing, then U stores.
+// The ragged end of the tensor is done element by element.
+template <int N, int U, class Out, class In, int NIN, class F>
 __global__ void __launch_bounds__(kThreads) ew_dense_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in, F f) {
-  const int64_t stride = (int64_t)gridDim.x * blockDim.x * N;
-  for (int64_t base = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) * N; base < n; base += stride) {
-    if (N > 1 && base + N <= n) {
-      In v[NIN][N];
+  const int64_t tile = (int64_t)blockDim.x * N * U;
+  for (int64_t start = (int64_t)blockIdx.x * tile; start < n; start += (int64_t)gridDim.x * tile) {
+    if (start + tile <= n) {
+      In v[U][NIN][N];
 #pragma unroll
-      for (int k = 0; k < NIN; ++k) {
-        if (in.scalar[k]) {
-          const In s = in.p[k][0];
+      for (int u = 0; u < U; ++u) {
+        const int64_t base = start + ((int64_t)u * blockDim.x + threadIdx.x) * N;
 #pragma unroll
-          for (int j = 0; j < N; ++j) v[k][j] = s;
-        } else {
-          Vec<In, N> t = load_vec<In, N>(in.p[k] + base);
+        for (int k = 0; k < NIN; ++k) {
+          if (in.scalar[k]) {
+            const In sv = in.p[k][0];
 #pragma unroll
-          for (int j = 0; j < N; ++j) v[k][j] = t.v[j];
+            for (int j = 0; j < N; ++j) v[u][k][j] = sv;
+          } else if constexpr (N > 1) {
+            const Vec<In, N> t = load_vec<In, N>(in.p[k] + base);
+#pragma unroll
+            for (int j = 0; j < N; ++j) v[u][k][j] = t.v[j];
+          } else {
+            v[u][k][0] = in.p[k][base];
+          }
         }
       }
-      Vec<Out, N> o;
 #pragma unroll
-      for (int j = 0; j < N; ++j) {
-        In a[NIN];
+      for (int u = 0; u < U; ++u) {
+        const int64_t base = start + ((int64_t)u * blockDim.x + threadIdx.x) * N;
+        Vec<Out, N> o;
 #pragma unroll
-        for (int k = 0; k < NIN; ++k) a[k] = v[k][j];
-        o.v[j] = apply_f<Out, In, NIN>(f, a);
+        for (int j = 0; j < N; ++j) {
+          In a[NIN];
+#pragma unroll
+          for (int k = 0; k < NIN; ++k) a[k] = v[u][k][j];
+          o.v[j] = apply_f<Out, In, NIN>(f, a);
+        }
+        if constexpr (N > 1) store_vec<Out, N>(out + base, o);
+        else out[base] = o.v[0];
       }
-      store_vec<Out, N>(out + base, o);
     } else {
-      for (int64_t i = base; i < n && i < base + N; ++i) {
+      for (int64_t i = start + threadIdx.x; i < n; i += blockDim.x) {
         In a[NIN];
 #pragma unroll
         for (int k = 0; k < NIN; ++k) a[k] = in.p[k][in.scalar[k] ? 0 : i];
         out[i] = apply_f<Out, In, NIN>(f, a);
       }
     }
+  }
+}
+
+// Broadcast with a dense innermost dim (e.g. (4096,4096) + (4096,1) or
+// (4096,4096) + (4096,)): out and every input have stride 1 or 0 in the
+// innermost coalesced dim, whose size is a multiple of N, and everything is
+// aligned.  A thread handles N consecutive elements of one row: offsets from
+// one 32-bit div/mod walk, then a 16-byte load per stride-1 operand and one
+// scalar load per stride-0 operand.
+template <int N, class Out, class In, int NIN, class F>
+__global__ void __launch_bounds__(kThreads) ew_inner_vec_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in,
+                                                                 OffsetCalc<NIN + 1> oc, F f) {
+  const int last = oc.ndim - 1;
+  const int64_t nv = n / N;
+  for (int64_t v = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; v < nv; v += (int64_t)gridDim.x * blockDim.x) {
+    uint32_t lin = (uint32_t)(v * N);
+    int64_t off[NIN + 1];
+#pragma unroll
+    for (int a = 0; a < NIN + 1; ++a) off[a] = 0;
+    for (int d = last; d >= 0; --d) {
+      const uint32_t s = (uint32_t)oc.shape[d];
+      const uint32_t i = lin % s;
+      lin /= s;
+#pragma unroll
+      for (int a = 0; a < NIN + 1; ++a) off[a] += (int64_t)i * oc.strides[d][a];
+    }
+    In x[NIN][N];
+#pragma unroll
+    for (int k = 0; k < NIN; ++k) {
+      if (oc.strides[last][k + 1] == 0) {
+        const In sv = in.p[k][off[k + 1]];
+#pragma unroll
+        for (int j = 0; j < N; ++j) x[k][j] = sv;
+      } else {
+        const Vec<In, N> t = load_vec<In, N>(in.p[k] + off[k + 1]);
+#pragma unroll
+        for (int j = 0; j < N; ++j) x[k][j] = t.v[j];
+      }
+    }
+    Vec<Out, N> o;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      In a[NIN];
+#pragma unroll
+      for (int k = 0; k < NIN; ++k) a[k] = x[k][j];
+      o.v[j] = apply_f<Out, In, NIN>(f, a);
+    }
+    store_vec<Out, N>(out + off[0], o);
   }
 }
 
@@ -135,21 +197,24 @@ void elementwise(const gn_kernel_ctx* ctx, const gn_tensor_view& out, const gn_t
     }
   }
   Out* o = data_ptr<Out>(out);
+  constexpr int N = (16 / (sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out))) > 0
+                        ? int(16 / (sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out)))
+                        : 1;
+  const int64_t sms = sm_count(ctx);
   if (dense) {
-    constexpr int N = (16 / (sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out))) > 0
-                          ? int(16 / (sizeof(In) > sizeof(Out) ? sizeof(In) : sizeof(Out)))
-                          : 1;
     bool vec = (reinterpret_cast<uintptr_t>(o) % (sizeof(Out) * N)) == 0;
     for (int k = 0; k < NIN; ++k)
       vec = vec && (ptrs.scalar[k] || (reinterpret_cast<uintptr_t>(ptrs.p[k]) % (sizeof(In) * N)) == 0);
-    // Enough blocks to fill the GPU a few times over; the grid-stride loop does the rest.
-    const int64_t max_blocks = (int64_t)sm_count(ctx) * 16;
+    // One tile per block step; at most 32 blocks per SM (a few waves, then
+    // the grid-stride loop).
+    constexpr int U = 2;
+    const int64_t max_blocks = sms * 32;
     if (vec) {
-      int64_t b = blocks_for(n, N);
-      ew_dense_kernel<N, Out, In, NIN, F><<<(unsigned)(b < max_blocks ? b : max_blocks), kThreads, 0, st>>>(n, o, ptrs, f);
+      int64_t b = (n + (int64_t)kThreads * N * U - 1) / ((int64_t)kThreads * N * U);
+      ew_dense_kernel<N, U, Out, In, NIN, F><<<(unsigned)(b < max_blocks ? b : max_blocks), kThreads, 0, st>>>(n, o, ptrs, f);
     } else {
-      int64_t b = blocks_for(n, 4);
-      ew_dense_kernel<1, Out, In, NIN, F><<<(unsigned)(b < max_blocks ? b : max_blocks), kThreads, 0, st>>>(n, o, ptrs, f);
+      int64_t b = (n + (int64_t)kThreads * 4 - 1) / ((int64_t)kThreads * 4);
+      ew_dense_kernel<1, 4, Out, In, NIN, F><<<(unsigned)(b < max_blocks ? b : max_blocks), kThreads, 0, st>>>(n, o, ptrs, f);
     }
   } else {
     const gn_tensor_view* views[NIN + 1];
@@ -163,6 +228,23 @@ void elementwise(const gn_kernel_ctx* ctx, const gn_tensor_view& out, const gn_t
       for (int a = 0; a < NIN + 1; ++a) oc.strides[0][a] = 0;
     }
     for (int k = 0; k < NIN; ++k) ptrs.scalar[k] = false;
+    // Inner-vectorised broadcast path when the innermost dim allows it.
+    const int last = oc.ndim - 1;
+    bool inner = N > 1 && oc.ndim >= 2 && n < (int64_t(1) << 31) && oc.strides[last][0] == 1 &&
+                 oc.shape[last] % N == 0 && (reinterpret_cast<uintptr_t>(o) % (sizeof(Out) * N)) == 0;
+    for (int d = 0; inner && d < last; ++d) inner = oc.strides[d][0] % N == 0;
+    for (int k = 0; inner && k < NIN; ++k) {
+      const int64_t sl = oc.strides[last][k + 1];
+      inner = (sl == 0 || sl == 1) && (sl == 0 || (reinterpret_cast<uintptr_t>(ptrs.p[k]) % (sizeof(In) * N)) == 0);
+      for (int d = 0; inner && sl == 1 && d < last; ++d) inner = oc.strides[d][k + 1] % N == 0;
+    }
+    if (inner) {
+      int64_t b = (n / N + kThreads - 1) / kThreads;
+      if (b > sms * 32) b = sms * 32;
+      ew_inner_vec_kernel<N, Out, In, NIN, F><<<(unsigned)b, kThreads, 0, st>>>(n, o, ptrs, oc, f);
+      GN_CUDA_CHECK_LAUNCH();
+      return;
+    }
     const unsigned b = blocks_for(n, kStridedPer);
     if (n < (int64_t(1) << 31))
       ew_strided_kernel<uint32_t, Out, In, NIN, F><<<b, kThreads, 0, st>>>(n, o, ptrs, oc, f);

@@ -66,6 +66,18 @@ const cudaDeviceProp& device_prop(int index) {
   return props.emplace(index, p).first->second;
 }
 
+int sm_count_of(int index) {
+  static std::atomic<int> cache[64] = {};
+  if (index >= 0 && index < 64) {
+    const int c = cache[index].load(std::memory_order_relaxed);
+    if (c) return c;
+    const int v = device_prop(index).multiProcessorCount;
+    cache[index].store(v, std::memory_order_relaxed);
+    return v;
+  }
+  return device_prop(index).multiProcessorCount;
+}
+
 std::string shape_str(const gn_tensor_view& v) {
   std::string s = "(";
   for (int32_t d = 0; d < v.ndim; ++d) s += (d ? ", " : "") + std::to_string(v.shape[d]);

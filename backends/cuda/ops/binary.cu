@@ -6,8 +6,8 @@
 // Python number) stays on the dense 16-byte path; other broadcasts take the
 // strided path of loops.cuh without materialising anything.  Floats compute
 // in float (f16/bf16/f32) or double; integers are exact int64 with torch's
-// wrapping.  Integer division by zero cannot raise on the device without a
-// synchronisation: it yields 0 here (torch's CUDA result is unspecified too).
+// wrapping.  Integer division by zero and negative integer powers raise as
+// in the reference (checked with one synchronisation, see check_int_operand).
 #include <cmath>
 
 #include "common.cuh"
@@ -39,25 +39,37 @@ __device__ __forceinline__ A div_floor(A a, A b) {
   return fl;
 }
 
+// Math type: float for f32/bf16 (one rounding of an exact-or-float result),
+// double for f64 and f16 (f16 quotients rounded through float could round
+// twice).  pow and the rounding divisions always run in double: the
+// reference's double quotient decides trunc/floor, and pow's one rounding
+// from double is what it stores.
+template <class T>
+using bin_math_t = std::conditional_t<std::is_same_v<T, double> || std::is_same_v<T, __half>, double, float>;
+
+template <class A>
+__device__ __forceinline__ A arith(int op, int mode, A a, A b, A alpha) {
+  switch (op) {
+    case kAdd: return a + alpha * b;
+    case kSub: return a - alpha * b;
+    case kMul: return a * b;
+    case kDiv: return mode == 0 ? a / b : (mode == 1 ? trunc(a / b) : div_floor(a, b));
+    case kPow: return pow(a, b);
+    case kMax: return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b);
+    default: return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b);
+  }
+}
+
 template <class T>
 struct FloatBinF {
   int op;
   int mode;  // div rounding mode
-  acc_t<T> alpha;
+  double alpha;
   __device__ __forceinline__ T operator()(T av, T bv) const {
-    using A = acc_t<T>;
-    const A a = convert<A>(av), b = convert<A>(bv);
-    A r;
-    switch (op) {
-      case kAdd: r = a + alpha * b; break;
-      case kSub: r = a - alpha * b; break;
-      case kMul: r = a * b; break;
-      case kDiv: r = mode == 0 ? a / b : (mode == 1 ? trunc(a / b) : div_floor(a, b)); break;
-      case kPow: r = pow(a, b); break;
-      case kMax: r = (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b); break;
-      default: r = (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b); break;
-    }
-    return convert<T>(r);
+    using M = bin_math_t<T>;
+    if (op == kPow || (op == kDiv && mode != 0))
+      return convert<T>(arith<double>(op, mode, convert<double>(av), convert<double>(bv), alpha));
+    return convert<T>(arith<M>(op, mode, convert<M>(av), convert<M>(bv), (M)alpha));
   }
 };
 
@@ -124,11 +136,55 @@ struct CompareF {
   }
 };
 
+// Integer division by zero and negative integer powers are errors (the
+// reference's rule).  Raising one needs the values on the host: a one-word
+// flag is reduced on the device and read back (a synchronisation, on these
+// integer ops only; skipped while a graph is being captured, where it would
+// be illegal, and then the kernel's fallback values stand).
+template <class T>
+__global__ void any_bad_kernel(const T* b, int64_t n, OffsetCalc<1> oc, bool neg, int* flag) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t off[1];
+    oc.get(i, off);
+    const T v = b[off[0]];
+    if (neg ? (v < T(0)) : (v == T(0))) atomicOr(flag, 1);
+  }
+}
+
+template <class T>
+void check_int_operand(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& b, bool neg) {
+  cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+  GN_CUDA_CHECK(cudaStreamIsCapturing(stream(ctx), &cap));
+  if (cap != cudaStreamCaptureStatusNone) return;
+  const int64_t n = numel(b);
+  if (!n) return;
+  int* flag = static_cast<int*>(workspace(ctx, sizeof(int)));
+  GN_CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int), stream(ctx)));
+  const gn_tensor_view* v[1] = {&b};
+  OffsetCalc<1> oc = make_offset_calc<1>(b.shape, b.ndim, v);
+  if (oc.ndim == 0) {
+    oc.ndim = 1;
+    oc.shape[0] = 1;
+    oc.strides[0][0] = 0;
+  }
+  unsigned blocks = blocks_for(n);
+  if (blocks > 1024) blocks = 1024;
+  any_bad_kernel<T><<<blocks, kThreads, 0, stream(ctx)>>>(data_ptr<const T>(b), n, oc, neg, flag);
+  GN_CUDA_CHECK_LAUNCH();
+  int host = 0;
+  GN_CUDA_CHECK(cudaMemcpyAsync(&host, flag, sizeof(int), cudaMemcpyDeviceToHost, stream(ctx)));
+  GN_CUDA_CHECK(cudaStreamSynchronize(stream(ctx)));
+  if (host) {
+    if (neg) fail_op(GN_ERR_INVALID_ARGUMENT, op, "integers to negative integer powers are not allowed");
+    fail_op(GN_ERR_INVALID_ARGUMENT, op, "ZeroDivisionError: integer division by zero");
+  }
+}
+
 GN_SDK_KERNEL(binary_kernel) {
   const char* name = ctx->op_name ? ctx->op_name : "binary";
   need_io(name, n_in, 2, n_out, 1);
   DeviceGuard g(ctx);
-  const int op = bin_code(name);
+  const int op = (int)(intptr_t)ctx->kernel_data;  // the BinOp, set at registration
   const gn_tensor_view &a = in[0], &b = in[1], &o = out[0];
   if (a.dtype != b.dtype) fail_op(GN_ERR_DTYPE, name, "inputs must have one dtype (the core promotes them)");
   const gn_tensor_view* ins[2] = {&a, &b};
@@ -147,7 +203,7 @@ GN_SDK_KERNEL(binary_kernel) {
   if (gn_dtype_is_float(a.dtype)) {
     dispatch_float(a.dtype, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      elementwise<T, T, 2>(ctx, o, ins, FloatBinF<T>{op, mode, (acc_t<T>)alpha});
+      elementwise<T, T, 2>(ctx, o, ins, FloatBinF<T>{op, mode, alpha});
     });
     return;
   }
@@ -161,6 +217,7 @@ GN_SDK_KERNEL(binary_kernel) {
   }
   dispatch_int(a.dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
+    if ((op == kDiv || op == kPow) && numel(o) > 0) check_int_operand<T>(ctx, name, b, op == kPow);
     elementwise<T, T, 2>(ctx, o, ins, IntBinF<T>{op, mode, ialpha});
   });
 }
@@ -208,15 +265,18 @@ GN_SDK_KERNEL(where_kernel) {
 }  // namespace
 
 GN_CUDA_FAMILY(binary) {
-  r.kernel("add", kAllDtypes, binary_kernel);  // bool: logical or
-  r.kernel("sub", kNumericDtypes, binary_kernel);
-  r.kernel("mul", kAllDtypes, binary_kernel);  // bool: logical and
-  r.kernel("div", kAllDtypes, binary_kernel);
-  r.kernel("pow", kNumericDtypes, binary_kernel);
-  r.kernel("maximum", kAllDtypes, binary_kernel);
-  r.kernel("minimum", kAllDtypes, binary_kernel);
-  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"})
-    r.kernel(name, kAllDtypes, binary_kernel);
+  // The op code travels as the kernel's user data (no name lookup per call).
+  auto reg = [&](const char* name, auto& dtypes) {
+    r.kernel(name, dtypes, binary_kernel, 0, (void*)(intptr_t)bin_code(name));
+  };
+  reg("add", kAllDtypes);  // bool: logical or
+  reg("sub", kNumericDtypes);
+  reg("mul", kAllDtypes);  // bool: logical and
+  reg("div", kAllDtypes);
+  reg("pow", kNumericDtypes);
+  reg("maximum", kAllDtypes);
+  reg("minimum", kAllDtypes);
+  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"}) reg(name, kAllDtypes);
   r.kernel("where", kAllDtypes, where_kernel);
 }
 

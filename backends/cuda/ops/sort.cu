@@ -11,6 +11,8 @@
 // with their position in the line as value.  A last pass writes the first k
 // of each line: values (raw copy from x) and int64 indices, back in
 // (outer, k, inner) layout.  topk sorts whole lines and keeps k.
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 
 #include "common.cuh"
@@ -18,6 +20,9 @@
 
 namespace gn::cuda {
 namespace {
+
+// topk with k <= kSelectMaxK and k <= L/8 selects instead of sorting whole lines.
+constexpr int64_t kSelectMaxK = 1024;
 
 // Lines at least this long are sorted one by one with the device-wide radix sort.
 constexpr int64_t kLongLine = int64_t{1} << 16;
@@ -69,15 +74,129 @@ __global__ void seg_offsets_kernel(int64_t* __restrict__ off, int64_t S, int64_t
 // First k of each sorted line -> values (raw) and int64 indices, (outer, k, inner).
 template <class T>
 __global__ void sort_out_kernel(const T* __restrict__ x, const int32_t* __restrict__ pos, T* __restrict__ vals,
-                                int64_t* __restrict__ idx, int64_t L, int64_t k, int64_t inner, int64_t n_out) {
+                                int64_t* __restrict__ idx, int64_t L, int64_t k, int64_t inner, int64_t n_out,
+                                int64_t pos_stride) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_out; i += (int64_t)gridDim.x * blockDim.x) {
     // i = (o, j, in) in the output
     const int64_t in = i % inner, j = (i / inner) % k, o = i / (inner * k);
     const int64_t s = o * inner + in;
-    const int64_t p = pos[s * L + j];
+    const int64_t p = pos[s * pos_stride + j];
     if (vals) vals[i] = x[(o * L + p) * inner + in];
     if (idx) idx[i] = p;
   }
+}
+
+// ----------------------------------------------------------------------------
+// topk with small k: radix select per line instead of a full sort.
+//
+// One block per line finds the k-th smallest key with 8-bit digit passes
+// (shared-memory histograms of the keys that match the digits found so far),
+// then writes, in index order (block scans over chunks), every key below that
+// threshold and the first `remaining` keys equal to it: exactly k keys with
+// their positions, in position order.  A stable segmented sort of those k per
+// line then gives (key, position) order: the same result as sorting the line.
+
+constexpr int kSelThreads = 512;
+
+template <class T>
+__global__ void __launch_bounds__(kSelThreads) topk_select_kernel(const T* __restrict__ x, int64_t L, int64_t inner,
+                                                                  int64_t k, bool descending,
+                                                                  typename KeyOf<T>::type* __restrict__ sel_keys,
+                                                                  int32_t* __restrict__ sel_pos) {
+  using K = typename KeyOf<T>::type;
+  using Scan = cub::BlockScan<int, kSelThreads>;
+  __shared__ unsigned int hist[256];
+  __shared__ K s_prefix;
+  __shared__ long long s_remaining;
+  __shared__ typename Scan::TempStorage scan_tmp;
+  const int64_t seg = blockIdx.x, o = seg / inner, in = seg - o * inner;
+  const T* base = x + o * L * inner + in;  // element j of the line at base[j * inner]
+  auto key_at = [&](int64_t j) {
+    const K kk = encode<T>(base[j * inner]);
+    return descending ? K(~kk) : kk;
+  };
+  K prefix = 0, mask = 0;
+  long long remaining = k;
+  for (int shift = 8 * (int)sizeof(K) - 8; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < 256; b += blockDim.x) hist[b] = 0;
+    __syncthreads();
+    for (int64_t j = threadIdx.x; j < L; j += blockDim.x) {
+      const K kk = key_at(j);
+      if ((kk & mask) == prefix) atomicAdd(&hist[(kk >> shift) & 0xffu], 1u);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      long long cum = 0;
+      int b = 0;
+      for (; b < 255; ++b) {
+        if (cum + hist[b] >= remaining) break;
+        cum += hist[b];
+      }
+      s_remaining = remaining - cum;
+      s_prefix = K(prefix | (K(b) << shift));
+    }
+    __syncthreads();
+    remaining = s_remaining;
+    prefix = s_prefix;
+    mask = K(mask | (K(0xff) << shift));
+    __syncthreads();
+  }
+  // prefix is the k-th smallest key; take keys < prefix and the first `remaining` == prefix.
+  long long taken = 0, eq_taken = 0;
+  for (int64_t j0 = 0; j0 < L && taken < k; j0 += blockDim.x) {
+    const int64_t j = j0 + threadIdx.x;
+    K kk = 0;
+    bool lt = false, eq = false;
+    if (j < L) {
+      kk = key_at(j);
+      lt = kk < prefix;
+      eq = kk == prefix;
+    }
+    int eq_rank, eq_total;
+    Scan(scan_tmp).ExclusiveSum(eq ? 1 : 0, eq_rank, eq_total);
+    __syncthreads();
+    const bool take = lt || (eq && eq_taken + eq_rank < remaining);
+    int rank, total;
+    Scan(scan_tmp).ExclusiveSum(take ? 1 : 0, rank, total);
+    __syncthreads();
+    if (take) {
+      sel_keys[seg * k + taken + rank] = kk;
+      sel_pos[seg * k + taken + rank] = (int32_t)j;
+    }
+    taken += total;
+    eq_taken += eq_total;
+  }
+}
+
+void topk_select(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& x, int64_t outer, int64_t L,
+                 int64_t inner, int64_t k, bool largest, const gn_tensor_view& values, const gn_tensor_view& indices) {
+  const int64_t S = outer * inner, n = S * k;
+  dispatch_all(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using K = typename KeyOf<T>::type;
+    size_t temp = 0;
+    GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(nullptr, temp, (const K*)nullptr, (K*)nullptr,
+                                                            (const int32_t*)nullptr, (int32_t*)nullptr, n, S,
+                                                            (const int64_t*)nullptr, (const int64_t*)nullptr,
+                                                            stream(ctx)));
+    nn::Carver cv;
+    const size_t o_kin = cv.add(n * sizeof(K)), o_kout = cv.add(n * sizeof(K)), o_pin = cv.add(n * 4),
+                 o_pout = cv.add(n * 4), o_off = cv.add((S + 1) * 8), o_tmp = cv.add(temp);
+    char* ws = static_cast<char*>(workspace(ctx, cv.total));
+    K *kin = (K*)(ws + o_kin), *kout = (K*)(ws + o_kout);
+    int32_t *pin = (int32_t*)(ws + o_pin), *pout = (int32_t*)(ws + o_pout);
+    int64_t* off = (int64_t*)(ws + o_off);
+    topk_select_kernel<T><<<(unsigned)S, kSelThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), L, inner, k, largest,
+                                                                         kin, pin);
+    GN_CUDA_CHECK_LAUNCH();
+    seg_offsets_kernel<<<nn::grid_for(ctx, S + 1), kThreads, 0, stream(ctx)>>>(off, S, k);
+    GN_CUDA_CHECK_LAUNCH();
+    GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(ws + o_tmp, temp, kin, kout, pin, pout, n, S, off, off + 1,
+                                                            stream(ctx)));
+    sort_out_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(
+        data_ptr<const T>(x), pout, data_ptr<T>(values), data_ptr<int64_t>(indices), L, k, inner, n, k);
+    GN_CUDA_CHECK_LAUNCH();
+  });
 }
 
 int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
@@ -108,6 +227,10 @@ void sort_lines(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& 
   const int64_t n = outer * L * inner, S = outer * inner;
   if (n_out == 0) return;
   if (n >= INT32_MAX) fail_op(GN_ERR_UNSUPPORTED, op, "more than 2^31-1 elements is not supported on cuda");
+  if (values && indices && k <= kSelectMaxK && k * 8 <= L && S < INT32_MAX) {
+    topk_select(ctx, op, x, outer, L, inner, k, descending, *values, *indices);
+    return;
+  }
   dispatch_all(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using K = typename KeyOf<T>::type;
@@ -149,7 +272,7 @@ void sort_lines(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& 
     }
     sort_out_kernel<T><<<nn::grid_for(ctx, n_out), kThreads, 0, stream(ctx)>>>(
         data_ptr<const T>(x), pout, values ? data_ptr<T>(*values) : nullptr,
-        indices ? data_ptr<int64_t>(*indices) : nullptr, L, k, inner, n_out);
+        indices ? data_ptr<int64_t>(*indices) : nullptr, L, k, inner, n_out, L);
     GN_CUDA_CHECK_LAUNCH();
   });
 }

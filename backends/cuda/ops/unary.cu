@@ -60,10 +60,13 @@ __device__ __forceinline__ A unary_float(int op, A x, A lo, A hi) {
     case kFloor: return floor(x);
     case kCeil: return ceil(x);
     case kRound: return rint(x);  // half to even
-    case kGeluErf: return A(0.5) * x * (A(1) + erf(x * A(0.70710678118654752440)));
+    // 0.5*x*(1+erf(x/sqrt2)) = 0.5*x*erfc(-x/sqrt2): no cancellation for x << 0.
+    case kGeluErf: return A(0.5) * x * erfc(-x * A(0.70710678118654752440));
     case kGeluTanh: {
+      // 0.5*x*(1+tanh(u)) = x / (1 + exp(-2u)): no cancellation for u << 0.
       const A k = A(0.79788456080286535588);  // sqrt(2/pi)
-      return A(0.5) * x * (A(1) + tanh(k * (x + A(0.044715) * x * x * x)));
+      const A u = k * (x + A(0.044715) * x * x * x);
+      return x / (A(1) + exp(A(-2) * u));
     }
     case kClamp: {
       if (isnan(lo) || isnan(hi)) return lo + hi;  // NaN bound -> NaN
@@ -74,12 +77,25 @@ __device__ __forceinline__ A unary_float(int op, A x, A lo, A hi) {
   }
 }
 
+// The math type: double for f64 and for the 16-bit floats (the reference
+// computes in double and rounds once; from double the one rounding into
+// f16/bf16 matches it except in vanishingly rare ties, while float math
+// would differ by an ulp in ~1e-4 of the elements), float for f32, whose
+// libdevice functions are within 1-2 ulp.  rsqrt of f32 is the exception:
+// the reference's 1/sqrt in double rounded once is reproduced exactly there.
+template <class T>
+using math_t = std::conditional_t<std::is_same_v<T, float>, float, double>;
+
 template <class T>
 struct FloatUnaryF {
   int op;
-  acc_t<T> lo, hi;
+  math_t<T> lo, hi;
   __device__ __forceinline__ T operator()(T x) const {
-    return convert<T>(unary_float<acc_t<T>>(op, convert<acc_t<T>>(x), lo, hi));
+    using M = math_t<T>;
+    if constexpr (std::is_same_v<M, float>) {
+      if (op == kRsqrt) return convert<T>(1.0 / sqrt((double)(float)x));
+    }
+    return convert<T>(unary_float<M>(op, convert<M>(x), lo, hi));
   }
 };
 
@@ -144,8 +160,8 @@ void run_unary(const gn_kernel_ctx* ctx, const gn_tensor_view& x, const gn_tenso
   if (gn_dtype_is_float(x.dtype)) {
     dispatch_float(x.dtype, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using A = acc_t<T>;
-      elementwise<T, T, 1>(ctx, y, ins, FloatUnaryF<T>{op, (A)lo, (A)hi});
+      using M = math_t<T>;
+      elementwise<T, T, 1>(ctx, y, ins, FloatUnaryF<T>{op, (M)lo, (M)hi});
     });
   } else {
     if (op != kNeg && op != kAbs && op != kSign && op != kRelu && op != kSquare && op != kFloor && op != kCeil &&
@@ -173,7 +189,7 @@ void run_unary(const gn_kernel_ctx* ctx, const gn_tensor_view& x, const gn_tenso
 GN_SDK_KERNEL(unary_kernel) {
   need_io(ctx->op_name, n_in, 1, n_out, 1);
   DeviceGuard g(ctx);
-  run_unary(ctx, in[0], out[0], op_code(ctx->op_name), 0.0, 0.0);
+  run_unary(ctx, in[0], out[0], (int)(intptr_t)ctx->kernel_data, 0.0, 0.0);  // op code from registration
 }
 
 GN_SDK_KERNEL(gelu_kernel) {
@@ -210,12 +226,15 @@ GN_SDK_KERNEL(pred_kernel) {
 }  // namespace
 
 GN_CUDA_FAMILY(unary) {
-  for (const char* name : {"neg", "abs", "relu", "floor", "ceil", "round"}) r.kernel(name, kNumericDtypes, unary_kernel);
-  r.kernel("sign", kAllDtypes, unary_kernel);
-  r.kernel("square", kNumericDtypes, unary_kernel);  // bool is cast to int64 by inference
+  auto reg = [&](const char* name, auto& dtypes) {
+    r.kernel(name, dtypes, unary_kernel, 0, (void*)(intptr_t)op_code(name));
+  };
+  for (const char* name : {"neg", "abs", "relu", "floor", "ceil", "round"}) reg(name, kNumericDtypes);
+  reg("sign", kAllDtypes);
+  reg("square", kNumericDtypes);  // bool is cast to int64 by inference
   // Float math: inference casts int/bool inputs to float32 first.
   for (const char* name : {"exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "silu", "reciprocal"})
-    r.kernel(name, kFloatDtypes, unary_kernel);
+    reg(name, kFloatDtypes);
   r.kernel("gelu", kFloatDtypes, gelu_kernel);
   r.kernel("clamp", kNumericDtypes, clamp_kernel);
   for (const char* name : {"logical_not", "isnan", "isinf", "isfinite"}) r.kernel(name, kAllDtypes, pred_kernel);
