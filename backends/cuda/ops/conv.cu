@@ -285,15 +285,16 @@ template <> constexpr cudaDataType_t cuda_type<double>() { return CUDA_R_64F; }
 template <> constexpr cudaDataType_t cuda_type<__half>() { return CUDA_R_16F; }
 template <> constexpr cudaDataType_t cuda_type<__nv_bfloat16>() { return CUDA_R_16BF; }
 
-// col[nl][(c,i,j)][p] for images n0 + nl (zero outside the image).
-template <class T>
+// col[nl][(c,i,j)][p] for images n0 + nl (zero outside the image).  I: the
+// index type of the decomposition (int when the chunk has < 2^31 elements:
+// 64-bit division would dominate this memory-bound kernel).
+template <class T, class I>
 __global__ void im2col_kernel(const T* __restrict__ x, T* __restrict__ col, Geom g, int n0, int nb) {
-  const int64_t P = (int64_t)g.Ho * g.Wo, KT = (int64_t)g.C * g.KH * g.KW, total = (int64_t)nb * KT * P;
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-    const int p = (int)(e % P);
-    const int64_t t = e / P;
+  const I P = (I)g.Ho * g.Wo, KT = (I)g.C * g.KH * g.KW, total = (I)nb * KT * P;
+  for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < total; e += (I)gridDim.x * blockDim.x) {
+    const I p = e % P, t = e / P;
     const int k = (int)(t % KT), nl = (int)(t / KT);
-    const int ow = p % g.Wo, oh = p / g.Wo;
+    const int ow = (int)(p % g.Wo), oh = (int)(p / g.Wo);
     const int j = k % g.KW, t2 = k / g.KW, i = t2 % g.KH, c = t2 / g.KH;
     const int ih = oh * g.sh - g.ph + i * g.dh, iw = ow * g.sw - g.pw + j * g.dw;
     T v = convert<T>(0.0f);
@@ -304,13 +305,14 @@ __global__ void im2col_kernel(const T* __restrict__ x, T* __restrict__ col, Geom
 
 // dx[n0+nl][c][h][w] = sum over taps (i, j) with oh*sh = h+ph-i*dh, ow*sw = w+pw-j*dw
 // (exact, in range) of dcol[nl][(c,i,j)][oh*Wo+ow]; fixed tap order.
-template <class T>
+template <class T, class I>
 __global__ void col2im_kernel(const acc_t<T>* __restrict__ dcol, T* __restrict__ dx, Geom g, int n0, int nb) {
   using A = acc_t<T>;
-  const int64_t HW = (int64_t)g.H * g.W, P = (int64_t)g.Ho * g.Wo, total = (int64_t)nb * g.C * HW;
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += (int64_t)gridDim.x * blockDim.x) {
-    const int w = (int)(e % g.W), h = (int)((e / g.W) % g.H);
-    const int64_t t = e / HW;
+  const I HW = (I)g.H * g.W, total = (I)nb * g.C * HW;
+  const int64_t P = (int64_t)g.Ho * g.Wo;
+  for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < total; e += (I)gridDim.x * blockDim.x) {
+    const I hw = e % HW, t = e / HW;
+    const int w = (int)(hw % g.W), h = (int)(hw / g.W);
     const int c = (int)(t % g.C), nl = (int)(t / g.C);
     const A* base = dcol + ((int64_t)nl * g.C + c) * g.KH * g.KW * P;
     A s = A(0);
@@ -323,8 +325,24 @@ __global__ void col2im_kernel(const acc_t<T>* __restrict__ dcol, T* __restrict__
         s += base[((int64_t)i * g.KW + j) * P + (nh / g.sh) * g.Wo + nw / g.sw];
       }
     }
-    dx[(int64_t)(n0 + nl) * g.C * HW + (int64_t)c * HW + (e % HW)] = convert<T>(s);
+    dx[((int64_t)(n0 + nl) * g.C + c) * (int64_t)HW + hw] = convert<T>(s);
   }
+}
+
+// Launch helpers: 32-bit decomposition when the chunk allows it.
+template <class T>
+void launch_im2col(const gn_kernel_ctx* ctx, const T* x, T* col, const Geom& g, int n0, int nb) {
+  const int64_t total = (int64_t)nb * g.C * g.KH * g.KW * g.Ho * g.Wo;
+  if (total < INT32_MAX) im2col_kernel<T, int32_t><<<nn::grid_for(ctx, total), kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
+  else im2col_kernel<T, int64_t><<<nn::grid_for(ctx, total), kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
+  GN_CUDA_CHECK_LAUNCH();
+}
+template <class T>
+void launch_col2im(const gn_kernel_ctx* ctx, const acc_t<T>* dcol, T* dx, const Geom& g, int n0, int nb) {
+  const int64_t total = (int64_t)nb * g.C * g.H * g.W;
+  if (total < INT32_MAX) col2im_kernel<T, int32_t><<<nn::grid_for(ctx, total), kThreads, 0, stream(ctx)>>>(dcol, dx, g, n0, nb);
+  else col2im_kernel<T, int64_t><<<nn::grid_for(ctx, total), kThreads, 0, stream(ctx)>>>(dcol, dx, g, n0, nb);
+  GN_CUDA_CHECK_LAUNCH();
 }
 
 template <class T>
@@ -363,8 +381,7 @@ void blas_forward(const gn_kernel_ctx* ctx, const T* x, const T* w, const T* bia
     const int nb = std::min(nb_max, g.N - n0);
     const T* cb = x + (int64_t)n0 * g.C * P;  // pointwise: x is col (P = H*W)
     if (!pw) {
-      im2col_kernel<T><<<nn::grid_for(ctx, (int64_t)nb * KT * P), kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
-      GN_CUDA_CHECK_LAUNCH();
+      launch_im2col<T>(ctx, x, col, g, n0, nb);
       cb = col;
     }
     for (int grp = 0; grp < g.G; ++grp)
@@ -405,15 +422,12 @@ void blas_backward(const gn_kernel_ctx* ctx, const T* dy, const T* x, const T* w
           h, CUBLAS_OP_N, CUBLAS_OP_T, (int)P, (int)K, g.Og, &one, dy + ((int64_t)n0 * g.O + (int64_t)grp * g.Og) * P,
           cuda_type<T>(), (int)P, (int64_t)g.O * P, w + (int64_t)grp * g.Og * K, cuda_type<T>(), (int)K, 0, &zero,
           dcol + (int64_t)grp * K * P, cuda_type<A>(), (int)P, KT * P, nb, ct, CUBLAS_GEMM_DEFAULT));
-    const int64_t nx = (int64_t)nb * g.C * g.H * g.W;
-    col2im_kernel<T><<<nn::grid_for(ctx, nx), kThreads, 0, stream(ctx)>>>(dcol, dx, g, n0, nb);
-    GN_CUDA_CHECK_LAUNCH();
+    launch_col2im<T>(ctx, dcol, dx, g, n0, nb);
     if (!dw) continue;
     // grad_w: dW += dY_n . col_n^T, image by image (fixed order)
     const T* cb = x + (int64_t)n0 * g.C * P;
     if (!pw) {
-      im2col_kernel<T><<<nn::grid_for(ctx, (int64_t)nb * KT * P), kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
-      GN_CUDA_CHECK_LAUNCH();
+      launch_im2col<T>(ctx, x, col, g, n0, nb);
       cb = col;
     }
     for (int nl = 0; nl < nb; ++nl)

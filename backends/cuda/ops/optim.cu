@@ -3,8 +3,8 @@
 // multi_scale_, multi_unscale_check_).
 //
 // Steps: one elementwise pass per parameter, in place, the update rule of
-// plugins/reference/optim.cpp (torch.optim single-tensor code) in the param's
-// opmath_t (f64 for f32/f64 params, as the reference; f32 for 16-bit).  The
+// plugins/reference/optim.cpp (torch.optim single-tensor code) in f32 (f64
+// for f64 params).  The
 // grad has the param's dtype (inference casts it); state buffers (momentum_buf, exp_avg, exp_avg_sq) may have any
 // float dtype (e.g. f32 state for bf16 params): they are read and written
 // through AnyFloat, a dtype switch that is uniform across the grid.
@@ -77,15 +77,21 @@ void same_shape(const char* op, const char* what, const gn_tensor_view& v, const
 //   momentum: buf = (step == 1) ? d : momentum*buf + (1-dampening)*d
 //             d = nesterov ? d + momentum*buf : buf
 //   param -= lr*d
+// Step math: f32 for f32 and the 16-bit types, f64 for f64.  (f32 steps stay
+// within ~2 ulp of the reference's double result, inside the suite's 4-ulp
+// bound for cuda; double math made the 64M-element AdamW step compute-bound.)
+template <class T>
+using step_t = acc_t<T>;
+
 template <class T>
 struct SgdArgs {
-  nn::opmath_t<T> lr, momentum, dampening, wd;
+  step_t<T> lr, momentum, dampening, wd;
   bool nesterov, maximize, first, use_buf;
 };
 
 template <class T>
 __global__ void sgd_kernel(T* __restrict__ param, const T* __restrict__ grad, AnyFloat buf, int64_t n, SgdArgs<T> a) {
-  using A = nn::opmath_t<T>;
+  using A = step_t<T>;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const A p = convert<A>(param[i]);
     A d = convert<A>(grad[i]);
@@ -127,7 +133,7 @@ GN_SDK_KERNEL(sgd_step_kernel) {
   if (n == 0) return;
   dispatch_float(p.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = nn::opmath_t<T>;
+    using A = step_t<T>;
     SgdArgs<T> a{(A)lr, (A)momentum, (A)dampening, (A)wd, nesterov, maximize, step == 1, use_buf};
     sgd_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<T>(p), data_ptr<const T>(in[1]), buf, n, a);
   });
@@ -142,14 +148,14 @@ GN_SDK_KERNEL(sgd_step_kernel) {
 //   param -= lr/(1-b1^step) * m / (sqrt(v)/sqrt(1-b2^step) + eps)
 template <class T>
 struct AdamArgs {
-  nn::opmath_t<T> lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
+  step_t<T> lr, beta1, beta2, eps, wd, step_size, bc2_sqrt;
   bool decoupled, maximize;
 };
 
 template <class T>
 __global__ void adamw_kernel(T* __restrict__ param, const T* __restrict__ grad, AnyFloat m_, AnyFloat v_, int64_t n,
                              AdamArgs<T> a) {
-  using A = nn::opmath_t<T>;
+  using A = step_t<T>;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     A p = convert<A>(param[i]);
     A g = convert<A>(grad[i]);
@@ -189,7 +195,7 @@ GN_SDK_KERNEL(adamw_step_kernel) {
   const double bc1 = 1.0 - std::pow(b1, (double)step), bc2 = 1.0 - std::pow(b2, (double)step);
   dispatch_float(p.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = nn::opmath_t<T>;
+    using A = step_t<T>;
     AdamArgs<T> a{(A)lr, (A)b1, (A)b2, (A)eps, (A)wd, (A)(lr / bc1), (A)std::sqrt(bc2), decoupled, maximize};
     adamw_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<T>(p), data_ptr<const T>(in[1]), m, v,
                                                                        n, a);
