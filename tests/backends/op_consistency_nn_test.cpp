@@ -360,7 +360,7 @@ std::vector<Case> pool_cases() {
     oshape[n - 2] = out_size(p.x[n - 2], p.k[0], sh, p.pad[0], p.dil[0], p.ceil);
     oshape[n - 1] = out_size(p.x[n - 1], p.k[1], sw, p.pad[1], p.dil[1], p.ceil);
     const std::vector<int64_t> aoshape = {};
-    for (int32_t dt : {GN_F32, GN_F64}) {
+    for (int32_t dt : {GN_F32, GN_F64, GN_BF16, GN_F16}) {  // halves: same double math, one rounding: exact
       const std::string tag = std::to_string(idx) + "_" + dname(dt) + "_" + sname(p.x);
       Case m;
       m.name = "max_pool2d" + tag;

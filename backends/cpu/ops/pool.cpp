@@ -1,6 +1,6 @@
 // backends/cpu/ops/pool.cpp - max_pool2d (with torch's flat ih*W+iw indices),
-// avg_pool2d and both backwards in C++, f32 and f64, planes (N*C) in
-// parallel.  oneDNN's pooling is not used: its max workspace holds offsets
+// avg_pool2d and both backwards in C++, f32, f64, f16 and bf16, planes (N*C)
+// in parallel.  oneDNN's pooling is not used: its max workspace holds offsets
 // in its own window order, not torch's indices, and its avg divisor rules
 // differ from torch's with ceil_mode; these loops follow the reference's
 // definitions (same window walk, same double accumulation order per plane),
@@ -80,14 +80,14 @@ void max_fwd(const T* x, T* y, int64_t* idx, const Pool& p) {
         while (h0 < 0) h0 += p.dh;
         while (w0 < 0) w0 += p.dw;
         int64_t best = h0 * p.W + w0;
-        T m = -(T)INFINITY;
+        double m = -INFINITY;  // compared in double: exact for every float dtype
         for (int64_t ih = h0; ih < h1; ih += p.dh)
           for (int64_t iw = w0; iw < w1; iw += p.dw) {
-            const T v = xc[ih * p.W + iw];
+            const double v = ld(xc + ih * p.W + iw);
             if (v > m || v != v) { m = v; best = ih * p.W + iw; }
           }
         const int64_t o = (c * p.Ho + oh) * p.Wo + ow;
-        y[o] = m;
+        y[o] = xc[best];  // the winning element itself
         if (idx) idx[o] = best;
       }
   });
@@ -98,9 +98,9 @@ void max_bwd(const T* dy, const int64_t* idx, T* dx, const Pool& p) {
   parallel_for(p.P, p.H * p.W + p.Ho * p.Wo, [&](int64_t c) {
     std::vector<double> acc((size_t)(p.H * p.W), 0.0);
     const int64_t o0 = c * p.Ho * p.Wo;
-    for (int64_t o = 0; o < p.Ho * p.Wo; ++o) acc[(size_t)idx[o0 + o]] += (double)dy[o0 + o];
+    for (int64_t o = 0; o < p.Ho * p.Wo; ++o) acc[(size_t)idx[o0 + o]] += ld(dy + o0 + o);
     T* d = dx + c * p.H * p.W;
-    for (int64_t i = 0; i < p.H * p.W; ++i) d[i] = (T)acc[(size_t)i];
+    for (int64_t i = 0; i < p.H * p.W; ++i) st(d + i, acc[(size_t)i]);
   });
 }
 
@@ -128,8 +128,8 @@ void avg_fwd(const T* x, T* y, const Pool& p) {
         const Win a = window(p, oh, ow);
         double s = 0.0;
         for (int64_t ih = a.h0; ih < a.h1; ++ih)
-          for (int64_t iw = a.w0; iw < a.w1; ++iw) s += (double)xc[ih * p.W + iw];
-        y[(c * p.Ho + oh) * p.Wo + ow] = (T)((a.h0 >= a.h1 || a.w0 >= a.w1) ? 0.0 : s / a.div);
+          for (int64_t iw = a.w0; iw < a.w1; ++iw) s += ld(xc + ih * p.W + iw);
+        st(y + (c * p.Ho + oh) * p.Wo + ow, (a.h0 >= a.h1 || a.w0 >= a.w1) ? 0.0 : s / a.div);
       }
   });
 }
@@ -141,13 +141,25 @@ void avg_bwd(const T* dy, T* dx, const Pool& p) {
     for (int64_t oh = 0; oh < p.Ho; ++oh)
       for (int64_t ow = 0; ow < p.Wo; ++ow) {
         const Win a = window(p, oh, ow);
-        const double g = (double)dy[(c * p.Ho + oh) * p.Wo + ow] / a.div;
+        const double g = ld(dy + (c * p.Ho + oh) * p.Wo + ow) / a.div;
         for (int64_t ih = a.h0; ih < a.h1; ++ih)
           for (int64_t iw = a.w0; iw < a.w1; ++iw) acc[(size_t)(ih * p.W + iw)] += g;
       }
     T* d = dx + c * p.H * p.W;
-    for (int64_t i = 0; i < p.H * p.W; ++i) d[i] = (T)acc[(size_t)i];
+    for (int64_t i = 0; i < p.H * p.W; ++i) st(d + i, acc[(size_t)i]);
   });
+}
+
+// f32, f64, f16, bf16 (halves widened exactly, results rounded once).
+template <class F>
+bool dispatch_pool(int32_t dt, F&& f) {
+  switch (dt) {
+    case GN_F32: f(float{}); return true;
+    case GN_F64: f(double{}); return true;
+    case GN_F16: f(f16_t{}); return true;
+    case GN_BF16: f(bf16_t{}); return true;
+    default: return false;
+  }
 }
 
 GN_SDK_KERNEL(max_pool2d_kernel) {
@@ -156,7 +168,7 @@ GN_SDK_KERNEL(max_pool2d_kernel) {
       !shape_is(out[0], in[0], p.Ho, p.Wo) ||
       (n_out > 1 && (out[1].dtype != GN_I64 || !shape_is(out[1], in[0], p.Ho, p.Wo))))
     GN_UNSUPPORTED("[max_pool2d] these arguments");
-  if (!dispatch_float(in[0].dtype, [&](auto z) {
+  if (!dispatch_pool(in[0].dtype, [&](auto z) {
         using T = decltype(z);
         max_fwd<T>((const T*)data_of(in[0]), (T*)data_of(out[0]), n_out > 1 ? (int64_t*)data_of(out[1]) : nullptr, p);
       }))
@@ -173,7 +185,7 @@ GN_SDK_KERNEL(max_pool2d_backward_kernel) {
   const int64_t n = gn_view_numel(&in[2]);
   for (int64_t i = 0; i < n; ++i)
     if (idx[i] < 0 || idx[i] >= p.H * p.W) GN_UNSUPPORTED("[max_pool2d_backward] index out of range");
-  if (!dispatch_float(in[1].dtype, [&](auto z) {
+  if (!dispatch_pool(in[1].dtype, [&](auto z) {
         using T = decltype(z);
         max_bwd<T>((const T*)data_of(in[0]), idx, (T*)data_of(out[0]), p);
       }))
@@ -185,7 +197,7 @@ GN_SDK_KERNEL(avg_pool2d_kernel) {
   if (n_in < 1 || n_out < 1 || !pool_params(in[0], attrs, n_attrs, false, p) || out[0].dtype != in[0].dtype ||
       !shape_is(out[0], in[0], p.Ho, p.Wo))
     GN_UNSUPPORTED("[avg_pool2d] these arguments");
-  if (!dispatch_float(in[0].dtype, [&](auto z) {
+  if (!dispatch_pool(in[0].dtype, [&](auto z) {
         using T = decltype(z);
         avg_fwd<T>((const T*)data_of(in[0]), (T*)data_of(out[0]), p);
       }))
@@ -197,7 +209,7 @@ GN_SDK_KERNEL(avg_pool2d_backward_kernel) {
   if (n_in < 2 || n_out < 1 || !pool_params(in[1], attrs, n_attrs, false, p) || in[0].dtype != in[1].dtype ||
       out[0].dtype != in[1].dtype || !shape_is(in[0], in[1], p.Ho, p.Wo) || !shape_is(out[0], in[1], p.H, p.W))
     GN_UNSUPPORTED("[avg_pool2d_backward] these arguments");
-  if (!dispatch_float(in[1].dtype, [&](auto z) {
+  if (!dispatch_pool(in[1].dtype, [&](auto z) {
         using T = decltype(z);
         avg_bwd<T>((const T*)data_of(in[0]), (T*)data_of(out[0]), p);
       }))
@@ -207,7 +219,7 @@ GN_SDK_KERNEL(avg_pool2d_backward_kernel) {
 }  // namespace
 
 void register_pool(const gn::sdk::Registrar& r) {
-  const int32_t dtypes[] = {GN_F32, GN_F64};
+  const int32_t dtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
   r.kernel("max_pool2d", dtypes, max_pool2d_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("max_pool2d_backward", dtypes, max_pool2d_backward_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("avg_pool2d", dtypes, avg_pool2d_kernel, GN_KERNEL_CONTIGUOUS);
