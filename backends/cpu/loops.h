@@ -75,6 +75,14 @@ inline void st(T* p, double v) {
   else *p = (T)v;
 }
 
+// double -> T with the reference's rounding (the cast for f32/f64/ints).
+template <class T>
+inline T to_t(double v) {
+  T r;
+  st(&r, v);
+  return r;
+}
+
 template <int32_t DT> struct Storage;
 template <> struct Storage<GN_F32> { using T = float; };
 template <> struct Storage<GN_F64> { using T = double; };
@@ -109,6 +117,20 @@ inline bool dispatch_float(int32_t dt, F&& f) {
   if (dt == GN_F32) { f(float{}); return true; }
   if (dt == GN_F64) { f(double{}); return true; }
   return false;
+}
+
+inline bool is_float_dt(int32_t dt) { return dt == GN_F32 || dt == GN_F64 || dt == GN_F16 || dt == GN_BF16; }
+
+// f32/f64/f16/bf16 (kernels whose element code is written with to_t/ld).
+template <class F>
+inline bool dispatch_float_h(int32_t dt, F&& f) {
+  switch (dt) {
+    case GN_F32: f(float{}); return true;
+    case GN_F64: f(double{}); return true;
+    case GN_F16: f(f16_t{}); return true;
+    case GN_BF16: f(bf16_t{}); return true;
+    default: return false;
+  }
 }
 
 // Attribute readers (defaults when absent or of another kind).

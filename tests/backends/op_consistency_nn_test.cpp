@@ -70,8 +70,8 @@ std::vector<Case> nn_cases() {
   const std::vector<std::pair<std::vector<int64_t>, Layout>> shapes = {
       {{257, 513}, kContig}, {{64, 1024}, kContig}, {{3, 5, 7}, kContig}, {{13, 7}, kTransposed},
       {{6, 9}, kSliced},     {{0, 16}, kContig},   {{5, 1}, kContig}};
-  for (int32_t dt : {GN_F32, GN_F64}) {
-    const Tol tol = dt == GN_F32 ? Tol{1e-6, 1e-6} : Tol{1e-12, 1e-12};
+  for (int32_t dt : {GN_F32, GN_F64, GN_BF16}) {
+    const Tol tol = dt == GN_F32 ? Tol{1e-6, 1e-6} : dt == GN_BF16 ? kBf16 : Tol{1e-12, 1e-12};
     for (const auto& [shape, layout] : shapes) {
       const std::vector<int64_t> rows(shape.begin(), shape.end() - 1), w{shape.back()};
       for (int with_w : {0, 1}) {
@@ -127,7 +127,7 @@ std::vector<Case> loss_cases() {
   const std::vector<std::pair<std::vector<int64_t>, Layout>> shapes = {
       {{64, 1000}, kContig}, {{4, 5, 7}, kContig}, {{9, 13}, kTransposed}, {{6, 9}, kSliced}, {{0, 5}, kContig},
       {{7}, kContig}};
-  for (int32_t dt : {GN_F32, GN_F64})
+  for (int32_t dt : {GN_F32, GN_F64, GN_BF16})
     for (int32_t tdt : {GN_I64, GN_I32})
       for (const auto& [shape, layout] : shapes)
         for (int64_t red : {0, 1, 2})
@@ -149,7 +149,7 @@ std::vector<Case> loss_cases() {
                 c.n_out = 2;
               }
               c.attrs = {gn_attr_int(3), gn_attr_float(ls), gn_attr_int(red)};
-              c.tol = dt == GN_F32 ? Tol{1e-6, 1e-6} : Tol{1e-12, 1e-12};
+              c.tol = dt == GN_F32 ? Tol{1e-6, 1e-6} : dt == GN_BF16 ? kBf16 : Tol{1e-12, 1e-12};
               cs.push_back(c);
             }
   return cs;
@@ -193,7 +193,7 @@ TEST(CpuInPlace, OptimizersAndMultiTensorHelpersMatchReference) {
     std::vector<gn_attr_value> attrs;
   };
   std::vector<K> ks;
-  for (int32_t dt : {GN_F32, GN_F64})
+  for (int32_t dt : {GN_F32, GN_F64, GN_BF16})
     for (const auto& [shape, layout] : std::vector<std::pair<std::vector<int64_t>, Layout>>{
              {{300, 257}, kContig}, {{17, 9}, kTransposed}, {{5}, kContig}, {{0, 4}, kContig}}) {
       const Input p{shape, dt, layout, -1, 1}, g{shape, dt, kContig, -1, 1}, v{shape, dt, kContig, 0, 1};
@@ -238,12 +238,12 @@ TEST(CpuInPlace, OptimizersAndMultiTensorHelpersMatchReference) {
 // double sum: rtol 1e-6 for the f32 result (rounded once), 1e-12 for f64.
 std::vector<Case> multi_cases() {
   std::vector<Case> cs;
-  for (int32_t dt : {GN_F32, GN_F64}) {
+  for (int32_t dt : {GN_F32, GN_F64, GN_BF16}) {
     Case c;
     c.name = "multi_sum_sq_" + dname(dt);
     c.op = "multi_sum_sq";
     c.inputs = {{{1000, 300}, dt}, {{17, 9}, dt, kTransposed}, {{0}, dt}, {{}, dt}, {{5}, dt}};
-    c.tol = dt == GN_F32 ? Tol{1e-6, 0} : Tol{1e-12, 0};
+    c.tol = dt == GN_F32 ? Tol{1e-6, 0} : dt == GN_BF16 ? kBf16 : Tol{1e-12, 0};
     cs.push_back(c);
   }
   return cs;
@@ -275,7 +275,7 @@ std::vector<Case> index_cases() {
           c.inputs = {{{V, D}, dt, D > 1 ? kTransposed : kContig}, {ids, idt, kContig, 0, (double)V}};
           c.tol = {0, 0};
           cs.push_back(c);
-          if (dt != GN_F32 && dt != GN_F64) continue;
+          if (dt != GN_F32 && dt != GN_F64 && dt != GN_BF16) continue;
           Case b;
           b.name = "embedding_backward_" + dname(dt) + "_" + dname(idt) + "_V" + std::to_string(V) + "_" + sname(ids) +
                    "_D" + std::to_string(D);
@@ -284,7 +284,7 @@ std::vector<Case> index_cases() {
           gshape.push_back(D);
           b.inputs = {{gshape, dt}, {ids, idt, kContig, 0, (double)V}};
           b.attrs = {gn_attr_int(V)};
-          b.tol = {0, 0};
+          b.tol = dt == GN_BF16 ? kBf16 : Tol{0, 0};  // bf16: the same double sum, rounded once
           cs.push_back(b);
         }
       }
@@ -295,7 +295,7 @@ std::vector<Case> index_cases() {
   const std::vector<R> ropes = {{{2, 4, 33, 64}, {33, 64}, kContig}, {{3, 5, 8}, {5, 8}, kContig},
                                 {{2, 6, 10}, {1, 6, 10}, kTransposed}, {{4, 1, 6}, {4, 1, 6}, kContig},
                                 {{0, 3, 4}, {3, 4}, kContig},          {{5, 7}, {7}, kContig}};
-  for (int32_t dt : {GN_F32, GN_F64})
+  for (int32_t dt : {GN_F32, GN_F64, GN_BF16})
     for (const R& r : ropes)
       for (const char* op : {"rope", "rope_backward"}) {
         if (r.x.back() % 2) continue;
@@ -303,7 +303,7 @@ std::vector<Case> index_cases() {
         c.name = std::string(op) + "_" + dname(dt) + "_" + sname(r.x) + lname(r.layout) + "_cs" + sname(r.cs);
         c.op = op;
         c.inputs = {{r.x, dt, r.layout, -2, 2}, {r.cs, dt, kContig, -1, 1}, {r.cs, dt, kContig, -1, 1}};
-        c.tol = dt == GN_F32 ? Tol{1e-6, 1e-7} : Tol{1e-14, 1e-15};
+        c.tol = dt == GN_F32 ? Tol{1e-6, 1e-7} : dt == GN_BF16 ? kBf16 : Tol{1e-14, 1e-15};
         cs.push_back(c);
       }
   // rope with an odd last dim: both refuse with the same error
@@ -420,7 +420,7 @@ std::vector<Case> ln_backward_cases() {
   const std::vector<L> ls = {{{257, 513}, kContig, 1, true}, {{64, 1024}, kContig, 1, false},
                              {{4, 6, 8}, kContig, 2, true},  {{13, 7}, kTransposed, 1, true},
                              {{0, 16}, kContig, 1, true},    {{5, 1}, kContig, 1, true}};
-  for (int32_t dt : {GN_F32, GN_F64})
+  for (int32_t dt : {GN_F32, GN_F64, GN_BF16})
     for (const L& l : ls) {
       int64_t R = 1;
       for (size_t d = 0; d + l.nd < l.x.size(); ++d) R *= l.x[d];
@@ -435,7 +435,7 @@ std::vector<Case> ln_backward_cases() {
       if (l.w) c.inputs.push_back({norm, dt, kContig, 0.5, 1.5});
       c.attrs = {gn_attr_int(l.nd)};
       c.n_out = 3;
-      c.tol = dt == GN_F32 ? Tol{1e-6, 1e-6} : Tol{1e-12, 1e-12};
+      c.tol = dt == GN_F32 ? Tol{1e-6, 1e-6} : dt == GN_BF16 ? kBf16 : Tol{1e-12, 1e-12};
       cs.push_back(c);
     }
   return cs;

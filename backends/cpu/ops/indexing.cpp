@@ -58,7 +58,7 @@ GN_SDK_KERNEL(embedding_backward_kernel) {
   for (int64_t v = 0; v < V; ++v) start[(size_t)v + 1] += start[(size_t)v];
   std::vector<int64_t> fill(start.begin(), start.end() - 1);
   for (int64_t r = 0; r < n; ++r) pos[(size_t)fill[(size_t)ids[(size_t)r]]++] = r;
-  if (!dispatch_float(g.dtype, [&](auto z) {
+  if (!dispatch_float_h(g.dtype, [&](auto z) {
         using T = decltype(z);
         const T* pg = (const T*)data_of(g);
         T* po = (T*)data_of(o);
@@ -69,7 +69,7 @@ GN_SDK_KERNEL(embedding_backward_kernel) {
 #pragma omp simd
             for (int64_t d = 0; d < D; ++d) acc[(size_t)d] += (double)gr[d];
           }
-          for (int64_t d = 0; d < D; ++d) po[v * D + d] = (T)acc[(size_t)d];
+          for (int64_t d = 0; d < D; ++d) po[v * D + d] = to_t<T>(acc[(size_t)d]);
         });
       }))
     GN_UNSUPPORTED("[embedding_backward] dtype");
@@ -219,7 +219,7 @@ void rope_run(const gn_tensor_view& x, const gn_tensor_view& cs, const gn_tensor
       double rot;
       if (!backward) rot = (d < h ? -(double)xr[d + h] : (double)xr[d - h]) * (double)sr[d * is];
       else rot = d < h ? (double)xr[d + h] * (double)sr[(d + h) * is] : -((double)xr[d - h] * (double)sr[(d - h) * is]);
-      yr[d] = (T)((double)xr[d] * (double)cr[d * ic] + rot);
+      yr[d] = to_t<T>((double)xr[d] * (double)cr[d * ic] + rot);
     }
   });
 }
@@ -234,7 +234,7 @@ GN_SDK_KERNEL(rope_kernel) {
       !bcast_strides(in[2], x.ndim, x.shape, tmp))
     GN_UNSUPPORTED("[rope] these arguments");
   if (gn_view_numel(&x) == 0) return;
-  if (!dispatch_float(x.dtype, [&](auto z) { rope_run<decltype(z)>(x, in[1], in[2], o, backward); }))
+  if (!dispatch_float_h(x.dtype, [&](auto z) { rope_run<decltype(z)>(x, in[1], in[2], o, backward); }))
     GN_UNSUPPORTED("[rope] dtype");
 }
 
@@ -244,7 +244,7 @@ void register_indexing(const gn::sdk::Registrar& r) {
   // embedding copies rows: every dtype
   const int32_t every[] = {GN_F32, GN_F64, GN_BF16, GN_F16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
   r.kernel("embedding", every, embedding_kernel, GN_KERNEL_CONTIGUOUS);
-  const int32_t f2[] = {GN_F32, GN_F64};
+  const int32_t f2[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
   r.kernel("embedding_backward", f2, embedding_backward_kernel, GN_KERNEL_CONTIGUOUS);
   const int32_t cd[] = {GN_F32, GN_F64, GN_I32, GN_I64};
   for (const CmpDef& d : kCmp) r.kernel(d.name, cd, compare_kernel, 0, (void*)&d);

@@ -40,13 +40,12 @@ bool load_targets(const gn_tensor_view& t, std::vector<int64_t>& out, int64_t C,
 }
 
 void store_scalar(const gn_tensor_view& v, int64_t i, double x) {
-  if (v.dtype == GN_F32) ((float*)data_of(v))[i] = (float)x;
-  else ((double*)data_of(v))[i] = x;
+  gn::sdk::store((char*)data_of(v) + i * (int64_t)gn_dtype_size(v.dtype), v.dtype, x);
 }
 double load_scalar(const gn_tensor_view& v, int64_t i) {
-  return v.dtype == GN_F32 ? (double)((const float*)data_of(v))[i] : ((const double*)data_of(v))[i];
+  return gn::sdk::load((const char*)data_of(v) + i * (int64_t)gn_dtype_size(v.dtype), v.dtype);
 }
-bool f32_or_f64(const gn_tensor_view& v) { return v.dtype == GN_F32 || v.dtype == GN_F64; }
+bool f32_or_f64(const gn_tensor_view& v) { return is_float_dt(v.dtype); }  // and f16/bf16
 
 // Shapes: logits (*, C), target (*) -> R rows.
 bool ce_shapes(const gn_tensor_view& x, const gn_tensor_view& t, int64_t& R, int64_t& C) {
@@ -70,7 +69,7 @@ GN_SDK_KERNEL(cross_entropy_kernel) {
   if (!f32_or_f64(out[0]) || gn_view_numel(&out[0]) != (red == 0 ? R : 1)) GN_UNSUPPORTED("[cross_entropy] loss");
   if (n_out > 1 && (!f32_or_f64(out[1]) || gn_view_numel(&out[1]) != R)) GN_UNSUPPORTED("[cross_entropy] lse");
   std::vector<double> loss((size_t)R);
-  dispatch_float(x.dtype, [&](auto z) {
+  dispatch_float_h(x.dtype, [&](auto z) {
     using T = decltype(z);
     const T* px = (const T*)data_of(x);
     parallel_for(R, 3 * C, [&](int64_t r) {
@@ -114,7 +113,7 @@ GN_SDK_KERNEL(cross_entropy_backward_kernel) {
   int64_t count = 0;
   for (int64_t v : tg) count += v != ignore;
   const double g0 = red == 0 ? 0.0 : load_scalar(g, 0);
-  dispatch_float(x.dtype, [&](auto z) {
+  dispatch_float_h(x.dtype, [&](auto z) {
     using T = decltype(z);
     const T* px = (const T*)data_of(x);
     T* pd = (T*)data_of(dx);
@@ -123,13 +122,13 @@ GN_SDK_KERNEL(cross_entropy_backward_kernel) {
       T* dr = pd + r * C;
       const int64_t tr = tg[(size_t)r];
       if (tr == ignore) {
-        for (int64_t c = 0; c < C; ++c) dr[c] = T(0);
+        for (int64_t c = 0; c < C; ++c) dr[c] = to_t<T>(0.0);
         return;
       }
       const double scale = red == 0 ? load_scalar(g, r) : red == 1 ? g0 / (double)count : g0;
       const double lse = row_lse(xr, C), off = ls / (double)C;
       for (int64_t c = 0; c < C; ++c)
-        dr[c] = (T)(scale * (std::exp((double)xr[c] - lse) - (c == tr ? 1.0 - ls : 0.0) - off));
+        dr[c] = to_t<T>(scale * (std::exp((double)xr[c] - lse) - (c == tr ? 1.0 - ls : 0.0) - off));
     });
   });
 }
@@ -137,7 +136,7 @@ GN_SDK_KERNEL(cross_entropy_backward_kernel) {
 }  // namespace
 
 void register_loss(const gn::sdk::Registrar& r) {
-  const int32_t dtypes[] = {GN_F32, GN_F64};
+  const int32_t dtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
   r.kernel("cross_entropy", dtypes, cross_entropy_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("cross_entropy_backward", dtypes, cross_entropy_backward_kernel, GN_KERNEL_CONTIGUOUS);
 }

@@ -27,10 +27,10 @@ void rms_fwd(const T* x, const T* w, T* y, S* rstd, int64_t R, int64_t N, double
     T* yr = y + r * N;
     if (w) {
 #pragma omp simd
-      for (int64_t i = 0; i < N; ++i) yr[i] = (T)((double)xr[i] * s * (double)w[i]);
+      for (int64_t i = 0; i < N; ++i) yr[i] = to_t<T>((double)xr[i] * s * (double)w[i]);
     } else {
 #pragma omp simd
-      for (int64_t i = 0; i < N; ++i) yr[i] = (T)((double)xr[i] * s);
+      for (int64_t i = 0; i < N; ++i) yr[i] = to_t<T>((double)xr[i] * s);
     }
     if (rstd) rstd[r] = (S)s;
   });
@@ -53,7 +53,7 @@ void rms_bwd(const T* dy, const T* x, const S* rstd, const T* w, T* dx, T* dw, i
     const double c = s * s * s * dot / (double)N;
     T* o = dx + r * N;
 #pragma omp simd
-    for (int64_t i = 0; i < N; ++i) o[i] = (T)(s * (double)gr[i] * (w ? (double)w[i] : 1.0) - (double)xr[i] * c);
+    for (int64_t i = 0; i < N; ++i) o[i] = to_t<T>(s * (double)gr[i] * (w ? (double)w[i] : 1.0) - (double)xr[i] * c);
   });
   if (!dw) return;
   // dw[i] = sum_r dy[r,i]*x[r,i]*rstd[r]: column blocks in parallel, rows in order.
@@ -69,7 +69,7 @@ void rms_bwd(const T* dy, const T* x, const S* rstd, const T* w, T* dx, T* dw, i
 #pragma omp simd
       for (int64_t i = i0; i < i1; ++i) acc[i - i0] += (double)gr[i] * (double)xr[i] * s;
     }
-    for (int64_t i = i0; i < i1; ++i) dw[i] = (T)acc[i - i0];
+    for (int64_t i = i0; i < i1; ++i) dw[i] = to_t<T>(acc[i - i0]);
   });
 }
 
@@ -80,12 +80,12 @@ GN_SDK_KERNEL(rms_norm_kernel) {
   const gn_tensor_view& x = in[0];
   const int32_t dt = x.dtype, sdt = dt == GN_F64 ? GN_F64 : GN_F32;
   const int64_t N = last_dim(x), R = N ? gn_view_numel(&x) / N : 0;
-  if (dt != GN_F32 && dt != GN_F64) GN_UNSUPPORTED("[rms_norm] dtype");
+  if (!is_float_dt(dt)) GN_UNSUPPORTED("[rms_norm] dtype");
   if (x.ndim == 0 || out[0].dtype != dt || gn_view_numel(&out[0]) != gn_view_numel(&x)) GN_UNSUPPORTED("[rms_norm] shapes");
   if (n_in > 1 && (in[1].dtype != dt || gn_view_numel(&in[1]) != N)) GN_UNSUPPORTED("[rms_norm] weight");
   if (n_out > 1 && (out[1].dtype != sdt || gn_view_numel(&out[1]) != R)) GN_UNSUPPORTED("[rms_norm] rstd");
   const double eps = attr_d(attrs, n_attrs, 0, 1e-6);
-  dispatch_float(dt, [&](auto t) {
+  dispatch_float_h(dt, [&](auto t) {
     using T = decltype(t);
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
     rms_fwd<T, S>((const T*)data_of(x), n_in > 1 ? (const T*)data_of(in[1]) : nullptr, (T*)data_of(out[0]),
@@ -98,13 +98,13 @@ GN_SDK_KERNEL(rms_norm_backward_kernel) {
   const gn_tensor_view &dy = in[0], &x = in[1], &rs = in[2];
   const int32_t dt = x.dtype, sdt = dt == GN_F64 ? GN_F64 : GN_F32;
   const int64_t N = last_dim(x), R = N ? gn_view_numel(&x) / N : 0;
-  if (dt != GN_F32 && dt != GN_F64) GN_UNSUPPORTED("[rms_norm_backward] dtype");
+  if (!is_float_dt(dt)) GN_UNSUPPORTED("[rms_norm_backward] dtype");
   if (x.ndim == 0 || dy.dtype != dt || gn_view_numel(&dy) != gn_view_numel(&x) || rs.dtype != sdt ||
       gn_view_numel(&rs) != R || out[0].dtype != dt || gn_view_numel(&out[0]) != gn_view_numel(&x))
     GN_UNSUPPORTED("[rms_norm_backward] shapes or dtypes");
   if (n_in > 3 && (in[3].dtype != dt || gn_view_numel(&in[3]) != N)) GN_UNSUPPORTED("[rms_norm_backward] weight");
   if (n_out > 1 && (out[1].dtype != dt || gn_view_numel(&out[1]) != N)) GN_UNSUPPORTED("[rms_norm_backward] grad_weight");
-  dispatch_float(dt, [&](auto t) {
+  dispatch_float_h(dt, [&](auto t) {
     using T = decltype(t);
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
     rms_bwd<T, S>((const T*)data_of(dy), (const T*)data_of(x), (const S*)data_of(rs),
@@ -134,7 +134,7 @@ void ln_bwd(const T* dy, const T* x, const S* mean, const S* rstd, const T* w, T
 #pragma omp simd
     for (int64_t i = 0; i < N; ++i) {
       const double d = (double)gr[i] * (w ? (double)w[i] : 1.0);
-      o[i] = (T)(s * (d - md - (((double)xr[i] - m) * s) * mdx));
+      o[i] = to_t<T>(s * (d - md - (((double)xr[i] - m) * s) * mdx));
     }
   });
   if (!dw && !db) return;
@@ -154,8 +154,8 @@ void ln_bwd(const T* dy, const T* x, const S* mean, const S* rstd, const T* w, T
       }
     }
     for (int64_t i = i0; i < i1; ++i) {
-      if (dw) dw[i] = (T)aw[i - i0];
-      if (db) db[i] = (T)ab[i - i0];
+      if (dw) dw[i] = to_t<T>(aw[i - i0]);
+      if (db) db[i] = to_t<T>(ab[i - i0]);
     }
   });
 }
@@ -165,7 +165,7 @@ GN_SDK_KERNEL(layer_norm_backward_kernel) {
   const gn_tensor_view &dy = in[0], &x = in[1];
   const int32_t dt = x.dtype, sdt = dt == GN_F64 ? GN_F64 : GN_F32;
   const int64_t nd = attr_i(attrs, n_attrs, 0, 1);
-  if ((dt != GN_F32 && dt != GN_F64) || nd < 1 || nd > x.ndim) GN_UNSUPPORTED("[layer_norm_backward] arguments");
+  if (!is_float_dt(dt) || nd < 1 || nd > x.ndim) GN_UNSUPPORTED("[layer_norm_backward] arguments");
   int64_t N = 1;
   for (int32_t d = x.ndim - (int32_t)nd; d < x.ndim; ++d) N *= x.shape[d];
   const int64_t R = N ? gn_view_numel(&x) / N : 0;
@@ -176,7 +176,7 @@ GN_SDK_KERNEL(layer_norm_backward_kernel) {
   for (size_t k = 1; k < n_out && k < 3; ++k)
     if (out[k].dtype != dt || gn_view_numel(&out[k]) != N) GN_UNSUPPORTED("[layer_norm_backward] grads");
   if (N == 0) return;
-  dispatch_float(dt, [&](auto t) {
+  dispatch_float_h(dt, [&](auto t) {
     using T = decltype(t);
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
     ln_bwd<T, S>((const T*)data_of(dy), (const T*)data_of(x), (const S*)data_of(in[2]), (const S*)data_of(in[3]),
@@ -195,12 +195,12 @@ bool same(const gn_tensor_view& a, const gn_tensor_view& b) {
 GN_SDK_KERNEL(swiglu_kernel) {
   if (n_in < 2 || n_out < 1 || !same(in[0], in[1]) || !same(in[0], out[0])) GN_UNSUPPORTED("[swiglu] shapes");
   const int64_t n = gn_view_numel(&in[0]);
-  if (!dispatch_float(in[0].dtype, [&](auto t) {
+  if (!dispatch_float_h(in[0].dtype, [&](auto t) {
         using T = decltype(t);
         const T *g = (const T*)data_of(in[0]), *u = (const T*)data_of(in[1]);
         T* y = (T*)data_of(out[0]);
         parallel_range(n, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) y[i] = (T)((double)g[i] * sigm(g[i]) * (double)u[i]);
+          for (int64_t i = b; i < e; ++i) y[i] = to_t<T>((double)g[i] * sigm(g[i]) * (double)u[i]);
         });
       }))
     GN_UNSUPPORTED("[swiglu] dtype");
@@ -211,15 +211,15 @@ GN_SDK_KERNEL(swiglu_backward_kernel) {
       !same(in[0], out[1]))
     GN_UNSUPPORTED("[swiglu_backward] shapes");
   const int64_t n = gn_view_numel(&in[0]);
-  if (!dispatch_float(in[0].dtype, [&](auto t) {
+  if (!dispatch_float_h(in[0].dtype, [&](auto t) {
         using T = decltype(t);
         const T *g = (const T*)data_of(in[0]), *a = (const T*)data_of(in[1]), *u = (const T*)data_of(in[2]);
         T *da = (T*)data_of(out[0]), *du = (T*)data_of(out[1]);
         parallel_range(n, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) {
             const double s = sigm(a[i]), gi = g[i], ai = a[i];
-            da[i] = (T)(gi * (double)u[i] * s * (1.0 + ai * (1.0 - s)));
-            du[i] = (T)(gi * ai * s);
+            da[i] = to_t<T>(gi * (double)u[i] * s * (1.0 + ai * (1.0 - s)));
+            du[i] = to_t<T>(gi * ai * s);
           }
         });
       }))
@@ -229,7 +229,7 @@ GN_SDK_KERNEL(swiglu_backward_kernel) {
 }  // namespace
 
 void register_nn(const gn::sdk::Registrar& r) {
-  const int32_t dtypes[] = {GN_F32, GN_F64};
+  const int32_t dtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
   r.kernel("rms_norm", dtypes, rms_norm_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("rms_norm_backward", dtypes, rms_norm_backward_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("layer_norm_backward", dtypes, layer_norm_backward_kernel, GN_KERNEL_CONTIGUOUS);

@@ -25,7 +25,7 @@ GN_SDK_KERNEL(sgd_step_kernel) {
       (use_buf && !same_f(in[0], in[2])))
     GN_UNSUPPORTED("[sgd_step] these arguments");
   const int64_t n = gn_view_numel(&in[0]);
-  if (!dispatch_float(in[0].dtype, [&](auto z) {
+  if (!dispatch_float_h(in[0].dtype, [&](auto z) {
         using T = decltype(z);
         T* p = (T*)data_of(in[0]);
         const T* g = (const T*)data_of(in[1]);
@@ -36,10 +36,10 @@ GN_SDK_KERNEL(sgd_step_kernel) {
             if (wd != 0.0) d += wd * (double)p[i];
             if (use_buf) {
               const double bv = step == 1 ? d : mom * (double)buf[i] + (1.0 - damp) * d;
-              buf[i] = (T)bv;
+              buf[i] = to_t<T>(bv);
               d = nest ? d + mom * bv : bv;  // the unrounded buffer, as the reference
             }
-            p[i] = (T)((double)p[i] - lr * d);
+            p[i] = to_t<T>((double)p[i] - lr * d);
           }
         });
       }))
@@ -62,9 +62,9 @@ void adamw_chunk(T* __restrict p, const T* __restrict g, T* __restrict m, T* __r
     else if (wd != 0.0) gi += wd * pi;
     const double mi = b1 * (double)m[i] + (1.0 - b1) * gi;
     const double vi = b2 * (double)v[i] + (1.0 - b2) * gi * gi;
-    m[i] = (T)mi;
-    v[i] = (T)vi;
-    p[i] = (T)(pi - step_size * mi / (std::sqrt(vi) / sbc2 + eps));
+    m[i] = to_t<T>(mi);
+    v[i] = to_t<T>(vi);
+    p[i] = to_t<T>(pi - step_size * mi / (std::sqrt(vi) / sbc2 + eps));
   }
 }
 
@@ -80,7 +80,7 @@ GN_SDK_KERNEL(adamw_step_kernel) {
   const double bc1 = 1.0 - std::pow(b1, (double)step), bc2 = 1.0 - std::pow(b2, (double)step);
   const double step_size = lr / bc1, sbc2 = std::sqrt(bc2), decay = 1.0 - lr * wd;  // as the reference groups them
   const int64_t n = gn_view_numel(&in[0]);
-  if (!dispatch_float(in[0].dtype, [&](auto z) {
+  if (!dispatch_float_h(in[0].dtype, [&](auto z) {
         using T = decltype(z);
         T* p = (T*)data_of(in[0]);
         const T* g = (const T*)data_of(in[1]);
@@ -98,7 +98,7 @@ double sum_sq(const gn_tensor_view& t) {
   constexpr int64_t kChunk = 65536;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<double> part((size_t)chunks);
-  dispatch_float(t.dtype, [&](auto z) {
+  dispatch_float_h(t.dtype, [&](auto z) {
     using T = decltype(z);
     const T* x = (const T*)data_of(t);
     parallel_for(chunks, kChunk, [&](int64_t c) {
@@ -118,7 +118,7 @@ GN_SDK_KERNEL(multi_sum_sq_kernel) {
   if (n_in < 1 || n_out < 1 || gn_view_numel(&out[0]) != 1 || (out[0].dtype != GN_F32 && out[0].dtype != GN_F64))
     GN_UNSUPPORTED("[multi_sum_sq] arguments");
   for (size_t i = 0; i < n_in; ++i)
-    if (in[i].dtype != GN_F32 && in[i].dtype != GN_F64) GN_UNSUPPORTED("[multi_sum_sq] dtype");
+    if (!is_float_dt(in[i].dtype)) GN_UNSUPPORTED("[multi_sum_sq] dtype");
   double acc = 0.0;
   for (size_t i = 0; i < n_in; ++i) acc += sum_sq(in[i]);
   if (out[0].dtype == GN_F32) *(float*)data_of(out[0]) = (float)acc;
@@ -126,14 +126,14 @@ GN_SDK_KERNEL(multi_sum_sq_kernel) {
 }
 
 double scalar_of(const gn_tensor_view& v) {
-  return v.dtype == GN_F32 ? (double)*(const float*)data_of(v) : *(const double*)data_of(v);
+  return gn::sdk::load(data_of(v), v.dtype);
 }
 
 // ti *= s (in double, rounded once); returns whether any input element was inf/NaN.
 bool scale_one(const gn_tensor_view& t, double s) {
   const int64_t n = gn_view_numel(&t);
   bool found = false;
-  dispatch_float(t.dtype, [&](auto z) {
+  dispatch_float_h(t.dtype, [&](auto z) {
     using T = decltype(z);
     T* x = (T*)data_of(t);
     constexpr int64_t kChunk = 16384;
@@ -144,8 +144,8 @@ bool scale_one(const gn_tensor_view& t, double s) {
       int nf = 0;
 #pragma omp simd reduction(| : nf)
       for (int64_t i = c * kChunk; i < e; ++i) {
-        nf |= !(std::fabs(x[i]) < (T)INFINITY);
-        x[i] = (T)((double)x[i] * s);
+        nf |= !(std::fabs((double)x[i]) < INFINITY);
+        x[i] = to_t<T>((double)x[i] * s);
       }
       bad[(size_t)c] = nf != 0;
     });
@@ -156,7 +156,7 @@ bool scale_one(const gn_tensor_view& t, double s) {
 
 bool all_float(const gn_tensor_view* in, size_t from, size_t n) {
   for (size_t i = from; i < n; ++i)
-    if (in[i].dtype != GN_F32 && in[i].dtype != GN_F64) return false;
+    if (!is_float_dt(in[i].dtype)) return false;
   return true;
 }
 
@@ -173,15 +173,14 @@ GN_SDK_KERNEL(multi_unscale_check_kernel) {
   bool found = false;
   for (size_t i = 2; i < n_in; ++i) found |= scale_one(in[i], s);
   if (found) {
-    if (in[1].dtype == GN_F32) *(float*)data_of(in[1]) = 1.f;
-    else *(double*)data_of(in[1]) = 1.0;
+    gn::sdk::store(data_of(in[1]), in[1].dtype, 1.0);
   }
 }
 
 }  // namespace
 
 void register_optim(const gn::sdk::Registrar& r) {
-  const int32_t dtypes[] = {GN_F32, GN_F64};
+  const int32_t dtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
   r.kernel("sgd_step", dtypes, sgd_step_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("adamw_step", dtypes, adamw_step_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("multi_sum_sq", dtypes, multi_sum_sq_kernel, GN_KERNEL_CONTIGUOUS);
