@@ -103,7 +103,7 @@ std::vector<Case> elementwise_cases() {
         c.tol = kExact;
         cs.push_back(c);
       }
-    for (int32_t dt : {GN_I64, GN_I32, GN_F32})
+    for (int32_t dt : {GN_I64, GN_I32, GN_F32, GN_I8, GN_U8, GN_BF16, GN_F16})
       for (auto [lo, hi] : std::vector<std::pair<int64_t, int64_t>>{{0, 10}, {-5, 3}, {-(1ll << 31), 1ll << 31}}) {
         Case c;
         c.name = "randint_" + dname(dt) + "_" + sname(shape) + "_" + std::to_string(hi - lo);
@@ -115,7 +115,7 @@ std::vector<Case> elementwise_cases() {
         c.tol = kExact;
         cs.push_back(c);
       }
-    for (int32_t dt : {GN_F32, GN_F64}) {
+    for (int32_t dt : {GN_F32, GN_F64, GN_BF16, GN_F16}) {
       Case c;
       c.name = "bernoulli_" + dname(dt) + "_" + sname(shape);
       c.op = "bernoulli";

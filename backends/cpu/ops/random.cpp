@@ -64,6 +64,10 @@ GN_SDK_KERNEL(randint_kernel) {
     case GN_I32: generate<GN_I32>(o, [&](void* v, int64_t i) { store_int(v, GN_I32, f(i)); }); return;
     case GN_F32: generate<GN_F32>(o, [&](void* v, int64_t i) { store_int(v, GN_F32, f(i)); }); return;
     case GN_F64: generate<GN_F64>(o, [&](void* v, int64_t i) { store_int(v, GN_F64, f(i)); }); return;
+    case GN_I8: generate<GN_I8>(o, [&](void* v, int64_t i) { store_int(v, GN_I8, f(i)); }); return;
+    case GN_U8: generate<GN_U8>(o, [&](void* v, int64_t i) { store_int(v, GN_U8, f(i)); }); return;
+    case GN_F16: generate<GN_F16>(o, [&](void* v, int64_t i) { store_int(v, GN_F16, f(i)); }); return;
+    case GN_BF16: generate<GN_BF16>(o, [&](void* v, int64_t i) { store_int(v, GN_BF16, f(i)); }); return;
     default: GN_UNSUPPORTED("[randint] dtype");
   }
 }
@@ -75,25 +79,25 @@ GN_SDK_KERNEL(bernoulli_kernel) {
   const int64_t n = gn_view_numel(&o);
   if (gn_view_numel(&p) != n || p.dtype != o.dtype) GN_UNSUPPORTED("[bernoulli] shapes");
   const uint64_t seed = ctx->seed, off = ctx->offset;
-  bool ok = dispatch_float(p.dtype, [&](auto t) {
+  bool ok = dispatch_float_h(p.dtype, [&](auto t) {
     using T = decltype(t);
     const T* pp = (const T*)data_of(p);
     // Out-of-range p: the reference reports it (nothing written here).
     bool bad = false;
-    for (int64_t i = 0; i < n; ++i) bad |= !(pp[i] >= T(0) && pp[i] <= T(1));
+    for (int64_t i = 0; i < n; ++i) bad |= !((double)pp[i] >= 0.0 && (double)pp[i] <= 1.0);
     if (bad) GN_UNSUPPORTED("[bernoulli] p outside [0, 1]");
     T* po = (T*)data_of(o);
     // One Philox block serves elements 4j..4j+3 (philox_word's w[i & 3]): a
     // block per 4 elements instead of per element, the same values bit for bit.
     parallel_range(n, [&](int64_t b, int64_t e) {
       int64_t i = b;
-      for (; i < e && (i & 3); ++i) po[i] = philox_uniform(seed, off, i) < (double)pp[i] ? T(1) : T(0);
+      for (; i < e && (i & 3); ++i) po[i] = philox_uniform(seed, off, i) < (double)pp[i] ? to_t<T>(1.0) : to_t<T>(0.0);
       for (; i + 4 <= e; i += 4) {
         const PhiloxBlock blk = philox4x32_10(off + (uint64_t)(i >> 2), seed);
         for (int k = 0; k < 4; ++k)
-          po[i + k] = (double)(blk.w[k] >> 8) * (1.0 / 16777216.0) < (double)pp[i + k] ? T(1) : T(0);
+          po[i + k] = (double)(blk.w[k] >> 8) * (1.0 / 16777216.0) < (double)pp[i + k] ? to_t<T>(1.0) : to_t<T>(0.0);
       }
-      for (; i < e; ++i) po[i] = philox_uniform(seed, off, i) < (double)pp[i] ? T(1) : T(0);
+      for (; i < e; ++i) po[i] = philox_uniform(seed, off, i) < (double)pp[i] ? to_t<T>(1.0) : to_t<T>(0.0);
     });
   });
   if (!ok) GN_UNSUPPORTED("[bernoulli] dtype");
@@ -105,9 +109,9 @@ void register_random(const gn::sdk::Registrar& r) {
   const int32_t fl[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
   r.kernel("rand", fl, rand_kernel);
   r.kernel("randn", fl, randn_kernel);
-  const int32_t ints[] = {GN_I64, GN_I32, GN_F32, GN_F64};
+  const int32_t ints[] = {GN_I64, GN_I32, GN_I8, GN_U8, GN_F32, GN_F64, GN_F16, GN_BF16};
   r.kernel("randint", ints, randint_kernel);
-  const int32_t bf[] = {GN_F32, GN_F64};
+  const int32_t bf[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
   r.kernel("bernoulli", bf, bernoulli_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
