@@ -41,6 +41,8 @@ CASES = [
     ("conv2d 3x3 64ch 56x56", "conv2d", "GFLOPs", "GFLOP/s", 2 * 32 * 64 * 56 * 56 * 64 * 9 * 1e-9),
 ]
 
+load_before = os.getloadavg()
+
 # ---- Genesis and direct oneDNN (one process, interleaved repetitions)
 env = dict(os.environ, GENESIS_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads))
 out = subprocess.run([f"{args.build}/bin/bench_cpu", f"--benchmark_repetitions={args.reps}",
@@ -107,7 +109,9 @@ except ImportError:
     torch_version = "not installed"
 
 # ---- table
-print(f"threads: {args.threads}; torch {torch_version}; medians of {args.reps} interleaved repetitions")
+load_after = os.getloadavg()
+print(f"threads: {args.threads}; torch {torch_version}; medians of {args.reps} interleaved repetitions; "
+      f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} (1 min)")
 hdr = f"{'case':22} {'unit':8} {'genesis':>9} {'oneDNN':>9} {'torch':>9} {'gen/oneDNN':>11} {'gen/torch':>10}  target"
 print(hdr)
 print("-" * len(hdr))
