@@ -285,63 +285,93 @@ template <> constexpr cudaDataType_t cuda_type<double>() { return CUDA_R_64F; }
 template <> constexpr cudaDataType_t cuda_type<__half>() { return CUDA_R_16F; }
 template <> constexpr cudaDataType_t cuda_type<__nv_bfloat16>() { return CUDA_R_16BF; }
 
-// col[nl][(c,i,j)][p] for images n0 + nl (zero outside the image).  I: the
-// index type of the decomposition (int when the chunk has < 2^31 elements:
-// 64-bit division would dominate this memory-bound kernel).
-template <class T, class I>
+// col[nl][(c,i,j)][p] for images n0 + nl (zero outside the image).  One block
+// per row (nl, c, i, j): the divisions happen once per row, the threads walk
+// p with an incremental (oh, ow) (per-element integer division made this
+// memory-bound kernel compute-bound).
+template <class T>
 __global__ void im2col_kernel(const T* __restrict__ x, T* __restrict__ col, Geom g, int n0, int nb) {
-  const I P = (I)g.Ho * g.Wo, KT = (I)g.C * g.KH * g.KW, total = (I)nb * KT * P;
-  for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < total; e += (I)gridDim.x * blockDim.x) {
-    const I p = e % P, t = e / P;
-    const int k = (int)(t % KT), nl = (int)(t / KT);
-    const int ow = (int)(p % g.Wo), oh = (int)(p / g.Wo);
+  const int P = g.Ho * g.Wo, KT = g.C * g.KH * g.KW;
+  const int64_t rows = (int64_t)nb * KT;
+  const int step_h = (int)blockDim.x / g.Wo, step_w = (int)blockDim.x % g.Wo;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int k = (int)(r % KT), nl = (int)(r / KT);
     const int j = k % g.KW, t2 = k / g.KW, i = t2 % g.KH, c = t2 / g.KH;
-    const int ih = oh * g.sh - g.ph + i * g.dh, iw = ow * g.sw - g.pw + j * g.dw;
-    T v = convert<T>(0.0f);
-    if (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) v = x[(((int64_t)(n0 + nl) * g.C + c) * g.H + ih) * g.W + iw];
-    col[e] = v;
+    const T* xp = x + ((int64_t)(n0 + nl) * g.C + c) * g.H * g.W;
+    T* cp = col + r * P;
+    int oh = (int)threadIdx.x / g.Wo, ow = (int)threadIdx.x % g.Wo;
+    const int h_off = i * g.dh - g.ph, w_off = j * g.dw - g.pw;
+    for (int p = threadIdx.x; p < P; p += blockDim.x) {
+      const int ih = oh * g.sh + h_off, iw = ow * g.sw + w_off;
+      cp[p] = (ih >= 0 && ih < g.H && iw >= 0 && iw < g.W) ? xp[ih * g.W + iw] : convert<T>(0.0f);
+      ow += step_w;
+      oh += step_h;
+      if (ow >= g.Wo) {
+        ow -= g.Wo;
+        ++oh;
+      }
+    }
   }
+}
+
+// o = n / s when n >= 0, s divides n and the quotient is < lim.
+__device__ __forceinline__ bool tap_index(int n, int s, int lim, int& o) {
+  if (n < 0) return false;
+  if (s == 1) {
+    o = n;
+  } else {
+    if (n % s) return false;
+    o = n / s;
+  }
+  return o < lim;
 }
 
 // dx[n0+nl][c][h][w] = sum over taps (i, j) with oh*sh = h+ph-i*dh, ow*sw = w+pw-j*dw
-// (exact, in range) of dcol[nl][(c,i,j)][oh*Wo+ow]; fixed tap order.
-template <class T, class I>
+// (exact, in range) of dcol[nl][(c,i,j)][oh*Wo+ow]; fixed tap order.  One block
+// per (nl, c) plane, incremental (h, w) as im2col.
+template <class T>
 __global__ void col2im_kernel(const acc_t<T>* __restrict__ dcol, T* __restrict__ dx, Geom g, int n0, int nb) {
   using A = acc_t<T>;
-  const I HW = (I)g.H * g.W, total = (I)nb * g.C * HW;
-  const int64_t P = (int64_t)g.Ho * g.Wo;
-  for (I e = blockIdx.x * (I)blockDim.x + threadIdx.x; e < total; e += (I)gridDim.x * blockDim.x) {
-    const I hw = e % HW, t = e / HW;
-    const int w = (int)(hw % g.W), h = (int)(hw / g.W);
-    const int c = (int)(t % g.C), nl = (int)(t / g.C);
+  const int HW = g.H * g.W;
+  const int64_t P = (int64_t)g.Ho * g.Wo, planes = (int64_t)nb * g.C;
+  const int step_h = (int)blockDim.x / g.W, step_w = (int)blockDim.x % g.W;
+  for (int64_t pl = blockIdx.x; pl < planes; pl += gridDim.x) {
+    const int c = (int)(pl % g.C), nl = (int)(pl / g.C);
     const A* base = dcol + ((int64_t)nl * g.C + c) * g.KH * g.KW * P;
-    A s = A(0);
-    for (int i = 0; i < g.KH; ++i) {
-      const int nh = h + g.ph - i * g.dh;
-      if (nh < 0 || nh % g.sh != 0 || nh / g.sh >= g.Ho) continue;
-      for (int j = 0; j < g.KW; ++j) {
-        const int nw = w + g.pw - j * g.dw;
-        if (nw < 0 || nw % g.sw != 0 || nw / g.sw >= g.Wo) continue;
-        s += base[((int64_t)i * g.KW + j) * P + (nh / g.sh) * g.Wo + nw / g.sw];
+    T* dp = dx + ((int64_t)(n0 + nl) * g.C + c) * HW;
+    int h = (int)threadIdx.x / g.W, w = (int)threadIdx.x % g.W;
+    for (int hw = threadIdx.x; hw < HW; hw += blockDim.x) {
+      A s = A(0);
+      for (int i = 0; i < g.KH; ++i) {
+        int oh;
+        if (!tap_index(h + g.ph - i * g.dh, g.sh, g.Ho, oh)) continue;
+        for (int j = 0; j < g.KW; ++j) {
+          int ow;
+          if (!tap_index(w + g.pw - j * g.dw, g.sw, g.Wo, ow)) continue;
+          s += base[((int64_t)i * g.KW + j) * P + oh * g.Wo + ow];
+        }
+      }
+      dp[hw] = convert<T>(s);
+      w += step_w;
+      h += step_h;
+      if (w >= g.W) {
+        w -= g.W;
+        ++h;
       }
     }
-    dx[((int64_t)(n0 + nl) * g.C + c) * (int64_t)HW + hw] = convert<T>(s);
   }
 }
 
-// Launch helpers: 32-bit decomposition when the chunk allows it.
+unsigned row_blocks(int64_t rows) { return (unsigned)std::min<int64_t>(std::max<int64_t>(rows, 1), INT32_MAX); }
+
 template <class T>
 void launch_im2col(const gn_kernel_ctx* ctx, const T* x, T* col, const Geom& g, int n0, int nb) {
-  const int64_t total = (int64_t)nb * g.C * g.KH * g.KW * g.Ho * g.Wo;
-  if (total < INT32_MAX) im2col_kernel<T, int32_t><<<nn::grid_for(ctx, total), kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
-  else im2col_kernel<T, int64_t><<<nn::grid_for(ctx, total), kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
+  im2col_kernel<T><<<row_blocks((int64_t)nb * g.C * g.KH * g.KW), kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
   GN_CUDA_CHECK_LAUNCH();
 }
 template <class T>
 void launch_col2im(const gn_kernel_ctx* ctx, const acc_t<T>* dcol, T* dx, const Geom& g, int n0, int nb) {
-  const int64_t total = (int64_t)nb * g.C * g.H * g.W;
-  if (total < INT32_MAX) col2im_kernel<T, int32_t><<<nn::grid_for(ctx, total), kThreads, 0, stream(ctx)>>>(dcol, dx, g, n0, nb);
-  else col2im_kernel<T, int64_t><<<nn::grid_for(ctx, total), kThreads, 0, stream(ctx)>>>(dcol, dx, g, n0, nb);
+  col2im_kernel<T><<<row_blocks((int64_t)nb * g.C), kThreads, 0, stream(ctx)>>>(dcol, dx, g, n0, nb);
   GN_CUDA_CHECK_LAUNCH();
 }
 
