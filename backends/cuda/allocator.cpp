@@ -12,6 +12,7 @@
 namespace gn::cuda {
 
 [[noreturn]] void cuda_fail(cudaError_t err, const char* expr, const char* file, int line);
+const cudaDeviceProp& device_prop(int index);
 
 namespace {
 
@@ -94,6 +95,15 @@ DeviceAllocator::Block* DeviceAllocator::new_segment(size_t size, bool small, cu
                                                      size_t requested) {
   size_t seg = small ? kSmallSegment
                      : (size <= kMidSize ? kLargeSegment : (size + kSegmentRound - 1) / kSegmentRound * kSegmentRound);
+  // A request beyond the device's whole memory can never be served: say so
+  // at once (no cache flush can help, and the driver is not asked).
+  const uint64_t total = device_prop(device_).totalGlobalMem;
+  if (seg > total)
+    gn::sdk::fail(GN_ERR_OUT_OF_MEMORY,
+                  "CUDA out of memory on cuda:" + std::to_string(device_) + ": tried to allocate " + mib(requested) +
+                      " (" + std::to_string(requested) + " bytes), more than the device's total memory (" +
+                      mib(total) + "); " + mib(allocated_) + " allocated by Genesis, " + mib(reserved_) +
+                      " reserved by its cache");
   void* p = nullptr;
   cudaError_t err = cudaMalloc(&p, seg);
   if (err == cudaErrorMemoryAllocation) {

@@ -107,9 +107,9 @@ inline constexpr int32_t kIntDtypes[] = {GN_I8, GN_U8, GN_I32, GN_I64};
 // ----------------------------------------------------------------------------
 // the call: device, stream, workspace
 
-// Make ctx's device current for the scope (cheap when it already is).
+// Make ctx's device current (a thread-local check when it already is; the
+// device stays current afterwards, see plugin.cpp).
 struct DeviceGuard {
-  int prev = -1;
   explicit DeviceGuard(int index);
   explicit DeviceGuard(const gn_kernel_ctx* ctx) : DeviceGuard(ctx->device.index) {}
   ~DeviceGuard();
@@ -200,6 +200,37 @@ __host__ __device__ __forceinline__ To convert(From v) {
     return static_cast<To>(v);
   }
 }
+
+#ifdef __CUDACC__
+// Round a float result r into T (f16/bf16) exactly as rounding the exact
+// value once would (the reference's double computation), as long as r is
+// within `window` float ulps of the exact value: when r lies that close to a
+// rounding midpoint of T (or where T's rounding position depends on the
+// exponent: f16 subnormals and overflow), slow() recomputes in double.  With
+// window 128 that is ~0.4% of bf16 and ~3% of f16 results: float speed, the
+// reference's bits.
+template <class T, class Slow>
+__device__ __forceinline__ T round_checked(float r, Slow&& slow) {
+  const uint32_t u = __float_as_uint(r);
+  constexpr int kWindow = 128;
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    const int low = (int)(u & 0xffffu);
+    if (abs(low - 0x8000) <= kWindow && (u & 0x7f800000u) != 0x7f800000u) return convert<T>(slow());
+    return convert<T>(r);
+  } else {
+    static_assert(std::is_same_v<T, __half>, "round_checked: f16 or bf16");
+    const float a = fabsf(r);
+    if (a >= 6.103515625e-05f && a < 65504.0f) {  // normal f16 range: 13 float bits below f16's last
+      const int low = (int)(u & 0x1fffu);
+      if (abs(low - 0x1000) > kWindow) return convert<T>(r);
+    } else if (!(a < 65520.0f * 4.0f) || a == 0.0f) {
+      return convert<T>(r);  // far beyond f16 (inf either way), NaN, zero
+    }
+    return convert<T>(slow());
+  }
+}
+
+#endif  // __CUDACC__
 
 // Call f(Tag<T>{}) for the C++ type of dtype.  The *_float variant covers
 // f32/f16/bf16/f64; the *_all variant every gn_dtype.  Unlisted dtypes fail
@@ -342,6 +373,33 @@ template <class T, int N>
 __device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
   *reinterpret_cast<Vec<T, N>*>(p) = v;
 }
+
+#ifdef __CUDACC__
+// Streaming (evict-first) variants for tensors far larger than L2: the data
+// is touched once, so it should not push out what the next kernel reads.
+template <class T, int N>
+__device__ __forceinline__ Vec<T, N> load_vec_cs(const T* p) {
+  if constexpr (sizeof(Vec<T, N>) == 16) {
+    const uint4 u = __ldcs(reinterpret_cast<const uint4*>(p));
+    Vec<T, N> v;
+    memcpy(&v, &u, 16);
+    return v;
+  } else {
+    return load_vec<T, N>(p);
+  }
+}
+template <class T, int N>
+__device__ __forceinline__ void store_vec_cs(T* p, const Vec<T, N>& v) {
+  if constexpr (sizeof(Vec<T, N>) == 16) {
+    uint4 u;
+    memcpy(&u, &v, 16);
+    __stcs(reinterpret_cast<uint4*>(p), u);
+  } else {
+    store_vec<T, N>(p, v);
+  }
+}
+
+#endif  // __CUDACC__
 
 // True when every pointer is 16-byte aligned (vector path allowed).
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }

@@ -36,7 +36,8 @@ __device__ __forceinline__ Out apply_f(const F& f, const In (&a)[NIN]) {
 // the warp is one contiguous 512-byte run) before computing, then U stores.
 // The ragged end of the tensor is done element by element.
 template <int N, int U, class Out, class In, int NIN, class F>
-__global__ void __launch_bounds__(kThreads) ew_dense_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in, F f) {
+__global__ void __launch_bounds__(kThreads) ew_dense_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in, F f,
+                                                             bool streaming) {
   const int64_t tile = (int64_t)blockDim.x * N * U;
   for (int64_t start = (int64_t)blockIdx.x * tile; start < n; start += (int64_t)gridDim.x * tile) {
     if (start + tile <= n) {
@@ -51,7 +52,7 @@ __global__ void __launch_bounds__(kThreads) ew_dense_kernel(int64_t n, Out* __re
 #pragma unroll
             for (int j = 0; j < N; ++j) v[u][k][j] = sv;
           } else if constexpr (N > 1) {
-            const Vec<In, N> t = load_vec<In, N>(in.p[k] + base);
+            const Vec<In, N> t = streaming ? load_vec_cs<In, N>(in.p[k] + base) : load_vec<In, N>(in.p[k] + base);
 #pragma unroll
             for (int j = 0; j < N; ++j) v[u][k][j] = t.v[j];
           } else {
@@ -70,8 +71,12 @@ __global__ void __launch_bounds__(kThreads) ew_dense_kernel(int64_t n, Out* __re
           for (int k = 0; k < NIN; ++k) a[k] = v[u][k][j];
           o.v[j] = apply_f<Out, In, NIN>(f, a);
         }
-        if constexpr (N > 1) store_vec<Out, N>(out + base, o);
-        else out[base] = o.v[0];
+        if constexpr (N > 1) {
+          if (streaming) store_vec_cs<Out, N>(out + base, o);
+          else store_vec<Out, N>(out + base, o);
+        } else {
+          out[base] = o.v[0];
+        }
       }
     } else {
       for (int64_t i = start + threadIdx.x; i < n; i += blockDim.x) {
@@ -209,12 +214,16 @@ void elementwise(const gn_kernel_ctx* ctx, const gn_tensor_view& out, const gn_t
     // the grid-stride loop).
     constexpr int U = 2;
     const int64_t max_blocks = sms * 32;
+    // Evict-first access once the operands are well beyond L2 (50 MB on H100).
+    const bool streaming = (int64_t)(sizeof(Out) + NIN * sizeof(In)) * n > (int64_t(128) << 20);
     if (vec) {
       int64_t b = (n + (int64_t)kThreads * N * U - 1) / ((int64_t)kThreads * N * U);
-      ew_dense_kernel<N, U, Out, In, NIN, F><<<(unsigned)(b < max_blocks ? b : max_blocks), kThreads, 0, st>>>(n, o, ptrs, f);
+      ew_dense_kernel<N, U, Out, In, NIN, F>
+          <<<(unsigned)(b < max_blocks ? b : max_blocks), kThreads, 0, st>>>(n, o, ptrs, f, streaming);
     } else {
       int64_t b = (n + (int64_t)kThreads * 4 - 1) / ((int64_t)kThreads * 4);
-      ew_dense_kernel<1, 4, Out, In, NIN, F><<<(unsigned)(b < max_blocks ? b : max_blocks), kThreads, 0, st>>>(n, o, ptrs, f);
+      ew_dense_kernel<1, 4, Out, In, NIN, F>
+          <<<(unsigned)(b < max_blocks ? b : max_blocks), kThreads, 0, st>>>(n, o, ptrs, f, false);
     }
   } else {
     const gn_tensor_view* views[NIN + 1];

@@ -42,18 +42,22 @@ void cuda_fail(cudaError_t err, const char* expr, const char* file, int line) {
                  " at " + (base ? base + 1 : file) + ":" + std::to_string(line));
 }
 
+// The CUDA runtime is linked statically: its current device belongs to this
+// plugin alone (an application's own cudart has its own), so the device this
+// thread last set is remembered and no call is made when it is already
+// current (the hot path of every kernel: no cudaGetDevice, no restore).
+namespace {
+thread_local int t_current_device = -1;
+}
+
 DeviceGuard::DeviceGuard(int index) {
-  int cur = 0;
-  GN_CUDA_CHECK(cudaGetDevice(&cur));
-  if (cur != index) {
+  if (t_current_device != index) {
     GN_CUDA_CHECK(cudaSetDevice(index));
-    prev = cur;
+    t_current_device = index;
   }
 }
 
-DeviceGuard::~DeviceGuard() {
-  if (prev >= 0) cudaSetDevice(prev);
-}
+DeviceGuard::~DeviceGuard() {}
 
 const cudaDeviceProp& device_prop(int index) {
   static std::mutex mu;

@@ -39,13 +39,10 @@ __device__ __forceinline__ A div_floor(A a, A b) {
   return fl;
 }
 
-// Math type: float for f32/bf16 (one rounding of an exact-or-float result),
-// double for f64 and f16 (f16 quotients rounded through float could round
-// twice).  pow and the rounding divisions always run in double: the
-// reference's double quotient decides trunc/floor, and pow's one rounding
-// from double is what it stores.
-template <class T>
-using bin_math_t = std::conditional_t<std::is_same_v<T, double> || std::is_same_v<T, __half>, double, float>;
+// Math: double for f64; float for f32 except pow (double, rounded once like
+// the reference); f16/bf16 in float with round_checked (double near a
+// rounding midpoint); the rounding divisions (trunc/floor) always from the
+// double quotient, which is what decides them in the reference.
 
 template <class A>
 __device__ __forceinline__ A arith(int op, int mode, A a, A b, A alpha) {
@@ -60,16 +57,34 @@ __device__ __forceinline__ A arith(int op, int mode, A a, A b, A alpha) {
   }
 }
 
-template <class T>
+// HEAVY: pow and the rounding divisions (double math); the plain arithmetic
+// ops get a kernel of their own so that double pow's registers do not lower
+// the occupancy of add/mul (memory-bound: occupancy is bandwidth).
+template <class T, bool HEAVY>
 struct FloatBinF {
   int op;
   int mode;  // div rounding mode
   double alpha;
   __device__ __forceinline__ T operator()(T av, T bv) const {
-    using M = bin_math_t<T>;
-    if (op == kPow || (op == kDiv && mode != 0))
-      return convert<T>(arith<double>(op, mode, convert<double>(av), convert<double>(bv), alpha));
-    return convert<T>(arith<M>(op, mode, convert<M>(av), convert<M>(bv), (M)alpha));
+    if constexpr (std::is_same_v<T, double>) {
+      return arith<double>(op, mode, av, bv, alpha);
+    } else if constexpr (HEAVY) {
+      if (op == kDiv)  // the double quotient decides trunc/floor
+        return convert<T>(arith<double>(op, mode, convert<double>(av), convert<double>(bv), alpha));
+      if constexpr (std::is_same_v<T, float>) {
+        return (float)pow((double)av, (double)bv);
+      } else {
+        const float a = (float)av, b = (float)bv;
+        return round_checked<T>(powf(a, b), [&] { return pow((double)a, (double)b); });
+      }
+    } else if constexpr (std::is_same_v<T, float>) {
+      return arith<float>(op, mode, av, bv, (float)alpha);
+    } else {
+      // f16/bf16: float math, rounded like the reference's double result.
+      const float a = (float)av, b = (float)bv;
+      const float r = arith<float>(op, mode, a, b, (float)alpha);
+      return round_checked<T>(r, [&] { return arith<double>(op, mode, (double)a, (double)b, alpha); });
+    }
   }
 };
 
@@ -203,7 +218,10 @@ GN_SDK_KERNEL(binary_kernel) {
   if (gn_dtype_is_float(a.dtype)) {
     dispatch_float(a.dtype, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      elementwise<T, T, 2>(ctx, o, ins, FloatBinF<T>{op, mode, alpha});
+      if (op == kPow || (op == kDiv && mode != 0))
+        elementwise<T, T, 2>(ctx, o, ins, FloatBinF<T, true>{op, mode, alpha});
+      else
+        elementwise<T, T, 2>(ctx, o, ins, FloatBinF<T, false>{op, mode, alpha});
     });
     return;
   }

@@ -1,7 +1,8 @@
 // backends/cuda/ops/convert.cu - cast, copy (dense copy, or x broadcast and
 // converted into a preallocated y of any strides) and fill.
 //
-// Same-dtype dense copies are one cudaMemcpyAsync; same dtype with strides,
+// Same-dtype dense copies are one cudaMemcpyAsync, transposed ones a tiled
+// shared-memory transpose; same dtype with other strides,
 // and the float32 <-> float16/bfloat16 casts (the ones mixed precision runs
 // constantly) are typed elementwise kernels with 16-byte access; every other
 // dtype pair goes through one generic kernel that loads and stores through
@@ -51,6 +52,55 @@ OffsetCalc<2> calc2(const gn_tensor_view& y, const gn_tensor_view& x) {
   return oc;
 }
 
+// Transposed copies (out row-major, x contiguous along out's rows: e.g.
+// contiguous() of a transpose): 32x32 tiles through shared memory, so both
+// the reads and the writes are coalesced.  E is a same-size carrier type.
+template <class E>
+__global__ void transpose_kernel(E* __restrict__ out, const E* __restrict__ in, int64_t R, int64_t C,
+                                 int64_t so_b, int64_t so_r, int64_t si_b, int64_t si_c) {
+  __shared__ E tile[32][33];
+  const int64_t b = blockIdx.z, r0 = (int64_t)blockIdx.y * 32, c0 = (int64_t)blockIdx.x * 32;
+  const E* src = in + b * si_b;
+  for (int j = threadIdx.y; j < 32; j += 8) {
+    const int64_t c = c0 + j, r = r0 + threadIdx.x;
+    if (r < R && c < C) tile[j][threadIdx.x] = src[r + c * si_c];
+  }
+  __syncthreads();
+  E* dst = out + b * so_b;
+  for (int j = threadIdx.y; j < 32; j += 8) {
+    const int64_t r = r0 + j, c = c0 + threadIdx.x;
+    if (r < R && c < C) dst[r * so_r + c] = tile[threadIdx.x][j];
+  }
+}
+
+// The transposed-copy layout of (y, x) after coalescing, or false.
+bool try_transpose(const gn_kernel_ctx* ctx, const gn_tensor_view& y, const gn_tensor_view& x) {
+  const gn_tensor_view* views[2] = {&y, &x};
+  const OffsetCalc<2> oc = make_offset_calc<2>(y.shape, y.ndim, views);
+  if (oc.ndim != 2 && oc.ndim != 3) return false;
+  const int l = oc.ndim - 1;
+  if (oc.strides[l][0] != 1 || oc.strides[l - 1][1] != 1 || oc.strides[l][1] == 1) return false;
+  const int64_t R = oc.shape[l - 1], C = oc.shape[l];
+  const int64_t batch = oc.ndim == 3 ? oc.shape[0] : 1;
+  if (R < 32 || C < 32 || batch > 65535 || (R + 31) / 32 > 65535) return false;
+  const int64_t so_b = oc.ndim == 3 ? oc.strides[0][0] : 0, si_b = oc.ndim == 3 ? oc.strides[0][1] : 0;
+  const dim3 grid((unsigned)((C + 31) / 32), (unsigned)((R + 31) / 32), (unsigned)batch), block(32, 8);
+  auto go = [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    transpose_kernel<E><<<grid, block, 0, stream(ctx)>>>(data_ptr<E>(y), data_ptr<const E>(x), R, C, so_b,
+                                                         oc.strides[l - 1][0], si_b, oc.strides[l][1]);
+  };
+  switch (gn_dtype_size(y.dtype)) {
+    case 1: go(Tag<uint8_t>{}); break;
+    case 2: go(Tag<uint16_t>{}); break;
+    case 4: go(Tag<uint32_t>{}); break;
+    case 8: go(Tag<uint64_t>{}); break;
+    default: return false;
+  }
+  GN_CUDA_CHECK_LAUNCH();
+  return true;
+}
+
 bool same_shape(const gn_tensor_view& a, const gn_tensor_view& b) {
   if (a.ndim != b.ndim) return false;
   for (int d = 0; d < a.ndim; ++d)
@@ -72,6 +122,7 @@ void convert_into(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view
                                       cudaMemcpyDeviceToDevice, stream(ctx)));
       return;
     }
+    if (try_transpose(ctx, y, x)) return;
     dispatch_all(x.dtype, op, [&](auto tag) {
       using T = typename decltype(tag)::type;
       elementwise<T, T, 1>(ctx, y, ins, IdentityF<T>{});

@@ -11,7 +11,7 @@
 //   row-major matrix): 32 outputs per block along x, coalesced, with 8
 //   threads per output along y splitting the reduced range;
 // - when outputs alone cannot fill the GPU (a full reduction, few long rows),
-//   the reduced range is split over blockIdx.y: each block writes a partial
+//   the reduced range is split over blockIdx.y (aim: 8 blocks per SM): each block writes a partial
 //   state into the workspace and a second kernel combines them in order.
 // Accumulation: float for f16/bf16/f32, double for f64, int64 (wrapping) for
 // integer sums/products; var/std use Welford's algorithm (Chan's merge),
@@ -425,10 +425,10 @@ void run_reduce(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& 
     L.out_per_block = L.n_in >= 1024 ? 1 : 8;
     blocks_x = (L.n_out + L.out_per_block - 1) / L.out_per_block;
   }
-  // Split the reduced range when the outputs cannot fill the GPU (aim: ~4
+  // Split the reduced range when the outputs cannot fill the GPU (aim: ~8
   // blocks per SM), keeping at least 4096 elements per block.
   int64_t splits = 1;
-  const int64_t target = sms * 4;
+  const int64_t target = sms * 8;
   const int64_t min_chunk = L.mode == 1 ? 64 : 4096;  // column blocks have 8 lanes per output
   if (blocks_x < target && L.n_in >= 2 * min_chunk) {
     splits = (target + blocks_x - 1) / blocks_x;

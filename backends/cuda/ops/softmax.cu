@@ -45,7 +45,7 @@ __device__ __forceinline__ A row_reduce(A v, A* shm) {
 }
 
 template <class T, int VEC>
-__global__ void __launch_bounds__(1024) softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
+__global__ void __launch_bounds__(512) softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
                                                             int64_t L, bool log) {
   using A = acc_t<T>;
   __shared__ A shm[32];
@@ -140,11 +140,17 @@ __global__ void softmax_lines_kernel(const T* __restrict__ x, T* __restrict__ y,
   }
 }
 
+// Backward math in double for f32 too: g - sum(g*y) cancels, and the
+// reference's double sum is met within its f32 tolerance only that way (one
+// DP FMA per element, free next to the memory traffic).
+template <class T>
+using bwd_acc_t = std::conditional_t<std::is_same_v<T, float>, double, acc_t<T>>;
+
 // Backward rows: gx = y*(g - sum(g*y))  or  g - exp(y)*sum(g)  (log).
 template <class T>
 __global__ void __launch_bounds__(1024) softmax_bwd_rows_kernel(const T* __restrict__ g, const T* __restrict__ y,
                                                                 T* __restrict__ gx, int64_t rows, int64_t L, bool log) {
-  using A = acc_t<T>;
+  using A = bwd_acc_t<T>;
   __shared__ A shm[32];
   const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
   if (row >= rows) return;
@@ -164,7 +170,7 @@ template <class T>
 __global__ void softmax_bwd_lines_kernel(const T* __restrict__ g, const T* __restrict__ y, T* __restrict__ gx,
                                          int64_t lines, int64_t L, OffsetCalc<3> oc, int64_t sg, int64_t sy,
                                          int64_t so, bool log) {
-  using A = acc_t<T>;
+  using A = bwd_acc_t<T>;
   for (int64_t l = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; l < lines; l += (int64_t)gridDim.x * blockDim.x) {
     int64_t off[3];
     oc.get(l, off);
@@ -237,7 +243,7 @@ void row_geometry(int64_t nvec, int max_per_thread, dim3* block) {
   int64_t t = (nvec + max_per_thread - 1) / max_per_thread;
   t = (t + 31) / 32 * 32;
   if (t < 128) t = 128;
-  if (t > 1024) t = 1024;
+  if (t > 512) t = 512;  // rows kernel: __launch_bounds__(512), 128 registers for the cache
   *block = dim3((unsigned)t, 1);
 }
 
@@ -261,7 +267,7 @@ void softmax_forward(const gn_kernel_ctx* ctx, const char* op, bool log, const g
       const bool vec = L % V == 0 && aligned16(xp) && aligned16(yp);
       const int vw = vec ? V : 1;
       const int64_t nvec = L / vw;
-      if (nvec <= 1024LL * kMaxVec) {
+      if (nvec <= 512LL * kMaxVec) {
         dim3 block;
         row_geometry(nvec, kMaxVec, &block);
         const unsigned grid = (unsigned)((rows + block.y - 1) / block.y);

@@ -77,25 +77,31 @@ __device__ __forceinline__ A unary_float(int op, A x, A lo, A hi) {
   }
 }
 
-// The math type: double for f64 and for the 16-bit floats (the reference
-// computes in double and rounds once; from double the one rounding into
-// f16/bf16 matches it except in vanishingly rare ties, while float math
-// would differ by an ulp in ~1e-4 of the elements), float for f32, whose
-// libdevice functions are within 1-2 ulp.  rsqrt of f32 is the exception:
-// the reference's 1/sqrt in double rounded once is reproduced exactly there.
+// Math: double for f64; float for f32 (libdevice within 1-2 ulp), except
+// rsqrt, whose reference value (1/sqrt in double, rounded once) is reproduced
+// exactly; f16/bf16 in float with round_checked (common.cuh), which falls
+// back to double near a rounding midpoint, so the stored bits equal the
+// reference's (double math, one rounding).
 template <class T>
-using math_t = std::conditional_t<std::is_same_v<T, float>, float, double>;
+using math_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 template <class T>
 struct FloatUnaryF {
   int op;
-  math_t<T> lo, hi;
+  double lo, hi;
   __device__ __forceinline__ T operator()(T x) const {
-    using M = math_t<T>;
-    if constexpr (std::is_same_v<M, float>) {
-      if (op == kRsqrt) return convert<T>(1.0 / sqrt((double)(float)x));
+    if constexpr (std::is_same_v<T, double>) {
+      return unary_float<double>(op, x, lo, hi);
+    } else if constexpr (std::is_same_v<T, float>) {
+      if (op == kRsqrt) return (float)(1.0 / sqrt((double)x));
+      return unary_float<float>(op, x, (float)lo, (float)hi);
+    } else {
+      // f16/bf16: float math, double only near a rounding midpoint (round_checked).
+      const float xf = (float)x;
+      if (op == kClamp) return convert<T>(unary_float<double>(op, (double)xf, lo, hi));
+      const float r = unary_float<float>(op, xf, (float)lo, (float)hi);
+      return round_checked<T>(r, [&] { return unary_float<double>(op, (double)xf, lo, hi); });
     }
-    return convert<T>(unary_float<M>(op, convert<M>(x), lo, hi));
   }
 };
 
@@ -160,8 +166,7 @@ void run_unary(const gn_kernel_ctx* ctx, const gn_tensor_view& x, const gn_tenso
   if (gn_dtype_is_float(x.dtype)) {
     dispatch_float(x.dtype, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      using M = math_t<T>;
-      elementwise<T, T, 1>(ctx, y, ins, FloatUnaryF<T>{op, (M)lo, (M)hi});
+      elementwise<T, T, 1>(ctx, y, ins, FloatUnaryF<T>{op, lo, hi});
     });
   } else {
     if (op != kNeg && op != kAbs && op != kSign && op != kRelu && op != kSquare && op != kFloor && op != kCeil &&

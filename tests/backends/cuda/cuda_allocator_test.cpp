@@ -3,6 +3,7 @@
 // against a model of what was allocated, no two live tensors overlapping,
 // reuse, cross-stream frees, empty_cache and the out-of-memory path.
 #include <algorithm>
+#include <cstdio>
 #include <random>
 
 #include "cuda_test_util.h"
@@ -13,6 +14,7 @@ using cudat::crt;
 
 // Bytes the allocator accounts for a request (rounded to 512).
 uint64_t rounded(uint64_t bytes) { return bytes < 512 ? 512 : (bytes + 511) / 512 * 512; }
+uint64_t DeviceBytes(int64_t f32_elems) { return rounded((uint64_t)f32_elems * 4); }
 
 TEST(CudaDevice, ReportsDevicesOrAReason) {
   // Runs everywhere: with a GPU the count is positive and the properties are
@@ -163,30 +165,58 @@ TEST(CudaAllocator, CrossStreamFreeIsReusedAfterItsEvent) {
   cudat::ok(gn_stream_destroy(s2), "destroy s2");
 }
 
-// A request far beyond the device: GN_ERR_OUT_OF_MEMORY naming the request,
-// what is allocated and reserved; the cache was flushed and retried once;
-// the allocator still works afterwards.
+// Out of memory, two ways.  (1) More than the device has: refused at once.
+// (2) Two requests of 60% of the device each: the second fails in cudaMalloc;
+// the cache is flushed and the request retried once (oom_retries + 1), then
+// GN_ERR_OUT_OF_MEMORY names the request, what is allocated and reserved.
+// Afterwards the allocator works as before.
 TEST(CudaAllocator, OutOfMemoryIsAClearErrorAfterOneRetry) {
   CUDA_REQUIRE_DEVICE();
+  auto step = [](const char* what) { std::fprintf(stderr, "[oom test] %s\n", what), std::fflush(stderr); };
+  gn_device_props p{};
+  p.struct_size = sizeof(p);
+  cudat::ok(gn_device_properties(crt().rt, crt().dev, &p), "properties");
   gt::T keep = cudat::empty({1 << 20}, GN_F32, crt().dev);
   const gn_memory_stats s0 = cudat::stats();
-  gn_tensor* t = nullptr;
-  const int64_t shape[1] = {int64_t(1) << 36};  // 256 GiB of f32, more than any current GPU
-  gn_status* st = gn_tensor_empty(crt().rt, shape, 1, GN_F32, crt().dev, &t);
-  ASSERT_NE(st, nullptr) << "a 256 GiB allocation succeeded";
-  gt::Err e = gt::take(st);
-  EXPECT_EQ(t, nullptr);
-  EXPECT_EQ(e.code, GN_ERR_OUT_OF_MEMORY) << e.msg;
-  EXPECT_NE(e.msg.find("tried to allocate"), std::string::npos) << e.msg;
-  EXPECT_NE(e.msg.find("allocated"), std::string::npos) << e.msg;
-  EXPECT_NE(e.msg.find("reserved"), std::string::npos) << e.msg;
-  const gn_memory_stats s1 = cudat::stats();
-  EXPECT_EQ(s1.oom_retries, s0.oom_retries + 1);
-  EXPECT_EQ(s1.allocated, s0.allocated);
+  {
+    step("request beyond the device");
+    gn_tensor* t = nullptr;
+    const int64_t shape[1] = {(int64_t)(p.total_memory / 4) * 2};
+    gt::Err e = gt::take(gn_tensor_empty(crt().rt, shape, 1, GN_F32, crt().dev, &t));
+    EXPECT_EQ(t, nullptr);
+    EXPECT_EQ(e.code, GN_ERR_OUT_OF_MEMORY) << e.msg;
+    EXPECT_NE(e.msg.find("total memory"), std::string::npos) << e.msg;
+    EXPECT_EQ(cudat::stats().oom_retries, s0.oom_retries);
+  }
+  {
+    const int64_t n = (int64_t)(p.total_memory * 6 / 10 / 4);
+    step("first 60% request");
+    gt::T big = cudat::empty({n}, GN_F32, crt().dev);
+    ASSERT_NE(big.t, nullptr);
+    step("second 60% request");
+    gn_tensor* t = nullptr;
+    gn_status* st = gn_tensor_empty(crt().rt, &n, 1, GN_F32, crt().dev, &t);
+    ASSERT_NE(st, nullptr) << "a second 60% allocation succeeded";
+    gt::Err e = gt::take(st);
+    step(e.msg.c_str());
+    EXPECT_EQ(t, nullptr);
+    EXPECT_EQ(e.code, GN_ERR_OUT_OF_MEMORY) << e.msg;
+    EXPECT_NE(e.msg.find("tried to allocate"), std::string::npos) << e.msg;
+    EXPECT_NE(e.msg.find("allocated"), std::string::npos) << e.msg;
+    EXPECT_NE(e.msg.find("reserved"), std::string::npos) << e.msg;
+    const gn_memory_stats s1 = cudat::stats();
+    EXPECT_EQ(s1.oom_retries, s0.oom_retries + 1);
+    EXPECT_EQ(s1.allocated, s0.allocated + DeviceBytes(n));
+  }
+  step("allocating after the errors");
   gt::T after = cudat::empty({1 << 20}, GN_F32, crt().dev);
   cudat::fill(after, 1.5);
   gt::T mx = cudat::call("max", {after.t}, {gn_attr_ints(nullptr, 0)});
   EXPECT_EQ(cudat::to_host(mx)[0], 1.5f);
+  // The 60% block went back to the cache; empty_cache returns it to the driver.
+  cudat::ok(gn_memory_empty_cache(crt().rt, crt().dev), "empty_cache");
+  EXPECT_LT(cudat::stats().reserved, (uint64_t)(p.total_memory / 2));
+  step("done");
 }
 
 // Host -> device copies from pageable memory are staged: the caller may
