@@ -477,7 +477,17 @@ gn_status* graph_destroy(void*, int32_t index, void* graph) {
 
 std::string g_description;
 
+// The host table the loader passes to gn_plugin_init lives on its stack for
+// the duration of the call only; the vtable slots (alloc, free, graph_begin,
+// ...) create statuses through host() long after, so the plugin keeps its
+// own copy of the table (its host_ctx, the loader's staging area, is not
+// used after init).
+gn_host_api g_host_copy;
+
 void init(const gn_host_api* h, gn_plugin_info* info) {
+  g_host_copy = gn_host_api{};
+  std::memcpy(&g_host_copy, h, h->struct_size < sizeof(g_host_copy) ? h->struct_size : sizeof(g_host_copy));
+  gn::sdk::set_host(&g_host_copy);
   int rt_version = 0, drv_version = 0, n = 0;
   cudaRuntimeGetVersion(&rt_version);
   if (cudaDriverGetVersion(&drv_version) != cudaSuccess) (void)cudaGetLastError();
