@@ -8,10 +8,12 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -45,6 +47,43 @@ struct Staging {
   int32_t error_code = GN_OK;
 };
 
+// The host table and context one loaded plugin holds.  A plugin may keep the
+// table for its whole life (the SDK keeps it in a static to make statuses from
+// kernels and device slots), and one shared object serves every runtime of the
+// process, so links are never freed: they are small and bounded by the number
+// of plugin loads.  Registration works only while gn_plugin_init runs.
+}  // namespace
+
+struct HostLink {
+  gn_host_api api{};
+  std::atomic<Staging*> staging{nullptr};  // set only during gn_plugin_init
+  std::atomic<gn_runtime*> rt{nullptr};    // cleared when the runtime goes away
+  std::string plugin_name;                 // set once init succeeded
+};
+
+namespace {
+
+HostLink* new_host_link(gn_runtime* rt) {
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<HostLink>> links;
+  std::lock_guard<std::mutex> lock(mu);
+  links.push_back(std::make_unique<HostLink>());
+  HostLink* l = links.back().get();
+  l->api = host_api_template();
+  l->api.host_ctx = l;
+  l->rt = rt;
+  return l;
+}
+
+// The staging area behind host_ctx; outside gn_plugin_init an error status.
+Staging* staging_of(void* host_ctx, const char* fn) {
+  Staging* s = host_ctx ? static_cast<HostLink*>(host_ctx)->staging.load() : nullptr;
+  if (!s)
+    throw_if(make_status(GN_ERR_INVALID_ARGUMENT,
+                         std::string(fn) + ": registration is only allowed inside gn_plugin_init"));
+  return s;
+}
+
 gn_status* host_status_new(int32_t code, const char* msg) { return make_status(code, msg ? msg : ""); }
 int32_t host_status_code(const gn_status* st) { return st ? st->code : GN_OK; }
 const char* host_status_message(const gn_status* st) { return st ? st->msg.c_str() : ""; }
@@ -56,8 +95,8 @@ gn_status* reject(Staging* s, int32_t code, std::string msg) {
 }
 
 gn_status* host_register_device_type(void* host_ctx, const gn_device_vtable* vt) {
-  auto* s = static_cast<Staging*>(host_ctx);
   return guarded([&] {
+    Staging* s = staging_of(host_ctx, "register_device_type");
     if (!vt || vt->struct_size < offsetof(gn_device_vtable, ctx) + sizeof(void*) || !vt->name || !*vt->name)
       throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_device_type: vtable without name"));
     std::string name = vt->name;
@@ -76,8 +115,8 @@ gn_status* host_register_device_type(void* host_ctx, const gn_device_vtable* vt)
 }
 
 gn_status* host_register_op(void* host_ctx, const gn_op_schema* schema) {
-  auto* s = static_cast<Staging*>(host_ctx);
   return guarded([&] {
+    Staging* s = staging_of(host_ctx, "register_op");
     if (!schema || !schema->name || !*schema->name || !schema->infer)
       throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_op: schema needs a name and an infer function"));
     std::string name = schema->name;
@@ -106,8 +145,8 @@ gn_status* host_register_op(void* host_ctx, const gn_op_schema* schema) {
 }
 
 gn_status* host_register_kernel(void* host_ctx, const gn_kernel_desc* k) {
-  auto* s = static_cast<Staging*>(host_ctx);
   return guarded([&] {
+    Staging* s = staging_of(host_ctx, "register_kernel");
     if (!k || !k->op || !k->device_type || !k->fn)
       throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_kernel: needs op, device_type and fn"));
     if (k->dtype != GN_DTYPE_ANY && (k->dtype < 0 || k->dtype >= GN_DTYPE_COUNT))
@@ -125,8 +164,8 @@ gn_status* host_register_kernel(void* host_ctx, const gn_kernel_desc* k) {
 }
 
 gn_status* host_register_comm(void* host_ctx, const gn_comm_vtable* c) {
-  auto* s = static_cast<Staging*>(host_ctx);
   return guarded([&] {
+    Staging* s = staging_of(host_ctx, "register_comm");
     if (!c || !c->name) throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_comm: needs a name"));
     gn_comm_vtable copy{};
     std::memcpy(&copy, c, std::min(c->struct_size, sizeof(copy)));
@@ -136,16 +175,17 @@ gn_status* host_register_comm(void* host_ctx, const gn_comm_vtable* c) {
 }
 
 const char* host_option_get(void* host_ctx, const char* key) {
-  auto* s = static_cast<Staging*>(host_ctx);
-  if (!key) return nullptr;
-  auto it = s->rt->options.find(key);
-  return it == s->rt->options.end() ? nullptr : it->second.c_str();
+  gn_runtime* rt = host_ctx ? static_cast<HostLink*>(host_ctx)->rt.load() : nullptr;
+  if (!key || !rt) return nullptr;
+  auto it = rt->options.find(key);
+  return it == rt->options.end() ? nullptr : it->second.c_str();
 }
 
 void host_log(void* host_ctx, int32_t level, const char* msg) {
-  auto* s = static_cast<Staging*>(host_ctx);
+  auto* l = static_cast<HostLink*>(host_ctx);
   if (level < GN_LOG_WARN && !std::getenv("GENESIS_VERBOSE")) return;
-  std::fprintf(stderr, "genesis[%s]: %s\n", s ? s->plugin_name.c_str() : "?", msg ? msg : "");
+  const char* who = l && !l->plugin_name.empty() ? l->plugin_name.c_str() : "?";
+  std::fprintf(stderr, "genesis[%s]: %s\n", who, msg ? msg : "");
 }
 
 // Commit a plugin's staged registrations into the runtime.
@@ -230,16 +270,18 @@ void load_one(gn_runtime* rt, const std::string& path) {
   auto init = lib->get<gn_status*(const gn_host_api*, gn_plugin_info*)>(GN_PLUGIN_INIT_SYMBOL);
 
   Staging staging{rt, index, "", {}, {}, {}, {}, {}, {}, {}, GN_OK};
-  gn_host_api host = host_api_template();
-  host.host_ctx = &staging;
+  HostLink* link = new_host_link(rt);
+  link->staging = &staging;
   gn_plugin_info info{};
   info.struct_size = sizeof(info);
   gn_status* st = nullptr;
   try {
-    st = init(&host, &info);
+    st = init(&link->api, &info);
   } catch (...) {  // a plugin must not throw; survive one that does
     st = make_status(GN_ERR_INTERNAL, "gn_plugin_init threw a C++ exception");
   }
+  link->staging = nullptr;
+  rt->plugins[index].host_link = link;
   PluginRecord& rec = rt->plugins[index];
   rec.abi_major = info.abi_major;
   rec.abi_minor = info.abi_minor;
@@ -268,6 +310,7 @@ void load_one(gn_runtime* rt, const std::string& path) {
     if (rt->plugins[i].loaded && rt->plugins[i].name == rec.name)
       fail_with("a plugin named '" + rec.name + "' is already loaded from " + rt->plugins[i].path);
   staging.plugin_name = rec.name;
+  link->plugin_name = rec.name;
   for (auto& op : staging.ops) op->origin = rec.name;
   rec.negotiated_minor = std::min<uint32_t>(info.abi_minor, GN_ABI_VERSION_MINOR);
   // Slots newer than the negotiated minor are never called.
@@ -311,6 +354,10 @@ const gn_host_api& host_api_template() {
     return h;
   }();
   return api;
+}
+
+void host_link_detach(HostLink* link) {
+  if (link) link->rt = nullptr;
 }
 
 void register_builtin_ops(gn_runtime* rt) {

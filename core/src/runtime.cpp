@@ -20,7 +20,10 @@ void runtime_release(gn_runtime* rt) {
     for (auto& d : dt.devices)
       if (d->current) delete d->current;
   std::vector<std::shared_ptr<void>> libs;
-  for (auto& p : rt->plugins) libs.push_back(std::move(p.library));
+  for (auto& p : rt->plugins) {
+    host_link_detach(p.host_link);
+    libs.push_back(std::move(p.library));
+  }
   delete rt;
   libs.clear();
 }

@@ -21,6 +21,8 @@ namespace genesis::core {
 constexpr int kNoPlugin = -1;
 
 // One plugin seen by the runtime, loaded or rejected.
+struct HostLink;  // loader.cpp: the host table a plugin keeps (never freed)
+
 struct PluginRecord {
   std::string path, name, version, description, error;
   uint32_t abi_major = 0, abi_minor = 0, negotiated_minor = 0;
@@ -28,6 +30,7 @@ struct PluginRecord {
   void* ctx = nullptr;
   void (*shutdown)(void*) = nullptr;
   std::shared_ptr<void> library;  // keeps the shared object mapped (Boost.DLL)
+  HostLink* host_link = nullptr;   // detached (option_get -> NULL) when the runtime dies
 };
 
 // A backend's implementation of a device type.
@@ -189,6 +192,9 @@ void load_plugin_file(gn_runtime* rt, const std::string& path);
 void register_builtin_ops(gn_runtime* rt);
 // The host table handed to plugins (host_ctx filled per load).
 const gn_host_api& host_api_template();
+// Called when a runtime dies: the plugin's host table stays valid, but no
+// longer reaches the runtime.
+void host_link_detach(HostLink* link);
 
 // ---- tensors ----
 size_t elem_size(int32_t dtype);

@@ -8,6 +8,10 @@
  * version and name) and registers device types, ops, kernels and
  * communicators through the table.  Registrations are staged: if init returns
  * an error, or the versions do not match, nothing it registered is kept.
+ * The table and its host_ctx stay valid for the life of the process, so a
+ * plugin may keep the pointer (statuses from kernels and device slots, log);
+ * the register_* slots succeed only while gn_plugin_init runs, and option_get
+ * returns NULL once the runtime that loaded the plugin is destroyed.
  * Plugins never link libgenesis.
  *
  * Invariant prefix (never changes, even across majors): gn_host_api starts

@@ -6,6 +6,8 @@
  * Also built as the "shadow" case (GOOD_VERSION "shadow": same file name in
  * another directory) and the "dup_name" case (another file name, same plugin
  * name). */
+#include <string.h>
+
 #include "hostdev.h"
 
 #ifndef GOOD_VERSION
@@ -26,10 +28,17 @@ static gn_status* good_abs_declines(const gn_kernel_ctx* ctx, const gn_tensor_vi
   return ctx->host->status_new(GN_ERR_UNSUPPORTED, "loadertest_good: abs declined on purpose");
 }
 
+/* Called after init: the kept host table must still work (statuses), and a
+ * late registration must be refused with a status, not crash. */
 static gn_status* absent_count(void* ctx, int32_t* count) {
+  gn_device_vtable vt = hostdev_vtable("testdev_late", 1);
+  gn_status* late = g_host->register_device_type(g_host->host_ctx, &vt);
+  int refused = late != NULL && strstr(g_host->status_message(late), "only allowed inside gn_plugin_init") != NULL;
   (void)ctx;
+  if (late) g_host->status_free(late);
   *count = 0;
-  return g_host->status_new(GN_ERR_DEVICE, "no testdev_absent hardware (deliberate)");
+  return g_host->status_new(GN_ERR_DEVICE, refused ? "no testdev_absent hardware (deliberate)"
+                                                   : "late registration was not refused");
 }
 
 static void good_shutdown(void* ctx) { (void)ctx; }
