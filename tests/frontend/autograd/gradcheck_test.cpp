@@ -42,6 +42,21 @@ const genesis::Device& dev() {
   static const genesis::Device d(env_or("GENESIS_GRADCHECK_DEVICE", "cpu"));
   return d;
 }
+// A device named by GENESIS_GRADCHECK_DEVICE that this machine lacks (the cuda
+// run on a machine without a GPU) skips the whole run, as gpu-labelled tests do.
+class DeviceEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    try {
+      (void)dev();
+    } catch (const std::exception& e) {
+      GTEST_SKIP() << "gradcheck device unavailable: " << e.what();
+    }
+  }
+};
+[[maybe_unused]] ::testing::Environment* const g_device_env =
+    ::testing::AddGlobalTestEnvironment(new DeviceEnvironment);
+
 // float64 on dev().
 genesis::Options f64() { return {.dtype = genesis::float64, .device = dev()}; }
 
