@@ -477,11 +477,11 @@ gn_status* graph_destroy(void*, int32_t index, void* graph) {
 
 std::string g_description;
 
-// The host table the loader passes to gn_plugin_init lives on its stack for
-// the duration of the call only; the vtable slots (alloc, free, graph_begin,
-// ...) create statuses through host() long after, so the plugin keeps its
-// own copy of the table (its host_ctx, the loader's staging area, is not
-// used after init).
+// The vtable slots (alloc, free, graph_begin, ...) create statuses through
+// host() long after init.  Cores since dd1d9ff keep the table alive for the
+// process (plugin.h), but cores of the same ABI major before that passed a
+// table on the loader's stack, so the plugin keeps its own copy (its host_ctx
+// is not used after init).
 gn_host_api g_host_copy;
 
 void init(const gn_host_api* h, gn_plugin_info* info) {
