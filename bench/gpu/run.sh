@@ -37,8 +37,8 @@ fi
 ninja -C "$B" genesis genesis_plugin_cuda genesis_plugin_reference >"$B/build.log" 2>&1 || { tail -40 "$B/build.log"; exit 1; }
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-g++ -O2 -std=c++17 bench/gpu/gpu_bench.cpp -Iabi/include -I"$CUDA_HOME/include" -L"$B/lib" -lgenesis \
-  -L"$CUDA_HOME/lib64" -lcudart -Wl,-rpath,"$B/lib" -Wl,-rpath,"$CUDA_HOME/lib64" -o "$B/gpu_bench"
+"$CUDA_HOME/bin/nvcc" -O2 -std=c++17 -arch=sm_90 -x cu bench/gpu/gpu_bench.cpp -Iabi/include -L"$B/lib" -lgenesis \
+  -cudart shared -Xlinker -rpath,"$B/lib" -Xlinker -rpath,"$CUDA_HOME/lib64" -o "$B/gpu_bench"
 
 echo "== genesis"
 "$B/gpu_bench" "$B/lib/genesis/plugins" --out "$DEST/gpu_bench_genesis.jsonl" "${ONLY[@]}"

@@ -79,8 +79,10 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3;
-  const int n0 = blockIdx.x * BN;
-  const int b = blockIdx.y / p.Hkv, hk = blockIdx.y % p.Hkv;
+  int bh, n_block;  // heaviest (causal) key tiles, the first ones, first
+  block_coords((p.Sk + BN - 1) / BN, p.B * p.Hkv, false, bh, n_block);
+  const int n0 = n_block * BN;
+  const int b = bh / p.Hkv, hk = bh % p.Hkv;
   const int group = p.Hq / p.Hkv;
   const T* gk = static_cast<const T*>(p.k) + b * p.k_sb + hk * p.k_sh;
   const T* gv = static_cast<const T*>(p.v) + b * p.v_sb + hk * p.v_sh;

@@ -126,4 +126,19 @@ struct Params {
   float scale;      // softmax scale (natural units)
 };
 
+// The (head, tile) a CTA works on, from a 1-D grid of n_tiles * n_heads CTAs.
+// Under a causal mask tile i costs i+1 units (forward: query tiles) or
+// n_tiles-i (backward: key tiles).  CTAs start in blockIdx order, so the
+// costliest tiles of every head go first (longest-processing-time order) and
+// the last wave holds only cheap ones.  Walking head by head instead (each head
+// heavy to light) left the heavy tiles of the last heads for the end: the
+// H100 measured 0.59 -> 0.50 ms forward and 2.58 -> 2.31 ms forward+backward
+// at (1, 32, 4096, 128) causal, and 12-19 % on the D = 64 cases.
+__device__ __forceinline__ void block_coords(int n_tiles, int n_heads, bool heavy_is_last, int& head, int& tile) {
+  const int id = blockIdx.x;
+  const int rank = id / n_heads;
+  head = id % n_heads;
+  tile = heavy_is_last ? n_tiles - 1 - rank : rank;
+}
+
 }  // namespace gn::cuda::flash

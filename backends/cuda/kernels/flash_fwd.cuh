@@ -38,8 +38,9 @@ __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
   T* sV = sK + 2 * BN * D;                 // 2 x BN x D
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int m_block = gridDim.x - 1 - blockIdx.x;  // heaviest (causal) blocks first
-  const int b = blockIdx.y / p.Hq, h = blockIdx.y % p.Hq, hk = h / (p.Hq / p.Hkv);
+  int bh, m_block;  // heaviest (causal) query tiles first
+  block_coords((p.Sq + BM - 1) / BM, p.B * p.Hq, true, bh, m_block);
+  const int b = bh / p.Hq, h = bh % p.Hq, hk = h / (p.Hq / p.Hkv);
   const int m0 = m_block * BM;
   const T* gq = static_cast<const T*>(p.q) + b * p.q_sb + h * p.q_sh;
   const T* gk = static_cast<const T*>(p.k) + b * p.k_sb + hk * p.k_sh;

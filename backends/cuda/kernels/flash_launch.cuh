@@ -41,7 +41,7 @@ cudaError_t fwd_launch(const Params& p, cudaStream_t s) {
   static std::atomic<uint64_t> attr_set{0};  // bit per device: the limit is per function and device
   if (cudaError_t e = raise_smem_limit(flash_fwd_kernel<T, D, NW, MT, BN>, smem, attr_set); e != cudaSuccess)
     return e;
-  dim3 grid((p.Sq + BM - 1) / BM, p.B * p.Hq);
+  const unsigned grid = (unsigned)(((int64_t)p.Sq + BM - 1) / BM * p.B * p.Hq);
   flash_fwd_kernel<T, D, NW, MT, BN><<<grid, NW * 32, smem, s>>>(p);
   return cudaGetLastError();
 }
@@ -95,7 +95,7 @@ cudaError_t bwd_launch(const Params& p, cudaStream_t s) {
   cudaError_t e = cudaMemsetAsync(p.dq_accum, 0, rows * D * sizeof(float), s);
   if (e != cudaSuccess) return e;
   flash_bwd_pre<T><<<(unsigned)((rows + 7) / 8), 256, 0, s>>>(p, D);
-  dim3 grid((p.Sk + 63) / 64, p.B * p.Hkv);
+  const unsigned grid = (unsigned)(((int64_t)p.Sk + 63) / 64 * p.B * p.Hkv);
   flash_bwd_kernel<T, D><<<grid, 128, smem, s>>>(p);
   const int64_t n = rows * (D / 2);
   unsigned blocks = (unsigned)std::min<int64_t>((n + 255) / 256, 132 * 16);

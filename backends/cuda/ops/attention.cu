@@ -15,6 +15,7 @@
 //     512).  One warp per query row, online softmax in f32 (f64 for f64); the
 //     backward recomputes lse and accumulates dK/dV with atomics in f32/f64
 //     scratch.  Correct everywhere, not fast.
+#include <algorithm>
 #include <cmath>
 
 #include "common.cuh"
@@ -266,7 +267,9 @@ bool lse_dense_f32(const gn_tensor_view& l) { return l.dtype == GN_F32 && is_con
 
 bool flash_ok(const AttnDims& d, int32_t dt, bool has_mask) {
   return (dt == GN_BF16 || dt == GN_F16) && !has_mask && d.D == d.Dv && flash::flash_head_dim_ok((int)d.D) &&
-         d.Sq < (1 << 30) && d.Sk < (1 << 30) && d.B * d.Hq < 65536 && d.Hkv > 0;
+         d.Sq < (1 << 30) && d.Sk < (1 << 30) && d.Hkv > 0 &&
+         // the 1-D grids (tiles x heads, flash_launch.cuh) stay below 2^31 CTAs
+         (std::max(d.Sq, d.Sk) / 16 + 1) * d.B * d.Hq < (int64_t(1) << 31);
 }
 
 flash::Params flash_params(const AttnDims& d, const gn_tensor_view& q, const gn_tensor_view& k,
