@@ -37,6 +37,37 @@ DeviceAllocator::~DeviceAllocator() {
   // Process exit: the driver may already be shutting down, so errors are ignored.
   for (auto& e : events_) cudaEventDestroy(e.first);
   for (cudaEvent_t e : spare_events_) cudaEventDestroy(e);
+  for (Block* b : spare_blocks_) delete b;
+}
+
+DeviceAllocator::Block* DeviceAllocator::new_block() {
+  if (spare_blocks_.empty()) return new Block;
+  Block* b = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  *b = Block{};
+  return b;
+}
+
+void DeviceAllocator::recycle_block(Block* b) {
+  if (spare_blocks_.size() < kSpares) spare_blocks_.push_back(b);
+  else delete b;
+}
+
+void DeviceAllocator::pool_insert(Block* b) {
+  Pool& p = pool_of(b);
+  if (spare_pool_nodes_.empty()) {
+    p.insert(b);
+    return;
+  }
+  Pool::node_type n = std::move(spare_pool_nodes_.back());
+  spare_pool_nodes_.pop_back();
+  n.value() = b;
+  p.insert(std::move(n));
+}
+
+void DeviceAllocator::pool_remove(Block* b) {
+  Pool::node_type n = pool_of(b).extract(b);
+  if (n && spare_pool_nodes_.size() < kSpares) spare_pool_nodes_.push_back(std::move(n));
 }
 
 cudaEvent_t DeviceAllocator::get_event() {
@@ -87,7 +118,8 @@ DeviceAllocator::Block* DeviceAllocator::find_free(size_t size, bool small, cuda
   auto it = p.lower_bound(&key);  // best fit: the smallest block >= size
   if (it == p.end() || (*it)->pool != pool || (*it)->stream != stream) return nullptr;
   Block* b = *it;
-  p.erase(it);
+  Pool::node_type n = p.extract(it);
+  if (spare_pool_nodes_.size() < kSpares) spare_pool_nodes_.push_back(std::move(n));
   return b;
 }
 
@@ -154,7 +186,7 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
   // Split off the rest when it is worth keeping.
   const size_t rest = b->size - size;
   if ((small && rest >= kRound) || (!small && rest > kSmallSize)) {
-    Block* r = new Block;
+    Block* r = new_block();
     r->ptr = b->ptr + size;
     r->size = rest;
     r->stream = b->stream;
@@ -165,11 +197,19 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
     if (b->next) b->next->prev = r;
     b->next = r;
     b->size = size;
-    pool_of(r).insert(r);
+    pool_insert(r);
   }
   b->allocated = true;
   b->req = size;
-  live_.emplace(b->ptr, b);
+  if (spare_live_nodes_.empty()) {
+    live_.emplace(b->ptr, b);
+  } else {
+    auto n = std::move(spare_live_nodes_.back());
+    spare_live_nodes_.pop_back();
+    n.key() = b->ptr;
+    n.mapped() = b;
+    live_.insert(std::move(n));
+  }
   allocated_ += b->req;
   peak_allocated_ = std::max(peak_allocated_, allocated_);
   ++num_allocs_;
@@ -182,22 +222,22 @@ void DeviceAllocator::free_block(Block* b) {
   auto mergeable = [&](Block* n) { return n && !n->allocated && n->pending_events == 0 && !n->deferred; };
   if (mergeable(b->prev)) {
     Block* p = b->prev;
-    pool_of(p).erase(p);
+    pool_remove(p);
     p->size += b->size;
     p->next = b->next;
     if (b->next) b->next->prev = p;
-    delete b;
+    recycle_block(b);
     b = p;
   }
   if (mergeable(b->next)) {
     Block* n = b->next;
-    pool_of(n).erase(n);
+    pool_remove(n);
     b->size += n->size;
     b->next = n->next;
     if (n->next) n->next->prev = b;
-    delete n;
+    recycle_block(n);
   }
-  pool_of(b).insert(b);
+  pool_insert(b);
 }
 
 void DeviceAllocator::release(void* ptr, cudaStream_t stream) {
@@ -208,7 +248,10 @@ void DeviceAllocator::release(void* ptr, cudaStream_t stream) {
     gn::sdk::fail(GN_ERR_INVALID_ARGUMENT, "[cuda] free of a pointer this allocator did not hand out (cuda:" +
                                                std::to_string(device_) + ")");
   Block* b = it->second;
-  live_.erase(it);
+  {
+    auto n = live_.extract(it);
+    if (spare_live_nodes_.size() < kSpares) spare_live_nodes_.push_back(std::move(n));
+  }
   allocated_ -= b->req;
   ++num_frees_;
   const uint64_t cap = capture_pool(stream);

@@ -99,6 +99,13 @@ class DeviceAllocator {
   using Pool = std::set<Block*, BlockLess>;
 
   Pool& pool_of(const Block* b) { return b->small ? small_ : large_; }
+  // The hot path (a cache hit that splits, a free that merges back) reuses
+  // Block objects and the tree/hash nodes that index them instead of going
+  // through the heap: a tiny op's allocation + free is on every launch.
+  Block* new_block();
+  void recycle_block(Block* b);
+  void pool_insert(Block* b);
+  void pool_remove(Block* b);  // b must be in its pool
   Block* find_free(size_t size, bool small, cudaStream_t stream, uint64_t pool);
   Block* new_segment(size_t size, bool small, cudaStream_t stream, uint64_t pool, size_t requested);
   void free_block(Block* b);  // back into its pool, merged with free neighbours
@@ -111,6 +118,10 @@ class DeviceAllocator {
   std::mutex mu_;
   Pool small_, large_;
   std::unordered_map<void*, Block*> live_;
+  static constexpr size_t kSpares = 64;  // bound on each recycling list below
+  std::vector<Block*> spare_blocks_;
+  std::vector<Pool::node_type> spare_pool_nodes_;
+  std::vector<std::unordered_map<void*, Block*>::node_type> spare_live_nodes_;
   std::deque<std::pair<cudaEvent_t, Block*>> events_;  // cross-stream frees in flight
   std::vector<cudaEvent_t> spare_events_;
   std::unordered_map<cudaStream_t, uint64_t> capturing_;  // stream -> private pool

@@ -41,12 +41,15 @@
 // ---------------------------------------------------------------------------
 #pragma once
 
+#include <cuda.h>  // driver types only: the plugin links no libcuda (see launch())
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -148,6 +151,49 @@ inline unsigned blocks_for(int64_t n, int per_thread = 1, int threads = kThreads
   if (b > (1 << 30)) b = 1 << 30;
   return (unsigned)b;
 }
+
+// Launch kernel<<<grid, block, smem, s>>>(args...) through the driver's
+// cuLaunchKernel with the function handle cached per device.  The runtime's
+// <<<>>> resolves the kernel on every launch; tiny ops are launch-bound, and
+// the direct path measured a few hundred ns less per launch on the H100 host
+// (bench/gpu/NOTES.md).  cuLaunchKernel comes from cudaGetDriverEntryPoint-
+// ByVersion, so the plugin still loads where no driver exists.  Errors throw
+// like GN_CUDA_CHECK.  Used by the elementwise launchers (loops.cuh).
+using DriverLaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                    CUstream, void**, void**);
+DriverLaunchFn driver_launch();  // plugin.cpp; nullptr: use the runtime path
+[[noreturn]] void driver_fail(CUresult r, const char* what);
+int current_device_index();      // the device DeviceGuard made current (thread-local)
+
+#ifdef __CUDACC__
+template <class... KArgs, class... Args>
+void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
+  static std::atomic<CUfunction> fn[8] = {};  // per device (index < 8), per kernel instantiation
+  const int dev = current_device_index();
+  DriverLaunchFn drv = driver_launch();
+  CUfunction f = (drv && dev >= 0 && dev < 8) ? fn[dev].load(std::memory_order_acquire) : nullptr;
+  if (drv && !f && dev >= 0 && dev < 8) {
+    cudaFunction_t rf = nullptr;
+    GN_CUDA_CHECK(cudaGetFuncBySymbol(&rf, reinterpret_cast<const void*>(kernel)));
+    f = reinterpret_cast<CUfunction>(rf);
+    fn[dev].store(f, std::memory_order_release);
+  }
+  std::tuple<std::decay_t<KArgs>...> vals(std::forward<Args>(args)...);
+  if (!f) {  // no driver entry point (or many devices): the runtime path
+    std::apply([&](auto&... v) { kernel<<<grid, block, smem, s>>>(v...); }, vals);
+    GN_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  std::apply(
+      [&](auto&... v) {
+        void* params[sizeof...(KArgs) + 1] = {static_cast<void*>(&v)...};
+        CUresult r = drv(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, (unsigned)smem,
+                         reinterpret_cast<CUstream>(s), params, nullptr);
+        if (r != CUDA_SUCCESS) driver_fail(r, "cuLaunchKernel");
+      },
+      vals);
+}
+#endif
 
 // ----------------------------------------------------------------------------
 // dtypes

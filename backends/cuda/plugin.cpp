@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -55,6 +56,40 @@ DeviceGuard::DeviceGuard(int index) {
     GN_CUDA_CHECK(cudaSetDevice(index));
     t_current_device = index;
   }
+}
+
+int current_device_index() { return t_current_device; }
+
+DriverLaunchFn driver_launch() {
+  static const DriverLaunchFn fn = [] {
+    if (std::getenv("GENESIS_CUDA_RUNTIME_LAUNCH")) return DriverLaunchFn(nullptr);  // A/B switch (bench)
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return DriverLaunchFn(nullptr);
+    }
+    return reinterpret_cast<DriverLaunchFn>(p);
+  }();
+  return fn;
+}
+
+void driver_fail(CUresult r, const char* what) {
+  using GetStr = CUresult (*)(CUresult, const char**);
+  static GetStr get_name = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuGetErrorName", &p, 12000, cudaEnableDefault, &q) != cudaSuccess) {
+      (void)cudaGetLastError();
+      p = nullptr;
+    }
+    return reinterpret_cast<GetStr>(p);
+  }();
+  const char* name = nullptr;
+  if (get_name) get_name(r, &name);
+  fail(r == CUDA_ERROR_OUT_OF_MEMORY ? GN_ERR_OUT_OF_MEMORY : GN_ERR_DEVICE,
+       std::string("[cuda] ") + what + " failed: " + (name ? name : "CUresult " + std::to_string((int)r)));
 }
 
 DeviceGuard::~DeviceGuard() {}
