@@ -152,13 +152,14 @@ inline unsigned blocks_for(int64_t n, int per_thread = 1, int threads = kThreads
   return (unsigned)b;
 }
 
-// Launch kernel<<<grid, block, smem, s>>>(args...) through the driver's
-// cuLaunchKernel with the function handle cached per device.  The runtime's
-// <<<>>> resolves the kernel on every launch; tiny ops are launch-bound, and
-// the direct path measured a few hundred ns less per launch on the H100 host
-// (bench/gpu/NOTES.md).  cuLaunchKernel comes from cudaGetDriverEntryPoint-
-// ByVersion, so the plugin still loads where no driver exists.  Errors throw
-// like GN_CUDA_CHECK.  Used by the elementwise launchers (loops.cuh).
+// launch<kernel>(grid, block, smem, s, args...) runs kernel<<<grid, block,
+// smem, s>>>(args...) through the driver's cuLaunchKernel with the function
+// handle cached per kernel and device.  The runtime's <<<>>> resolves the
+// kernel on every launch; tiny ops are launch-bound, and the direct path
+// measured 0.3-0.8 us less per tiny op on the H100 host (bench/gpu/NOTES.md).
+// cuLaunchKernel comes from cudaGetDriverEntryPointByVersion, so the plugin
+// still links no libcuda and loads where no driver exists.  Errors throw like
+// GN_CUDA_CHECK.  Used by the elementwise launchers (loops.cuh).
 using DriverLaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                     CUstream, void**, void**);
 DriverLaunchFn driver_launch();  // plugin.cpp; nullptr: use the runtime path
@@ -166,27 +167,38 @@ DriverLaunchFn driver_launch();  // plugin.cpp; nullptr: use the runtime path
 int current_device_index();      // the device DeviceGuard made current (thread-local)
 
 #ifdef __CUDACC__
-template <class... KArgs, class... Args>
-void launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
-  static std::atomic<CUfunction> fn[8] = {};  // per device (index < 8), per kernel instantiation
+template <class K>
+struct KernelSig;
+template <class... A>
+struct KernelSig<void (*)(A...)> {
+  using Tuple = std::tuple<std::decay_t<A>...>;
+};
+
+// launch<kernel>(grid, block, smem, stream, args...): the kernel is a template
+// argument so that each kernel has its own cached handle (two kernels of one
+// signature must never share it).
+template <auto Kernel, class... Args>
+void launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
+  static std::atomic<CUfunction> fn[8] = {};  // per device (index < 8)
   const int dev = current_device_index();
-  DriverLaunchFn drv = driver_launch();
-  CUfunction f = (drv && dev >= 0 && dev < 8) ? fn[dev].load(std::memory_order_acquire) : nullptr;
-  if (drv && !f && dev >= 0 && dev < 8) {
+  const DriverLaunchFn drv = driver_launch();
+  const bool cached = drv && dev >= 0 && dev < 8;
+  CUfunction f = cached ? fn[dev].load(std::memory_order_acquire) : nullptr;
+  if (cached && !f) {
     cudaFunction_t rf = nullptr;
-    GN_CUDA_CHECK(cudaGetFuncBySymbol(&rf, reinterpret_cast<const void*>(kernel)));
+    GN_CUDA_CHECK(cudaGetFuncBySymbol(&rf, reinterpret_cast<const void*>(Kernel)));
     f = reinterpret_cast<CUfunction>(rf);
     fn[dev].store(f, std::memory_order_release);
   }
-  std::tuple<std::decay_t<KArgs>...> vals(std::forward<Args>(args)...);
-  if (!f) {  // no driver entry point (or many devices): the runtime path
-    std::apply([&](auto&... v) { kernel<<<grid, block, smem, s>>>(v...); }, vals);
+  typename KernelSig<decltype(Kernel)>::Tuple vals(std::forward<Args>(args)...);
+  if (!f) {  // no driver entry point (or device index >= 8): the runtime path
+    std::apply([&](auto&... v) { Kernel<<<grid, block, smem, s>>>(v...); }, vals);
     GN_CUDA_CHECK(cudaGetLastError());
     return;
   }
   std::apply(
       [&](auto&... v) {
-        void* params[sizeof...(KArgs) + 1] = {static_cast<void*>(&v)...};
+        void* params[std::tuple_size_v<decltype(vals)> + 1] = {static_cast<void*>(&v)...};
         CUresult r = drv(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, (unsigned)smem,
                          reinterpret_cast<CUstream>(s), params, nullptr);
         if (r != CUDA_SUCCESS) driver_fail(r, "cuLaunchKernel");

@@ -218,11 +218,11 @@ void elementwise(const gn_kernel_ctx* ctx, const gn_tensor_view& out, const gn_t
     const bool streaming = (int64_t)(sizeof(Out) + NIN * sizeof(In)) * n > (int64_t(128) << 20);
     if (vec) {
       int64_t b = (n + (int64_t)kThreads * N * U - 1) / ((int64_t)kThreads * N * U);
-      launch(ew_dense_kernel<N, U, Out, In, NIN, F>, dim3((unsigned)(b < max_blocks ? b : max_blocks)), dim3(kThreads),
+      launch<ew_dense_kernel<N, U, Out, In, NIN, F>>(dim3((unsigned)(b < max_blocks ? b : max_blocks)), dim3(kThreads),
              0, st, n, o, ptrs, f, streaming);
     } else {
       int64_t b = (n + (int64_t)kThreads * 4 - 1) / ((int64_t)kThreads * 4);
-      launch(ew_dense_kernel<1, 4, Out, In, NIN, F>, dim3((unsigned)(b < max_blocks ? b : max_blocks)),
+      launch<ew_dense_kernel<1, 4, Out, In, NIN, F>>(dim3((unsigned)(b < max_blocks ? b : max_blocks)),
              dim3(kThreads), 0, st, n, o, ptrs, f, false);
     }
   } else {
@@ -250,14 +250,14 @@ void elementwise(const gn_kernel_ctx* ctx, const gn_tensor_view& out, const gn_t
     if (inner) {
       int64_t b = (n / N + kThreads - 1) / kThreads;
       if (b > sms * 32) b = sms * 32;
-      launch(ew_inner_vec_kernel<N, Out, In, NIN, F>, dim3((unsigned)b), dim3(kThreads), 0, st, n, o, ptrs, oc, f);
+      launch<ew_inner_vec_kernel<N, Out, In, NIN, F>>(dim3((unsigned)b), dim3(kThreads), 0, st, n, o, ptrs, oc, f);
       return;
     }
     const unsigned b = blocks_for(n, kStridedPer);
     if (n < (int64_t(1) << 31))
-      launch(ew_strided_kernel<uint32_t, Out, In, NIN, F>, dim3(b), dim3(kThreads), 0, st, n, o, ptrs, oc, f);
+      launch<ew_strided_kernel<uint32_t, Out, In, NIN, F>>(dim3(b), dim3(kThreads), 0, st, n, o, ptrs, oc, f);
     else
-      launch(ew_strided_kernel<uint64_t, Out, In, NIN, F>, dim3(b), dim3(kThreads), 0, st, n, o, ptrs, oc, f);
+      launch<ew_strided_kernel<uint64_t, Out, In, NIN, F>>(dim3(b), dim3(kThreads), 0, st, n, o, ptrs, oc, f);
   }
 }
 

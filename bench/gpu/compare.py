@@ -201,9 +201,9 @@ def main():
                      f"{speed:8.2f}  {targets(case)}{note}")
     for case in ("host_empty_release", "host_add_prealloc", "launch_empty_host", "launch_empty_stream"):
         if case in gen and "ms" in gen[case]:
-            lines.append(f"{case:<30} {gen[case]['ms']:11.4f} {'':>10} {gen[case]['value']:10.2f} us   "
-                         ("(floor: empty CUDA kernel, no Genesis code)" if case.startswith("launch")
-                          else "(diagnostic: host time per call)"))
+            what = ("(floor: empty CUDA kernel, no Genesis code)" if case.startswith("launch")
+                    else "(diagnostic: host time per call)")
+            lines.append(f"{case:<30} {gen[case]['ms']:11.4f} {'':>10} {gen[case]['value']:10.2f} us   {what}")
     if copy_gbs:
         lines.append(f"measured device-to-device copy bandwidth (genesis copy, 256 MB): {copy_gbs:.0f} GB/s; "
                      f"torch clone: {tc['copy_d2d_256MB'][1]:.0f} GB/s")
