@@ -119,7 +119,7 @@ def torch_cases():
     r["alloc_free_mixed"] = (us * 1e-3, us, "us/tensor")
     ta, tb = torch.ones(1, device=dev), torch.ones(1, device=dev)
 
-    def host_us(burst=200, bursts=50):
+    def host_us(burst=200, bursts=100):
         # host time per call in bursts, the device drained (untimed) in between
         us = []
         for i in range(bursts + 3):
@@ -199,7 +199,7 @@ def main():
             note = f"  {100 * g['value'] / copy_gbs:.0f}% of copy bw (>=85% at 64M)"
         lines.append(f"{case:<30} {g['ms']:11.4f} {t_ms:10.4f} {g['value']:10.2f} {unit:<3} {t_val:10.2f} {unit:<3} "
                      f"{speed:8.2f}  {targets(case)}{note}")
-    for case in ("host_empty_release", "host_add_prealloc", "launch_empty_host", "launch_empty_stream"):
+    for case in ("launch_empty_host", "host_add_prealloc", "host_empty_release"):
         if case in gen and "ms" in gen[case]:
             what = ("(floor: empty CUDA kernel, no Genesis code)" if case.startswith("launch")
                     else "(diagnostic: host time per call)")

@@ -292,29 +292,33 @@ void bench_alloc() {
   emit("alloc_free_mixed", us * 1e-3, us, "us/tensor");
 }
 
-// add on two 1-element tensors: gn_op_call including output allocation, kernel
-// launch and release; wall clock per call over many calls, then one sync.
-__global__ void empty_kernel() {}
-
-// Host time per call of fn: bursts of 200 calls timed on the wall clock, the
-// device drained (untimed) between bursts so the launch queue never fills and
-// blocks the host; median over bursts.  This is the host overhead proper.
-double host_us(const std::function<void()>& fn) {
-  constexpr int kBurst = 200, kBursts = 50;
-  std::vector<double> us;
-  for (int r = 0; r < kBursts + 3; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < kBurst; ++i) fn();
-    auto t1 = std::chrono::steady_clock::now();
-    check(gn_device_synchronize(rt, dev), "sync");
-    if (r >= 3) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kBurst);
+// Host time per call, several variants interleaved: round r times a burst of
+// 200 calls of each variant in turn (wall clock), the device drained (untimed)
+// after every burst so the launch queue never fills and blocks the host; the
+// result per variant is the median over 100 rounds.  Interleaving gives every
+// variant the same vCPU speed and the same drift (on the lent VM the launch
+// cost alone moves between 3 and 4.6 us from one process to the next).
+std::vector<double> host_us_interleaved(const std::vector<std::function<void()>>& fns) {
+  constexpr int kBurst = 200, kRounds = 100, kWarm = 3;
+  std::vector<std::vector<double>> us(fns.size());
+  for (int r = 0; r < kRounds + kWarm; ++r)
+    for (size_t k = 0; k < fns.size(); ++k) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kBurst; ++i) fns[k]();
+      auto t1 = std::chrono::steady_clock::now();
+      check(gn_device_synchronize(rt, dev), "sync");
+      if (r >= kWarm) us[k].push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kBurst);
+    }
+  std::vector<double> med;
+  for (auto& v : us) {
+    std::sort(v.begin(), v.end());
+    med.push_back(v[v.size() / 2]);
   }
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
+  return med;
 }
 
-// Calls per microsecond when 20000 are queued back to back and then waited
-// for: bounded by whichever of host and GPU is slower per launch.
+// Time per call when 20000 are queued back to back and then waited for:
+// bounded by whichever of host and GPU is slower per launch.
 double stream_us(const std::function<void()>& fn) {
   for (int i = 0; i < 1000; ++i) fn();
   check(gn_device_synchronize(rt, dev), "sync");
@@ -326,57 +330,48 @@ double stream_us(const std::function<void()>& fn) {
   return std::chrono::duration<double, std::micro>(t1 - t0).count() / n;
 }
 
+__global__ void empty_kernel() {}
+
+// tiny_add_overhead: host time of add on two 1-element cuda tensors with a
+// fresh output released at once (as an application makes the call).  Timed
+// interleaved with its floor, an empty kernel launched by the CUDA runtime on
+// the same stream (launch_empty_host, no Genesis code), and two diagnostics:
+// the add into a preallocated output, and a 1-element tensor made + released.
 void bench_tiny_add() {
   float one = 1.0f;
   int64_t shape[1] = {1};
-  gn_tensor *a = nullptr, *b = nullptr;
+  gn_tensor *a = nullptr, *b = nullptr, *o = nullptr;
   check(gn_tensor_from_host(rt, &one, shape, 1, GN_F32, dev, &a), "from_host");
   check(gn_tensor_from_host(rt, &one, shape, 1, GN_F32, dev, &b), "from_host");
+  check(gn_tensor_empty(rt, shape, 1, GN_F32, dev, &o), "empty");
   const gn_op* add = op("add");
   gn_tensor* ins[2] = {a, b};
-  // The op call as an application makes it: fresh output, released at once.
+  cudaStream_t s = native_stream();
   auto tiny_add = [&] {
-    gn_tensor* o = nullptr;
-    check(gn_op_call(rt, add, ins, 2, nullptr, 0, &o, 1), "add");
-    gn_tensor_release(o);
+    gn_tensor* t = nullptr;
+    check(gn_op_call(rt, add, ins, 2, nullptr, 0, &t, 1), "add");
+    gn_tensor_release(t);
   };
   if (want("tiny_add_overhead")) {
-    const double us = host_us(tiny_add);
-    emit("tiny_add_overhead", us * 1e-3, us, "us/call");
+    const std::vector<double> us = host_us_interleaved({
+        tiny_add,
+        [&] { empty_kernel<<<1, 32, 0, s>>>(); },
+        [&] { check(gn_op_call(rt, add, ins, 2, nullptr, 0, &o, 1), "add"); },
+        [&] {
+          gn_tensor* t = nullptr;
+          check(gn_tensor_empty(rt, shape, 1, GN_F32, dev, &t), "empty");
+          gn_tensor_release(t);
+        }});
+    emit("tiny_add_overhead", us[0] * 1e-3, us[0], "us/call");
+    emit("launch_empty_host", us[1] * 1e-3, us[1], "us/call");
+    emit("host_add_prealloc", us[2] * 1e-3, us[2], "us/call");
+    emit("host_empty_release", us[3] * 1e-3, us[3], "us/call");
   }
   if (want("tiny_add_stream")) {
     const double us = stream_us(tiny_add);
     emit("tiny_add_stream", us * 1e-3, us, "us/call");
   }
-  // Where the host time goes (diagnostics, no PyTorch counterpart): a 1-element
-  // device tensor made and released; the add into a preallocated output.
-  if (want("host_empty_release")) {
-    const double us = host_us([&] {
-      gn_tensor* t = nullptr;
-      check(gn_tensor_empty(rt, shape, 1, GN_F32, dev, &t), "empty");
-      gn_tensor_release(t);
-    });
-    emit("host_empty_release", us * 1e-3, us, "us/call");
-  }
-  if (want("host_add_prealloc")) {
-    gn_tensor* o = nullptr;
-    check(gn_tensor_empty(rt, shape, 1, GN_F32, dev, &o), "empty");
-    const double us = host_us([&] { check(gn_op_call(rt, add, ins, 2, nullptr, 0, &o, 1), "add"); });
-    emit("host_add_prealloc", us * 1e-3, us, "us/call");
-    gn_tensor_release(o);
-  }
-  // The floor under both: an empty kernel launched with the CUDA runtime on the
-  // same stream (no Genesis code at all).
-  cudaStream_t s = native_stream();
-  auto empty = [&] { empty_kernel<<<1, 32, 0, s>>>(); };
-  if (want("launch_empty_host")) {
-    const double us = host_us(empty);
-    emit("launch_empty_host", us * 1e-3, us, "us/call");
-  }
-  if (want("launch_empty_stream")) {
-    const double us = stream_us(empty);
-    emit("launch_empty_stream", us * 1e-3, us, "us/call");
-  }
+  gn_tensor_release(o);
   gn_tensor_release(a);
   gn_tensor_release(b);
 }
