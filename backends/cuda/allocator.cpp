@@ -53,6 +53,39 @@ void DeviceAllocator::recycle_block(Block* b) {
   else delete b;
 }
 
+DeviceAllocator::Block* DeviceAllocator::quick_take(size_t size, cudaStream_t stream) {
+  if (size > kQuickMax) return nullptr;
+  QuickSlot& q = quick_[size / kRound - 1];
+  for (int i = q.n - 1; i >= 0; --i) {
+    Block* b = q.b[i];
+    if (b->stream != stream) continue;
+    q.b[i] = q.b[--q.n];
+    b->quick = false;
+    return b;
+  }
+  return nullptr;
+}
+
+bool DeviceAllocator::quick_park(Block* b) {
+  if (!b->small || b->pool || b->size > kQuickMax) return false;
+  QuickSlot& q = quick_[b->size / kRound - 1];
+  if (q.n == kQuickDepth) return false;
+  b->allocated = false;
+  b->quick = true;
+  q.b[q.n++] = b;
+  return true;
+}
+
+void DeviceAllocator::quick_flush() {
+  for (QuickSlot& q : quick_) {
+    for (int i = 0; i < q.n; ++i) {
+      q.b[i]->quick = false;
+      free_block(q.b[i]);
+    }
+    q.n = 0;
+  }
+}
+
 void DeviceAllocator::pool_insert(Block* b) {
   Pool& p = pool_of(b);
   if (spare_pool_nodes_.empty()) {
@@ -177,7 +210,8 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t pool = capture_pool(stream);
   if (!events_.empty() && !pool) process_events(false);
-  Block* b = find_free(size, small, stream, pool);
+  Block* b = pool ? nullptr : quick_take(size, stream);  // exact size: nothing to split
+  if (!b) b = find_free(size, small, stream, pool);
   if (b) {
     ++hits_;
   } else {
@@ -219,7 +253,9 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
 void DeviceAllocator::free_block(Block* b) {
   b->allocated = false;
   // Merge with free neighbours (never with blocks waiting on events).
-  auto mergeable = [&](Block* n) { return n && !n->allocated && n->pending_events == 0 && !n->deferred; };
+  auto mergeable = [&](Block* n) {
+    return n && !n->allocated && n->pending_events == 0 && !n->deferred && !n->quick;
+  };
   if (mergeable(b->prev)) {
     Block* p = b->prev;
     pool_remove(p);
@@ -269,10 +305,12 @@ void DeviceAllocator::release(void* ptr, cudaStream_t stream) {
     events_.emplace_back(ev, b);
     return;
   }
+  if (!cap && quick_park(b)) return;
   free_block(b);
 }
 
 void DeviceAllocator::release_cached() {
+  quick_flush();  // parked blocks merge back, so their segments can go
   for (Pool* p : {&small_, &large_}) {
     for (auto it = p->begin(); it != p->end();) {
       Block* b = *it;

@@ -84,6 +84,7 @@ class DeviceAllocator {
     bool small = false;
     bool allocated = false;
     bool deferred = false;   // freed during a capture that reads it: held until the graph dies
+    bool quick = false;      // free, parked whole in the quick cache (not in a pool, not merged)
     int pending_events = 0;  // cross-stream frees not yet complete
     Block* prev = nullptr;   // neighbours inside the segment
     Block* next = nullptr;
@@ -117,6 +118,22 @@ class DeviceAllocator {
   int device_;
   std::mutex mu_;
   Pool small_, large_;
+  // Quick cache: the last few freed small blocks of each size up to kQuickMax,
+  // parked whole (not merged, not in a pool) and handed to the next request of
+  // that exact size on the same stream.  A tiny op's output then costs a hash
+  // insert and erase, no tree work.  Flushed into the pools (merging) before
+  // anything that needs whole segments: empty_cache and the OOM retry.
+  static constexpr size_t kQuickMax = size_t(64) << 10;
+  static constexpr int kQuickDepth = 4;
+  struct QuickSlot {
+    Block* b[kQuickDepth];
+    int n = 0;
+  };
+  QuickSlot quick_[kQuickMax / kRound];  // slot i: blocks of (i + 1) * kRound bytes
+  Block* quick_take(size_t size, cudaStream_t stream);
+  bool quick_park(Block* b);
+  void quick_flush();
+
   std::unordered_map<void*, Block*> live_;
   static constexpr size_t kSpares = 64;  // bound on each recycling list below
   std::vector<Block*> spare_blocks_;
