@@ -88,6 +88,24 @@ def torch_cases():
             ms = time_ms(fb, 50)
             r["attn_fwdbwd_" + tag] = (ms, 3.5 * flops / (ms * 1e-3) / 1e12, "TFLOP/s")
         del q, k, v, go, qg, kg, vg
+    # conv2d yardstick (not an acceptance case): f32 in full precision, TF32 off
+    N, Cc, H, O = 32, 64, 56, 64
+    cflops = 2.0 * N * O * H * H * Cc * 9
+    for dt, tag in ((torch.bfloat16, "bf16"), (torch.float32, "f32")):
+        torch.backends.cudnn.allow_tf32 = False
+        x = randn(N, Cc, H, H, dtype=dt).requires_grad_()
+        w = randn(O, Cc, 3, 3, dtype=dt).requires_grad_()
+        ms = time_ms(lambda: F.conv2d(x, w, padding=1), 30)
+        r[f"conv2d_{tag}_fwd"] = (ms, cflops / (ms * 1e-3) / 1e12, "TFLOP/s")
+        y = F.conv2d(x, w, padding=1)
+        gy = torch.randn_like(y)
+
+        def cb():
+            torch.autograd.grad(y, (x, w), gy, retain_graph=True)
+        ms = time_ms(cb, 30)
+        r[f"conv2d_{tag}_bwd"] = (ms, 2 * cflops / (ms * 1e-3) / 1e12, "TFLOP/s")
+        del x, w, y, gy
+    torch.backends.cudnn.allow_tf32 = True
     R, C = 4096, 151936
     xl = randn(R, C, dtype=torch.bfloat16).requires_grad_()
     t = torch.randint(0, C, (R,), device=dev, generator=g)

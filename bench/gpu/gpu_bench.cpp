@@ -292,6 +292,31 @@ void bench_alloc() {
   emit("alloc_free_mixed", us * 1e-3, us, "us/tensor");
 }
 
+// conv2d 3x3, stride 1, padding 1 on (32, 64, 56, 56) x (64, 64, 3, 3): not an
+// acceptance case, a yardstick against cuDNN (forward; backward = grad_x + grad_w
+// + grad_bias).  f32 runs in full precision (PyTorch side: TF32 off).
+void bench_conv() {
+  const int64_t N = 32, C = 64, H = 56, O = 64;
+  const double flops = 2.0 * N * O * H * H * C * 9;
+  for (int32_t dt : {GN_BF16, GN_F32}) {
+    const std::string tag = dt == GN_BF16 ? "bf16" : "f32";
+    if (!want("conv2d_" + tag)) continue;
+    gn_tensor* x = randn({N, C, H, H}, dt);
+    gn_tensor* w = randn({O, C, 3, 3}, dt);
+    std::vector<int64_t> one = {1, 1};
+    std::vector<gn_attr_value> at = {aints(one), aints(one)};
+    double ms = time_ms([&] { call(op("conv2d"), {x, w}, at, 1); }, 30);
+    emit("conv2d_" + tag + "_fwd", ms, flops / (ms * 1e-3) / 1e12, "TFLOP/s");
+    std::vector<gn_tensor*> y;
+    call(op("conv2d"), {x, w}, at, 1, &y);
+    ms = time_ms([&] { call(op("conv2d_backward"), {y[0], x, w}, at, 3); }, 30);
+    emit("conv2d_" + tag + "_bwd", ms, 2 * flops / (ms * 1e-3) / 1e12, "TFLOP/s");
+    gn_tensor_release(y[0]);
+    gn_tensor_release(x);
+    gn_tensor_release(w);
+  }
+}
+
 // Host time per call, several variants interleaved: round r times a burst of
 // 200 calls of each variant in turn (wall clock), the device drained (untimed)
 // after every burst so the launch queue never fills and blocks the host; the
@@ -418,7 +443,7 @@ int main(int argc, char** argv) {
       {"copy", bench_copy},          {"add", bench_add},         {"bcast_add", bench_bcast_add},
       {"sum_rows", bench_sum_rows},  {"softmax", bench_softmax}, {"norms", bench_norms},
       {"matmul", bench_matmul},      {"attention", bench_attention},
-      {"cross_entropy", bench_cross_entropy}, {"alloc", bench_alloc}, {"tiny_add", bench_tiny_add}};
+      {"cross_entropy", bench_cross_entropy}, {"alloc", bench_alloc}, {"tiny_add", bench_tiny_add}, {"conv", bench_conv}};
   for (auto& [name, fn] : cases) {
     try {
       fn();

@@ -250,8 +250,9 @@ __global__ void bias_grad_kernel(const T* __restrict__ dy, T* __restrict__ db, i
 //   forward  Y_n[g] (Og x P) = W[g] (Og x K) . col_n[g] (K x P)       strided-batched over n
 //   grad_x   dcol_n[g] (K x P) = W[g]^T . dY_n[g] (Og x P)             strided-batched over n,
 //            then col2im as a gather (dx = sum over kernel taps; no atomics)
-//   grad_w   dW[g] (Og x K) += dY_n[g] . col_n[g]^T                     one GEMM per image,
-//            accumulated in f32 (f64) in image order
+//   grad_w   dW[g] (Og x K) += dY_n[g] . col_n[g]^T                     strided-batched over n
+//            into per-image partials (f32, f64 for f64), then summed in image order
+//            (deterministic; one GEMM per image left most SMs idle: Og x K is a few tiles)
 // col holds all C*KH*KW rows of a chunk of images (chunked to bound the
 // workspace); a 1x1 stride-1 unpadded conv uses x itself as col.
 
@@ -428,6 +429,16 @@ void blas_forward(const gn_kernel_ctx* ctx, const T* x, const T* w, const T* bia
   }
 }
 
+// acc[e] += part[0][e] + part[1][e] + ... in that order (reproducible).
+template <class A>
+__global__ void sum_partials_kernel(const A* __restrict__ part, A* __restrict__ acc, int64_t n, int nb) {
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+    A s = acc[e];
+    for (int k = 0; k < nb; ++k) s += part[(int64_t)k * n + e];
+    acc[e] = s;
+  }
+}
+
 template <class T>
 void blas_backward(const gn_kernel_ctx* ctx, const T* dy, const T* x, const T* w, T* dx, T* dw, const Geom& g) {
   using A = acc_t<T>;
@@ -440,7 +451,9 @@ void blas_backward(const gn_kernel_ctx* ctx, const T* dy, const T* x, const T* w
   T* col = (pw || !dw) ? nullptr : static_cast<T*>(workspace(ctx, (size_t)nb_max * KT * P * sizeof(T)));
   A* dcol = static_cast<A*>(workspace(ctx, (size_t)nb_max * KT * P * sizeof(A)));
   A* dw_acc = nullptr;
+  A* dw_part = nullptr;  // nb_max per-image partials of dW
   if (dw) {
+    dw_part = static_cast<A*>(workspace(ctx, (size_t)nb_max * g.O * K * sizeof(A)));
     dw_acc = static_cast<A*>(workspace(ctx, (size_t)g.O * K * sizeof(A)));
     GN_CUDA_CHECK(cudaMemsetAsync(dw_acc, 0, (size_t)g.O * K * sizeof(A), stream(ctx)));
   }
@@ -460,13 +473,14 @@ void blas_backward(const gn_kernel_ctx* ctx, const T* dy, const T* x, const T* w
       launch_im2col<T>(ctx, x, col, g, n0, nb);
       cb = col;
     }
-    for (int nl = 0; nl < nb; ++nl)
-      for (int grp = 0; grp < g.G; ++grp)
-        GN_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)K, g.Og, (int)P, &one,
-                                     cb + (int64_t)nl * KT * P + (int64_t)grp * K * P, cuda_type<T>(), (int)P,
-                                     dy + ((int64_t)(n0 + nl) * g.O + (int64_t)grp * g.Og) * P, cuda_type<T>(), (int)P,
-                                     &one, dw_acc + (int64_t)grp * g.Og * K, cuda_type<A>(), (int)K, ct,
-                                     CUBLAS_GEMM_DEFAULT));
+    for (int grp = 0; grp < g.G; ++grp)
+      GN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+          h, CUBLAS_OP_T, CUBLAS_OP_N, (int)K, g.Og, (int)P, &one, cb + (int64_t)grp * K * P, cuda_type<T>(), (int)P,
+          KT * P, dy + ((int64_t)n0 * g.O + (int64_t)grp * g.Og) * P, cuda_type<T>(), (int)P, (int64_t)g.O * P, &zero,
+          dw_part + (int64_t)grp * g.Og * K, cuda_type<A>(), (int)K, (int64_t)g.O * K, nb, ct, CUBLAS_GEMM_DEFAULT));
+    const int64_t n = (int64_t)g.O * K;
+    sum_partials_kernel<A><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(dw_part, dw_acc, n, nb);
+    GN_CUDA_CHECK_LAUNCH();
   }
   if (dw) {
     const int64_t n = (int64_t)g.O * K;
