@@ -248,7 +248,9 @@ __global__ void bias_grad_kernel(const T* __restrict__ dy, T* __restrict__ db, i
 // precision, TF32 off), the gathers in plain kernels.  Per group g and image n
 // (P = Ho*Wo, K = Cg*KH*KW, row-major):
 //   forward  Y_n[g] (Og x P) = W[g] (Og x K) . col_n[g] (K x P)       strided-batched over n
-//   grad_x   dcol_n[g] (K x P) = W[g]^T . dY_n[g] (Og x P)             strided-batched over n,
+//   grad_x   stride 1, dilation 1: the forward path on dY with the flipped,
+//            transposed weight (transposed_dx_ok); otherwise
+//            dcol_n[g] (K x P) = W[g]^T . dY_n[g] (Og x P)             strided-batched over n,
 //            then col2im as a gather (dx = sum over kernel taps; no atomics)
 //   grad_w   dW[g] (Og x K) += dY_n[g] . col_n[g]^T                     strided-batched over n
 //            into per-image partials (f32, f64 for f64), then summed in image order
@@ -439,9 +441,50 @@ __global__ void sum_partials_kernel(const A* __restrict__ part, A* __restrict__ 
   }
 }
 
+// wt[grp*Cg + c][o][i][j] = w[grp*Og + o][c][KH-1-i][KW-1-j]: the weight of the
+// transposed convolution that gives grad_x (see transposed_geom).
+template <class T>
+__global__ void flip_transpose_kernel(const T* __restrict__ w, T* __restrict__ wt, Geom g) {
+  const int64_t n = (int64_t)g.O * g.Cg * g.KH * g.KW;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+    const int j = (int)(e % g.KW), i = (int)(e / g.KW % g.KH);
+    const int64_t t = e / ((int64_t)g.KW * g.KH);
+    const int o = (int)(t % g.Og), cc = (int)(t / g.Og);  // cc = grp*Cg + c
+    const int grp = cc / g.Cg, c = cc % g.Cg;
+    wt[e] = w[(((int64_t)(grp * g.Og + o) * g.Cg + c) * g.KH + (g.KH - 1 - i)) * g.KW + (g.KW - 1 - j)];
+  }
+}
+
+// With stride 1 and dilation 1, grad_x is the forward convolution of grad_y
+// (channels O, image Ho x Wo) with the flipped, transposed weight and padding
+// k-1-p, which gives back an H x W image.  Going through blas_forward keeps
+// the gathered matrix in T (im2col of grad_y) instead of an f32 dcol plus a
+// col2im pass: half the memory traffic of grad_x.
+bool transposed_dx_ok(const Geom& g) {
+  return g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.ph <= g.KH - 1 && g.pw <= g.KW - 1 &&
+         !is_pointwise(g);
+}
+Geom transposed_geom(const Geom& g) {
+  Geom t = g;
+  t.C = g.O; t.H = g.Ho; t.W = g.Wo;
+  t.O = g.C; t.Cg = g.Og; t.Og = g.Cg;
+  t.ph = g.KH - 1 - g.ph; t.pw = g.KW - 1 - g.pw;
+  t.Ho = g.H; t.Wo = g.W;
+  return t;
+}
+
 template <class T>
 void blas_backward(const gn_kernel_ctx* ctx, const T* dy, const T* x, const T* w, T* dx, T* dw, const Geom& g) {
   using A = acc_t<T>;
+  const bool transposed = transposed_dx_ok(g);
+  if (transposed) {
+    T* wt = static_cast<T*>(workspace(ctx, (size_t)g.O * g.Cg * g.KH * g.KW * sizeof(T)));
+    const int64_t n = (int64_t)g.O * g.Cg * g.KH * g.KW;
+    flip_transpose_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(w, wt, g);
+    GN_CUDA_CHECK_LAUNCH();
+    blas_forward<T>(ctx, dy, wt, nullptr, dx, transposed_geom(g));
+    if (!dw) return;
+  }
   cublasHandle_t h = blas(ctx);
   const int64_t P = (int64_t)g.Ho * g.Wo, K = (int64_t)g.Cg * g.KH * g.KW, KT = (int64_t)g.C * g.KH * g.KW;
   const A one = A(1), zero = A(0);
@@ -449,7 +492,7 @@ void blas_backward(const gn_kernel_ctx* ctx, const T* dy, const T* x, const T* w
   const bool pw = is_pointwise(g);
   const int nb_max = chunk_images(g, sizeof(T) + sizeof(A));
   T* col = (pw || !dw) ? nullptr : static_cast<T*>(workspace(ctx, (size_t)nb_max * KT * P * sizeof(T)));
-  A* dcol = static_cast<A*>(workspace(ctx, (size_t)nb_max * KT * P * sizeof(A)));
+  A* dcol = transposed ? nullptr : static_cast<A*>(workspace(ctx, (size_t)nb_max * KT * P * sizeof(A)));
   A* dw_acc = nullptr;
   A* dw_part = nullptr;  // nb_max per-image partials of dW
   if (dw) {
@@ -459,13 +502,16 @@ void blas_backward(const gn_kernel_ctx* ctx, const T* dy, const T* x, const T* w
   }
   for (int n0 = 0; n0 < g.N; n0 += nb_max) {
     const int nb = std::min(nb_max, g.N - n0);
-    // grad_x: dcol = W^T . dY, then the gather
-    for (int grp = 0; grp < g.G; ++grp)
-      GN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-          h, CUBLAS_OP_N, CUBLAS_OP_T, (int)P, (int)K, g.Og, &one, dy + ((int64_t)n0 * g.O + (int64_t)grp * g.Og) * P,
-          cuda_type<T>(), (int)P, (int64_t)g.O * P, w + (int64_t)grp * g.Og * K, cuda_type<T>(), (int)K, 0, &zero,
-          dcol + (int64_t)grp * K * P, cuda_type<A>(), (int)P, KT * P, nb, ct, CUBLAS_GEMM_DEFAULT));
-    launch_col2im<T>(ctx, dcol, dx, g, n0, nb);
+    if (!transposed) {
+      // grad_x: dcol = W^T . dY, then the gather
+      for (int grp = 0; grp < g.G; ++grp)
+        GN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+            h, CUBLAS_OP_N, CUBLAS_OP_T, (int)P, (int)K, g.Og, &one,
+            dy + ((int64_t)n0 * g.O + (int64_t)grp * g.Og) * P, cuda_type<T>(), (int)P, (int64_t)g.O * P,
+            w + (int64_t)grp * g.Og * K, cuda_type<T>(), (int)K, 0, &zero, dcol + (int64_t)grp * K * P,
+            cuda_type<A>(), (int)P, KT * P, nb, ct, CUBLAS_GEMM_DEFAULT));
+      launch_col2im<T>(ctx, dcol, dx, g, n0, nb);
+    }
     if (!dw) continue;
     // grad_w: dW += dY_n . col_n^T, image by image (fixed order)
     const T* cb = x + (int64_t)n0 * g.C * P;
