@@ -317,6 +317,48 @@ __global__ void im2col_kernel(const T* __restrict__ x, T* __restrict__ col, Geom
   }
 }
 
+// The same with 16-byte stores.  Each warp takes chunks of 32*V consecutive
+// elements of a row (V = vec_width<T>()): lane l gathers elements l, l+32, ...
+// (the coalesced reads of im2col_kernel, incremental (oh, ow)), parks them in
+// shared memory, and writes elements V*l .. V*l+V-1 back with one 16-byte
+// store.  Needs P % V == 0 (rows of whole 16-byte groups).  bf16 im2col went
+// from 2-byte stores at about 40% of the bandwidth to 16-byte ones.
+template <class T>
+__global__ void __launch_bounds__(kThreads) im2col_vec_kernel(const T* __restrict__ x, T* __restrict__ col, Geom g,
+                                                              int n0, int nb) {
+  constexpr int V = vec_width<T>(), W = kThreads / 32, CH = 32 * V;
+  __shared__ __align__(16) T stage[W][CH];
+  const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
+  T* st = stage[warp];
+  const int P = g.Ho * g.Wo, KT = g.C * g.KH * g.KW;
+  const int64_t rows = (int64_t)nb * KT;
+  const int step_h = 32 / g.Wo, step_w = 32 % g.Wo;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const int k = (int)(r % KT), nl = (int)(r / KT);
+    const int j = k % g.KW, t2 = k / g.KW, i = t2 % g.KH, c = t2 / g.KH;
+    const T* xp = x + ((int64_t)(n0 + nl) * g.C + c) * g.H * g.W;
+    T* cp = col + r * P;
+    const int h_off = i * g.dh - g.ph, w_off = j * g.dw - g.pw;
+    for (int base = warp * CH; base < P; base += W * CH) {
+      const int q0 = base + lane;
+      int oh = q0 / g.Wo, ow = q0 - oh * g.Wo;
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        const int ih = oh * g.sh + h_off, iw = ow * g.sw + w_off;
+        const bool in = q0 + 32 * e < P && ih >= 0 && ih < g.H && iw >= 0 && iw < g.W;
+        st[lane + 32 * e] = in ? xp[ih * g.W + iw] : convert<T>(0.0f);
+        ow += step_w;
+        oh += step_h;
+        if (ow >= g.Wo) ow -= g.Wo, ++oh;
+      }
+      __syncwarp();
+      const int p0 = base + lane * V;
+      if (p0 < P) store_vec<T, V>(cp + p0, *reinterpret_cast<const Vec<T, V>*>(st + lane * V));
+      __syncwarp();
+    }
+  }
+}
+
 // o = n / s when n >= 0, s divides n and the quotient is < lim.
 __device__ __forceinline__ bool tap_index(int n, int s, int lim, int& o) {
   if (n < 0) return false;
@@ -369,7 +411,10 @@ unsigned row_blocks(int64_t rows) { return (unsigned)std::min<int64_t>(std::max<
 
 template <class T>
 void launch_im2col(const gn_kernel_ctx* ctx, const T* x, T* col, const Geom& g, int n0, int nb) {
-  im2col_kernel<T><<<row_blocks((int64_t)nb * g.C * g.KH * g.KW), kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
+  const unsigned blocks = row_blocks((int64_t)nb * g.C * g.KH * g.KW);
+  const bool vec = ((int64_t)g.Ho * g.Wo) % vec_width<T>() == 0 && reinterpret_cast<uintptr_t>(col) % 16 == 0;
+  if (vec) im2col_vec_kernel<T><<<blocks, kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
+  else im2col_kernel<T><<<blocks, kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
   GN_CUDA_CHECK_LAUNCH();
 }
 template <class T>
