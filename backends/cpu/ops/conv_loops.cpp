@@ -130,22 +130,11 @@ void backward(const ConvShape& p, const T* gy, const T* x, const T* w, T* gx, T*
     });
 }
 
-template <class F>
-bool dispatch_floats(int32_t dt, F&& f) {
-  switch (dt) {
-    case GN_F32: f(float{}); return true;
-    case GN_F64: f(double{}); return true;
-    case GN_F16: f(f16_t{}); return true;
-    case GN_BF16: f(bf16_t{}); return true;
-    default: return false;
-  }
-}
-
 }  // namespace
 
 void conv2d_loops(const ConvShape& p, const gn_tensor_view& x, const gn_tensor_view& w, const gn_tensor_view* bias,
                   const gn_tensor_view& y) {
-  if (!dispatch_floats(x.dtype, [&](auto t) {
+  if (!dispatch_float_h(x.dtype, [&](auto t) {
         using T = decltype(t);
         forward<T>(p, (const T*)data_of(x), (const T*)data_of(w), bias ? (const T*)data_of(*bias) : nullptr,
                    (T*)data_of(y));
@@ -156,7 +145,7 @@ void conv2d_loops(const ConvShape& p, const gn_tensor_view& x, const gn_tensor_v
 void conv2d_backward_loops(const ConvShape& p, const gn_tensor_view& gy, const gn_tensor_view& x,
                            const gn_tensor_view& w, const gn_tensor_view* gx, const gn_tensor_view* gw,
                            const gn_tensor_view* gb) {
-  if (!dispatch_floats(x.dtype, [&](auto t) {
+  if (!dispatch_float_h(x.dtype, [&](auto t) {
         using T = decltype(t);
         backward<T>(p, (const T*)data_of(gy), (const T*)data_of(x), (const T*)data_of(w), gx ? (T*)data_of(*gx) : nullptr,
                     gw ? (T*)data_of(*gw) : nullptr, gb ? (T*)data_of(*gb) : nullptr);

@@ -150,25 +150,13 @@ void avg_bwd(const T* dy, T* dx, const Pool& p) {
   });
 }
 
-// f32, f64, f16, bf16 (halves widened exactly, results rounded once).
-template <class F>
-bool dispatch_pool(int32_t dt, F&& f) {
-  switch (dt) {
-    case GN_F32: f(float{}); return true;
-    case GN_F64: f(double{}); return true;
-    case GN_F16: f(f16_t{}); return true;
-    case GN_BF16: f(bf16_t{}); return true;
-    default: return false;
-  }
-}
-
 GN_SDK_KERNEL(max_pool2d_kernel) {
   Pool p{};
   if (n_in < 1 || n_out < 1 || !pool_params(in[0], attrs, n_attrs, true, p) || out[0].dtype != in[0].dtype ||
       !shape_is(out[0], in[0], p.Ho, p.Wo) ||
       (n_out > 1 && (out[1].dtype != GN_I64 || !shape_is(out[1], in[0], p.Ho, p.Wo))))
     GN_UNSUPPORTED("[max_pool2d] these arguments");
-  if (!dispatch_pool(in[0].dtype, [&](auto z) {
+  if (!dispatch_float_h(in[0].dtype, [&](auto z) {
         using T = decltype(z);
         max_fwd<T>((const T*)data_of(in[0]), (T*)data_of(out[0]), n_out > 1 ? (int64_t*)data_of(out[1]) : nullptr, p);
       }))
@@ -185,7 +173,7 @@ GN_SDK_KERNEL(max_pool2d_backward_kernel) {
   const int64_t n = gn_view_numel(&in[2]);
   for (int64_t i = 0; i < n; ++i)
     if (idx[i] < 0 || idx[i] >= p.H * p.W) GN_UNSUPPORTED("[max_pool2d_backward] index out of range");
-  if (!dispatch_pool(in[1].dtype, [&](auto z) {
+  if (!dispatch_float_h(in[1].dtype, [&](auto z) {
         using T = decltype(z);
         max_bwd<T>((const T*)data_of(in[0]), idx, (T*)data_of(out[0]), p);
       }))
@@ -197,7 +185,7 @@ GN_SDK_KERNEL(avg_pool2d_kernel) {
   if (n_in < 1 || n_out < 1 || !pool_params(in[0], attrs, n_attrs, false, p) || out[0].dtype != in[0].dtype ||
       !shape_is(out[0], in[0], p.Ho, p.Wo))
     GN_UNSUPPORTED("[avg_pool2d] these arguments");
-  if (!dispatch_pool(in[0].dtype, [&](auto z) {
+  if (!dispatch_float_h(in[0].dtype, [&](auto z) {
         using T = decltype(z);
         avg_fwd<T>((const T*)data_of(in[0]), (T*)data_of(out[0]), p);
       }))
@@ -209,7 +197,7 @@ GN_SDK_KERNEL(avg_pool2d_backward_kernel) {
   if (n_in < 2 || n_out < 1 || !pool_params(in[1], attrs, n_attrs, false, p) || in[0].dtype != in[1].dtype ||
       out[0].dtype != in[1].dtype || !shape_is(in[0], in[1], p.Ho, p.Wo) || !shape_is(out[0], in[1], p.H, p.W))
     GN_UNSUPPORTED("[avg_pool2d_backward] these arguments");
-  if (!dispatch_pool(in[1].dtype, [&](auto z) {
+  if (!dispatch_float_h(in[1].dtype, [&](auto z) {
         using T = decltype(z);
         avg_bwd<T>((const T*)data_of(in[0]), (T*)data_of(out[0]), p);
       }))

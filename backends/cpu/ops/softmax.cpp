@@ -41,18 +41,6 @@ bool lines(const gn_tensor_view& x, const gn_tensor_view& y, const gn_attr_value
   return true;
 }
 
-// Calls f(tag-of-T) for the float storage types.
-template <class F>
-bool dispatch_floats(int32_t dt, F&& f) {
-  switch (dt) {
-    case GN_F32: f(float{}); return true;
-    case GN_F64: f(double{}); return true;
-    case GN_F16: f(f16_t{}); return true;
-    case GN_BF16: f(bf16_t{}); return true;
-    default: return false;
-  }
-}
-
 // softmax / log_softmax lines in double (the reference's formula, NaN rule included).
 template <class TX, class TY>
 void softmax_lines(bool log, const TX* x, TY* y, int64_t outer, int64_t L, int64_t inner) {
@@ -77,7 +65,7 @@ void softmax_cpp(const char* op, bool log, const gn_tensor_view& x, const gn_ten
                  int64_t inner) {
   bool done = false;
   dispatch_dtype(x.dtype, [&](auto xtag) {
-    dispatch_floats(y.dtype, [&](auto ty) {
+    dispatch_float_h(y.dtype, [&](auto ty) {
       using TX = typename Storage<decltype(xtag)::value>::T;
       using TY = decltype(ty);
       softmax_lines<TX, TY>(log, (const TX*)data_of(x), (TY*)data_of(y), outer, L, inner);
@@ -151,7 +139,7 @@ void softmax_backward_run(const char* op, bool log, const gn_tensor_view* in, si
       !lines(g, y, attrs, n_attrs, o2, l2, i2))
     GN_UNSUPPORTED(std::string("[") + op + "] these arguments");  // the reference reports the error
   if (outer * L * inner == 0) return;
-  if (!dispatch_floats(y.dtype, [&](auto t) {
+  if (!dispatch_float_h(y.dtype, [&](auto t) {
         using T = decltype(t);
         softmax_backward_lines<T>(log, (const T*)data_of(g), (const T*)data_of(y), (T*)data_of(gx), outer, L, inner);
       }))

@@ -238,6 +238,14 @@ struct Layout {
   int splits;
   int vec;               // row mode with stride-1 rows: elements per vector load (1 = off)
   int64_t in_stride;     // inner stride when inner.ndim == 1
+
+  // Element offset in y of output o.
+  __device__ __forceinline__ int64_t y_offset(int64_t o) const {
+    if (y_dense) return o;
+    int64_t off[1];
+    yoff.get(o, off);
+    return off[0];
+  }
 };
 
 template <class T, class R, int VEC>
@@ -332,13 +340,7 @@ __global__ void __launch_bounds__(256) reduce_kernel(const T* __restrict__ x, ty
     if (L.splits > 1) {
       partial[(int64_t)blockIdx.y * L.n_out + o] = s;
     } else {
-      int64_t yo = o;
-      if (!L.y_dense) {
-        int64_t off[1];
-        L.yoff.get(o, off);
-        yo = off[0];
-      }
-      y[yo] = r.finalize(s, L.n_in);
+      y[L.y_offset(o)] = r.finalize(s, L.n_in);
     }
   }
 }
@@ -349,13 +351,7 @@ __global__ void reduce_finish_kernel(const typename R::State* __restrict__ parti
   for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < L.n_out; o += (int64_t)gridDim.x * blockDim.x) {
     typename R::State s = partial[o];
     for (int k = 1; k < L.splits; ++k) s = r.combine(s, partial[(int64_t)k * L.n_out + o]);
-    int64_t yo = o;
-    if (!L.y_dense) {
-      int64_t off[1];
-      L.yoff.get(o, off);
-      yo = off[0];
-    }
-    y[yo] = r.finalize(s, L.n_in);
+    y[L.y_offset(o)] = r.finalize(s, L.n_in);
   }
 }
 

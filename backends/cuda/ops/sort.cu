@@ -21,6 +21,25 @@
 namespace gn::cuda {
 namespace {
 
+// Scratch of one sort pass in one workspace block: keys and positions in and
+// out (n each), S+1 segment offsets, and cub's temporary storage.
+template <class K>
+struct SortScratch {
+  K *kin, *kout;
+  int32_t *pin, *pout;
+  int64_t* off;
+  void* tmp;
+};
+template <class K>
+SortScratch<K> sort_scratch(const gn_kernel_ctx* ctx, int64_t n, int64_t S, size_t temp) {
+  nn::Carver cv;
+  const size_t o_kin = cv.add(n * sizeof(K)), o_kout = cv.add(n * sizeof(K)), o_pin = cv.add(n * 4),
+               o_pout = cv.add(n * 4), o_off = cv.add((S + 1) * 8), o_tmp = cv.add(temp);
+  char* ws = static_cast<char*>(workspace(ctx, cv.total));
+  return {(K*)(ws + o_kin), (K*)(ws + o_kout), (int32_t*)(ws + o_pin), (int32_t*)(ws + o_pout),
+          (int64_t*)(ws + o_off), ws + o_tmp};
+}
+
 // topk with k <= kSelectMaxK and k <= L/8 selects instead of sorting whole lines.
 constexpr int64_t kSelectMaxK = 1024;
 
@@ -179,19 +198,16 @@ void topk_select(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view&
                                                             (const int32_t*)nullptr, (int32_t*)nullptr, n, S,
                                                             (const int64_t*)nullptr, (const int64_t*)nullptr,
                                                             stream(ctx)));
-    nn::Carver cv;
-    const size_t o_kin = cv.add(n * sizeof(K)), o_kout = cv.add(n * sizeof(K)), o_pin = cv.add(n * 4),
-                 o_pout = cv.add(n * 4), o_off = cv.add((S + 1) * 8), o_tmp = cv.add(temp);
-    char* ws = static_cast<char*>(workspace(ctx, cv.total));
-    K *kin = (K*)(ws + o_kin), *kout = (K*)(ws + o_kout);
-    int32_t *pin = (int32_t*)(ws + o_pin), *pout = (int32_t*)(ws + o_pout);
-    int64_t* off = (int64_t*)(ws + o_off);
+    const SortScratch<K> sc = sort_scratch<K>(ctx, n, S, temp);
+    K *kin = sc.kin, *kout = sc.kout;
+    int32_t *pin = sc.pin, *pout = sc.pout;
+    int64_t* off = sc.off;
     topk_select_kernel<T><<<(unsigned)S, kSelThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), L, inner, k, largest,
                                                                          kin, pin);
     GN_CUDA_CHECK_LAUNCH();
     seg_offsets_kernel<<<nn::grid_for(ctx, S + 1), kThreads, 0, stream(ctx)>>>(off, S, k);
     GN_CUDA_CHECK_LAUNCH();
-    GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(ws + o_tmp, temp, kin, kout, pin, pout, n, S, off, off + 1,
+    GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(sc.tmp, temp, kin, kout, pin, pout, n, S, off, off + 1,
                                                             stream(ctx)));
     sort_out_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(
         data_ptr<const T>(x), pout, data_ptr<T>(values), data_ptr<int64_t>(indices), L, k, inner, n, k);
@@ -248,26 +264,23 @@ void sort_lines(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& 
                                                               (const int32_t*)nullptr, (int32_t*)nullptr, n, S,
                                                               (const int64_t*)nullptr, (const int64_t*)nullptr,
                                                               stream(ctx)));
-    nn::Carver cv;
-    const size_t o_kin = cv.add(n * sizeof(K)), o_kout = cv.add(n * sizeof(K)), o_pin = cv.add(n * 4),
-                 o_pout = cv.add(n * 4), o_off = cv.add((S + 1) * 8), o_tmp = cv.add(temp);
-    char* ws = static_cast<char*>(workspace(ctx, cv.total));
-    K *kin = (K*)(ws + o_kin), *kout = (K*)(ws + o_kout);
-    int32_t *pin = (int32_t*)(ws + o_pin), *pout = (int32_t*)(ws + o_pout);
-    int64_t* off = (int64_t*)(ws + o_off);
+    const SortScratch<K> sc = sort_scratch<K>(ctx, n, S, temp);
+    K *kin = sc.kin, *kout = sc.kout;
+    int32_t *pin = sc.pin, *pout = sc.pout;
+    int64_t* off = sc.off;
     sort_keys_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), kin, pin, L, inner,
                                                                            n, descending);
     GN_CUDA_CHECK_LAUNCH();
     if (per_line) {
       for (int64_t sg = 0; sg < S; ++sg) {
         size_t t = temp;
-        GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(ws + o_tmp, t, kin + sg * L, kout + sg * L, pin + sg * L,
+        GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sc.tmp, t, kin + sg * L, kout + sg * L, pin + sg * L,
                                                       pout + sg * L, L, 0, (int)(8 * sizeof(K)), stream(ctx)));
       }
     } else {
       seg_offsets_kernel<<<nn::grid_for(ctx, S + 1), kThreads, 0, stream(ctx)>>>(off, S, L);
       GN_CUDA_CHECK_LAUNCH();
-      GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(ws + o_tmp, temp, kin, kout, pin, pout, n, S, off,
+      GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(sc.tmp, temp, kin, kout, pin, pout, n, S, off,
                                                               off + 1, stream(ctx)));
     }
     sort_out_kernel<T><<<nn::grid_for(ctx, n_out), kThreads, 0, stream(ctx)>>>(
