@@ -8,6 +8,14 @@
 namespace genesis::nn::init {
 
 namespace {
+thread_local bool t_skip_init = false;
+}  // namespace
+
+SkipInitGuard::SkipInitGuard() : prev_(t_skip_init) { t_skip_init = true; }
+SkipInitGuard::~SkipInitGuard() { t_skip_init = prev_; }
+bool skip_init() { return t_skip_init; }
+
+namespace {
 
 Error invalid(const std::string& msg) { return Error(GN_ERR_INVALID_ARGUMENT, "[init] " + msg); }
 

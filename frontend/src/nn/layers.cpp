@@ -11,11 +11,13 @@ namespace genesis::nn {
 
 // --------------------------------------------------------------------- Linear
 
-Linear::Linear(int64_t in, int64_t out, bool has_bias) : in_features(in), out_features(out) {
+Linear::Linear(int64_t in, int64_t out, bool has_bias) : Linear(in, out, has_bias, Options{}) {}
+
+Linear::Linear(int64_t in, int64_t out, bool has_bias, const Options& factory) : in_features(in), out_features(out) {
   if (in < 0 || out < 0) throw Error(GN_ERR_INVALID_ARGUMENT, "[Linear] feature counts must be >= 0");
-  weight = register_parameter("weight", empty({out, in}));
-  if (has_bias) bias = register_parameter("bias", empty({out}));
-  reset_parameters();
+  weight = register_parameter("weight", empty({out, in}, factory));
+  if (has_bias) bias = register_parameter("bias", empty({out}, factory));
+  if (!init::skip_init()) reset_parameters();
 }
 
 void Linear::reset_parameters() {
@@ -31,13 +33,15 @@ Tensor Linear::forward(const Tensor& x) { return functional::linear(x, weight, b
 
 // ------------------------------------------------------------------ Embedding
 
-Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad)
+Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad) : Embedding(num, dim, pad, Options{}) {}
+
+Embedding::Embedding(int64_t num, int64_t dim, std::optional<int64_t> pad, const Options& factory)
     : num_embeddings(num), embedding_dim(dim), padding_idx(pad) {
   if (pad && (*pad < -num || *pad >= num))
     throw Error(GN_ERR_INVALID_ARGUMENT, "[Embedding] padding_idx must be within num_embeddings");
   if (pad && *pad < 0) padding_idx = *pad + num;
-  weight = register_parameter("weight", empty({num, dim}));
-  init::normal_(weight);
+  weight = register_parameter("weight", empty({num, dim}, factory));
+  if (!init::skip_init()) init::normal_(weight);
   if (padding_idx) {
     NoGradGuard no_grad;
     weight.select(0, *padding_idx).zero_();

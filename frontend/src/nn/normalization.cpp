@@ -3,6 +3,7 @@
 
 #include "genesis/autograd.hpp"
 #include "genesis/nn/functional.hpp"
+#include "genesis/nn/init.hpp"
 
 namespace genesis::nn {
 
@@ -19,8 +20,11 @@ Tensor LayerNorm::forward(const Tensor& x) { return functional::layer_norm(x, no
 
 // -------------------------------------------------------------------- RMSNorm
 
-RMSNorm::RMSNorm(int64_t shape, std::optional<double> eps_, bool affine) : normalized_shape(shape), eps(eps_) {
-  if (affine) weight = register_parameter("weight", ones({shape}));
+RMSNorm::RMSNorm(int64_t shape, std::optional<double> eps_, bool affine) : RMSNorm(shape, eps_, affine, Options{}) {}
+
+RMSNorm::RMSNorm(int64_t shape, std::optional<double> eps_, bool affine, const Options& factory)
+    : normalized_shape(shape), eps(eps_) {
+  if (affine) weight = register_parameter("weight", init::skip_init() ? empty({shape}, factory) : ones({shape}, factory));
 }
 
 Tensor RMSNorm::forward(const Tensor& x) { return functional::rms_norm(x, {normalized_shape}, weight, eps); }

@@ -13,6 +13,21 @@
 
 namespace genesis::nn::init {
 
+/** While alive on this thread, layer constructors allocate their parameters but skip the random
+ * initialisation (transformers' no_init_weights): for models whose weights are loaded next. */
+class SkipInitGuard {
+ public:
+  SkipInitGuard();
+  ~SkipInitGuard();
+  SkipInitGuard(const SkipInitGuard&) = delete;
+  SkipInitGuard& operator=(const SkipInitGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+/** True inside a SkipInitGuard. */
+bool skip_init();
+
 /** Recommended gain for a nonlinearity ("linear", "conv2d", "sigmoid", "tanh", "relu", "leaky_relu", "selu"). */
 double calculate_gain(const std::string& nonlinearity, double param = 0.01);
 /** (fan_in, fan_out) of a weight with at least 2 dims. */

@@ -12,6 +12,8 @@ class Linear : public Module {
  public:
   /** A layer from in_features to out_features, with a bias unless told otherwise. */
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  /** Same, with the parameters created with factory's dtype and device (torch's device=, dtype=). */
+  Linear(int64_t in_features, int64_t out_features, bool bias, const Options& factory);
   /** x (*, in) -> (*, out). */
   Tensor forward(const Tensor& x) override;
   /** "Linear". */
@@ -29,6 +31,9 @@ class Embedding : public Module {
  public:
   /** Table (num_embeddings, embedding_dim); the padding_idx row starts at zero and gets no gradient. */
   Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = {});
+  /** Same, with the table created with factory's dtype and device. */
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx,
+            const Options& factory);
   /** ids (*) int -> (*, embedding_dim). */
   Tensor forward(const Tensor& ids) override;
   /** "Embedding". */

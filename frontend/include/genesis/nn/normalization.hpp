@@ -31,6 +31,8 @@ class RMSNorm : public Module {
  public:
   /** Over a last dim of size normalized_shape. */
   explicit RMSNorm(int64_t normalized_shape, std::optional<double> eps = {}, bool elementwise_affine = true);
+  /** Same, with the weight created with factory's dtype and device. */
+  RMSNorm(int64_t normalized_shape, std::optional<double> eps, bool elementwise_affine, const Options& factory);
   /** Same shape as x. */
   Tensor forward(const Tensor& x) override;
   /** "RMSNorm". */

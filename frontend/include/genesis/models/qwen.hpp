@@ -1,0 +1,211 @@
+// genesis/models/qwen.hpp - Qwen2, Qwen2.5 and Qwen3 dense decoders (HF transformers layout).
+//
+//   auto model = genesis::models::QwenForCausalLM::from_pretrained("Qwen2.5-0.5B-Instruct",
+//                                                                  {.device = "cuda", .dtype = genesis::bfloat16});
+//   Tensor logits = model->forward(ids);            // ids (B, T) int64 -> (B, T, vocab)
+//   Tensor loss = model->loss(ids, labels);         // HF shift: logits[:, :-1] vs labels[:, 1:]
+//   model->save_pretrained("out/");                 // a folder transformers loads unchanged
+//
+// The modules are the frontend's nn layers, so the whole model trains with
+// autograd.  Parameter names are HF's ("model.layers.0.self_attn.q_proj.weight").
+// q/k/v (and gate/up) weights are row blocks of one buffer, so inference runs a
+// single projection per block while training and checkpoints still see HF's
+// separate tensors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "genesis/nn/container.hpp"
+#include "genesis/nn/linear.hpp"
+#include "genesis/nn/module.hpp"
+#include "genesis/nn/normalization.hpp"
+#include "genesis/tensor.hpp"
+
+namespace genesis::models {
+
+/** The architecture fields of a Qwen config.json (transformers 4.x and 5.x spellings). */
+struct QwenConfig {
+  std::string model_type = "qwen2";  ///< "qwen2" (Qwen2, Qwen2.5) or "qwen3"
+  int64_t vocab_size = 151936;
+  int64_t hidden_size = 896;
+  int64_t intermediate_size = 4864;
+  int64_t num_hidden_layers = 24;
+  int64_t num_attention_heads = 14;
+  int64_t num_key_value_heads = 2;
+  int64_t head_dim = 64;                     ///< may differ from hidden/heads (Qwen3)
+  int64_t max_position_embeddings = 32768;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 1000000.0;             ///< rope_theta (4.x) or rope_parameters.rope_theta (5.x)
+  double initializer_range = 0.02;
+  bool tie_word_embeddings = true;
+  bool attention_bias = true;                ///< q/k/v bias (always on for Qwen2)
+  bool qk_norm = false;                      ///< per-head RMSNorm on q and k (Qwen3)
+  std::string dtype = "bfloat16";            ///< the checkpoint's dtype ("dtype" / "torch_dtype")
+  int64_t bos_token_id = -1;                 ///< -1 = none
+  std::vector<int64_t> eos_token_ids;        ///< empty = none
+  std::string source_json;                   ///< the file as read: unknown fields are kept on save
+
+  /** Parses config.json text; unsupported fields (sliding window, rope scaling, MoE, other
+   * activations) are refused with a genesis::Error naming the field. `where` names the file. */
+  static QwenConfig from_json(const std::string& text, const std::string& where = "config.json");
+  /** Reads and parses a config.json file. */
+  static QwenConfig from_file(const std::string& path);
+  /** A named shape with the real model's dimensions: qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b,
+   * qwen2.5-7b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b. */
+  static QwenConfig preset(const std::string& name);
+  /** Names accepted by preset(). */
+  static std::vector<std::string> preset_names();
+  /** config.json text (source_json's fields kept, ours written over them). */
+  std::string to_json() const;
+  /** Parameters in the model (the tied head counted once). */
+  int64_t num_parameters() const;
+};
+
+/** Generation defaults from generation_config.json (fields absent in the file stay unset). */
+struct QwenGenerationDefaults {
+  std::vector<int64_t> eos_token_ids;
+  int64_t bos_token_id = -1, pad_token_id = -1;
+  std::optional<bool> do_sample;
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k, max_new_tokens;
+  std::string source_json;  ///< the file as read ("" when absent)
+  /** Parses generation_config.json text. */
+  static QwenGenerationDefaults from_json(const std::string& text, const std::string& where);
+};
+
+/** Per-layer key/value buffers for incremental decoding, preallocated to a capacity. */
+struct KVCache {
+  std::vector<Tensor> k, v;  ///< per layer: (B, num_key_value_heads, capacity, head_dim)
+  int64_t batch = 0, capacity = 0;
+  /** Allocates zeroed buffers for `batch` sequences of up to `capacity` positions. */
+  static KVCache allocate(const QwenConfig& c, int64_t batch, int64_t capacity, const Device& device, DType dtype);
+};
+
+/** What one forward pass attends to: plain causal attention over its own T positions, or a KV
+ * cache that it first writes into at per-row offsets. */
+struct AttentionContext {
+  Tensor cos, sin;            ///< rotary tables broadcastable to (B, 1, T, head_dim)
+  KVCache* cache = nullptr;   ///< null: no cache (training, scoring)
+  Tensor write_pos;           ///< (B) int64 on the device: cache offset of this pass's first position
+  int64_t kv_len = 0;         ///< cache positions attended (the first kv_len)
+  Tensor mask;                ///< (B, 1, T, kv_len) bool keep-mask; undefined = causal (see causal_offset)
+  bool prefill_from_zero = false;  ///< cache mode, every row starts at 0: attend causally to this pass's k/v
+};
+
+/** Self-attention with GQA/MQA (K/V never repeated), optional q/k/v bias and q/k RMSNorm. */
+class QwenAttention : public nn::Module {
+ public:
+  /** Layers of config c with parameters created per factory (dtype, device). */
+  QwenAttention(const QwenConfig& c, const Options& factory);
+  /** x (B, T, hidden) -> (B, T, hidden). */
+  Tensor forward(const Tensor& x, const AttentionContext& ctx, int64_t layer);
+  /** "QwenAttention". */
+  std::string name() const override { return "QwenAttention"; }
+  int64_t num_heads, num_kv_heads, head_dim;
+  nn::Linear q_proj, k_proj, v_proj, o_proj;
+  std::shared_ptr<nn::RMSNorm> q_norm, k_norm;  ///< Qwen3 only
+
+ private:
+  Tensor qkv_weight_, qkv_bias_;  // (Hq*D + 2*Hkv*D, hidden): q/k/v weights are row blocks of it
+};
+
+/** SwiGLU feed-forward: down(silu(gate(x)) * up(x)). */
+class QwenMLP : public nn::Module {
+ public:
+  /** Layers of config c with parameters created per factory. */
+  QwenMLP(const QwenConfig& c, const Options& factory);
+  /** x (B, T, hidden) -> (B, T, hidden). */
+  Tensor forward(const Tensor& x) override;
+  /** "QwenMLP". */
+  std::string name() const override { return "QwenMLP"; }
+  nn::Linear gate_proj, up_proj, down_proj;
+
+ private:
+  Tensor gate_up_weight_;  // (2*intermediate, hidden): gate and up weights are row blocks of it
+};
+
+/** Pre-norm decoder block: x + attn(norm(x)), then h + mlp(norm(h)). */
+class QwenDecoderLayer : public nn::Module {
+ public:
+  /** Block of config c. */
+  QwenDecoderLayer(const QwenConfig& c, const Options& factory);
+  /** x (B, T, hidden) -> (B, T, hidden). */
+  Tensor forward(const Tensor& x, const AttentionContext& ctx, int64_t layer);
+  /** "QwenDecoderLayer". */
+  std::string name() const override { return "QwenDecoderLayer"; }
+  QwenAttention self_attn;
+  QwenMLP mlp;
+  nn::RMSNorm input_layernorm, post_attention_layernorm;
+};
+
+/** Embedding, the decoder stack and the final norm ("model." in HF names). */
+class QwenModel : public nn::Module {
+ public:
+  /** Stack of config c. */
+  QwenModel(const QwenConfig& c, const Options& factory);
+  /** ids (B, T) int64 -> hidden states (B, T, hidden) after the final norm. */
+  Tensor forward(const Tensor& ids, const AttentionContext& ctx);
+  /** "QwenModel". */
+  std::string name() const override { return "QwenModel"; }
+  nn::Embedding embed_tokens;
+  std::vector<std::shared_ptr<QwenDecoderLayer>> layers;  ///< registered as layers.0, layers.1, ...
+  nn::RMSNorm norm;
+
+ private:
+  nn::ModuleList layer_list_;  // the layers again, registered under the name "layers"
+};
+
+/** Where and how a checkpoint is loaded. */
+struct LoadOptions {
+  Device device = Device();           ///< where the parameters live
+  std::optional<DType> dtype;          ///< unset = the config's dtype (float32 for unknown ones)
+};
+
+/** The causal LM: QwenModel plus the lm_head (tied to the embedding or its own Linear). */
+class QwenForCausalLM : public nn::Module {
+ public:
+  /** A model of config c with parameters created per factory (dtype, device), initialised as
+   * transformers does (normal(0, initializer_range), zero biases, unit norms) from the device's
+   * default generator. */
+  QwenForCausalLM(const QwenConfig& c, const Options& factory = {});
+  /** ids (B, T) int64 -> logits (B, T, vocab) in the parameters' dtype. */
+  Tensor forward(const Tensor& ids) override;
+  /** Mean next-token cross entropy: logits[:, :-1] against labels[:, 1:], -100 ignored (HF). */
+  Tensor loss(const Tensor& ids, const Tensor& labels);
+  /** Hidden states (after the final norm) for ids with an attention context. */
+  Tensor hidden_states(const Tensor& ids, const AttentionContext& ctx);
+  /** Logits of hidden states h (*, hidden) -> (*, vocab). */
+  Tensor logits(const Tensor& h);
+  /** Rotary tables (positions, head_dim) covering at least n positions, in the parameters' dtype
+   * and device; computed in float64 and cached. */
+  std::pair<Tensor, Tensor> rope_tables(int64_t n);
+  /** "QwenForCausalLM". */
+  std::string name() const override { return "QwenForCausalLM"; }
+  /** Redraws every parameter as transformers' _init_weights does. */
+  void init_weights();
+
+  /** Loads a Hugging Face model folder (config.json, generation_config.json, model.safetensors or
+   * sharded model-0000N-of-0000M.safetensors + index), converting to opts.dtype. A missing, extra
+   * or wrongly shaped tensor is an error naming it and both shapes. */
+  static std::unique_ptr<QwenForCausalLM> from_pretrained(const std::string& dir, const LoadOptions& opts = {});
+  /** Writes config.json, generation_config.json and the weights (sharded above max_shard_bytes,
+   * with model.safetensors.index.json), each file atomically. */
+  void save_pretrained(const std::string& dir, int64_t max_shard_bytes = int64_t{5} << 30) const;
+
+  QwenConfig config;
+  QwenGenerationDefaults generation_defaults;
+  QwenModel model;
+  std::shared_ptr<nn::Linear> lm_head;  ///< null when tied to model.embed_tokens
+
+ private:
+  Tensor rope_cos_, rope_sin_;
+};
+
+/** Reads a whole text file; throws genesis::Error (GN_ERR_NOT_FOUND / GN_ERR_IO) naming it. */
+std::string read_text_file(const std::string& path);
+
+}  // namespace genesis::models
