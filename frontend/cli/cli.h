@@ -2,10 +2,15 @@
 // creation over the C API.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "genesis/genesis.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace genesis::cli {
 
@@ -50,5 +55,21 @@ std::string library_path();
 
 // `genesis info`: versions, plugins, device types, ops.
 int run_info(const GlobalOptions& opts);
+
+// `genesis generate`, `genesis chat` and `genesis bench llm` (llm.cpp).
+class LlmCommands {
+ public:
+  // Adds the subcommands and their options to app.
+  explicit LlmCommands(CLI::App& app);
+  ~LlmCommands();
+  LlmCommands(const LlmCommands&) = delete;
+  LlmCommands& operator=(const LlmCommands&) = delete;
+  // Runs the chosen one of these subcommands and returns its exit code; -1 when none was chosen.
+  int run(const GlobalOptions& opts);
+  struct State;
+
+ private:
+  std::unique_ptr<State> s_;
+};
 
 }  // namespace genesis::cli

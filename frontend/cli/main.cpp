@@ -29,9 +29,12 @@ int main(int argc, char** argv) {
   // Let the global options also follow the subcommand: `genesis info --quiet`.
   info->fallthrough();
 
+  genesis::cli::LlmCommands llm(app);
+
   CLI11_PARSE(app, argc, argv);
   opts.has_plugins = plugins->count() > 0;
 
   if (*info) return genesis::cli::run_info(opts);
+  if (int rc = llm.run(opts); rc >= 0) return rc;
   return 1;  // unreachable: require_subcommand(1)
 }

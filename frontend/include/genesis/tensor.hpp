@@ -134,8 +134,8 @@ struct Scalar {
 
 /** Creation options: dtype (unset = inferred or float32), device, requires_grad. */
 struct Options {
-  std::optional<DType> dtype;
-  std::optional<Device> device;
+  std::optional<DType> dtype = std::nullopt;
+  std::optional<Device> device = std::nullopt;
   bool requires_grad = false;
 };
 

@@ -31,7 +31,7 @@ const char* env_or(const char* name, const char* def) {
 }
 const bool g_init = [] {
   const bool chosen = std::getenv("GENESIS_QWEN_PLUGINS") != nullptr;
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = env_or("GENESIS_QWEN_PLUGINS", "reference"),
+  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = env_or("GENESIS_QWEN_PLUGINS", "reference"), .backends = "",
                  .no_default_paths = !chosen});
   return true;
 }();

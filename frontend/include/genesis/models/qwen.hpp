@@ -162,7 +162,7 @@ class QwenModel : public nn::Module {
 /** Where and how a checkpoint is loaded. */
 struct LoadOptions {
   Device device = Device();           ///< where the parameters live
-  std::optional<DType> dtype;          ///< unset = the config's dtype (float32 for unknown ones)
+  std::optional<DType> dtype = std::nullopt;  ///< unset = the config's dtype (float32 for unknown ones)
 };
 
 /** The causal LM: QwenModel plus the lm_head (tied to the embedding or its own Linear). */

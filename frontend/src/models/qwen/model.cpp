@@ -66,7 +66,7 @@ bool still_fused(const Tensor& fused, const std::vector<const Tensor*>& parts) {
 }
 
 // Inference-only fast paths are taken when nothing is being recorded for backward.
-bool inference_mode(const Tensor& w) { return !grad_enabled() || !w.requires_grad(); }
+bool inference_mode(const Tensor& w) { return !autograd::grad_enabled() || !w.requires_grad(); }
 
 }  // namespace
 

@@ -1,0 +1,406 @@
+// llm.cpp - `genesis generate`, `genesis chat` and `genesis bench llm`: Qwen models from Hugging
+// Face folders (or a named config shape with random weights) on the C++ frontend.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "genesis/chat_template.hpp"
+#include "genesis/memory.hpp"
+#include "genesis/models/generation.hpp"
+#include "genesis/models/qwen.hpp"
+#include "genesis/tokenizer.hpp"
+
+namespace genesis::cli {
+
+namespace M = genesis::models;
+
+struct LlmCommands::State {
+  CLI::App *generate = nullptr, *chat = nullptr, *bench_llm = nullptr, *convert = nullptr;
+  // shared
+  std::string model_dir, device, dtype;
+  // sampling (unset = the model's generation_config.json, else greedy)
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k;
+  int64_t max_new_tokens = 256;
+  uint64_t seed = 0;
+  std::vector<std::string> stop_strings;
+  std::vector<int64_t> stop_ids;
+  bool ignore_eos = false, no_graph = false;
+  // generate
+  std::string prompt, prompt_ids, system;
+  bool print_ids = false, use_chat_template = false;
+  // chat
+  bool no_thinking = false, thinking = false;
+  // bench
+  std::string config_name;
+  int64_t batch = 1, prompt_len = 128, new_tokens = 256, prefill_len = 512, repeats = 3;
+  bool json = false;
+  // convert
+  std::string out_dir;
+  int64_t max_shard_mb = 5 * 1024;
+};
+
+namespace {
+
+void add_model_options(CLI::App* c, LlmCommands::State& s) {
+  c->add_option("--device", s.device, "device (default: cuda when available, else cpu)");
+  c->add_option("--dtype", s.dtype, "float32, bfloat16 or float16 (default: the config's dtype on cuda, float32 on cpu)");
+}
+
+void add_sampling_options(CLI::App* c, LlmCommands::State& s) {
+  c->add_option("--max-new-tokens", s.max_new_tokens, "new tokens at most")->check(CLI::NonNegativeNumber);
+  c->add_option("--temperature", s.temperature, "0 = greedy (default: generation_config.json, else greedy)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--top-k", s.top_k, "keep the k most likely tokens (0 = off)")->check(CLI::NonNegativeNumber);
+  c->add_option("--top-p", s.top_p, "nucleus sampling mass in (0, 1]")->check(CLI::Range(0.0, 1.0));
+  c->add_option("--min-p", s.min_p, "drop tokens below min-p times the top probability")->check(CLI::Range(0.0, 1.0));
+  c->add_option("--repetition-penalty", s.repetition_penalty, "> 1 discourages repeats")->check(CLI::PositiveNumber);
+  c->add_option("--seed", s.seed, "sampling seed (same seed, same tokens)");
+  c->add_option("--stop", s.stop_strings, "stop when this text appears (repeatable)");
+  c->add_option("--stop-id", s.stop_ids, "stop at this token id (repeatable)");
+  c->add_flag("--ignore-eos", s.ignore_eos, "do not stop at the model's end-of-sequence ids");
+  c->add_flag("--no-cuda-graph", s.no_graph, "run every decode step eagerly");
+}
+
+void init_runtime(const GlobalOptions& g) {
+  genesis::init({.plugin_path = g.plugin_path,
+                 .plugins = g.has_plugins ? g.plugins : std::string(),
+                 .backends = g.backends,
+                 .no_default_paths = g.no_default_paths,
+                 .quiet = g.quiet});
+}
+
+Device pick_device(const LlmCommands::State& s) {
+  if (!s.device.empty()) return Device(s.device);
+  return cuda_available() ? Device("cuda") : Device("cpu");
+}
+
+std::optional<DType> pick_dtype(const LlmCommands::State& s, const Device& d) {
+  if (s.dtype == "float32" || s.dtype == "f32") return DType::f32;
+  if (s.dtype == "bfloat16" || s.dtype == "bf16") return DType::bf16;
+  if (s.dtype == "float16" || s.dtype == "f16") return DType::f16;
+  if (!s.dtype.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "--dtype must be float32, bfloat16 or float16, got '" + s.dtype + "'");
+  if (d.type() == "cpu") return DType::f32;
+  return std::nullopt;  // the config's
+}
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+// Loads --model; config_dtype: an unset --dtype keeps the config's dtype on every device.
+std::unique_ptr<M::QwenForCausalLM> load_model(const LlmCommands::State& s, const Device& d, bool config_dtype = false) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::optional<DType> dt = config_dtype && s.dtype.empty() ? std::nullopt : pick_dtype(s, d);
+  auto m = M::QwenForCausalLM::from_pretrained(s.model_dir, {.device = d, .dtype = dt});
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "loaded %s (%s, %.1fM parameters) on %s as %s in %.2f s\n", s.model_dir.c_str(),
+               m->config.model_type.c_str(), static_cast<double>(m->config.num_parameters()) / 1e6, d.str().c_str(),
+               dtype_name(m->model.embed_tokens.weight.dtype()), secs);
+  return m;
+}
+
+M::GenerationConfig sampling(const LlmCommands::State& s, const M::QwenForCausalLM& m) {
+  const M::QwenGenerationDefaults& d = m.generation_defaults;
+  M::GenerationConfig g;
+  g.max_new_tokens = s.max_new_tokens;
+  const bool sample_default = d.do_sample.value_or(false);
+  g.temperature = s.temperature.value_or(sample_default ? d.temperature.value_or(1.0) : 0.0);
+  g.top_k = s.top_k.value_or(sample_default ? d.top_k.value_or(0) : 0);
+  g.top_p = s.top_p.value_or(sample_default ? d.top_p.value_or(1.0) : 1.0);
+  g.min_p = s.min_p.value_or(sample_default ? d.min_p.value_or(0.0) : 0.0);
+  g.repetition_penalty = s.repetition_penalty.value_or(d.repetition_penalty.value_or(1.0));
+  g.seed = s.seed;
+  g.stop_strings = s.stop_strings;
+  g.stop_ids = s.stop_ids;
+  g.ignore_eos = s.ignore_eos;
+  g.cuda_graph = !s.no_graph;
+  return g;
+}
+
+std::vector<int64_t> parse_ids(const std::string& text) {
+  std::vector<int64_t> ids;
+  std::string t = text;
+  for (char& c : t)
+    if (c == ',') c = ' ';
+  std::istringstream in(t);
+  std::string w;
+  while (in >> w) {
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(w, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != w.size() || v < 0) throw Error(GN_ERR_INVALID_ARGUMENT, "token ids must be non-negative integers, got '" + w + "'");
+    ids.push_back(v);
+  }
+  return ids;
+}
+
+void print_stats(const M::GenerationResult& r) {
+  const double pre = r.prefill_seconds > 0 ? static_cast<double>(r.prompt_tokens) / r.prefill_seconds : 0;
+  const int64_t steps_tokens = r.generated_tokens - static_cast<int64_t>(r.tokens.size());
+  const double dec = r.decode_seconds > 0 ? static_cast<double>(steps_tokens) / r.decode_seconds : 0;
+  std::fprintf(stderr, "prefill %lld tokens in %.3f s (%.1f tok/s); decode %lld tokens in %.3f s (%.1f tok/s%s)\n",
+               static_cast<long long>(r.prompt_tokens), r.prefill_seconds, pre, static_cast<long long>(steps_tokens),
+               r.decode_seconds, dec, r.used_cuda_graph ? ", CUDA graph" : "");
+}
+
+// Adds the tokenizer's end-of-turn tokens (<|im_end|>, <|endoftext|>, its eos) to the stop ids.
+void add_tokenizer_stops(const Tokenizer& tok, M::GenerationConfig& g) {
+  if (tok.eos_token_id >= 0) g.stop_ids.push_back(tok.eos_token_id);
+  for (const char* t : {"<|im_end|>", "<|endoftext|>"})
+    if (int64_t id = tok.token_to_id(t); id >= 0) g.stop_ids.push_back(id);
+}
+
+int run_generate(const GlobalOptions& go, LlmCommands::State& s) {
+  init_runtime(go);
+  const Device d = pick_device(s);
+  const bool has_tok = exists(s.model_dir + "/tokenizer.json");
+  if (s.prompt.empty() == s.prompt_ids.empty())
+    throw Error(GN_ERR_INVALID_ARGUMENT, "give exactly one of --prompt TEXT and --prompt-ids 1,2,3");
+  if (!s.prompt.empty() && !has_tok)
+    throw Error(GN_ERR_NOT_FOUND, s.model_dir + " has no tokenizer.json: use --prompt-ids");
+  std::optional<Tokenizer> tok;
+  if (has_tok) tok = Tokenizer::from_pretrained(s.model_dir);
+  auto model = load_model(s, d);
+  M::GenerationConfig g = sampling(s, *model);
+  std::vector<int64_t> prompt;
+  if (!s.prompt_ids.empty()) {
+    prompt = parse_ids(s.prompt_ids);
+  } else if (s.use_chat_template) {
+    if (tok->chat_template().empty()) throw Error(GN_ERR_NOT_FOUND, "the tokenizer has no chat_template");
+    std::vector<ChatMessage> msgs;
+    if (!s.system.empty()) msgs.push_back({"system", s.system});
+    msgs.push_back({"user", s.prompt});
+    prompt = tok->encode(ChatTemplate(tok->chat_template()).apply(msgs, true), false);
+  } else {
+    prompt = tok->encode(s.prompt, false);
+  }
+  if (tok) {
+    if (!s.ignore_eos) add_tokenizer_stops(*tok, g);
+    g.decode = [&](const std::vector<int64_t>& ids) { return tok->decode(ids); };
+  }
+  const bool text_out = tok && !s.print_ids;
+  std::optional<StreamDecoder> stream;
+  if (text_out) stream.emplace(*tok, true);
+  auto r = M::generate(*model, {prompt}, g, [&](size_t, int64_t id) {
+    if (stream) {
+      std::fputs(stream->put(id).c_str(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  });
+  if (stream) std::printf("%s\n", stream->flush().c_str());
+  if (!text_out) {
+    for (size_t i = 0; i < r.tokens[0].size(); ++i) std::printf(i ? " %lld" : "%lld", static_cast<long long>(r.tokens[0][i]));
+    std::printf("\n");
+  }
+  print_stats(r);
+  return 0;
+}
+
+int run_chat(const GlobalOptions& go, LlmCommands::State& s) {
+  init_runtime(go);
+  const Device d = pick_device(s);
+  Tokenizer tok = Tokenizer::from_pretrained(s.model_dir);
+  if (tok.chat_template().empty()) throw Error(GN_ERR_NOT_FOUND, s.model_dir + ": tokenizer_config.json has no chat_template");
+  ChatTemplate tmpl(tok.chat_template());
+  auto model = load_model(s, d);
+  M::GenerationConfig g = sampling(s, *model);
+  add_tokenizer_stops(tok, g);
+  std::optional<bool> thinking;
+  if (s.no_thinking) thinking = false;
+  if (s.thinking) thinking = true;
+  std::vector<ChatMessage> msgs;
+  auto reset = [&] {
+    msgs.clear();
+    if (!s.system.empty()) msgs.push_back({"system", s.system});
+  };
+  reset();
+  std::fprintf(stderr, "chat with %s: /reset starts over, /exit (or end of input) quits\n", s.model_dir.c_str());
+  std::string line;
+  while (true) {
+    std::fputs("\n>>> ", stdout);
+    std::fflush(stdout);
+    if (!std::getline(std::cin, line)) break;
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/reset") {
+      reset();
+      std::fputs("(conversation cleared)\n", stdout);
+      continue;
+    }
+    if (line.empty()) continue;
+    msgs.push_back({"user", line});
+    const std::vector<int64_t> prompt = tok.encode(tmpl.apply(msgs, true, thinking), false);
+    StreamDecoder stream(tok, true);
+    auto r = M::generate(*model, {prompt}, g, [&](size_t, int64_t id) {
+      std::fputs(stream.put(id).c_str(), stdout);
+      std::fflush(stdout);
+      return true;
+    });
+    std::fputs(stream.flush().c_str(), stdout);
+    std::fputs("\n", stdout);
+    const double secs = r.prefill_seconds + r.decode_seconds;
+    std::fprintf(stderr, "[%lld tokens, %.1f tok/s, prompt %lld tokens]\n", static_cast<long long>(r.generated_tokens),
+                 secs > 0 ? static_cast<double>(r.generated_tokens) / secs : 0.0, static_cast<long long>(r.prompt_tokens));
+    msgs.push_back({"assistant", tok.decode(r.tokens[0], true)});
+  }
+  return 0;
+}
+
+int run_bench_llm(const GlobalOptions& go, LlmCommands::State& s) {
+  init_runtime(go);
+  const Device d = pick_device(s);
+  std::unique_ptr<M::QwenForCausalLM> model;
+  std::string what;
+  if (!s.model_dir.empty()) {
+    model = load_model(s, d);
+    what = s.model_dir;
+  } else {
+    const std::string name = s.config_name.empty() ? "qwen2.5-0.5b" : s.config_name;
+    M::QwenConfig c = M::QwenConfig::preset(name);
+    const DType dt = pick_dtype(s, d).value_or(DType::bf16);
+    manual_seed(0);
+    model = std::make_unique<M::QwenForCausalLM>(c, Options{.dtype = dt, .device = d});
+    what = name + " (random weights)";
+  }
+  const int64_t V = model->config.vocab_size;
+  auto random_prompts = [&](int64_t n, uint64_t seed) {
+    std::vector<std::vector<int64_t>> p(static_cast<size_t>(s.batch));
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (auto& row : p)
+      for (int64_t i = 0; i < n; ++i) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        row.push_back(static_cast<int64_t>(x % static_cast<uint64_t>(V)));
+      }
+    return p;
+  };
+  M::GenerationConfig g;
+  g.ignore_eos = true;
+  g.cuda_graph = !s.no_graph;
+  // Prefill: time to the first token of batch x prefill_len prompts (best of repeats).
+  double prefill = 1e30, decode = 1e30;
+  bool graph = false;
+  reset_peak_memory_stats(d);
+  for (int64_t rep = 0; rep <= s.repeats; ++rep) {  // rep 0 warms up
+    g.max_new_tokens = 1;
+    auto r = M::generate(*model, random_prompts(s.prefill_len, 100 + static_cast<uint64_t>(rep)), g);
+    if (rep > 0) prefill = std::min(prefill, r.prefill_seconds);
+    g.max_new_tokens = s.new_tokens;
+    r = M::generate(*model, random_prompts(s.prompt_len, 200 + static_cast<uint64_t>(rep)), g);
+    if (rep > 0) decode = std::min(decode, r.decode_seconds / static_cast<double>(r.decode_steps));
+    graph = r.used_cuda_graph;
+  }
+  const double prefill_tps = static_cast<double>(s.batch * s.prefill_len) / prefill;
+  const double decode_tps = static_cast<double>(s.batch) / decode;
+  const double peak_mb = static_cast<double>(max_memory_allocated(d)) / (1 << 20);
+  if (s.json) {
+    nlohmann::json j = {{"model", what},       {"device", d.str()},
+                        {"dtype", dtype_name(model->model.embed_tokens.weight.dtype())},
+                        {"batch", s.batch},    {"prefill_len", s.prefill_len},
+                        {"prompt_len", s.prompt_len}, {"new_tokens", s.new_tokens},
+                        {"prefill_tok_s", prefill_tps}, {"decode_tok_s", decode_tps},
+                        {"decode_ms_per_step", decode * 1e3}, {"peak_mb", peak_mb}, {"cuda_graph", graph}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("model      %s on %s, %s\n", what.c_str(), d.str().c_str(), dtype_name(model->model.embed_tokens.weight.dtype()));
+    std::printf("prefill    %lld x %lld tokens: %.1f tok/s\n", static_cast<long long>(s.batch),
+                static_cast<long long>(s.prefill_len), prefill_tps);
+    std::printf("decode     batch %lld after %lld prompt tokens, %lld new: %.1f tok/s (%.3f ms a step%s)\n",
+                static_cast<long long>(s.batch), static_cast<long long>(s.prompt_len),
+                static_cast<long long>(s.new_tokens), decode_tps, decode * 1e3, graph ? ", CUDA graph" : "");
+    std::printf("peak mem   %.1f MiB allocated\n", peak_mb);
+  }
+  return 0;
+}
+
+int run_convert(const GlobalOptions& go, LlmCommands::State& s) {
+  init_runtime(go);
+  const Device d = s.device.empty() ? Device("cpu") : Device(s.device);
+  auto model = load_model(s, d, true);
+  model->save_pretrained(s.out_dir, s.max_shard_mb << 20);
+  std::fprintf(stderr, "wrote %s\n", s.out_dir.c_str());
+  return 0;
+}
+
+}  // namespace
+
+LlmCommands::LlmCommands(CLI::App& app) : s_(std::make_unique<State>()) {
+  State& s = *s_;
+  s.generate = app.add_subcommand("generate", "generate text (or ids) after a prompt with a Qwen model folder");
+  s.generate->add_option("--model", s.model_dir, "Hugging Face model folder")->required();
+  s.generate->add_option("--prompt", s.prompt, "prompt text (needs tokenizer.json)");
+  s.generate->add_option("--prompt-ids", s.prompt_ids, "prompt token ids, e.g. 1,2,3");
+  s.generate->add_flag("--print-ids", s.print_ids, "print the generated ids space-separated on one line");
+  s.generate->add_flag("--chat", s.use_chat_template, "wrap the prompt as a user message with the chat template");
+  s.generate->add_option("--system", s.system, "system prompt (with --chat)");
+  add_model_options(s.generate, s);
+  add_sampling_options(s.generate, s);
+  s.generate->fallthrough();
+
+  s.chat = app.add_subcommand("chat", "interactive multi-turn chat with streaming output");
+  s.chat->add_option("--model", s.model_dir, "Hugging Face model folder with tokenizer files")->required();
+  s.chat->add_option("--system", s.system, "system prompt");
+  s.chat->add_flag("--no-thinking", s.no_thinking, "enable_thinking=false in the template (Qwen3)");
+  s.chat->add_flag("--thinking", s.thinking, "enable_thinking=true in the template (Qwen3)");
+  add_model_options(s.chat, s);
+  add_sampling_options(s.chat, s);
+  s.chat->fallthrough();
+
+  s.convert = app.add_subcommand("convert", "rewrite a model folder in another dtype or shard size (Hugging Face layout)");
+  s.convert->add_option("--model", s.model_dir, "Hugging Face model folder")->required();
+  s.convert->add_option("--out", s.out_dir, "output folder (created when missing)")->required();
+  s.convert->add_option("--max-shard-mb", s.max_shard_mb, "shard the weights above this size (MiB)")
+      ->check(CLI::PositiveNumber);
+  s.convert->add_option("--dtype", s.dtype, "float32, bfloat16 or float16 (default: the config's)");
+  s.convert->add_option("--device", s.device, "device used while converting (default: cpu)");
+  s.convert->fallthrough();
+
+  CLI::App* bench = app.add_subcommand("bench", "benchmarks");
+  bench->require_subcommand(1);
+  bench->fallthrough();
+  s.bench_llm = bench->add_subcommand("llm", "prefill and decode tokens/s and peak memory of a Qwen model");
+  s.bench_llm->add_option("--model", s.model_dir, "Hugging Face model folder (default: a named config, random weights)");
+  s.bench_llm->add_option("--config", s.config_name,
+                          "named shape with random weights: qwen2.5-0.5b (default), qwen2.5-1.5b, qwen3-0.6b, ...");
+  s.bench_llm->add_option("--batch", s.batch, "sequences per batch")->check(CLI::PositiveNumber);
+  s.bench_llm->add_option("--prompt-len", s.prompt_len, "prompt tokens before decoding")->check(CLI::PositiveNumber);
+  s.bench_llm->add_option("--new-tokens", s.new_tokens, "tokens decoded")->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  s.bench_llm->add_option("--prefill-len", s.prefill_len, "prompt tokens of the prefill measure")->check(CLI::PositiveNumber);
+  s.bench_llm->add_option("--repeats", s.repeats, "timed repeats after one warm-up (best is reported)")
+      ->check(CLI::PositiveNumber);
+  s.bench_llm->add_flag("--json", s.json, "one JSON line");
+  s.bench_llm->add_flag("--no-cuda-graph", s.no_graph, "run every decode step eagerly");
+  add_model_options(s.bench_llm, s);
+  s.bench_llm->fallthrough();
+}
+
+LlmCommands::~LlmCommands() = default;
+
+int LlmCommands::run(const GlobalOptions& opts) {
+  State& s = *s_;
+  try {
+    if (*s.generate) return run_generate(opts, s);
+    if (*s.chat) return run_chat(opts, s);
+    if (*s.bench_llm) return run_bench_llm(opts, s);
+    if (*s.convert) return run_convert(opts, s);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "genesis: %s\n", e.what());
+    return 1;
+  }
+  return -1;
+}
+
+}  // namespace genesis::cli
