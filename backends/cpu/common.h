@@ -191,6 +191,7 @@ void register_elementwise(const gn::sdk::Registrar& r);
 void register_binary_generic(const gn::sdk::Registrar& r);
 void register_sort(const gn::sdk::Registrar& r);
 void register_attention(const gn::sdk::Registrar& r);
+void register_llm(const gn::sdk::Registrar& r);
 
 // The generic elementwise unary path (ops/elementwise.cpp): any dtypes, the
 // reference's formulas in double; GN_ERR_UNSUPPORTED for ops it does not know.

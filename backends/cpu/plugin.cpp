@@ -239,6 +239,7 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
   register_binary_generic(r);
   register_sort(r);
   register_attention(r);
+  register_llm(r);
 }
 
 }  // namespace

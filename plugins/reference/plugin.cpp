@@ -141,6 +141,7 @@ void init(const gn_host_api* h, gn_plugin_info*) {
   register_attention(r);
   register_conv(r);
   register_optim(r);
+  register_llm(r);
 }
 
 }  // namespace

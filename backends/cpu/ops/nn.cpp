@@ -8,9 +8,33 @@
 //     thread-independent column blocks (deterministic)
 //   layer_norm_backward(dy, x, mean, rstd, [w]) -> (dx, dw, db), same scheme
 //   swiglu(gate, up) -> silu(gate)*up; swiglu_backward(g, gate, up) -> (dgate, dup)
-#include "loops.h"
+#include "nn.h"
 
 namespace gn::cpu {
+
+// One row of rms_norm (nn.h): never inlined, so that rms_norm and
+// add_rms_norm (ops/llm.cpp) run the same machine code and round identically
+// (the simd reduction's lane order depends on how the loop is compiled).
+template <class T>
+[[gnu::noinline]] double rms_norm_row(const T* xr, const T* w, T* yr, int64_t N, double eps) {
+  double ss = 0.0;
+#pragma omp simd reduction(+ : ss)
+  for (int64_t i = 0; i < N; ++i) ss += (double)xr[i] * (double)xr[i];
+  const double s = 1.0 / std::sqrt(ss / (double)N + eps);
+  if (w) {
+#pragma omp simd
+    for (int64_t i = 0; i < N; ++i) yr[i] = to_t<T>((double)xr[i] * s * (double)w[i]);
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < N; ++i) yr[i] = to_t<T>((double)xr[i] * s);
+  }
+  return s;
+}
+template double rms_norm_row<float>(const float*, const float*, float*, int64_t, double);
+template double rms_norm_row<double>(const double*, const double*, double*, int64_t, double);
+template double rms_norm_row<f16_t>(const f16_t*, const f16_t*, f16_t*, int64_t, double);
+template double rms_norm_row<bf16_t>(const bf16_t*, const bf16_t*, bf16_t*, int64_t, double);
+
 namespace {
 
 template <class T>
@@ -19,19 +43,7 @@ inline double sigm(T x) { return 1.0 / (1.0 + std::exp(-(double)x)); }
 template <class T, class S>
 void rms_fwd(const T* x, const T* w, T* y, S* rstd, int64_t R, int64_t N, double eps) {
   parallel_for(R, N, [&](int64_t r) {
-    const T* xr = x + r * N;
-    double ss = 0.0;
-#pragma omp simd reduction(+ : ss)
-    for (int64_t i = 0; i < N; ++i) ss += (double)xr[i] * (double)xr[i];
-    const double s = 1.0 / std::sqrt(ss / (double)N + eps);
-    T* yr = y + r * N;
-    if (w) {
-#pragma omp simd
-      for (int64_t i = 0; i < N; ++i) yr[i] = to_t<T>((double)xr[i] * s * (double)w[i]);
-    } else {
-#pragma omp simd
-      for (int64_t i = 0; i < N; ++i) yr[i] = to_t<T>((double)xr[i] * s);
-    }
+    const double s = rms_norm_row<T>(x + r * N, w, y + r * N, N, eps);
     if (rstd) rstd[r] = (S)s;
   });
 }

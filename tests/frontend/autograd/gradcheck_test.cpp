@@ -384,6 +384,8 @@ const std::map<std::string, const char*>& no_gradient() {
       {"sgd_step", "optimizer update (in place)"}, {"adamw_step", "optimizer update (in place)"},
       {"multi_sum_sq", "gradient-clipping statistic (runs on gradients, no graph)"},
       {"multi_scale_", "in-place gradient scaling"}, {"multi_unscale_check_", "in-place AMP unscale"},
+      {"kv_cache_write_", "inference KV-cache update (in place)"},
+      {"add_rms_norm", "inference fast path (training uses add + rms_norm)"},
   };
   return m;
 }

@@ -1,0 +1,65 @@
+// core/ops/infer_llm.cpp - inference of the LLM inference ops: the in-place
+// KV-cache write of a decode/prefill step and the fused residual add + RMS
+// norm of a transformer block.  Neither is differentiable.
+#include "infer_common.h"
+
+namespace genesis::core {
+
+using namespace infer_detail;
+
+// kv_cache_write_(cache (B,H,S,D), src (B,H,T,D), pos (B) int64) -> ().
+// src keeps its dtype (no cast: the cache is written in place and src must
+// already be in its dtype); T may exceed S (the rows past S are skipped).
+// The cache's layout (contiguous) is checked by the kernels, which see strides.
+GN_DEFINE_INFER(kv_cache_write) {
+  a.need_inputs(3, 3);
+  const gn_tensor_meta& cache = a.at(0);
+  const gn_tensor_meta& src = a.at(1);
+  const gn_tensor_meta& pos = a.at(2);
+  if (cache.ndim != 4)
+    fail(GN_ERR_SHAPE, "cache must be 4-D (B, H, S, D), got shape " + shape_str(cache));
+  if (src.ndim != 4)
+    fail(GN_ERR_SHAPE, "src must be 4-D (B, H, T, D), got shape " + shape_str(src));
+  if (src.shape[0] != cache.shape[0] || src.shape[1] != cache.shape[1] || src.shape[3] != cache.shape[3])
+    fail(GN_ERR_SHAPE, "src shape " + shape_str(src) + " must match the cache shape " + shape_str(cache) +
+                           " in B, H and D (dims 0, 1 and 3)");
+  if (pos.ndim != 1 || pos.shape[0] != cache.shape[0])
+    fail(GN_ERR_SHAPE, "pos must be 1-D of length B = " + std::to_string(cache.shape[0]) +
+                           " (the cache's dim 0), got shape " + shape_str(pos));
+  if (pos.dtype != GN_I64) fail(GN_ERR_DTYPE, std::string("pos must be int64, got ") + dtype_str(pos.dtype));
+  need_float(cache, "cache");
+  if (src.dtype != cache.dtype)
+    fail(GN_ERR_DTYPE, std::string("src dtype ") + dtype_str(src.dtype) + " must equal the cache dtype " +
+                           dtype_str(cache.dtype));
+  a.set_n_out(0);
+  a.set_kernel(cache.dtype);
+}
+
+// add_rms_norm(x (..., D), residual (x's shape and dtype), weight (D)) -> (y, h),
+// both of x's shape and dtype.  weight is cast to x's dtype, as rms_norm does,
+// so that y matches rms_norm(h, weight) bit for bit.
+GN_DEFINE_INFER(add_rms_norm) {
+  a.need_inputs(3, 3);
+  const gn_tensor_meta& x = a.at(0);
+  const gn_tensor_meta& r = a.at(1);
+  const gn_tensor_meta& w = a.at(2);
+  need_float(x, "x");
+  if (x.ndim < 1) fail(GN_ERR_SHAPE, "x must have at least 1 dim, got shape " + shape_str(x));
+  if (!same_shape(x, r))
+    fail(GN_ERR_SHAPE, "residual shape " + shape_str(r) + " must equal x shape " + shape_str(x) +
+                           " (no broadcasting)");
+  if (r.dtype != x.dtype)
+    fail(GN_ERR_DTYPE, std::string("residual dtype ") + dtype_str(r.dtype) + " must equal x dtype " +
+                           dtype_str(x.dtype));
+  if (!same_shape(w, dims_of(x, x.ndim - 1, x.ndim)))
+    fail(GN_ERR_SHAPE, "weight shape " + shape_str(w) + " must equal the last dim of x " + shape_str(x));
+  const double eps = a.attr_float(0);
+  if (!(eps >= 0)) fail(GN_ERR_INVALID_ARGUMENT, "eps must be >= 0, got " + num_str(eps));
+  a.cast_input(2, x.dtype);
+  a.set_n_out(2);
+  a.set_out(0, like(x, x.dtype));
+  a.set_out(1, like(x, x.dtype));
+  a.set_kernel(x.dtype);
+}
+
+}  // namespace genesis::core
