@@ -43,7 +43,7 @@ struct LlmCommands::State {
   bool json = false;
   // convert
   std::string out_dir;
-  int64_t max_shard_mb = 5 * 1024;
+  std::string max_shard_size = "5GB";
 };
 
 namespace {
@@ -326,11 +326,27 @@ int run_bench_llm(const GlobalOptions& go, LlmCommands::State& s) {
   return 0;
 }
 
+// "5GB", "500MB", "64KB", "1000" (bytes): decimal units, as transformers' max_shard_size.
+int64_t parse_size(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  const double mult = unit.empty() || unit == "B" ? 1 : unit == "KB" ? 1e3 : unit == "MB" ? 1e6 : unit == "GB" ? 1e9 : -1;
+  if (used == 0 || mult < 0 || !(v * mult >= 1) || v * mult > 9e18)
+    throw Error(GN_ERR_INVALID_ARGUMENT, "--max-shard-size must be a size such as 5GB, 500MB or 64KB, got '" + text + "'");
+  return static_cast<int64_t>(v * mult);
+}
+
 int run_convert(const GlobalOptions& go, LlmCommands::State& s) {
   init_runtime(go);
   const Device d = s.device.empty() ? Device("cpu") : Device(s.device);
   auto model = load_model(s, d, true);
-  model->save_pretrained(s.out_dir, s.max_shard_mb << 20);
+  model->save_pretrained(s.out_dir, parse_size(s.max_shard_size));
   std::fprintf(stderr, "wrote %s\n", s.out_dir.c_str());
   return 0;
 }
@@ -362,8 +378,7 @@ LlmCommands::LlmCommands(CLI::App& app) : s_(std::make_unique<State>()) {
   s.convert = app.add_subcommand("convert", "rewrite a model folder in another dtype or shard size (Hugging Face layout)");
   s.convert->add_option("--model", s.model_dir, "Hugging Face model folder")->required();
   s.convert->add_option("--out", s.out_dir, "output folder (created when missing)")->required();
-  s.convert->add_option("--max-shard-mb", s.max_shard_mb, "shard the weights above this size (MiB)")
-      ->check(CLI::PositiveNumber);
+  s.convert->add_option("--max-shard-size", s.max_shard_size, "shard the weights above this size (5GB, 500MB, 64KB)");
   s.convert->add_option("--dtype", s.dtype, "float32, bfloat16 or float16 (default: the config's)");
   s.convert->add_option("--device", s.device, "device used while converting (default: cpu)");
   s.convert->fallthrough();

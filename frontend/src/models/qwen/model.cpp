@@ -3,6 +3,7 @@
 // Shapes: B batch, T positions in this pass, S cache positions attended,
 // Hq query heads, Hkv key/value heads (Hq % Hkv == 0), D head_dim.
 #include <cmath>
+#include <tuple>
 
 #include "../../internal.h"
 #include "genesis/autograd.hpp"
@@ -208,10 +209,34 @@ QwenModel::QwenModel(const QwenConfig& c, const Options& f)
   register_module("norm", norm);
 }
 
+namespace {
+// (y, h) = add_rms_norm(x, residual, norm.weight): h = x + residual, y = rms_norm(h) * weight.
+std::pair<Tensor, Tensor> add_norm(const Tensor& x, const Tensor& residual, const nn::RMSNorm& n) {
+  auto out = detail::call(GN_OP_HANDLE("add_rms_norm"), {&x, &residual, &n.weight}, {gn_attr_float(*n.eps)}, 2);
+  return {out[0], out[1]};
+}
+}  // namespace
+
 Tensor QwenModel::forward(const Tensor& ids, const AttentionContext& ctx) {
   Tensor h = embed_tokens(ids);
-  for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward(h, ctx, static_cast<int64_t>(i));
-  return norm(h);
+  if (!inference_mode(embed_tokens.weight)) {
+    for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward(h, ctx, static_cast<int64_t>(i));
+    return norm(h);
+  }
+  // Inference: each residual add is fused with the norm that follows it, so the hidden state
+  // is read once per sublayer.  `pending` is the sublayer output not yet added to h.
+  Tensor pending;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    QwenDecoderLayer& L = *layers[i];
+    Tensor normed;
+    if (pending.defined()) std::tie(normed, h) = add_norm(pending, h, L.input_layernorm);
+    else normed = L.input_layernorm(h);
+    Tensor a = L.self_attn.forward(normed, ctx, static_cast<int64_t>(i));
+    std::tie(normed, h) = add_norm(a, h, L.post_attention_layernorm);
+    pending = L.mlp(normed);
+  }
+  if (!pending.defined()) return norm(h);
+  return add_norm(pending, h, norm).first;
 }
 
 // ---------------------------------------------------------------- causal LM
