@@ -1,0 +1,154 @@
+// frontend/src/tokenizer/bpe.cpp - the BPE model: merge table, merging one pre-tokenized piece by
+// rank (lowest rank first, leftmost first among equal ranks, as HF tokenizers does) and the word cache.
+#include <algorithm>
+#include <queue>
+
+#include "tokenizer_impl.h"
+
+namespace genesis::tokenizer_detail {
+
+// ---- merge table
+
+void MergeTable::reserve(size_t n) {
+  size_t cap = 16;
+  shift_ = 60;
+  while (cap < 2 * n + 16) {
+    cap *= 2;
+    --shift_;
+  }
+  slots_.assign(cap, Entry{});
+  mask_ = cap - 1;
+}
+
+bool MergeTable::insert(int32_t left, int32_t right, int32_t rank, int32_t merged) {
+  const uint64_t key = (uint64_t(uint32_t(left)) << 32) | uint32_t(right);
+  for (size_t i = slot(key);; i = (i + 1) & mask_) {
+    Entry& e = slots_[i];
+    if (e.key == key) return false;
+    if (e.key == kEmpty) {
+      e = Entry{key, rank, merged};
+      return true;
+    }
+  }
+}
+
+// ---- merging
+
+namespace {
+
+// Words up to this many symbols are merged by rescanning all pairs (no allocation beyond the
+// symbol list); longer ones use a heap of candidate merges over a linked list, O(n log n).
+constexpr size_t kScanMaxSymbols = 48;
+
+void merge_by_scan(const MergeTable& merges, std::vector<int32_t>& sym) {
+  while (sym.size() > 1) {
+    int32_t best_rank = INT32_MAX, best_merged = -1;
+    size_t best = 0;
+    for (size_t i = 0; i + 1 < sym.size(); ++i) {
+      const MergeTable::Entry* e = merges.find(sym[i], sym[i + 1]);
+      if (e && e->rank < best_rank) {
+        best_rank = e->rank;
+        best_merged = e->merged;
+        best = i;
+      }
+    }
+    if (best_merged < 0) return;
+    sym[best] = best_merged;
+    sym.erase(sym.begin() + std::ptrdiff_t(best) + 1);
+  }
+}
+
+void merge_by_heap(const MergeTable& merges, std::vector<int32_t>& sym) {
+  const int32_t n = int32_t(sym.size());
+  const size_t count = sym.size();
+  std::vector<int32_t> prev(count), next(count);
+  for (int32_t i = 0; i < n; ++i) {
+    prev[size_t(i)] = i - 1;
+    next[size_t(i)] = i + 1 < n ? i + 1 : -1;
+  }
+  std::vector<bool> dead(count, false);
+  struct Candidate {
+    int32_t rank, pos, merged;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+  auto push = [&](int32_t pos) {
+    const int32_t right = next[size_t(pos)];
+    if (right < 0) return;
+    if (const MergeTable::Entry* e = merges.find(sym[size_t(pos)], sym[size_t(right)]))
+      heap.push({e->rank, pos, e->merged});
+  };
+  for (int32_t i = 0; i + 1 < n; ++i) push(i);
+  while (!heap.empty()) {
+    const Candidate c = heap.top();
+    heap.pop();
+    const int32_t right = next[size_t(c.pos)];
+    if (dead[size_t(c.pos)] || right < 0) continue;
+    // Stale when either side changed since it was queued: the pair must still merge at this rank.
+    const MergeTable::Entry* e = merges.find(sym[size_t(c.pos)], sym[size_t(right)]);
+    if (!e || e->rank != c.rank) continue;
+    sym[size_t(c.pos)] = e->merged;
+    dead[size_t(right)] = true;
+    next[size_t(c.pos)] = next[size_t(right)];
+    if (next[size_t(right)] >= 0) prev[size_t(next[size_t(right)])] = c.pos;
+    if (prev[size_t(c.pos)] >= 0) push(prev[size_t(c.pos)]);
+    push(c.pos);
+  }
+  size_t w = 0;
+  for (int32_t i = 0; i >= 0; i = next[size_t(i)]) sym[w++] = sym[size_t(i)];
+  sym.resize(w);
+}
+
+}  // namespace
+
+void Impl::bpe(std::string_view piece, std::vector<int32_t>& out) const {
+  if (ignore_merges) {
+    std::string word;
+    const ByteLevelTable& t = byte_level_table();
+    for (char ch : piece) word += t.byte_to_utf8[uint8_t(ch)];
+    if (auto it = token_to_id.find(word); it != token_to_id.end()) {
+      out.push_back(int32_t(it->second));
+      return;
+    }
+  }
+  std::vector<int32_t> sym;
+  sym.reserve(piece.size());
+  for (char ch : piece) {
+    const int32_t id = byte_id[uint8_t(ch)];
+    if (id >= 0)
+      sym.push_back(id);
+    else if (unk_id >= 0)
+      sym.push_back(int32_t(unk_id));
+    // else: HF drops a character that is neither in the vocabulary nor covered by an unk token
+  }
+  if (sym.size() <= kScanMaxSymbols)
+    merge_by_scan(merges, sym);
+  else
+    merge_by_heap(merges, sym);
+  out.insert(out.end(), sym.begin(), sym.end());
+}
+
+void Impl::encode_word(std::string_view piece, std::vector<int64_t>& out) const {
+  if (piece.size() == 1 && byte_id[uint8_t(piece[0])] >= 0) {
+    out.push_back(byte_id[uint8_t(piece[0])]);
+    return;
+  }
+  const bool cacheable = piece.size() <= kCacheMaxWordBytes;
+  if (cacheable) {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    if (auto it = cache.find(piece); it != cache.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+  }
+  std::vector<int32_t> ids;
+  bpe(piece, ids);
+  out.insert(out.end(), ids.begin(), ids.end());
+  if (cacheable) {
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    if (cache.size() >= kCacheMaxEntries) cache.clear();
+    cache.emplace(std::string(piece), std::move(ids));
+  }
+}
+
+}  // namespace genesis::tokenizer_detail
