@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "genesis/autograd.hpp"
@@ -83,6 +84,8 @@ TEST_P(QwenParity, LogitsLossAndGradientsMatchTransformers) {
   const auto want = host(ref.at("logits")), got = host(logits);
   const double scale = max_abs(want);
   EXPECT_LE(max_diff(got, want), 1e-4 * scale) << "logits, max |logit| " << scale;
+  std::cout << GetParam() << " on " << dev().str() << ": logits max |err| / max |logit| = " << max_diff(got, want) / scale
+            << "\n";
 
   Tensor loss = model->loss(ref.at("input_ids"), ref.at("labels"));
   const double lw = host(ref.at("loss"))[0];
@@ -182,6 +185,8 @@ TEST_P(QwenParity, Bfloat16IsCloseToTheFloat64Oracle) {
   genesis::NoGradGuard ng;
   const auto want = host(ref.at("logits")), got = host(model->forward(ref.at("input_ids")));
   EXPECT_LE(max_diff(got, want), 0.03 * max_abs(want));
+  std::cout << GetParam() << " bf16 on " << dev().str() << ": logits max |err| / max |logit| = "
+            << max_diff(got, want) / max_abs(want) << "\n";
   const double lw = host(ref.at("loss"))[0];
   EXPECT_NEAR(host(model->loss(ref.at("input_ids"), ref.at("labels")))[0], lw, 0.01 * lw);
 }

@@ -80,6 +80,7 @@ class Decoder {
     positions_ = arange(static_cast<double>(capacity), {.dtype = DType::i64, .device = dev_}).view({1, capacity});
     ids_ = zeros({B_, 1}, {.dtype = DType::i64, .device = dev_});
     pos_ = zeros({B_}, {.dtype = DType::i64, .device = dev_});
+    ones_ = ones({B_}, {.dtype = DType::i64, .device = dev_});
   }
   ~Decoder() {
     if (graph_) gn_graph_destroy(graph_);
@@ -132,7 +133,7 @@ class Decoder {
         next_ = logits_.argmax(-1);  // (B) int64
         ids_.copy_(next_.view({B_, 1}));
       }
-      pos_.add_(Scalar(1));
+      pos_.add_(ones_);  // a tensor operand: a scalar would be copied from the host mid-capture
     } catch (const Error&) {
       gn_graph* g = nullptr;
       gn_status_free(gn_graph_end(runtime(), dev_.c(), &g));
@@ -183,7 +184,7 @@ class Decoder {
   int64_t B_, cap_;
   Device dev_;
   KVCache cache_;
-  Tensor cos_, sin_, positions_, ids_, pos_;
+  Tensor cos_, sin_, positions_, ids_, pos_, ones_;
   Tensor logits_, next_;
   gn_graph* graph_ = nullptr;
   bool greedy_graph_ = false;
