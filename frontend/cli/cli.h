@@ -56,6 +56,21 @@ std::string library_path();
 // `genesis info`: versions, plugins, device types, ops.
 int run_info(const GlobalOptions& opts);
 
+// Options of `genesis tokenize` (exactly one of text, file, decode).
+struct TokenizeOptions {
+  std::string model;          // folder with tokenizer.json
+  std::string text, file;     // what to encode
+  std::string decode;         // ids to decode: "1 2 3" or "1,2,3"
+  bool no_special = false;    // encode without the post-processor's special tokens
+  bool skip_special = false;  // decode without special tokens
+};
+
+// Registers the `tokenize` subcommand and its options on app.
+CLI::App* add_tokenize(CLI::App& app, TokenizeOptions& opts);
+
+// `genesis tokenize`: prints ids (one line) or decoded text; needs no runtime.
+int run_tokenize(const TokenizeOptions& opts);
+
 // `genesis generate`, `genesis chat` and `genesis bench llm` (llm.cpp).
 class LlmCommands {
  public:

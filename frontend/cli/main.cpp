@@ -30,11 +30,14 @@ int main(int argc, char** argv) {
   info->fallthrough();
 
   genesis::cli::LlmCommands llm(app);
+  genesis::cli::TokenizeOptions tokenize_opts;
+  CLI::App* tokenize = genesis::cli::add_tokenize(app, tokenize_opts);
 
   CLI11_PARSE(app, argc, argv);
   opts.has_plugins = plugins->count() > 0;
 
   if (*info) return genesis::cli::run_info(opts);
+  if (*tokenize) return genesis::cli::run_tokenize(tokenize_opts);
   if (int rc = llm.run(opts); rc >= 0) return rc;
   return 1;  // unreachable: require_subcommand(1)
 }
