@@ -131,7 +131,7 @@ List sorted(List items, bool reverse, bool case_sensitive, const Value& attribut
 Value select(const Value& seq, List& args, KwArgs& kwargs, bool keep, bool by_attr, const char* fn, int line) {
   if (by_attr && args.empty()) fail(std::string(fn) + ": missing parameter for attribute name", line);
   List out;
-  if (!truthy(seq)) return Value::make_list(out);
+  if (!truthy(seq)) return Value::make_lazy(out, Value::Lazy::Generator);
   size_t off = by_attr ? 1 : 0;
   for (const Value& item : iterate(seq, line)) {
     Value x = by_attr ? attr_path(item, args[0], line) : item;
@@ -146,7 +146,7 @@ Value select(const Value& seq, List& args, KwArgs& kwargs, bool keep, bool by_at
     }
     if (ok == keep) out.push_back(item);
   }
-  return Value::make_list(std::move(out));
+  return Value::make_lazy(std::move(out), Value::Lazy::Generator);
 }
 
 Value filter_map(const Value& seq, List& args, KwArgs& kwargs, int line) {
@@ -164,7 +164,7 @@ Value filter_map(const Value& seq, List& args, KwArgs& kwargs, int line) {
       Value v = attr_path(item, *attribute, line);
       out.push_back(v.is_undefined() && !dflt.is_none() ? dflt : v);
     }
-    return Value::make_list(std::move(out));
+    return Value::make_lazy(std::move(out), Value::Lazy::Generator);
   }
   if (args.empty() || !args[0].is_string()) fail("map: requires a filter name or attribute=", line);
   std::string name = args[0].s;
@@ -175,7 +175,7 @@ Value filter_map(const Value& seq, List& args, KwArgs& kwargs, int line) {
     KwArgs kw = kwargs;
     out.push_back(call_filter(name, item, a, kw, line));
   }
-  return Value::make_list(std::move(out));
+  return Value::make_lazy(std::move(out), Value::Lazy::Generator);
 }
 
 const std::set<std::string> kFilters = {
@@ -217,10 +217,26 @@ Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& k
     no_args();
     return Value::string(py_case(to_str(v), name == "upper"));
   }
-  if (name == "capitalize" || name == "title") {
+  if (name == "capitalize") {
     no_args();
     List none;
     return get_attr(Value::string(to_str(v)), name, line).fn->call(none, kwargs, line);
+  }
+  if (name == "title") {
+    // jinja2's do_title: split at runs of [-\s({[<], then upper the first character of
+    // every piece and lower the rest (not str.title()).
+    no_args();
+    std::u32string u = utf8_decode(to_str(v));
+    auto sep = [](char32_t c) { return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_space(c); };
+    std::string out;
+    for (size_t k = 0; k < u.size();) {
+      size_t e = k;
+      bool is_sep = sep(u[k]);
+      while (e < u.size() && sep(u[e]) == is_sep) ++e;
+      out += py_case(utf8_encode(u.substr(k, 1)), true) + py_case(utf8_encode(u.substr(k + 1, e - k - 1)), false);
+      k = e;
+    }
+    return Value::string(out);
   }
   if (name == "string" || name == "safe") {
     no_args();
@@ -239,6 +255,8 @@ Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& k
   }
   if (name == "first" || name == "last") {
     no_args();
+    if (name == "last" && (v.lazy == Value::Lazy::Generator || v.lazy == Value::Lazy::Iterator))
+      fail("'" + type_name(v) + "' object is not reversible", line);
     List items = iterate(v, line);
     if (items.empty()) return Value::undefined("No " + name + " item, sequence was empty.");
     return name == "first" ? items.front() : items.back();
@@ -249,14 +267,16 @@ Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& k
   }
   if (name == "items") {
     no_args();
-    if (v.is_undefined()) return Value::make_list({});
+    if (v.is_undefined()) return Value::make_lazy({}, Value::Lazy::Generator);
     if (!v.is_dict()) fail("items: can only get item pairs from a mapping", line);
     List none;
-    return get_attr(v, "items", line).fn->call(none, kwargs, line);
+    Value view = get_attr(v, "items", line).fn->call(none, kwargs, line);
+    return Value::make_lazy(*view.list, Value::Lazy::Generator);
   }
   if (name == "int") {
     Args a(name, {"default", "base"}, args, kwargs, line);
     Value dflt = a.get(0, Value::integer(0));
+    require_defined(v, line);  // int(Undefined) raises instead of falling back to the default
     if (v.is_integral()) return Value::integer(v.as_int());
     if (v.kind == Value::Kind::Float) return std::isfinite(v.f) ? Value::integer(static_cast<int64_t>(std::trunc(v.f))) : dflt;
     if (v.is_string()) {
@@ -267,6 +287,7 @@ Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& k
   }
   if (name == "float") {
     Args a(name, {"default"}, args, kwargs, line);
+    require_defined(v, line);
     if (v.is_number()) return Value::real(v.as_double());
     if (v.is_string())
       if (auto f = parse_float(v.s)) return Value::real(*f);
@@ -292,9 +313,11 @@ Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& k
       std::reverse(u.begin(), u.end());
       return Value::string(utf8_encode(u));
     }
+    // reversed() where Python has it (an iterator), else a reversed list.
+    bool reversible = v.is_sequence() || v.is_dict() || v.is_undefined() || (v.is_list() && v.lazy != Value::Lazy::Generator);
     List items = iterate(v, line);
     std::reverse(items.begin(), items.end());
-    return Value::make_list(std::move(items));
+    return reversible ? Value::make_lazy(std::move(items), Value::Lazy::Iterator) : Value::make_list(std::move(items));
   }
   if (name == "sort") {
     Args a(name, {"reverse", "case_sensitive", "attribute"}, args, kwargs, line);
@@ -314,7 +337,7 @@ Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& k
         out.push_back(item);
       }
     }
-    return Value::make_list(std::move(out));
+    return Value::make_lazy(std::move(out), Value::Lazy::Generator);
   }
   if (name == "min" || name == "max") {
     Args a(name, {"case_sensitive", "attribute"}, args, kwargs, line);
@@ -365,8 +388,8 @@ bool call_test(const std::string& name, const Value& v, List& args, KwArgs& kwar
   if (name == "false") return v.kind == K::Bool && !v.b;
   if (name == "mapping") return v.is_dict();
   // Undefined has __iter__, __len__ and __getitem__, so jinja2 counts it as both.
-  if (name == "iterable" || name == "sequence")
-    return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
+  if (name == "iterable") return v.is_undefined() || v.is_string() || v.is_list() || v.is_dict();
+  if (name == "sequence") return v.is_undefined() || v.is_string() || v.is_sequence() || v.is_dict();
   if (name == "callable") return v.kind == K::Function || v.is_undefined();
   if (name == "escaped") return false;
   if (name == "eq" || name == "equalto" || name == "==") return equal(v, other());
@@ -377,10 +400,19 @@ bool call_test(const std::string& name, const Value& v, List& args, KwArgs& kwar
   if (name == "ge" || name == ">=") return !less(v, other(), line);
   if (name == "in") return contains(other(), v, line);
   if (name == "odd" || name == "even" || name == "divisibleby") {
-    if (!v.is_integral()) fail("test '" + name + "' needs an integer, got " + type_name(v), line);
-    int64_t d = name == "divisibleby" ? other().as_int() : 2;
-    if (d == 0) fail("integer division or modulo by zero", line);
-    int64_t r = ((v.as_int() % d) + d) % d;
+    // value % 2 == 1 (or == 0), with Python's % on ints and floats.
+    Value d = name == "divisibleby" ? other() : Value::integer(2);
+    if (!v.is_number() || !d.is_number()) fail("unsupported operand type(s) for %: '" + type_name(v) + "' and '" + type_name(d) + "'", line);
+    if (d.as_double() == 0) fail("integer division or modulo by zero", line);
+    double r;
+    if (v.is_integral() && d.is_integral()) {
+      int64_t m = v.as_int() % d.as_int();
+      if (m != 0 && ((m < 0) != (d.as_int() < 0))) m += d.as_int();
+      r = static_cast<double>(m);
+    } else {
+      r = std::fmod(v.as_double(), d.as_double());
+      if (r != 0 && ((r < 0) != (d.as_double() < 0))) r += d.as_double();
+    }
     return name == "odd" ? r == 1 : r == 0;
   }
   if (name == "lower" || name == "upper") {

@@ -30,7 +30,13 @@ const std::set<std::string> kListAttrs = {"append", "clear", "copy", "count", "e
 const std::set<std::string> kMutating = {"clear", "pop", "popitem", "setdefault", "update", "append",
                                          "extend", "insert", "remove", "reverse", "sort"};
 
-std::string obj_repr(const Value& v) { return v.is_none() ? "None" : "'" + type_name(v) + " object'"; }
+std::string obj_repr(const Value& v) {
+  if (v.is_none()) return "None";
+  std::string out = "'";  // built in steps: GCC 12 misreports "'" + std::string as -Wrestrict
+  out += type_name(v);
+  out += " object'";
+  return out;
+}
 
 Value missing_attr(const Value& obj, const std::string& name) {
   return Value::undefined(obj_repr(obj) + " has no attribute '" + name + "'");
@@ -167,7 +173,7 @@ bool prefix_match(const std::string& s, const Value& what, bool suffix, const ch
     if (p.s.size() > s.size()) return false;
     return suffix ? s.compare(s.size() - p.s.size(), p.s.size(), p.s) == 0 : s.compare(0, p.s.size(), p.s) == 0;
   };
-  if (what.is_list()) {
+  if (what.is_sequence()) {
     for (const Value& p : *what.list)
       if (one(p)) return true;
     return false;
@@ -289,6 +295,7 @@ Value str_method(const std::string& s, const std::string& name, List& args, int 
 Value dict_method(const Value& obj, const std::string& name, List& args, int line) {
   const Dict& d = *obj.dict;
   if (name == "items" || name == "keys" || name == "values") {
+    // Views: printed as dict_items([...]), not subscriptable.
     List out;
     for (const auto& [k, v] : d.items) {
       if (name == "items")
@@ -296,7 +303,9 @@ Value dict_method(const Value& obj, const std::string& name, List& args, int lin
       else
         out.push_back(name == "keys" ? Value::string(k) : v);
     }
-    return Value::make_list(std::move(out));
+    return Value::make_lazy(std::move(out), name == "items" ? Value::Lazy::Items
+                                             : name == "keys" ? Value::Lazy::Keys
+                                                              : Value::Lazy::Values);
   }
   if (name == "get") {
     const Value& key = arg(args, 0, "get", line);
@@ -395,7 +404,7 @@ Value get_attr(const Value& obj, const std::string& name, int line) {
       if (const Value* v = obj.dict->find(name)) return *v;
       break;
     case Value::Kind::List:
-      if (kListAttrs.count(name)) {
+      if (obj.is_sequence() && kListAttrs.count(name)) {
         if (kMutating.count(name))
           return Value::undefined("access to attribute '" + name + "' of 'list' object is unsafe");
         return bound(obj, name, list_method);
@@ -418,7 +427,7 @@ Value get_item(const Value& obj, const Value& key, int line) {
       break;
     case Value::Kind::List:
     case Value::Kind::String:
-      if (key.is_integral()) {
+      if (key.is_integral() && (obj.is_string() || obj.is_sequence())) {
         int64_t n = length(obj, line), k = key.as_int();
         if (k < 0) k += n;
         if (k >= 0 && k < n) {
@@ -444,7 +453,7 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
     return v.as_int();
   };
   require_defined(obj, line);
-  if (!obj.is_list() && !obj.is_string()) return Value::undefined(obj_repr(obj) + " cannot be sliced");
+  if (!obj.is_sequence() && !obj.is_string()) return Value::undefined(obj_repr(obj) + " cannot be sliced");
   int64_t n = length(obj, line);
   int64_t st = index(step, "step").value_or(1);
   if (st == 0) fail("slice step cannot be zero", line);

@@ -286,7 +286,44 @@ class Renderer {
     return !less(a, b, line);  // >=
   }
 
+  // Python's str % args for %s, %r, %d, %i and %%.
+  static Value percent_format(const std::string& fmt, const Value& args, int line) {
+    bool tuple = args.is_sequence() && args.tuple;
+    // Python treats any non-tuple, non-str object with __getitem__ as a mapping of names.
+    bool mapping = !tuple && (args.is_dict() || args.is_sequence() || args.is_undefined());
+    List values = tuple ? *args.list : List{args};
+    size_t next = 0;
+    std::string out;
+    for (size_t k = 0; k < fmt.size(); ++k) {
+      if (fmt[k] != '%') {
+        out += fmt[k];
+        continue;
+      }
+      if (k + 1 >= fmt.size()) fail("incomplete format", line);
+      char c = fmt[++k];
+      if (c == '%') {
+        out += '%';
+        continue;
+      }
+      if (c != 's' && c != 'r' && c != 'd' && c != 'i')
+        fail(std::string("unsupported format character '") + c + "' in a '%' format", line);
+      if (next >= values.size()) fail("not enough arguments for format string", line);
+      const Value& v = values[next++];
+      if (c == 's') {
+        out += to_str(v);
+      } else if (c == 'r') {
+        out += repr(v);
+      } else {
+        if (!v.is_number()) fail("%d format: a real number is required, not " + type_name(v), line);
+        out += std::to_string(v.is_integral() ? v.as_int() : static_cast<int64_t>(std::trunc(v.f)));
+      }
+    }
+    if (next < values.size() && !(mapping && next == 0)) fail("not all arguments converted during string formatting", line);
+    return Value::string(out);
+  }
+
   static Value arith(const std::string& op, const Value& a, const Value& b, int line) {
+    if (op == "%" && a.is_string()) return percent_format(a.s, b, line);
     require_defined(a, line);
     require_defined(b, line);
     auto unsupported = [&]() -> Value {
@@ -296,9 +333,11 @@ class Renderer {
       bool ints = a.is_integral() && b.is_integral();
       int64_t x = a.as_int(), y = b.as_int();
       double p = a.as_double(), q = b.as_double();
-      if (op == "+") return ints ? Value::integer(x + y) : Value::real(p + q);
-      if (op == "-") return ints ? Value::integer(x - y) : Value::real(p - q);
-      if (op == "*") return ints ? Value::integer(x * y) : Value::real(p * q);
+      int64_t r = 0;
+      auto overflow = [&]() -> Value { fail("integer result of " + op + " does not fit in 64 bits", line); };
+      if (op == "+") return ints ? (__builtin_add_overflow(x, y, &r) ? overflow() : Value::integer(r)) : Value::real(p + q);
+      if (op == "-") return ints ? (__builtin_sub_overflow(x, y, &r) ? overflow() : Value::integer(r)) : Value::real(p - q);
+      if (op == "*") return ints ? (__builtin_mul_overflow(x, y, &r) ? overflow() : Value::integer(r)) : Value::real(p * q);
       if (op == "/") {
         if (q == 0) fail("division by zero", line);
         return Value::real(p / q);
@@ -313,23 +352,44 @@ class Renderer {
           }
           return Value::integer(op == "//" ? d : r);
         }
-        double r = std::fmod(p, q);
-        if (r != 0 && ((r < 0) != (q < 0))) r += q;
-        return op == "//" ? Value::real(std::floor(p / q)) : Value::real(r);
+        // CPython's float_divmod, signed zeros included.
+        double mod = std::fmod(p, q);
+        double div = (p - mod) / q;
+        if (mod != 0) {
+          if ((q < 0) != (mod < 0)) {
+            mod += q;
+            div -= 1.0;
+          }
+        } else {
+          mod = std::copysign(0.0, q);
+        }
+        double floordiv;
+        if (div != 0) {
+          floordiv = std::floor(div);
+          if (div - floordiv > 0.5) floordiv += 1.0;
+        } else {
+          floordiv = std::copysign(0.0, p / q);
+        }
+        return Value::real(op == "//" ? floordiv : mod);
       }
       if (op == "**") {
         if (ints && y >= 0) {
-          int64_t r = 1;
-          for (int64_t k = 0; k < y; ++k) r *= x;
+          r = 1;
+          for (int64_t k = 0; k < y; ++k)
+            if (__builtin_mul_overflow(r, x, &r)) return overflow();
           return Value::integer(r);
         }
-        return Value::real(std::pow(p, q));
+        if (p == 0 && q < 0) fail("0.0 cannot be raised to a negative power", line);
+        double v = std::pow(p, q);
+        if (std::isinf(v) && std::isfinite(p) && std::isfinite(q)) fail("numerical result out of range", line);
+        if (std::isnan(v) && !std::isnan(p) && !std::isnan(q)) fail("complex results (a negative number to a fractional power) are not supported", line);
+        return Value::real(v);
       }
       return unsupported();
     }
     if (op == "+") {
       if (a.is_string() && b.is_string()) return Value::string(a.s + b.s);
-      if (a.is_list() && b.is_list() && a.tuple == b.tuple) {
+      if (a.is_sequence() && b.is_sequence() && a.tuple == b.tuple) {
         List items = *a.list;
         items.insert(items.end(), b.list->begin(), b.list->end());
         return Value::make_list(std::move(items), a.tuple);
@@ -346,13 +406,12 @@ class Renderer {
         for (int64_t k = 0; k < n; ++k) s += seq.s;
         return Value::string(s);
       }
-      if (seq.is_list()) {
+      if (seq.is_sequence()) {
         List items;
         for (int64_t k = 0; k < n; ++k) items.insert(items.end(), seq.list->begin(), seq.list->end());
         return Value::make_list(std::move(items), seq.tuple);
       }
     }
-    if (op == "%" && a.is_string()) fail("printf-style string formatting ('%') is not supported", line);
     return unsupported();
   }
 };

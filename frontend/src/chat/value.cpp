@@ -25,6 +25,12 @@ Value Value::make_list(List items, bool as_tuple) {
   return v;
 }
 
+Value Value::make_lazy(List items, Lazy lazy) {
+  Value v = make_list(std::move(items));
+  v.lazy = lazy;
+  return v;
+}
+
 Value Value::make_dict(std::shared_ptr<Dict> d) {
   Value v;
   v.kind = Kind::Dict;
@@ -69,7 +75,15 @@ std::string type_name(const Value& v) {
     case Value::Kind::Int: return "int";
     case Value::Kind::Float: return "float";
     case Value::Kind::String: return "str";
-    case Value::Kind::List: return v.tuple ? "tuple" : "list";
+    case Value::Kind::List:
+      switch (v.lazy) {
+        case Value::Lazy::Generator: return "generator";
+        case Value::Lazy::Iterator: return "list_reverseiterator";
+        case Value::Lazy::Keys: return "dict_keys";
+        case Value::Lazy::Values: return "dict_values";
+        case Value::Lazy::Items: return "dict_items";
+        default: return v.tuple ? "tuple" : "list";
+      }
     case Value::Kind::Dict: return "dict";
     case Value::Kind::Namespace: return "Namespace";
     case Value::Kind::Function: return "builtin_function_or_method";
@@ -85,7 +99,8 @@ bool truthy(const Value& v) {
     case Value::Kind::Int: return v.i != 0;
     case Value::Kind::Float: return v.f != 0;
     case Value::Kind::String: return !v.s.empty();
-    case Value::Kind::List: return !v.list->empty();
+    case Value::Kind::List:
+      return v.lazy == Value::Lazy::Generator || v.lazy == Value::Lazy::Iterator || !v.list->empty();
     case Value::Kind::Dict: return !v.dict->items.empty();
     default: return true;
   }
@@ -226,6 +241,11 @@ std::string repr(const Value& v) {
     case Value::Kind::Undefined: return "Undefined";
     case Value::Kind::String: return repr_str(v.s);
     case Value::Kind::List: {
+      if (v.lazy == Value::Lazy::Generator || v.lazy == Value::Lazy::Iterator) return "<" + type_name(v) + " object>";
+      if (v.lazy != Value::Lazy::None) {
+        Value plain = Value::make_list(*v.list);
+        return type_name(v) + "(" + repr(plain) + ")";
+      }
       std::string out = v.tuple ? "(" : "[";
       for (size_t k = 0; k < v.list->size(); ++k) {
         if (k) out += ", ";
@@ -277,7 +297,8 @@ bool equal(const Value& a, const Value& b) {
     case K::None: return true;
     case K::String: return a.s == b.s;
     case K::List: {
-      if (a.tuple != b.tuple || a.list->size() != b.list->size()) return false;
+      if (a.lazy == Value::Lazy::Generator || a.lazy == Value::Lazy::Iterator) return a.list == b.list;
+      if (a.tuple != b.tuple || a.lazy != b.lazy || a.list->size() != b.list->size()) return false;
       for (size_t k = 0; k < a.list->size(); ++k)
         if (!equal((*a.list)[k], (*b.list)[k])) return false;
       return true;
@@ -302,7 +323,7 @@ bool less(const Value& a, const Value& b, int line) {
     return a.as_double() < b.as_double();
   }
   if (a.is_string() && b.is_string()) return a.s < b.s;  // UTF-8 byte order is code point order
-  if (a.is_list() && b.is_list() && a.tuple == b.tuple) {
+  if (a.is_sequence() && b.is_sequence() && a.tuple == b.tuple) {
     size_t n = std::min(a.list->size(), b.list->size());
     for (size_t k = 0; k < n; ++k) {
       const Value &x = (*a.list)[k], &y = (*b.list)[k];
@@ -322,10 +343,13 @@ int64_t length(const Value& v, int line) {
       for (char c : v.s) n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
       return n;
     }
-    case Value::Kind::List: return static_cast<int64_t>(v.list->size());
+    case Value::Kind::List:
+      if (v.lazy == Value::Lazy::Generator || v.lazy == Value::Lazy::Iterator) break;
+      return static_cast<int64_t>(v.list->size());
     case Value::Kind::Dict: return static_cast<int64_t>(v.dict->items.size());
-    default: fail("object of type '" + type_name(v) + "' has no len()", line);
+    default: break;
   }
+  fail("object of type '" + type_name(v) + "' has no len()", line);
 }
 
 List iterate(const Value& v, int line) {
@@ -397,6 +421,7 @@ static void json_value(std::string& out, const Value& v, const JsonStyle& st, in
       return;
     case Value::Kind::String: json_string(out, v.s, st.ensure_ascii); return;
     case Value::Kind::List: {
+      if (v.lazy != Value::Lazy::None) break;
       if (v.list->empty()) {
         out += "[]";
         return;
@@ -438,8 +463,9 @@ static void json_value(std::string& out, const Value& v, const JsonStyle& st, in
       out += '}';
       return;
     }
-    default: fail("tojson: Object of type " + type_name(v) + " is not JSON serializable", line);
+    default: break;
   }
+  fail("tojson: Object of type " + type_name(v) + " is not JSON serializable", line);
 }
 
 std::string to_json(const Value& v, const JsonStyle& style, int line) {

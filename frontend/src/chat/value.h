@@ -25,6 +25,10 @@ struct Value {
   enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Namespace, Function };
   Kind kind = Kind::Undefined;
   bool tuple = false;  // a List that Python would hold as a tuple (printed "(a, b)")
+  // A List standing for a lazy Python object: generators (map, select, ...) are always true
+  // and have no len(); dict views (keys(), items()) print as dict_keys([...]).
+  enum class Lazy : uint8_t { None, Generator, Iterator, Keys, Values, Items };
+  Lazy lazy = Lazy::None;
   bool b = false;
   int64_t i = 0;
   double f = 0;
@@ -40,6 +44,7 @@ struct Value {
   static Value real(double x) { Value v; v.kind = Kind::Float; v.f = x; return v; }
   static Value string(std::string x) { Value v; v.kind = Kind::String; v.s = std::move(x); return v; }
   static Value make_list(List items, bool as_tuple = false);
+  static Value make_lazy(List items, Lazy lazy);
   static Value make_dict(std::shared_ptr<Dict> d);
   static Value make_namespace(std::shared_ptr<Dict> d);
   static Value function(std::string name, std::function<Value(List&, KwArgs&, int)> call);
@@ -48,6 +53,8 @@ struct Value {
   bool is_none() const { return kind == Kind::None; }
   bool is_string() const { return kind == Kind::String; }
   bool is_list() const { return kind == Kind::List; }
+  /** A real list or tuple (subscriptable, with len()), not a generator or dict view. */
+  bool is_sequence() const { return kind == Kind::List && lazy == Lazy::None; }
   bool is_dict() const { return kind == Kind::Dict; }
   /** Python numbers (bool counts, as in Python). */
   bool is_number() const { return kind == Kind::Bool || kind == Kind::Int || kind == Kind::Float; }

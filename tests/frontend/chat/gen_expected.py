@@ -253,6 +253,12 @@ SNIPPETS = [
     ("loop_last_lookahead", "{% for m in messages %}{{ m }}{% if loop.last or messages[loop.index0 + 1] != 'b' %}|{% endif %}{% endfor %}", {"messages": ["a", "b", "b", "c"]}),
     ("is_defined_chains", "{% for m in messages %}{% if m.tool_calls is defined and m.tool_calls %}T{% elif m.content is string %}S{% else %}N{% endif %}{% endfor %}", {"messages": [{"content": "x"}, {"tool_calls": [1]}, {"content": None}, {"tool_calls": []}]}),
     ("range_and_dict", "{{ range(3) | list }}{{ range(1, 7, 2) | list }}{{ range(5, 0, -2) | list }}{{ dict(a=1, b='x') }}", {}),
+    ("lazy_generators_are_true", "{% if xs | selectattr('missing') %}gen-true{% endif %}|{{ xs | selectattr('missing') | list | length }}|{% if xs | selectattr('missing') | list %}never{% else %}empty{% endif %}|{{ (xs | map(attribute='a') | first) }}|{{ xs | map(attribute='a') | join }}|{{ [] | reverse | list }}{% if [] | reverse %}rev-true{% endif %}{% if missing | reverse %}u-true{% endif %}", {"xs": [{"a": 1}, {"a": 2}]}),
+    ("dict_views", "{{ d.keys() }}|{{ d.values() }}|{{ d.items() }}|{{ d.keys() | list }}|{{ 'a' in d.keys() }}|{{ d.items() | length }}|{{ d.keys() is sequence }}", {"d": {"a": 1, "b": [2]}}),
+    ("percent_format", "{{ 'v=%s n=%d %%' % ('x', 3.9) }}|{{ 'plain' % {} }}|{{ '%r' % ('q',) }}|{{ 'x%s' % missing }}|{{ 'one %s' % 1 }}", {}),
+    ("title_filter_vs_method", """{{ "hello (big)-world [x] o'neil" | title }}|{{ "hello (big)-world [x] o'neil".title() }}|{{ ['b', 'a'] | title }}""", {}),
+    ("float_signed_zero", "{{ 0.0 % -1.5 }} {{ 0.0 // -1.5 }} {{ -0.0 }} {{ 5.0 % -2 }} {{ -5 // 2.0 }} {{ 1 / 3 }} {{ 2 ** 0.5 }} {{ 10 ** 15 }} {{ 1e15 + 0.5 }}", {}),
+    ("odd_even_floats", "{{ 3.0 is odd }}{{ 2.5 is odd }}{{ 4.0 is even }}{{ -3 is odd }}{{ 9 is divisibleby 3.0 }}", {}),
     ("print_statement", "{% print 'p' ~ 1 %}|{{ 'a', 'b' }}", {}),
 ]
 
@@ -266,6 +272,7 @@ ERRORS = [
     ("for_over_none", "{% for x in none %}{% endfor %}", {}),
     ("assign_non_namespace", "{% set x = 1 %}{% set x.a = 2 %}", {}),
     ("call_undefined", "{{ nothing() }}", {}),
+    ("syntax_error_stray_name", "{{ 'o'neil' }}", {}),
     ("mutating_method", "{{ xs.append(1) }}", {"xs": []}),
 ]
 
