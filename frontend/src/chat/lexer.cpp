@@ -306,6 +306,29 @@ class Lexer {
   }
 
   void number() {
+    if (src_[pos_] == '0' && pos_ + 1 < src_.size() && std::strchr("xXoObB", src_[pos_ + 1])) {
+      int base = std::tolower(src_[pos_ + 1]) == 'x' ? 16 : std::tolower(src_[pos_ + 1]) == 'o' ? 8 : 2;
+      size_t e = pos_ + 2;
+      std::string digits;
+      while (e < src_.size() && (std::isxdigit(static_cast<unsigned char>(src_[e])) || src_[e] == '_')) {
+        if (src_[e] != '_') digits += src_[e];
+        ++e;
+      }
+      Token tok;
+      tok.type = Token::Type::Int;
+      tok.line = line_;
+      tok.text = src_.substr(pos_, e - pos_);
+      try {
+        size_t used = 0;
+        tok.i = std::stoll(digits, &used, base);
+        if (used != digits.size()) throw std::invalid_argument(digits);
+      } catch (const std::exception&) {
+        fail("invalid integer literal " + tok.text, line_);
+      }
+      out_.push_back(tok);
+      pos_ = e;
+      return;
+    }
     size_t e = pos_;
     auto digits = [&](size_t& k) {
       size_t start = k;

@@ -259,6 +259,7 @@ SNIPPETS = [
     ("title_filter_vs_method", """{{ "hello (big)-world [x] o'neil" | title }}|{{ "hello (big)-world [x] o'neil".title() }}|{{ ['b', 'a'] | title }}""", {}),
     ("float_signed_zero", "{{ 0.0 % -1.5 }} {{ 0.0 // -1.5 }} {{ -0.0 }} {{ 5.0 % -2 }} {{ -5 // 2.0 }} {{ 1 / 3 }} {{ 2 ** 0.5 }} {{ 10 ** 15 }} {{ 1e15 + 0.5 }}", {}),
     ("odd_even_floats", "{{ 3.0 is odd }}{{ 2.5 is odd }}{{ 4.0 is even }}{{ -3 is odd }}{{ 9 is divisibleby 3.0 }}", {}),
+    ("delimiters_inside_strings", """{{ '}}' ~ "{%" ~ '{#' }}|{% if '%}' %}yes{% endif %}|{# {{ not a tag }} #}|{{ {'a': {'b': 1}} }}|{{ 0x1F }} {{ 0o17 }} {{ 0b101 }} {{ 1_000 }}""", {}),
     ("print_statement", "{% print 'p' ~ 1 %}|{{ 'a', 'b' }}", {}),
 ]
 
