@@ -76,7 +76,7 @@ void launch_kv_cache_write(const gn_kernel_ctx* ctx, const gn_tensor_view& cache
   const int64_t* p = data_ptr<const int64_t>(pos);
   constexpr int VW = 16 / (int)sizeof(E);
   // 16-byte chunks: src's last dim dense, every row start of both 16-byte aligned.
-  const bool vec = (ss.d == 1 || D == 1) && D % VW == 0 && ss.b % VW == 0 && ss.h % VW == 0 && ss.t % VW == 0 &&
+  const bool vec = ss.d == 1 && D % VW == 0 && ss.b % VW == 0 && ss.h % VW == 0 && ss.t % VW == 0 &&
                    aligned16(c) && aligned16(s);
   const int64_t rows = B * H * T;
   if (rows == 0 || D == 0) return;
