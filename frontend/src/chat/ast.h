@@ -62,6 +62,7 @@ struct Node {
     Break,
     Continue,
     Generation,  // {% generation %}body{% endgeneration %}: body rendered as is
+    Macro,       // {% macro targets[0](params) %}body{% endmacro %} (top level only)
   };
   Kind kind;
   int line = 0;
@@ -71,6 +72,7 @@ struct Node {
   std::vector<std::string> targets;  // For/Set names (several: tuple unpacking)
   std::string ns_attr;               // Set: "ns.attr" assignment when not empty (targets[0] = ns)
   std::vector<std::pair<ExprPtr, Body>> branches;
+  std::vector<std::pair<std::string, ExprPtr>> params;  // Macro: names and defaults (null: none)
   Body body, else_body;
 };
 

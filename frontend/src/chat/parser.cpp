@@ -26,6 +26,7 @@ class Parser {
   std::vector<Token> toks_;
   size_t pos_ = 0;
   int loop_depth_ = 0;
+  int depth_ = 0;  // statements nested in if/for/set/macro blocks
 
   const Token& cur() const { return toks_[pos_]; }
   const Token& peek(size_t n = 1) const { return toks_[std::min(pos_ + n, toks_.size() - 1)]; }
@@ -125,13 +126,17 @@ class Parser {
         ExprPtr cond = parse_tuple(false, false);
         expect_block_end();
         std::string end;
+        ++depth_;
         Body b = parse_body({"elif", "else", "endif"}, "if", line, &end);
+        --depth_;
         n->branches.emplace_back(std::move(cond), std::move(b));
         next();
         if (end == "elif") continue;
         if (end == "else") {
           expect_block_end();
+          ++depth_;
           n->else_body = parse_body({"endif"}, "if", line, &end);
+          --depth_;
           next();
         }
         expect_block_end();
@@ -153,6 +158,7 @@ class Parser {
       expect_block_end();
       std::string end;
       ++loop_depth_;
+      ++depth_;
       n->body = parse_body({"else", "endfor"}, "for", line, &end);
       --loop_depth_;
       next();
@@ -161,6 +167,7 @@ class Parser {
         n->else_body = parse_body({"endfor"}, "for", line, &end);
         next();
       }
+      --depth_;
       expect_block_end();
       return n;
     }
@@ -189,7 +196,9 @@ class Parser {
       if (is_op("|")) n->expr = parse_filters(nullptr);
       expect_block_end();
       std::string end;
+      ++depth_;
       n->body = parse_body({"endset"}, "set", line, &end);
+      --depth_;
       next();
       expect_block_end();
       return n;
@@ -206,7 +215,39 @@ class Parser {
       next();
       expect_block_end();
       std::string end;
+      ++depth_;
       n->body = parse_body({"endgeneration"}, "generation", line, &end);
+      --depth_;
+      next();
+      expect_block_end();
+      return n;
+    }
+    if (name == "macro") {
+      // Macros close over the top-level scope, so they may only be defined there.
+      if (depth_ > 0) fail("macros must be defined at the top level of the template", line);
+      n->kind = Node::Kind::Macro;
+      next();
+      n->targets.push_back(expect_name());
+      expect_op("(");
+      while (!is_op(")")) {
+        if (!n->params.empty()) expect_op(",");
+        if (is_op(")")) break;
+        std::string param = expect_name();
+        ExprPtr dflt;
+        if (is_op("=")) {
+          next();
+          dflt = parse_expression(true);
+        } else if (!n->params.empty() && n->params.back().second) {
+          fail("non-default argument '" + param + "' follows default argument", cur().line);
+        }
+        n->params.emplace_back(param, std::move(dflt));
+      }
+      next();
+      expect_block_end();
+      std::string end;
+      ++depth_;
+      n->body = parse_body({"endmacro"}, "macro", line, &end);
+      --depth_;
       next();
       expect_block_end();
       return n;
@@ -219,8 +260,8 @@ class Parser {
       return n;
     }
     static const std::set<std::string> kJinjaTags = {
-        "macro", "call", "filter", "block", "extends", "include", "import", "from",
-        "with", "autoescape", "do", "trans", "pluralize", "endmacro", "endcall"};
+        "call", "filter", "block", "extends", "include", "import", "from",
+        "with", "autoescape", "do", "trans", "pluralize", "endcall"};
     if (kJinjaTags.count(name)) fail("unsupported tag '" + name + "'", line);
     fail("unknown tag '" + name + "'", line);
   }

@@ -1,6 +1,7 @@
 // chat/render.cpp - runs a parsed template: statements with jinja2's scoping (a for
 // loop's body, including its `set`s, is a fresh scope each iteration; if-blocks are not
 // scopes; namespaces are shared objects), and expressions with Python operator semantics.
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -25,7 +26,7 @@ class Renderer {
 
   void run(const Body& body) {
     Scope root;
-    scope_ = &root;
+    scope_ = root_ = &root;
     exec(body);
   }
 
@@ -33,6 +34,7 @@ class Renderer {
   const Dict& context_;
   std::string* out_;
   Scope* scope_ = nullptr;
+  Scope* root_ = nullptr;  // the template's top level, where macros are defined
   const Value* block_input_ = nullptr;  // the captured body inside {% set x | filter %}
 
   Value lookup(const std::string& name) const {
@@ -106,6 +108,13 @@ class Renderer {
       case Node::Kind::Break: return Flow::Break;
       case Node::Kind::Continue: return Flow::Continue;
       case Node::Kind::Generation: return exec(n.body);
+      case Node::Kind::Macro: {
+        const Node* node = &n;
+        scope_->vars[n.targets[0]] = Value::function(n.targets[0], [this, node](List& args, KwArgs& kwargs, int line) {
+          return call_macro(*node, args, kwargs, line);
+        });
+        return Flow::Normal;
+      }
     }
     return Flow::Normal;
   }
@@ -165,6 +174,42 @@ class Renderer {
       if (f == Flow::Break) break;
     }
     return Flow::Normal;
+  }
+
+  // A macro call renders its body in a fresh scope over the top level, with the parameters
+  // bound (a missing one without a default is Undefined, as in jinja2) and returns the text.
+  Value call_macro(const Node& m, List& args, KwArgs& kwargs, int line) {
+    const std::string& name = m.targets[0];
+    if (args.size() > m.params.size())
+      fail("macro '" + name + "' takes not more than " + std::to_string(m.params.size()) + " argument(s)", line);
+    Scope s;
+    s.parent = root_;
+    Scope* saved_scope = scope_;
+    scope_ = &s;
+    for (size_t k = 0; k < m.params.size(); ++k) {
+      const auto& [param, dflt] = m.params[k];
+      auto kw = std::find_if(kwargs.begin(), kwargs.end(), [&](const auto& p) { return p.first == param; });
+      if (k < args.size()) {
+        if (kw != kwargs.end()) fail("macro '" + name + "' got multiple values for argument '" + param + "'", line);
+        s.vars[param] = args[k];
+      } else if (kw != kwargs.end()) {
+        s.vars[param] = kw->second;
+      } else if (dflt) {
+        s.vars[param] = eval(*dflt);
+      } else {
+        s.vars[param] = Value::undefined("parameter '" + param + "' was not provided");
+      }
+    }
+    for (const auto& [key, v] : kwargs)
+      if (std::none_of(m.params.begin(), m.params.end(), [&](const auto& p) { return p.first == key; }))
+        fail("macro '" + name + "' takes no keyword argument '" + key + "'", line);
+    std::string text;
+    std::string* saved_out = out_;
+    out_ = &text;
+    exec(m.body);
+    out_ = saved_out;
+    scope_ = saved_scope;
+    return Value::string(text);
   }
 
   // ---- expressions

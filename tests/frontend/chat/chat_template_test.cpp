@@ -135,7 +135,9 @@ TEST(ChatTemplateErrors, UnsupportedFilterAtParseTime) {
 }
 
 TEST(ChatTemplateErrors, UnsupportedAndUnknownTags) {
-  EXPECT_EQ(parse_error("a\n{% macro m() %}x{% endmacro %}"), "[chat_template] unsupported tag 'macro' at line 2");
+  EXPECT_EQ(parse_error("a\n{% call m() %}x{% endcall %}"), "[chat_template] unsupported tag 'call' at line 2");
+  EXPECT_EQ(parse_error("{% if x %}\n{% macro m() %}x{% endmacro %}{% endif %}"),
+            "[chat_template] macros must be defined at the top level of the template at line 2");
   EXPECT_EQ(parse_error("{% include 'x.jinja' %}"), "[chat_template] unsupported tag 'include' at line 1");
   EXPECT_EQ(parse_error("{% frobnicate %}"), "[chat_template] unknown tag 'frobnicate' at line 1");
   EXPECT_EQ(parse_error("{% endfor %}"), "[chat_template] unknown tag 'endfor' at line 1");

@@ -260,6 +260,14 @@ SNIPPETS = [
     ("float_signed_zero", "{{ 0.0 % -1.5 }} {{ 0.0 // -1.5 }} {{ -0.0 }} {{ 5.0 % -2 }} {{ -5 // 2.0 }} {{ 1 / 3 }} {{ 2 ** 0.5 }} {{ 10 ** 15 }} {{ 1e15 + 0.5 }}", {}),
     ("odd_even_floats", "{{ 3.0 is odd }}{{ 2.5 is odd }}{{ 4.0 is even }}{{ -3 is odd }}{{ 9 is divisibleby 3.0 }}", {}),
     ("delimiters_inside_strings", """{{ '}}' ~ "{%" ~ '{#' }}|{% if '%}' %}yes{% endif %}|{# {{ not a tag }} #}|{{ {'a': {'b': 1}} }}|{{ 0x1F }} {{ 0o17 }} {{ 0b101 }} {{ 1_000 }}""", {}),
+    ("macros", """{% macro render_args(args, sep=', ', last='.') %}
+    {%- for k, v in args.items() %}{{ k }}={{ v | tojson }}{{ sep if not loop.last else last }}{% endfor %}
+{%- endmacro %}
+{% macro greet(name, greeting='Hello') -%}
+    {{ greeting }}, {{ name }}{{ '!' if top is defined }} [{{ render_args({'n': name | default('?')}, last='') }}]
+{%- endmacro %}
+{% set top = 1 %}
+{{ render_args({'a': 1, 'b': 'x'}) }}|{{ greet('Ann') }}|{{ greet(greeting='Hi', name='Bo') }}|{{ greet() }}|{{ render_args({'z': [1]}, ';') | upper }}""", {}),
     ("print_statement", "{% print 'p' ~ 1 %}|{{ 'a', 'b' }}", {}),
 ]
 
