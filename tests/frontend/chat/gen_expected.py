@@ -28,6 +28,7 @@ TEMPLATES = {
     "qwen2-instruct": "qwen2-instruct.jinja",
     "qwen2.5-instruct": "qwen2.5-instruct.jinja",
     "qwen3": "qwen3.jinja",
+    "qwen3-coder-vllm": "qwen3-coder-vllm.jinja",
 }
 
 
