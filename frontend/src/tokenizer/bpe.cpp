@@ -36,26 +36,38 @@ bool MergeTable::insert(int32_t left, int32_t right, int32_t rank, int32_t merge
 
 namespace {
 
-// Words up to this many symbols are merged by rescanning all pairs (no allocation beyond the
-// symbol list); longer ones use a heap of candidate merges over a linked list, O(n log n).
-constexpr size_t kScanMaxSymbols = 48;
+// Words up to this many symbols are merged by rescanning an array of pair ranks (one lookup per new
+// pair, no allocation); longer ones use a heap of candidate merges over a linked list, O(n log n).
+constexpr size_t kScanMaxSymbols = 256;
 
 void merge_by_scan(const MergeTable& merges, std::vector<int32_t>& sym) {
-  while (sym.size() > 1) {
-    int32_t best_rank = INT32_MAX, best_merged = -1;
+  size_t n = sym.size();
+  if (n < 2) return;
+  int32_t rank[kScanMaxSymbols], merged[kScanMaxSymbols];  // of the pair (sym[i], sym[i + 1])
+  auto fill = [&](size_t i) {
+    const MergeTable::Entry* e = merges.find(sym[i], sym[i + 1]);
+    rank[i] = e ? e->rank : INT32_MAX;
+    merged[i] = e ? e->merged : -1;
+  };
+  for (size_t i = 0; i + 1 < n; ++i) fill(i);
+  while (n > 1) {
     size_t best = 0;
-    for (size_t i = 0; i + 1 < sym.size(); ++i) {
-      const MergeTable::Entry* e = merges.find(sym[i], sym[i + 1]);
-      if (e && e->rank < best_rank) {
-        best_rank = e->rank;
-        best_merged = e->merged;
-        best = i;
+    for (size_t i = 1; i + 1 < n; ++i)
+      if (rank[i] < rank[best]) best = i;  // strict: the leftmost of equal ranks wins
+    if (rank[best] == INT32_MAX) break;
+    sym[best] = merged[best];
+    for (size_t i = best + 1; i + 1 < n; ++i) {
+      sym[i] = sym[i + 1];
+      if (i + 2 < n) {
+        rank[i] = rank[i + 1];
+        merged[i] = merged[i + 1];
       }
     }
-    if (best_merged < 0) return;
-    sym[best] = best_merged;
-    sym.erase(sym.begin() + std::ptrdiff_t(best) + 1);
+    --n;
+    if (best + 1 < n) fill(best);
+    if (best > 0) fill(best - 1);
   }
+  sym.resize(n);
 }
 
 void merge_by_heap(const MergeTable& merges, std::vector<int32_t>& sym) {
@@ -146,8 +158,12 @@ void Impl::encode_word(std::string_view piece, std::vector<int64_t>& out) const 
   out.insert(out.end(), ids.begin(), ids.end());
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mutex);
-    if (cache.size() >= kCacheMaxEntries) cache.clear();
-    cache.emplace(std::string(piece), std::move(ids));
+    const size_t bytes = 64 + piece.size() + ids.size() * sizeof(int32_t);  // 64: node and hash overhead
+    if (cache_bytes + bytes > kCacheMaxBytes) {
+      cache.clear();
+      cache_bytes = 0;
+    }
+    if (cache.emplace(std::string(piece), std::move(ids)).second) cache_bytes += bytes;
   }
 }
 

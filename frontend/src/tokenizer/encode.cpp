@@ -103,10 +103,7 @@ bool next_match(const Impl& impl, MatchData& m, std::string_view s, size_t pos, 
 
 void Impl::encode_section(std::string_view text, std::vector<int64_t>& out) const {
   std::string normalized;
-  if (use_nfc && !nfc_quick_check(text)) {
-    normalized = nfc(text);
-    text = normalized;
-  }
+  if (use_nfc && nfc_if_needed(text, normalized)) text = normalized;
   auto pre_tokenize = [&](std::string_view s) {
     if (!split_regex) {
       encode_word(s, out);

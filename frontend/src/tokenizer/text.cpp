@@ -138,24 +138,56 @@ int32_t prev_code_point(std::string_view s, size_t& i) {
 
 // ---- Unicode properties
 
-bool nfc_quick_check(std::string_view s) {
-  // Code points below U+0300 never decompose, reorder or compose; their UTF-8 lead bytes are < 0xCC.
-  size_t i = 0;
+namespace {
+
+// True when the code point (>= U+0300) is NFC-inert: it never decomposes, reorders or composes with
+// what precedes it, so NFC(x + c + y) = NFC(x) + NFC(c + y).
+bool nfc_inert(int32_t cp) {
+  if (cp >= 0x1100 && cp <= 0x11FF) return false;  // Hangul jamo compose algorithmically
+  if (cp >= 0xAC00 && cp <= 0xD7A3) return true;    // precomposed Hangul syllables (LV + T is caught at T)
+  const utf8proc_property_t* p = utf8proc_get_property(cp);
+  if (p->combining_class != 0) return false;                                  // may reorder or compose
+  if (p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0) return false;  // canonical decomposition
+  return p->comb_index == UINT16_MAX || p->comb_index < 0x8000;               // not the second of a pair
+}
+
+}  // namespace
+
+bool nfc_if_needed(std::string_view s, std::string& out) {
+  // Code points below U+0300 (UTF-8 lead bytes < 0xCC) are inert too.  Only the stretches from the last
+  // inert character before a non-inert one to the next inert character go through utf8proc.
   const size_t n = s.size();
+  size_t i = 0, boundary = 0, copied = 0;
+  bool changed = false;
+  auto inert_at = [&](size_t& j) {  // decodes the character at j, advances j, says whether it is inert
+    const uint8_t b = uint8_t(s[j]);
+    if (b < 0xCC) {
+      j += b < 0x80 ? 1 : 2;
+      return true;
+    }
+    return nfc_inert(next_code_point(s, j));
+  };
   while (i < n) {
-    if (uint8_t(s[i]) < 0xCC) {
-      ++i;
+    const size_t start = i;
+    if (inert_at(i)) {
+      boundary = start;
       continue;
     }
-    const int32_t cp = next_code_point(s, i);
-    if (cp >= 0x1100 && cp <= 0x11FF) return false;  // Hangul jamo compose algorithmically
-    if (cp >= 0xAC00 && cp <= 0xD7A3) continue;      // precomposed Hangul syllables are NFC
-    const utf8proc_property_t* p = utf8proc_get_property(cp);
-    if (p->combining_class != 0) return false;                                  // may reorder
-    if (p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0) return false;  // canonical decomposition
-    if (p->comb_index != UINT16_MAX && p->comb_index >= 0x8000) return false;   // second of a pair
+    size_t end = i;
+    while (end < n) {
+      size_t j = end;
+      if (inert_at(j)) break;
+      end = j;
+    }
+    const std::string seg = nfc(s.substr(boundary, end - boundary));
+    if (!changed) out.clear();
+    out.append(s.data() + copied, boundary - copied);
+    out += seg;
+    copied = i = boundary = end;
+    changed = true;
   }
-  return true;
+  if (changed) out.append(s.data() + copied, n - copied);
+  return changed;
 }
 
 std::string nfc(std::string_view s) {

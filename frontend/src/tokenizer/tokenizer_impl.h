@@ -32,9 +32,9 @@ bool utf8_valid(std::string_view s);
 void utf8_repair_append(std::string_view s, std::string& out);
 /** Length in bytes (0..3) of an unfinished but so far well-formed UTF-8 sequence ending `s`. */
 size_t utf8_incomplete_tail(std::string_view s);
-/** True when the valid UTF-8 `s` is certainly already in NFC (no character that decomposes, reorders or
- * composes with its neighbour); false means "run the normalizer". */
-bool nfc_quick_check(std::string_view s);
+/** When the valid UTF-8 `s` may not be in NFC, sets out = NFC(s) and returns true; returns false (out
+ * untouched) when `s` certainly is NFC.  Only the stretches around suspect characters are normalized. */
+bool nfc_if_needed(std::string_view s, std::string& out);
 /** NFC of the valid UTF-8 `s` (utf8proc). */
 std::string nfc(std::string_view s);
 /** True when the code point is Unicode White_Space (Rust char::is_whitespace). */
@@ -162,11 +162,13 @@ struct Impl {
   // tokenizer_config.json
   std::string chat_template;
 
-  // Word cache: pre-tokenized piece (raw bytes) -> ids.  Guarded by cache_mutex.
+  // Word cache: pre-tokenized piece (raw bytes) -> ids.  Guarded by cache_mutex; emptied when it
+  // holds more than kCacheMaxBytes of keys and ids (long repeated runs, e.g. "-----", are worth caching).
   mutable std::mutex cache_mutex;
   mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache;
-  static constexpr size_t kCacheMaxEntries = 1 << 18;
-  static constexpr size_t kCacheMaxWordBytes = 256;
+  mutable size_t cache_bytes = 0;
+  static constexpr size_t kCacheMaxBytes = size_t(64) << 20;
+  static constexpr size_t kCacheMaxWordBytes = 16384;
 
   /** Appends the BPE ids of one pre-tokenized piece (raw bytes), through the cache. */
   void encode_word(std::string_view piece, std::vector<int64_t>& out) const;
