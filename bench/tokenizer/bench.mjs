@@ -46,7 +46,7 @@ function buildCorpus() {
     const text = fs.readFileSync(path.join(root, f), "utf8").replaceAll("\f", "");
     if (text.length > 0 && text.length < 2e6) docs.push(text);
   }
-  const dec = new TextDecoder("utf-8");
+  const dec = new TextDecoder("utf-8", { ignoreBOM: true });
   const cases = parseCases(fs.readFileSync(path.join(root, "tests/fixtures/tokenizer/cases.txt"), "utf8"))
     .map((b) => dec.decode(b).replaceAll("\f", ""))
     .filter((s) => s.length > 0 && s.length < 2000);

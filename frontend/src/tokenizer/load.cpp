@@ -45,10 +45,12 @@ struct Where {
     return it->get<bool>();
   }
   int64_t id(const json& j, const std::string& field) const {
-    if (!j.is_number_integer() || j.get<int64_t>() < 0 || j.get<int64_t>() > INT32_MAX)
-      bad(field, "expected a token id (integer 0..2^31-1), got " + show(j));
+    // Ids index dense tables, so they are capped well above any real vocabulary (Qwen: 151669).
+    if (!j.is_number_integer() || j.get<int64_t>() < 0 || j.get<int64_t>() >= kMaxId)
+      bad(field, "expected a token id (integer 0.." + std::to_string(kMaxId - 1) + "), got " + show(j));
     return j.get<int64_t>();
   }
+  static constexpr int64_t kMaxId = int64_t(1) << 24;
   std::string type(const json& j, const std::string& field) const {
     object(j, field);
     auto it = j.find("type");

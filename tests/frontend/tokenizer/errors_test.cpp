@@ -132,6 +132,9 @@ TEST_F(ErrorTest, BadFieldTypesNameTheField) {
   j["model"]["vocab"]["c"] = "three";
   fails(j, GN_ERR_INVALID_ARGUMENT, {"model.vocab[\"c\"]", "\"three\""});
   j = base();
+  j["model"]["vocab"]["c"] = 2147483647;  // would need a 2^31-entry table
+  fails(j, GN_ERR_INVALID_ARGUMENT, {"model.vocab[\"c\"]", "2147483647"});
+  j = base();
   j["added_tokens"] = json::parse(R"([{"id": 5}])");
   fails(j, GN_ERR_INVALID_ARGUMENT, {"added_tokens[0]", "content"});
   j = base();

@@ -76,7 +76,8 @@ async function main() {
   const tokenizerConfig = JSON.parse(fs.readFileSync(path.join(fixtures, "qwen3/tokenizer_config.json"), "utf8"));
   const tok = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
 
-  const decoder = new TextDecoder("utf-8");  // fatal: false -> U+FFFD, like the C++ side
+  // fatal: false -> U+FFFD like the C++ side; ignoreBOM: true keeps a leading U+FEFF as text.
+  const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
   const cases = parseCases(fs.readFileSync(path.join(fixtures, "cases.txt"), "utf8"));
   const out = cases.map((bytes) => {
     const text = decoder.decode(bytes);
