@@ -179,7 +179,7 @@ Value filter_map(const Value& seq, List& args, KwArgs& kwargs, int line) {
 }
 
 const std::set<std::string> kFilters = {
-    "abs", "capitalize", "count", "d", "default", "first", "float", "int", "items", "join", "last",
+    "abs", "capitalize", "count", "d", "default", "dictsort", "first", "float", "indent", "int", "items", "join", "last",
     "length", "list", "lower", "map", "max", "min", "reject", "rejectattr", "replace", "reverse",
     "safe", "select", "selectattr", "sort", "string", "sum", "title", "tojson", "trim", "unique", "upper"};
 
@@ -359,6 +359,36 @@ Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& k
         total = Value::real(total.as_double() + x.as_double());
     }
     return total;
+  }
+  if (name == "dictsort") {
+    Args a(name, {"case_sensitive", "by", "reverse"}, args, kwargs, line);
+    if (!v.is_dict()) fail("dictsort: expected a mapping, got " + type_name(v), line);
+    Value by = a.get(1, Value::string("key"));
+    if (!by.is_string() || (by.s != "key" && by.s != "value")) fail("dictsort: 'by' must be 'key' or 'value'", line);
+    List pairs;
+    for (const auto& [k, item] : v.dict->items) pairs.push_back(Value::make_list({Value::string(k), item}, true));
+    return Value::make_list(sorted(std::move(pairs), truthy(a.get(2, Value::boolean(false))),
+                                   truthy(a.get(0, Value::boolean(false))), Value::integer(by.s == "key" ? 0 : 1), line));
+  }
+  if (name == "indent") {
+    Args a(name, {"width", "first", "blank"}, args, kwargs, line);
+    Value width = a.get(0, Value::integer(4));
+    std::string pad = width.is_string() ? width.s : std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), ' ');
+    // jinja2 appends "\n" before splitting, so a trailing newline is kept.
+    List lines = py_splitlines(to_str(v) + "\n");
+    std::string out;
+    for (size_t k = 0; k < lines.size(); ++k) {
+      const std::string& l = lines[k].s;
+      if (k == 0) {
+        out = l;
+        continue;
+      }
+      out += "\n";
+      if (truthy(a.get(2, Value::boolean(false))) || !l.empty()) out += pad;
+      out += l;
+    }
+    if (truthy(a.get(1, Value::boolean(false)))) out = pad + out;
+    return Value::string(out);
   }
   if (name == "select" || name == "reject") return select(v, args, kwargs, name == "select", false, name.c_str(), line);
   if (name == "selectattr" || name == "rejectattr")

@@ -35,6 +35,8 @@ void require_defined(const Value& v, int line);
 
 /** str.strip / lstrip / rstrip; chars empty (nullopt) means whitespace. */
 std::string py_strip(const std::string& s, const std::optional<std::string>& chars, bool left, bool right);
+/** str.splitlines(). */
+List py_splitlines(const std::string& s);
 /** str.upper() / str.lower(). */
 std::string py_case(const std::string& s, bool upper);
 

@@ -257,21 +257,7 @@ Value str_method(const std::string& s, const std::string& name, List& args, int 
     }
     return Value::string(out);
   }
-  if (name == "splitlines") {
-    List out;
-    std::string cur;
-    for (size_t k = 0; k < s.size(); ++k) {
-      if (s[k] == '\n' || s[k] == '\r') {
-        out.push_back(Value::string(cur));
-        cur.clear();
-        if (s[k] == '\r' && k + 1 < s.size() && s[k + 1] == '\n') ++k;
-      } else {
-        cur += s[k];
-      }
-    }
-    if (!cur.empty()) out.push_back(Value::string(cur));
-    return Value::make_list(std::move(out));
-  }
+  if (name == "splitlines") return Value::make_list(py_splitlines(s));
   if (name == "isdigit") return Value::boolean(all_chars(s, [](char32_t c) { return c >= '0' && c <= '9'; }));
   if (name == "isspace") return Value::boolean(all_chars(s, is_space));
   if (name == "isalpha")
@@ -343,6 +329,27 @@ Value bound(const Value& obj, const std::string& name, Value (*method)(const Val
 }  // namespace
 
 // ---- Python str helpers
+
+List py_splitlines(const std::string& s) {
+  // The line boundaries of Python's str.splitlines, not only "\n" and "\r".
+  auto boundary = [](char32_t c) {
+    return c == '\n' || c == '\r' || c == 0x0b || c == 0x0c || (c >= 0x1c && c <= 0x1e) || c == 0x85 ||
+           c == 0x2028 || c == 0x2029;
+  };
+  std::u32string u = utf8_decode(s), cur;
+  List out;
+  for (size_t k = 0; k < u.size(); ++k) {
+    if (!boundary(u[k])) {
+      cur += u[k];
+      continue;
+    }
+    out.push_back(Value::string(utf8_encode(cur)));
+    cur.clear();
+    if (u[k] == '\r' && k + 1 < u.size() && u[k + 1] == '\n') ++k;
+  }
+  if (!cur.empty()) out.push_back(Value::string(utf8_encode(cur)));
+  return out;
+}
 
 std::string py_strip(const std::string& s, const std::optional<std::string>& chars, bool left, bool right) {
   std::u32string u = utf8_decode(s);

@@ -269,6 +269,11 @@ SNIPPETS = [
 {%- endmacro %}
 {% set top = 1 %}
 {{ render_args({'a': 1, 'b': 'x'}) }}|{{ greet('Ann') }}|{{ greet(greeting='Hi', name='Bo') }}|{{ greet() }}|{{ render_args({'z': [1]}, ';') | upper }}""", {}),
+    ("dictsort_indent_splitlines", """{{ d | dictsort }}|{{ d | dictsort(by='value', reverse=true) }}|{{ d | dictsort(true) }}|{% for k, v in d | dictsort %}{{ k }}{% endfor %}
+[{{ text | indent }}]
+[{{ text | indent(2, true) }}]
+[{{ text | indent('> ', blank=true) }}]
+{{ 'a\\x0bb\\x1cc\\u2028d\\r\\ne'.splitlines() }}""", {"d": {"b": 2, "A": 3, "a": 1}, "text": "one\ntwo\n\nthree\n"}),
     ("print_statement", "{% print 'p' ~ 1 %}|{{ 'a', 'b' }}", {}),
 ]
 
