@@ -4,9 +4,11 @@
 // every case jinja2 rejects must throw; plus parse errors and the apply() convenience.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "genesis/chat_template.hpp"
 
@@ -224,6 +226,22 @@ TEST(ChatTemplateApply, ExtraContextOverridesAndAddsTools) {
   EXPECT_EQ(tpl.apply({{"user", "hi"}}, false), "True|True|False|False|null");
   EXPECT_EQ(tpl.apply({{"user", "hi"}}, true, true, R"({"tools": [{"name": "f"}]})"),
             "False|True|True|True|[{\"name\": \"f\"}]");
+}
+
+TEST(ChatTemplateApply, OneTemplateRendersFromSeveralThreads) {
+  std::vector<Case> cases = conversation_cases();
+  ChatTemplate qwen3(read_file(kDir + "qwen3.jinja"));
+  std::string source = read_file(kDir + "qwen3.jinja");
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int rep = 0; rep < 5; ++rep)
+        for (const Case& k : cases)
+          if (k.template_source == source && !k.error && qwen3.render(k.context) != k.expected) ++mismatches;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(ChatTemplateApply, StrftimeNowUsesTheLocalClock) {
