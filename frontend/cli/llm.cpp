@@ -14,6 +14,7 @@
 #include "genesis/memory.hpp"
 #include "genesis/models/generation.hpp"
 #include "genesis/models/qwen.hpp"
+#include "genesis/profiler.hpp"
 #include "genesis/tokenizer.hpp"
 
 namespace genesis::cli {
@@ -40,7 +41,7 @@ struct LlmCommands::State {
   // bench
   std::string config_name;
   int64_t batch = 1, prompt_len = 128, new_tokens = 256, prefill_len = 512, repeats = 3;
-  bool json = false;
+  bool json = false, profile = false;
   // convert
   std::string out_dir;
   std::string max_shard_size = "5GB";
@@ -303,6 +304,14 @@ int run_bench_llm(const GlobalOptions& go, LlmCommands::State& s) {
     if (rep > 0) decode = std::min(decode, r.decode_seconds / static_cast<double>(r.decode_steps));
     graph = r.used_cuda_graph;
   }
+  if (s.profile) {  // per-op host times of a short eager decode (with CUDA_LAUNCH_BLOCKING=1: device times)
+    g.max_new_tokens = 16;
+    g.cuda_graph = false;
+    Profiler prof("", false);
+    M::generate(*model, random_prompts(s.prompt_len, 300), g);
+    prof.stop();
+    std::fputs(prof.summary().c_str(), stderr);
+  }
   const double prefill_tps = static_cast<double>(s.batch * s.prefill_len) / prefill;
   const double decode_tps = static_cast<double>(s.batch) / decode;
   const double peak_mb = static_cast<double>(max_memory_allocated(d)) / (1 << 20);
@@ -397,6 +406,7 @@ LlmCommands::LlmCommands(CLI::App& app) : s_(std::make_unique<State>()) {
   s.bench_llm->add_option("--repeats", s.repeats, "timed repeats after one warm-up (best is reported)")
       ->check(CLI::PositiveNumber);
   s.bench_llm->add_flag("--json", s.json, "one JSON line");
+  s.bench_llm->add_flag("--profile", s.profile, "print a per-op profile of a short eager decode to stderr");
   s.bench_llm->add_flag("--no-cuda-graph", s.no_graph, "run every decode step eagerly");
   add_model_options(s.bench_llm, s);
   s.bench_llm->fallthrough();

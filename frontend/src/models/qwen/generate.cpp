@@ -111,8 +111,7 @@ class Decoder {
 
   // One decode step in eager mode: ids (B) at positions pos (B) -> logits (B, V).
   Tensor step_eager(const std::vector<int64_t>& ids, const std::vector<int64_t>& pos) {
-    ids_.copy_(tensor(ids, {B_, 1}));
-    pos_.copy_(tensor(pos, {B_}));
+    set_graph_inputs(ids, pos);
     const int64_t kv_len = *std::max_element(pos.begin(), pos.end()) + 1;
     return step(kv_len);
   }
@@ -151,13 +150,14 @@ class Decoder {
     return true;
   }
 
-  // Replays the graph for ids/pos already in the device buffers; returns the greedy ids or the
-  // logits (B, V) as the graph was captured.
+  // Inputs of the next step written into the fixed device buffers that the graph (or the eager
+  // step) reads.
   void set_graph_inputs(const std::vector<int64_t>& ids, const std::vector<int64_t>& pos) {
-    ids_.copy_(tensor(ids, {B_, 1}));
-    pos_.copy_(tensor(pos, {B_}));
+    set_graph_ids(ids);
+    pos_.copy_(tensor(pos, {B_}, {.device = dev_}));  // into the same storage: the graph reads it there
   }
-  void set_graph_ids(const std::vector<int64_t>& ids) { ids_.copy_(tensor(ids, {B_, 1})); }
+  void set_graph_ids(const std::vector<int64_t>& ids) { ids_.copy_(tensor(ids, {B_, 1}, {.device = dev_})); }
+  // Replays the graph: afterwards graph_next() (greedy) or graph_logits() hold the step's result.
   void replay() { check(gn_graph_launch(graph_), "generate"); }
   const Tensor& graph_next() const { return next_; }
   const Tensor& graph_logits() const { return logits_; }
