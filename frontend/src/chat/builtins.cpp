@@ -332,6 +332,7 @@ Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& k
     for (const Value& item : iterate(v, line)) {
       Value k = attribute.is_none() ? item : attr_path(item, attribute, line);
       if (!cs && k.is_string()) k = Value::string(py_case(k.s, false));
+      if ((k.is_list() && !k.tuple) || k.is_dict()) fail("unique: unhashable type: '" + type_name(k) + "'", line);
       if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equal(s, k); })) {
         seen.push_back(k);
         out.push_back(item);
@@ -374,8 +375,10 @@ Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& k
     Args a(name, {"width", "first", "blank"}, args, kwargs, line);
     Value width = a.get(0, Value::integer(4));
     std::string pad = width.is_string() ? width.s : std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), ' ');
-    // jinja2 appends "\n" before splitting, so a trailing newline is kept.
-    List lines = py_splitlines(to_str(v) + "\n");
+    // jinja2 appends "\n" before splitting (so a trailing newline is kept), which fails
+    // for anything but a string.
+    if (!v.is_string()) fail("indent: expected a string, got " + type_name(v), line);
+    List lines = py_splitlines(v.s + "\n");
     std::string out;
     for (size_t k = 0; k < lines.size(); ++k) {
       const std::string& l = lines[k].s;

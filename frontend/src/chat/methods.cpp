@@ -500,7 +500,10 @@ bool contains(const Value& container, const Value& item, int line) {
       for (const Value& v : *container.list)
         if (equal(v, item)) return true;
       return false;
-    case Value::Kind::Dict: return item.is_string() && container.dict->find(item.s) != nullptr;
+    case Value::Kind::Dict:
+      if ((item.is_list() && !item.tuple) || item.is_dict() || item.kind == Value::Kind::Namespace)
+        fail("unhashable type: '" + type_name(item) + "'", line);
+      return item.is_string() && container.dict->find(item.s) != nullptr;
     default: fail("argument of type '" + type_name(container) + "' is not iterable", line);
   }
 }
