@@ -48,7 +48,9 @@ function buildCorpus() {
   }
   const dec = new TextDecoder("utf-8", { ignoreBOM: true });
   const cases = parseCases(fs.readFileSync(path.join(root, "tests/fixtures/tokenizer/cases.txt"), "utf8"))
-    .map((b) => dec.decode(b).replaceAll("\f", ""))
+    // U+FEFF is dropped: JS's \s counts it as white space, HF's regex engine (and PCRE2) do not, so
+    // " \uFEFF" + a letter splits differently (docs/tokenizer.md, "Known differences").
+    .map((b) => dec.decode(b).replaceAll("\f", "").replaceAll("\uFEFF", ""))
     .filter((s) => s.length > 0 && s.length < 2000);
   const rand = xorshift(20240611);
   const pick = (a) => a[Math.floor(rand() * a.length)];
@@ -113,10 +115,14 @@ console.log(`transformers.js: load ${jsLoad.toFixed(2)} s; first pass ${jsCold.t
 
 // ---- compare
 let firstDiff = -1;
-if (ours.length !== theirs.length) firstDiff = Math.min(ours.length, theirs.length);
 for (let i = 0; i < Math.min(ours.length, theirs.length) && firstDiff < 0; ++i) if (ours[i] !== theirs[i]) firstDiff = i;
+if (firstDiff < 0 && ours.length !== theirs.length) firstDiff = Math.min(ours.length, theirs.length);
 if (firstDiff >= 0) {
-  console.log(`MISMATCH: ids differ at position ${firstDiff} (genesis ${ours.length} ids, transformers.js ${theirs.length})`);
+  let doc = 0;
+  for (let i = 0; i < firstDiff; ++i) doc += theirs[i] === -1;
+  fs.writeFileSync(path.join(work, "mismatch.txt"), docs[doc]);
+  console.log(`MISMATCH: ids differ at position ${firstDiff}, in document ${doc} (written to ${work}/mismatch.txt); ` +
+              `genesis ${ours.length} ids, transformers.js ${theirs.length}`);
   process.exit(1);
 }
 console.log(`ids identical: ${theirs.length - docs.length} ids in ${docs.length} documents`);

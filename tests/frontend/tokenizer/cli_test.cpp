@@ -32,7 +32,7 @@ std::string ids_line(const std::vector<int64_t>& ids) {
 }
 #endif
 
-struct CliTest : ::testing::Test {
+struct TokenizerCli : ::testing::Test {
   void SetUp() override {
 #ifndef GENESIS_CLI_PATH
     GTEST_SKIP() << "the genesis tool is not built";
@@ -40,7 +40,7 @@ struct CliTest : ::testing::Test {
   }
 };
 
-TEST_F(CliTest, FileAndDecodeMatchTheOracle) {
+TEST_F(TokenizerCli, FileAndDecodeMatchTheOracle) {
 #ifdef GENESIS_CLI_PATH
   // A few kinds of case (each run loads the 11 MB tokenizer.json): the first one holding each of these.
   const auto& cases = oracle();
@@ -66,7 +66,7 @@ TEST_F(CliTest, FileAndDecodeMatchTheOracle) {
   #endif
 }
 
-TEST_F(CliTest, TextOptionAndBadInput) {
+TEST_F(TokenizerCli, TextOptionAndBadInput) {
 #ifdef GENESIS_CLI_PATH
   int rc = 0;
   EXPECT_EQ(run_cli("--text 'Hello world'", rc), ids_line(oracle()[1].ids));  // case 1 is "Hello world"

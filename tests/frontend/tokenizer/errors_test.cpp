@@ -11,7 +11,7 @@ using namespace toktest;
 
 namespace {
 
-struct ErrorTest : ::testing::Test {
+struct TokenizerErrors : ::testing::Test {
   void SetUp() override {
     dir = std::filesystem::temp_directory_path() / ("genesis_tok_err_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);
@@ -58,12 +58,12 @@ struct ErrorTest : ::testing::Test {
   std::filesystem::path dir;
 };
 
-TEST_F(ErrorTest, TheBaseFileLoads) {
+TEST_F(TokenizerErrors, TheBaseFileLoads) {
   const Tokenizer tok = Tokenizer::from_files(file("tokenizer.json", base().dump()));
   EXPECT_EQ(tok.encode("ab ba"), (std::vector<int64_t>{2, 1, 0}));  // the space byte is not in the vocab
 }
 
-TEST_F(ErrorTest, MissingFileIsAnIoError) {
+TEST_F(TokenizerErrors, MissingFileIsAnIoError) {
   fails_path((dir / "nope.json").string(), GN_ERR_IO, {"nope.json", "cannot open"});
   try {
     Tokenizer::from_pretrained(dir.string());
@@ -74,13 +74,13 @@ TEST_F(ErrorTest, MissingFileIsAnIoError) {
   }
 }
 
-TEST_F(ErrorTest, TruncatedJsonNamesTheFile) {
+TEST_F(TokenizerErrors, TruncatedJsonNamesTheFile) {
   const std::string real = read_file(kQwen3Dir + "/tokenizer.json");
   fails_path(file("cut.json", real.substr(0, 5000)), GN_ERR_INVALID_ARGUMENT, {"cut.json", "not valid JSON"});
   fails_path(file("empty.json", ""), GN_ERR_INVALID_ARGUMENT, {"empty.json", "not valid JSON"});
 }
 
-TEST_F(ErrorTest, BrokenMergesNameTheMergeIndex) {
+TEST_F(TokenizerErrors, BrokenMergesNameTheMergeIndex) {
   json j = base();
   j["model"]["merges"] = json::parse(R"(["a b", "a q"])");
   fails(j, GN_ERR_INVALID_ARGUMENT, {"model.merges[1]", "\"q\"", "not in model.vocab"});
@@ -94,7 +94,7 @@ TEST_F(ErrorTest, BrokenMergesNameTheMergeIndex) {
   fails(j, GN_ERR_INVALID_ARGUMENT, {"model.merges[0]", "42"});
 }
 
-TEST_F(ErrorTest, UnsupportedStagesAreRefusedByName) {
+TEST_F(TokenizerErrors, UnsupportedStagesAreRefusedByName) {
   json j = base();
   j["pre_tokenizer"] = json::parse(R"({"type": "Whitespace"})");
   fails(j, GN_ERR_INVALID_ARGUMENT, {"pre_tokenizer.type", "Whitespace"});
@@ -127,7 +127,7 @@ TEST_F(ErrorTest, UnsupportedStagesAreRefusedByName) {
   fails(j, GN_ERR_INVALID_ARGUMENT, {"truncation", "512"});
 }
 
-TEST_F(ErrorTest, BadFieldTypesNameTheField) {
+TEST_F(TokenizerErrors, BadFieldTypesNameTheField) {
   json j = base();
   j["model"]["vocab"]["c"] = "three";
   fails(j, GN_ERR_INVALID_ARGUMENT, {"model.vocab[\"c\"]", "\"three\""});
@@ -143,7 +143,7 @@ TEST_F(ErrorTest, BadFieldTypesNameTheField) {
   fails_path(file("array.json", "[1, 2]"), GN_ERR_INVALID_ARGUMENT, {"array.json", "expected an object"});
 }
 
-TEST_F(ErrorTest, BadConfigNamesTheConfigFile) {
+TEST_F(TokenizerErrors, BadConfigNamesTheConfigFile) {
   const std::string tj = file("tokenizer.json", base().dump());
   try {
     Tokenizer::from_files(tj, file("tokenizer_config.json", R"({"eos_token": 7})"));

@@ -23,7 +23,7 @@ std::string stream(const Tokenizer& tok, const std::vector<int64_t>& ids, bool s
   return all + rest;
 }
 
-TEST(StreamDecoder, ChunksConcatenateToDecodeOnEveryOracleCase) {
+TEST(TokenizerStream, ChunksConcatenateToDecodeOnEveryOracleCase) {
   const Tokenizer& tok = toktest::qwen3();
   size_t held_back = 0;
   for (const OracleCase& c : oracle()) {
@@ -33,7 +33,7 @@ TEST(StreamDecoder, ChunksConcatenateToDecodeOnEveryOracleCase) {
   EXPECT_GT(held_back, 0u);  // emoji and rare CJK span several tokens, so some puts must wait
 }
 
-TEST(StreamDecoder, HoldsBackAPartialCharacterUntilItCompletes) {
+TEST(TokenizerStream, HoldsBackAPartialCharacterUntilItCompletes) {
   const Tokenizer& tok = toktest::qwen3();
   // GPT-2 stand-ins: byte 0xE4 is "ä", 0xBD is "½", 0xA0 is "ł" (U+0100 + 66); E4 BD A0 is "你".
   const int64_t e4 = tok.token_to_id("ä"), bd = tok.token_to_id("½"), a0 = tok.token_to_id("ł");
@@ -48,7 +48,7 @@ TEST(StreamDecoder, HoldsBackAPartialCharacterUntilItCompletes) {
   EXPECT_EQ(tok.decode({e4, bd, a0}), "你");
 }
 
-TEST(StreamDecoder, FlushTurnsAnUnfinishedCharacterIntoOneReplacement) {
+TEST(TokenizerStream, FlushTurnsAnUnfinishedCharacterIntoOneReplacement) {
   const Tokenizer& tok = toktest::qwen3();
   const int64_t e4 = tok.token_to_id("ä"), bd = tok.token_to_id("½");
   StreamDecoder d(tok);
@@ -59,7 +59,7 @@ TEST(StreamDecoder, FlushTurnsAnUnfinishedCharacterIntoOneReplacement) {
   EXPECT_EQ(d.put(tok.token_to_id("a")), "a");  // flush reset the decoder
 }
 
-TEST(StreamDecoder, AnInterruptedCharacterIsReplacedAsSoonAsItCannotComplete) {
+TEST(TokenizerStream, AnInterruptedCharacterIsReplacedAsSoonAsItCannotComplete) {
   const Tokenizer& tok = toktest::qwen3();
   const int64_t e4 = tok.token_to_id("ä");
   StreamDecoder d(tok);
@@ -69,7 +69,7 @@ TEST(StreamDecoder, AnInterruptedCharacterIsReplacedAsSoonAsItCannotComplete) {
   EXPECT_EQ(tok.decode({e4, tok.token_to_id("a"), 151645}), "\xEF\xBF\xBD" "a<|im_end|>");
 }
 
-TEST(StreamDecoder, SkipsSpecialTokensWhenAsked) {
+TEST(TokenizerStream, SkipsSpecialTokensWhenAsked) {
   const Tokenizer& tok = toktest::qwen3();
   StreamDecoder d(tok, true);
   EXPECT_EQ(d.put(151644), "");

@@ -142,6 +142,14 @@ TEST(TokenizerQwen3, InvalidUtf8IsReadAsReplacementCharacters) {
   EXPECT_EQ(tok.decode(tok.encode("\xC3")), "\xEF\xBF\xBD");
 }
 
+TEST(TokenizerQwen3, ByteOrderMarkIsNotWhiteSpaceAsInHfTokenizers) {
+  // Qwen's split regex run by HF (Oniguruma, \s = Unicode White_Space) or PCRE2: U+FEFF is not \s, so
+  // " \uFEFFab" is " ?[^\s\p{L}\p{N}]+" = " \uFEFF" (token "Ġï»¿", bytes 20 EF BB BF), then "ab".
+  // transformers.js counts U+FEFF as \s and splits " " | "\uFEFF" instead (not in the oracle cases).
+  const Tokenizer& tok = qwen3();
+  EXPECT_EQ(tok.encode(" \xEF\xBB\xBF" "ab"), (std::vector<int64_t>{tok.token_to_id("Ġï»¿"), tok.token_to_id("ab")}));
+}
+
 TEST(TokenizerQwen3, LongInputsDoNotOverflowTheRegexStack) {
   const Tokenizer& tok = qwen3();
   for (const std::string& s : {std::string(1 << 20, ' '), std::string(1 << 20, 'a'), std::string(1 << 19, '\n'),
