@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include "genesis/tensor.hpp"
+
 namespace genesis::chat {
 
 namespace {
@@ -151,6 +153,7 @@ Value select(const Value& seq, List& args, KwArgs& kwargs, bool keep, bool by_at
 
 Value filter_map(const Value& seq, List& args, KwArgs& kwargs, int line) {
   List out;
+  if (!truthy(seq)) return Value::make_lazy(out, Value::Lazy::Generator);
   const Value* attribute = nullptr;
   Value dflt = Value::none();
   for (auto& [k, v] : kwargs) {
@@ -189,12 +192,35 @@ const std::set<std::string> kTests = {
     "mapping", "ne", "none", "number", "odd", "sameas", "sequence", "string", "true", "undefined",
     "upper", "==", "!=", "<", "<=", ">", ">="};
 
+// jinja2's map, select, reject, selectattr, rejectattr, unique and items are generators:
+// an error inside one surfaces only when the result is consumed, so it waits in the result.
+Value deferred(const std::function<Value()>& compute) {
+  try {
+    return compute();
+  } catch (const Error& e) {
+    Value g = Value::make_lazy({}, Value::Lazy::Generator);
+    g.s = e.what();
+    return g;
+  }
+}
+
+const std::set<std::string> kLazyFilters = {"items", "map", "reject", "rejectattr", "select", "selectattr", "unique"};
+
+Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& kwargs, int line);
+
 }  // namespace
 
 bool has_filter(const std::string& name) { return kFilters.count(name) > 0; }
 bool has_test(const std::string& name) { return kTests.count(name) > 0; }
 
 Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& kwargs, int line) {
+  if (kLazyFilters.count(name)) return deferred([&] { return eager_filter(name, v, args, kwargs, line); });
+  return eager_filter(name, v, args, kwargs, line);
+}
+
+namespace {
+
+Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& kwargs, int line) {
   auto no_args = [&] {
     if (!args.empty() || !kwargs.empty()) fail("filter '" + name + "' takes no arguments", line);
   };
@@ -399,6 +425,8 @@ Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& k
   if (name == "map") return filter_map(v, args, kwargs, line);
   fail("unsupported filter '" + name + "'", line);
 }
+
+}  // namespace
 
 bool call_test(const std::string& name, const Value& v, List& args, KwArgs& kwargs, int line) {
   using K = Value::Kind;

@@ -497,7 +497,7 @@ bool contains(const Value& container, const Value& item, int line) {
         fail("'in <string>' requires string as left operand, not " + type_name(item), line);
       return container.s.find(item.s) != std::string::npos;
     case Value::Kind::List:
-      for (const Value& v : *container.list)
+      for (const Value& v : iterate(container, line))
         if (equal(v, item)) return true;
       return false;
     case Value::Kind::Dict:

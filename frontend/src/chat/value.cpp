@@ -355,7 +355,9 @@ int64_t length(const Value& v, int line) {
 List iterate(const Value& v, int line) {
   switch (v.kind) {
     case Value::Kind::Undefined: return {};
-    case Value::Kind::List: return *v.list;
+    case Value::Kind::List:
+      if (v.lazy == Value::Lazy::Generator && !v.s.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, v.s);
+      return *v.list;
     case Value::Kind::Dict: {
       List keys;
       for (const auto& kv : v.dict->items) keys.push_back(Value::string(kv.first));

@@ -32,7 +32,9 @@ struct Value {
   bool b = false;
   int64_t i = 0;
   double f = 0;
-  std::string s;  // String: the UTF-8 text; Undefined: the hint used in error messages
+  // String: the UTF-8 text; Undefined: the hint used in error messages; a Generator: the
+  // error it raises once consumed (jinja2's map, select, ... run lazily).
+  std::string s;
   std::shared_ptr<const List> list;
   std::shared_ptr<Dict> dict;  // Dict (shared, never mutated) or Namespace (mutable)
   std::shared_ptr<const Function> fn;
