@@ -274,6 +274,7 @@ SNIPPETS = [
 [{{ text | indent(2, true) }}]
 [{{ text | indent('> ', blank=true) }}]
 {{ 'a\\x0bb\\x1cc\\u2028d\\r\\ne'.splitlines() }}""", {"d": {"b": 2, "A": 3, "a": 1}, "text": "one\ntwo\n\nthree\n"}),
+    ("deferred_generator_errors", """{% if 1 | map('string') %}kept{% endif %}|{{ (5 | select('odd')) is defined }}|{{ 'abc' | items is iterable }}|{{ 0 | map('upper') | list }}""", {}),
     ("print_statement", "{% print 'p' ~ 1 %}|{{ 'a', 'b' }}", {}),
 ]
 
@@ -288,6 +289,8 @@ ERRORS = [
     ("assign_non_namespace", "{% set x = 1 %}{% set x.a = 2 %}", {}),
     ("call_undefined", "{{ nothing() }}", {}),
     ("syntax_error_stray_name", "{{ 'o'neil' }}", {}),
+    ("generator_has_no_length", "{{ xs | select('odd') | length }}", {"xs": [1, 2]}),
+    ("generator_error_when_consumed", "{{ 1 | map('string') | list }}", {}),
     ("mutating_method", "{{ xs.append(1) }}", {"xs": []}),
 ]
 
