@@ -1,6 +1,7 @@
 // frontend/src/tokenizer/bpe.cpp - the BPE model: merge table, merging one pre-tokenized piece by
 // rank (lowest rank first, leftmost first among equal ranks, as HF tokenizers does) and the word cache.
 #include <algorithm>
+#include <cstring>
 #include <queue>
 
 #include "tokenizer_impl.h"
@@ -140,31 +141,67 @@ void Impl::bpe(std::string_view piece, std::vector<int32_t>& out) const {
   out.insert(out.end(), sym.begin(), sym.end());
 }
 
-void Impl::encode_word(std::string_view piece, std::vector<int64_t>& out) const {
+// ---- word cache
+
+bool WordCache::find(std::string_view piece, uint64_t hash, std::vector<int64_t>& out) const {
+  if (slots_.empty()) return false;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = size_t(hash) & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.hash == 0) return false;
+    if (s.hash == hash && s.key_len == piece.size() &&
+        std::memcmp(keys_.data() + s.key_off, piece.data(), piece.size()) == 0) {
+      out.insert(out.end(), ids_.begin() + s.ids_off, ids_.begin() + s.ids_off + s.ids_len);
+      return true;
+    }
+  }
+}
+
+void WordCache::grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(old.empty() ? 4096 : old.size() * 2, Slot{});
+  const size_t mask = slots_.size() - 1;
+  for (const Slot& s : old) {
+    if (s.hash == 0) continue;
+    size_t i = size_t(s.hash) & mask;
+    while (slots_[i].hash != 0) i = (i + 1) & mask;
+    slots_[i] = s;
+  }
+}
+
+void WordCache::insert(std::string_view piece, uint64_t hash, const std::vector<int32_t>& ids) {
+  if (keys_.size() + piece.size() + (ids_.size() + ids.size()) * sizeof(int32_t) > kMaxBytes) {
+    slots_.clear();
+    used_ = 0;
+    keys_.clear();
+    ids_.clear();
+  }
+  if ((used_ + 1) * 2 > slots_.size()) grow();  // load factor <= 1/2
+  const size_t mask = slots_.size() - 1;
+  size_t i = size_t(hash) & mask;
+  while (slots_[i].hash != 0) i = (i + 1) & mask;
+  slots_[i] = Slot{hash, uint32_t(keys_.size()), uint32_t(piece.size()), uint32_t(ids_.size()), uint32_t(ids.size())};
+  keys_.append(piece);
+  ids_.insert(ids_.end(), ids.begin(), ids.end());
+  ++used_;
+}
+
+// ---- one piece
+
+void Impl::encode_word(std::string_view piece, std::vector<int64_t>& out, bool cache_held) const {
   if (piece.size() == 1 && byte_id[uint8_t(piece[0])] >= 0) {
     out.push_back(byte_id[uint8_t(piece[0])]);
     return;
   }
-  const bool cacheable = piece.size() <= kCacheMaxWordBytes;
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex);
-    if (auto it = cache.find(piece); it != cache.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
-      return;
-    }
-  }
+  const bool cacheable = piece.size() <= WordCache::kMaxWordBytes;
+  const uint64_t hash = cacheable ? (std::hash<std::string_view>{}(piece) | 1) : 0;
+  std::unique_lock<std::mutex> lock(cache_mutex, std::defer_lock);
+  const bool use_cache = cacheable && (cache_held || lock.try_lock());
+  if (use_cache && cache.find(piece, hash, out)) return;
   std::vector<int32_t> ids;
   bpe(piece, ids);
   out.insert(out.end(), ids.begin(), ids.end());
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex);
-    const size_t bytes = 64 + piece.size() + ids.size() * sizeof(int32_t);  // 64: node and hash overhead
-    if (cache_bytes + bytes > kCacheMaxBytes) {
-      cache.clear();
-      cache_bytes = 0;
-    }
-    if (cache.emplace(std::string(piece), std::move(ids)).second) cache_bytes += bytes;
-  }
+  if (use_cache) cache.insert(piece, hash, ids);
 }
 
 }  // namespace genesis::tokenizer_detail

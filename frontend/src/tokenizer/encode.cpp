@@ -101,19 +101,19 @@ bool next_match(const Impl& impl, MatchData& m, std::string_view s, size_t pos, 
 
 }  // namespace
 
-void Impl::encode_section(std::string_view text, std::vector<int64_t>& out) const {
+void Impl::encode_section(std::string_view text, std::vector<int64_t>& out, bool cache_held) const {
   std::string normalized;
   if (use_nfc && nfc_if_needed(text, normalized)) text = normalized;
   auto pre_tokenize = [&](std::string_view s) {
     if (!split_regex) {
-      encode_word(s, out);
+      encode_word(s, out, cache_held);
       return;
     }
     MatchData m(split_regex.get());
     size_t pos = 0, last = 0, ms = 0, me = 0;
     while (pos <= s.size() && next_match(*this, m, s, pos, ms, me)) {
-      if (ms > last) encode_word(s.substr(last, ms - last), out);  // "Isolated": the gap is a piece too
-      if (me > ms) encode_word(s.substr(ms, me - ms), out);
+      if (ms > last) encode_word(s.substr(last, ms - last), out, cache_held);  // "Isolated": the gap is a piece too
+      if (me > ms) encode_word(s.substr(ms, me - ms), out, cache_held);
       last = me;
       if (me > ms) {
         pos = me;
@@ -124,7 +124,7 @@ void Impl::encode_section(std::string_view text, std::vector<int64_t>& out) cons
         pos = i;
       }
     }
-    if (last < s.size()) encode_word(s.substr(last), out);
+    if (last < s.size()) encode_word(s.substr(last), out, cache_held);
   };
   if (normalized_matcher.empty())
     pre_tokenize(text);
@@ -132,12 +132,12 @@ void Impl::encode_section(std::string_view text, std::vector<int64_t>& out) cons
     split_added(*this, normalized_matcher, text, out, pre_tokenize);
 }
 
-void Impl::encode_text(std::string_view text, std::vector<int64_t>& out) const {
+void Impl::encode_text(std::string_view text, std::vector<int64_t>& out, bool cache_held) const {
   if (raw_matcher.empty()) {
-    encode_section(text, out);
+    encode_section(text, out, cache_held);
     return;
   }
-  split_added(*this, raw_matcher, text, out, [&](std::string_view s) { encode_section(s, out); });
+  split_added(*this, raw_matcher, text, out, [&](std::string_view s) { encode_section(s, out, cache_held); });
 }
 
 }  // namespace genesis::tokenizer_detail
@@ -157,7 +157,8 @@ std::vector<int64_t> Tokenizer::encode(std::string_view text, bool add_special_t
   std::vector<int64_t> out;
   out.reserve(text.size() / 3 + 8);
   if (add_special_tokens) out.insert(out.end(), impl.prefix_ids.begin(), impl.prefix_ids.end());
-  impl.encode_text(text, out);
+  std::unique_lock<std::mutex> cache_lock(impl.cache_mutex, std::try_to_lock);
+  impl.encode_text(text, out, cache_lock.owns_lock());
   if (add_special_tokens) out.insert(out.end(), impl.suffix_ids.begin(), impl.suffix_ids.end());
   return out;
 }

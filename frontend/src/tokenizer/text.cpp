@@ -168,6 +168,15 @@ bool nfc_if_needed(std::string_view s, std::string& out) {
     return nfc_inert(next_code_point(s, j));
   };
   while (i < n) {
+    if (i + 8 <= n) {  // skip ASCII 8 bytes at a time
+      uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      if ((w & 0x8080808080808080ull) == 0) {
+        boundary = i + 7;
+        i += 8;
+        continue;
+      }
+    }
     const size_t start = i;
     if (inert_at(i)) {
       boundary = start;

@@ -120,6 +120,29 @@ class MergeTable {
   int shift_ = 64;
 };
 
+/** Piece bytes -> BPE ids: open addressing over two arenas (key bytes, ids), no allocation per entry.
+ * Emptied when the arenas exceed kMaxBytes.  Not thread-safe (Impl guards it). */
+class WordCache {
+ public:
+  static constexpr size_t kMaxWordBytes = 16384;     // longer pieces are not cached
+  static constexpr size_t kMaxBytes = size_t(64) << 20;
+  /** Appends the ids cached for `piece` (whose hash is `hash`) to out; false when absent. */
+  bool find(std::string_view piece, uint64_t hash, std::vector<int64_t>& out) const;
+  /** Caches ids for `piece`. */
+  void insert(std::string_view piece, uint64_t hash, const std::vector<int32_t>& ids);
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;  // 0: empty (real hashes have bit 0 set)
+    uint32_t key_off = 0, key_len = 0, ids_off = 0, ids_len = 0;
+  };
+  void grow();
+  std::vector<Slot> slots_;
+  size_t used_ = 0;
+  std::string keys_;
+  std::vector<int32_t> ids_;
+};
+
 /** Transparent string hash so maps keyed by std::string can be probed with a string_view. */
 struct StringHash {
   using is_transparent = void;
@@ -162,22 +185,20 @@ struct Impl {
   // tokenizer_config.json
   std::string chat_template;
 
-  // Word cache: pre-tokenized piece (raw bytes) -> ids.  Guarded by cache_mutex; emptied when it
-  // holds more than kCacheMaxBytes of keys and ids (long repeated runs, e.g. "-----", are worth caching).
+  // Word cache: pre-tokenized piece (raw bytes) -> ids, guarded by cache_mutex.  encode() try-locks it
+  // once for the whole call; a call that finds it busy (another thread encoding) try-locks per word and
+  // merges without the cache when that fails too, so encodes never wait on each other.
   mutable std::mutex cache_mutex;
-  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache;
-  mutable size_t cache_bytes = 0;
-  static constexpr size_t kCacheMaxBytes = size_t(64) << 20;
-  static constexpr size_t kCacheMaxWordBytes = 16384;
+  mutable WordCache cache;
 
-  /** Appends the BPE ids of one pre-tokenized piece (raw bytes), through the cache. */
-  void encode_word(std::string_view piece, std::vector<int64_t>& out) const;
+  /** Appends the BPE ids of one pre-tokenized piece (raw bytes); cache_held: this call owns cache_mutex. */
+  void encode_word(std::string_view piece, std::vector<int64_t>& out, bool cache_held) const;
   /** Appends the BPE ids of one piece without the cache. */
   void bpe(std::string_view piece, std::vector<int32_t>& out) const;
   /** Appends the ids of one section of text that holds no added token (normalizes, splits, merges). */
-  void encode_section(std::string_view text, std::vector<int64_t>& out) const;
+  void encode_section(std::string_view text, std::vector<int64_t>& out, bool cache_held) const;
   /** Appends the ids of `text` (valid UTF-8), added tokens included. */
-  void encode_text(std::string_view text, std::vector<int64_t>& out) const;
+  void encode_text(std::string_view text, std::vector<int64_t>& out, bool cache_held) const;
 };
 
 }  // namespace genesis::tokenizer_detail
