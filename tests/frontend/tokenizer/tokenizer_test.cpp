@@ -243,4 +243,34 @@ TEST(TokenizerToy, SingleWordTokensMatchOnlyBetweenWords) {
   EXPECT_EQ(tok.encode("x<m>", false), (std::vector<int64_t>{7, 10, 12, 11}));
 }
 
+TEST(TokenizerToy, IgnoreMergesTakesWholeWordsFromTheVocabulary) {
+  TempDir d;
+  json j = toy_json();
+  j["model"]["vocab"]["ca"] = 13;  // no merge builds "ca"
+  EXPECT_EQ(Tokenizer::from_files(d.file("a.json", j.dump())).encode("ca", false), (std::vector<int64_t>{2, 0}));
+  j["model"]["ignore_merges"] = true;
+  EXPECT_EQ(Tokenizer::from_files(d.file("b.json", j.dump())).encode("ca", false), (std::vector<int64_t>{13}));
+}
+
+TEST(TokenizerToy, BytesOutsideTheVocabularyBecomeUnkOrAreDropped) {
+  TempDir d;
+  json j = toy_json();
+  // "z" is not in the vocabulary: HF drops it without an unk token (so "a" and "b" meet and merge to
+  // "ab"), else emits the unk id for it.
+  EXPECT_EQ(Tokenizer::from_files(d.file("a.json", j.dump())).encode("azb", false), (std::vector<int64_t>{3}));
+  j["model"]["unk_token"] = "x";
+  EXPECT_EQ(Tokenizer::from_files(d.file("b.json", j.dump())).encode("azb", false), (std::vector<int64_t>{0, 7, 1}));
+}
+
+TEST(TokenizerToy, NormalizedAddedTokensMatchAfterNfc) {
+  TempDir d;
+  json j = toy_json();
+  j["normalizer"] = json::parse(R"({"type": "NFC"})");
+  j["added_tokens"].push_back(json::parse(R"({"id": 14, "content": "\u00e9", "special": false, "normalized": true})"));
+  const Tokenizer tok = Tokenizer::from_files(d.file("tokenizer.json", j.dump()));
+  // "x" + "e" + U+0301 is NFC "x\u00e9", in which the added token is found: x, <é>.
+  EXPECT_EQ(tok.encode("xe\xCC\x81", false), (std::vector<int64_t>{7, 14}));
+  EXPECT_EQ(tok.encode("x\xC3\xA9", false), (std::vector<int64_t>{7, 14}));
+}
+
 }  // namespace
