@@ -5,6 +5,7 @@
 #
 #   bench/tokenizer/run.sh                      # build dir: $GENESIS_BUILD_DIR or build/
 #   MB=50 bench/tokenizer/run.sh                # corpus size in MB (default 12)
+#   MAX_CASE_BYTES=200 bench/tokenizer/run.sh   # leave the very long test words out of the corpus
 #   TOKENIZERS_JS=/path/to/package bench/tokenizer/run.sh   # an unpacked @lenml/tokenizers
 set -euo pipefail
 cd "$(dirname "$0")/../.."
