@@ -36,7 +36,8 @@ class Tokenizer {
   /** Loads tokenizer.json (and tokenizer_config.json when the path is non-empty); throws genesis::Error
    * (GN_ERR_IO for unreadable files, GN_ERR_INVALID_ARGUMENT for bad or unsupported content). */
   static Tokenizer from_files(const std::string& tokenizer_json, const std::string& tokenizer_config_json = "");
-  /** Loads DIR/tokenizer.json and DIR/tokenizer_config.json (the latter when present). */
+  /** Loads DIR/tokenizer.json and DIR/tokenizer_config.json (when present); the chat template comes from
+   * the config or else from DIR/chat_template.jinja. */
   static Tokenizer from_pretrained(const std::string& dir);
 
   /** Token ids of `text` (UTF-8; invalid bytes are read as U+FFFD); add_special_tokens applies the
@@ -54,7 +55,7 @@ class Tokenizer {
   bool is_special(int64_t id) const;
   /** True for any added token (special or not, e.g. Qwen's <think>). */
   bool is_added(int64_t id) const;
-  /** tokenizer_config.json "chat_template" ("" when none). */
+  /** tokenizer_config.json "chat_template" (or chat_template.jinja, see from_pretrained); "" when none. */
   const std::string& chat_template() const;
   /** The bytes token `id` decodes to (no UTF-8 repair); "" when out of range. */
   const std::string& token_bytes(int64_t id) const;
@@ -65,6 +66,7 @@ class Tokenizer {
  private:
   Tokenizer() = default;
   std::shared_ptr<const tokenizer_detail::Impl> impl_;
+  std::string chat_template_;
 };
 
 /** Incremental decoder for streaming: put() returns only whole UTF-8 characters, and the

@@ -83,7 +83,7 @@ bool Tokenizer::is_added(int64_t id) const {
   return id >= 0 && id < vocab_size() && (impl_->id_flags[size_t(id)] & Impl::kAddedFlag);
 }
 
-const std::string& Tokenizer::chat_template() const { return impl_->chat_template; }
+const std::string& Tokenizer::chat_template() const { return chat_template_; }
 
 // ---- streaming
 

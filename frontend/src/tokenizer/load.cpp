@@ -429,6 +429,7 @@ Tokenizer Tokenizer::from_files(const std::string& tokenizer_json, const std::st
   tok.eos_token_id = id_of(tok.eos_token);
   tok.bos_token_id = id_of(tok.bos_token);
   tok.pad_token_id = id_of(tok.pad_token);
+  tok.chat_template_ = impl->chat_template;
   tok.impl_ = std::move(impl);
   return tok;
 }
@@ -440,7 +441,17 @@ Tokenizer Tokenizer::from_pretrained(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_regular_file(json_path, ec))
     tokenizer_detail::fail(GN_ERR_IO, json_path.string() + ": not found (a model folder needs tokenizer.json)");
-  return from_files(json_path.string(), fs::is_regular_file(config_path, ec) ? config_path.string() : "");
+  Tokenizer tok = from_files(json_path.string(), fs::is_regular_file(config_path, ec) ? config_path.string() : "");
+  // Newer transformers save the template beside the config instead of inside it.
+  const fs::path template_path = fs::path(dir) / "chat_template.jinja";
+  if (tok.chat_template_.empty() && fs::is_regular_file(template_path, ec)) {
+    std::ifstream f(template_path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    if (!f) tokenizer_detail::fail(GN_ERR_IO, template_path.string() + ": cannot read");
+    tok.chat_template_ = ss.str();
+  }
+  return tok;
 }
 
 }  // namespace genesis

@@ -212,6 +212,15 @@ TEST(TokenizerToy, TemplateAddsTheBosTokenOnlyWithSpecialTokens) {
   EXPECT_EQ(tok.decode({8, 4, 5, 3}, true), "abc ab");
 }
 
+TEST(TokenizerToy, ChatTemplateFallsBackToTheJinjaFile) {
+  TempDir d;
+  d.file("tokenizer.json", toy_json().dump());
+  d.file("chat_template.jinja", "{{ messages[0]['content'] }}\n");
+  EXPECT_EQ(Tokenizer::from_pretrained(d.path.string()).chat_template(), "{{ messages[0]['content'] }}\n");
+  d.file("tokenizer_config.json", R"({"chat_template": "from the config"})");
+  EXPECT_EQ(Tokenizer::from_pretrained(d.path.string()).chat_template(), "from the config");
+}
+
 TEST(TokenizerToy, PairMergesReadLikeStringMerges) {
   TempDir d;
   json j = toy_json();
