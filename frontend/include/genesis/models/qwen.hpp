@@ -77,18 +77,25 @@ struct QwenGenerationDefaults {
   static QwenGenerationDefaults from_json(const std::string& text, const std::string& where);
 };
 
-/** Per-layer key/value buffers for incremental decoding, preallocated to a capacity. */
+/** Per-layer key/value buffers for incremental decoding, preallocated to a capacity.  Keys and
+ * values of a layer share one tensor so that one kv_cache_write_ stores both. */
 struct KVCache {
-  std::vector<Tensor> k, v;  ///< per layer: (B, num_key_value_heads, capacity, head_dim)
-  int64_t batch = 0, capacity = 0;
+  std::vector<Tensor> kv;  ///< per layer: (B, 2*num_key_value_heads, capacity, head_dim): keys, then values
+  int64_t batch = 0, capacity = 0, kv_heads = 0;
   /** Allocates zeroed buffers for `batch` sequences of up to `capacity` positions. */
   static KVCache allocate(const QwenConfig& c, int64_t batch, int64_t capacity, const Device& device, DType dtype);
+  /** Keys of a layer at positions [0, len): (B, Hkv, len, D), a view. */
+  Tensor keys(int64_t layer, int64_t len) const;
+  /** Values of a layer at positions [0, len): (B, Hkv, len, D), a view. */
+  Tensor values(int64_t layer, int64_t len) const;
 };
 
 /** What one forward pass attends to: plain causal attention over its own T positions, or a KV
  * cache that it first writes into at per-row offsets. */
 struct AttentionContext {
   Tensor cos, sin;            ///< rotary tables broadcastable to (B, 1, T, head_dim)
+  Tensor cos_all, sin_all;    ///< optional (B|1, T, Hq + 2*Hkv, head_dim): the same for every head of the
+                              ///< fused q/k/v projection, identity (1, 0) on the value heads: one rope call
   KVCache* cache = nullptr;   ///< null: no cache (training, scoring)
   Tensor write_pos;           ///< (B) int64 on the device: cache offset of this pass's first position
   int64_t kv_len = 0;         ///< cache positions attended (the first kv_len)

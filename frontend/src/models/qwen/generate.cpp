@@ -5,6 +5,7 @@
 
 #include "genesis/autograd.hpp"
 #include "genesis/models/generation.hpp"
+#include "genesis/nn/functional.hpp"
 
 namespace genesis::models {
 
@@ -81,6 +82,7 @@ class Decoder {
     ids_ = zeros({B_, 1}, {.dtype = DType::i64, .device = dev_});
     pos_ = zeros({B_}, {.dtype = DType::i64, .device = dev_});
     ones_ = ones({B_}, {.dtype = DType::i64, .device = dev_});
+    rope_all_tables(1);  // the decode steps' (made before any graph capture)
   }
   ~Decoder() {
     if (graph_) gn_graph_destroy(graph_);
@@ -101,6 +103,7 @@ class Decoder {
     const int64_t D = m_.config.head_dim;
     ctx.cos = cos_.slice(0, 0, T).view({1, 1, T, D});
     ctx.sin = sin_.slice(0, 0, T).view({1, 1, T, D});
+    rope_all(ctx, cos_.slice(0, 0, T).view({1, T, 1, D}), sin_.slice(0, 0, T).view({1, T, 1, D}));
     ctx.cache = &cache_;
     ctx.write_pos = zeros({B_}, {.dtype = DType::i64, .device = dev_});
     ctx.prefill_from_zero = true;
@@ -171,6 +174,7 @@ class Decoder {
     AttentionContext ctx;
     ctx.cos = cos_.index_select(0, pos_).view({B_, 1, 1, D});
     ctx.sin = sin_.index_select(0, pos_).view({B_, 1, 1, D});
+    rope_all(ctx, ctx.cos, ctx.sin);  // (B, 1, 1, D) is also (B, T=1, 1, D)
     ctx.cache = &cache_;
     ctx.write_pos = pos_;
     ctx.kv_len = kv_len;
@@ -180,11 +184,31 @@ class Decoder {
     return m_.logits(h.view({B_, h.size(-1)}));
   }
 
+  void rope_all_tables(int64_t T) {
+    const QwenConfig& c = m_.config;
+    const Options o{.dtype = cos_.dtype(), .device = dev_};
+    one_v_ = ones({B_, T, c.num_key_value_heads, c.head_dim}, o);
+    zero_v_ = zeros({B_, T, c.num_key_value_heads, c.head_dim}, o);
+  }
+
+  // Tables for one rope over every head of the fused projection: cos/sin (N, T, 1, D) repeated over
+  // the query and key heads, then 1 and 0 over the value heads (rotation by angle 0).
+  void rope_all(AttentionContext& ctx, const Tensor& cos, const Tensor& sin) {
+    const QwenConfig& c = m_.config;
+    const int64_t N = cos.size(0), T = cos.size(1), D = c.head_dim, hqk = c.num_attention_heads + c.num_key_value_heads;
+    const Options o{.dtype = cos.dtype(), .device = dev_};
+    const bool decode = N == B_ && T == 1;  // the preallocated identity part fits
+    const Tensor one = decode ? one_v_ : ones({N, T, c.num_key_value_heads, D}, o);
+    const Tensor zero = decode ? zero_v_ : zeros({N, T, c.num_key_value_heads, D}, o);
+    ctx.cos_all = nn::functional::cat({cos.expand({N, T, hqk, D}), one}, 2);
+    ctx.sin_all = nn::functional::cat({sin.expand({N, T, hqk, D}), zero}, 2);
+  }
+
   QwenForCausalLM& m_;
   int64_t B_, cap_;
   Device dev_;
   KVCache cache_;
-  Tensor cos_, sin_, positions_, ids_, pos_, ones_;
+  Tensor cos_, sin_, positions_, ids_, pos_, ones_, one_v_, zero_v_;
   Tensor logits_, next_;
   gn_graph* graph_ = nullptr;
   bool greedy_graph_ = false;

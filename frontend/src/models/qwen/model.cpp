@@ -80,11 +80,18 @@ KVCache KVCache::allocate(const QwenConfig& c, int64_t batch, int64_t capacity, 
   KVCache kv;
   kv.batch = batch;
   kv.capacity = capacity;
-  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    kv.k.push_back(zeros({batch, c.num_key_value_heads, capacity, c.head_dim}, {.dtype = dtype, .device = device}));
-    kv.v.push_back(zeros({batch, c.num_key_value_heads, capacity, c.head_dim}, {.dtype = dtype, .device = device}));
-  }
+  kv.kv_heads = c.num_key_value_heads;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    kv.kv.push_back(zeros({batch, 2 * c.num_key_value_heads, capacity, c.head_dim}, {.dtype = dtype, .device = device}));
   return kv;
+}
+
+Tensor KVCache::keys(int64_t layer, int64_t len) const {
+  return kv[static_cast<size_t>(layer)].slice(1, 0, kv_heads).slice(2, 0, len);
+}
+
+Tensor KVCache::values(int64_t layer, int64_t len) const {
+  return kv[static_cast<size_t>(layer)].slice(1, kv_heads, 2 * kv_heads).slice(2, 0, len);
 }
 
 // ---------------------------------------------------------------- attention
@@ -112,46 +119,55 @@ QwenAttention::QwenAttention(const QwenConfig& c, const Options& f)
 Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int64_t layer) {
   const int64_t B = x.size(0), T = x.size(1), D = head_dim;
   const int64_t nq = num_heads * D, nkv = num_kv_heads * D;
-  Tensor q, k, v;
   const bool fused = inference_mode(q_proj.weight) &&
                      still_fused(qkv_weight_, {&q_proj.weight, &k_proj.weight, &v_proj.weight}) &&
                      (!qkv_bias_.defined() || still_fused(qkv_bias_, {&q_proj.bias, &k_proj.bias, &v_proj.bias}));
-  if (fused) {  // one (B, T, hidden) @ (nq + 2 nkv, hidden)^T projection
-    Tensor qkv = F::linear(x, qkv_weight_, qkv_bias_);
-    q = qkv.slice(-1, 0, nq);
-    k = qkv.slice(-1, nq, nq + nkv);
-    v = qkv.slice(-1, nq + nkv, nq + 2 * nkv);
+  Tensor q, k, v;  // (B, H, T, D), rotated
+  Tensor kv;       // (B, 2 Hkv, T, D): rotated keys then values, when they come out as one piece
+  if (fused && !q_norm && ctx.cos_all.defined()) {
+    // One projection and one rope over all Hq + 2 Hkv heads (the value heads' table is 1, 0).
+    Tensor y = F::rope(F::linear(x, qkv_weight_, qkv_bias_).view({B, T, num_heads + 2 * num_kv_heads, D}),
+                       ctx.cos_all, ctx.sin_all);
+    q = y.slice(2, 0, num_heads).transpose(1, 2);
+    kv = y.slice(2, num_heads, num_heads + 2 * num_kv_heads).transpose(1, 2);
+    k = kv.slice(1, 0, num_kv_heads);
+    v = kv.slice(1, num_kv_heads, 2 * num_kv_heads);
   } else {
-    q = q_proj(x);
-    k = k_proj(x);
-    v = v_proj(x);
+    if (fused) {  // one (B, T, hidden) @ (nq + 2 nkv, hidden)^T projection
+      Tensor qkv = F::linear(x, qkv_weight_, qkv_bias_);
+      q = qkv.slice(-1, 0, nq);
+      k = qkv.slice(-1, nq, nq + nkv);
+      v = qkv.slice(-1, nq + nkv, nq + 2 * nkv);
+    } else {
+      q = q_proj(x);
+      k = k_proj(x);
+      v = v_proj(x);
+    }
+    q = q.reshape({B, T, num_heads, D});
+    k = k.reshape({B, T, num_kv_heads, D});
+    v = v.reshape({B, T, num_kv_heads, D});
+    if (q_norm) {  // Qwen3: RMSNorm over each head's D before rope
+      q = (*q_norm)(q);
+      k = (*k_norm)(k);
+    }
+    q = F::rope(q.transpose(1, 2), ctx.cos, ctx.sin);  // (B, Hq, T, D)
+    k = F::rope(k.transpose(1, 2), ctx.cos, ctx.sin);  // (B, Hkv, T, D)
+    v = v.transpose(1, 2);                             // (B, Hkv, T, D)
   }
-  q = q.reshape({B, T, num_heads, D});
-  k = k.reshape({B, T, num_kv_heads, D});
-  v = v.reshape({B, T, num_kv_heads, D});
-  if (q_norm) {  // Qwen3: RMSNorm over each head's D before rope
-    q = (*q_norm)(q);
-    k = (*k_norm)(k);
-  }
-  q = F::rope(q.transpose(1, 2), ctx.cos, ctx.sin);  // (B, Hq, T, D)
-  k = F::rope(k.transpose(1, 2), ctx.cos, ctx.sin);  // (B, Hkv, T, D)
-  v = v.transpose(1, 2);                             // (B, Hkv, T, D)
 
   Tensor out;
   if (!ctx.cache) {
     out = F::scaled_dot_product_attention(q, k, v, {}, 0, true);
   } else {
-    KVCache& kv = *ctx.cache;
-    Tensor& ck = kv.k[static_cast<size_t>(layer)];
-    Tensor& cv = kv.v[static_cast<size_t>(layer)];
-    // cache[b, :, write_pos[b] + t] = k[b, :, t] (device-side offsets: graph-replayable)
-    call1(GN_OP_HANDLE("kv_cache_write_"), {&ck, &k, &ctx.write_pos});
-    call1(GN_OP_HANDLE("kv_cache_write_"), {&cv, &v, &ctx.write_pos});
+    if (!kv.defined()) kv = F::cat({k, v}, 1);
+    // cache[b, :, write_pos[b] + t] = kv[b, :, t] (device-side offsets: graph-replayable)
+    Tensor& cache = ctx.cache->kv[static_cast<size_t>(layer)];
+    call1(GN_OP_HANDLE("kv_cache_write_"), {&cache, &kv, &ctx.write_pos});
     if (ctx.prefill_from_zero) {
       out = F::scaled_dot_product_attention(q, k, v, {}, 0, true);
     } else {
-      Tensor ks = ck.slice(2, 0, ctx.kv_len), vs = cv.slice(2, 0, ctx.kv_len);
-      out = F::scaled_dot_product_attention(q, ks, vs, ctx.mask, 0, false);
+      out = F::scaled_dot_product_attention(q, ctx.cache->keys(layer, ctx.kv_len), ctx.cache->values(layer, ctx.kv_len),
+                                            ctx.mask, 0, false);
     }
   }
   return o_proj(out.transpose(1, 2).reshape({B, T, nq}));
