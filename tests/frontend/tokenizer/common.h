@@ -62,6 +62,18 @@ inline const std::vector<OracleCase>& oracle() {
   return cases;
 }
 
+/** Random id sequences with the oracle's decoded text (no input). */
+inline const std::vector<OracleCase>& decode_oracle() {
+  static const std::vector<OracleCase> cases = [] {
+    std::vector<OracleCase> v;
+    const json doc = json::parse(read_file(kFixtures + "/qwen3_expected.json"));
+    for (const json& c : doc.at("decode_cases"))
+      v.push_back({"", c.at("ids").get<std::vector<int64_t>>(), c.at("decoded"), c.at("decoded_skip_special")});
+    return v;
+  }();
+  return cases;
+}
+
 /** Reads cases.txt with the escape rules documented at its top (same as gen_oracle.mjs). */
 inline std::vector<std::string> read_cases(const std::string& path) {
   std::vector<std::string> cases;

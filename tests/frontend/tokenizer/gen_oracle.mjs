@@ -1,6 +1,7 @@
 // tests/frontend/tokenizer/gen_oracle.mjs - writes tests/fixtures/tokenizer/qwen3_expected.json: the ids
 // and decoded text transformers.js (the @lenml/tokenizers build, no dependencies) gives for every case
-// in tests/fixtures/tokenizer/cases.txt with Qwen3's tokenizer.json and tokenizer_config.json.
+// in tests/fixtures/tokenizer/cases.txt with Qwen3's tokenizer.json and tokenizer_config.json, and the
+// text it decodes 100 seeded random id sequences to.
 //
 // Regenerate after editing cases.txt (needs Node >= 18 and the npm registry once):
 //   dir=$(mktemp -d) && (cd "$dir" && npm pack @lenml/tokenizers@3.7.2 && tar xzf lenml-tokenizers-3.7.2.tgz)
@@ -90,10 +91,29 @@ async function main() {
       decoded_skip_special: decode(true),
     };
   });
-  const doc = { oracle: `@lenml/tokenizers ${version} (transformers.js)`, tokenizer: "qwen3", cases: out };
+  // Random id sequences (seeded): byte tokens that split characters, whole words and added tokens mixed,
+  // to check decoding of ids no encoder would produce.
+  let seed = 12345;
+  const rand = () => {
+    seed ^= seed << 13; seed >>>= 0; seed ^= seed >>> 17; seed ^= seed << 5; seed >>>= 0;
+    return seed / 4294967296;
+  };
+  const decodeCases = [];
+  for (let k = 0; k < 100; ++k) {
+    const ids = [];
+    const n = 1 + Math.floor(rand() * 40);
+    for (let i = 0; i < n; ++i) {
+      const r = rand();
+      ids.push(r < 0.5 ? Math.floor(rand() * 256) : r < 0.85 ? Math.floor(rand() * 151643) : 151643 + Math.floor(rand() * 26));
+    }
+    decodeCases.push({ ids, decoded: tok.decode(ids, { skip_special_tokens: false }),
+                       decoded_skip_special: tok.decode(ids, { skip_special_tokens: true }) });
+  }
+  const doc = { oracle: `@lenml/tokenizers ${version} (transformers.js)`, tokenizer: "qwen3", cases: out,
+                decode_cases: decodeCases };
   const file = path.join(fixtures, "qwen3_expected.json");
-  fs.writeFileSync(file, JSON.stringify(doc, null, 0).replace(/\},\{"input_hex"/g, '},\n{"input_hex"') + "\n");
-  console.log(`wrote ${out.length} cases to ${path.relative(root, file)}`);
+  fs.writeFileSync(file, JSON.stringify(doc, null, 0).replace(/\},\{"(input_hex|ids)"/g, '},\n{"$1"') + "\n");
+  console.log(`wrote ${out.length} cases and ${decodeCases.length} decode cases to ${path.relative(root, file)}`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) await main();

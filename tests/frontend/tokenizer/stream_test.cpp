@@ -33,6 +33,14 @@ TEST(TokenizerStream, ChunksConcatenateToDecodeOnEveryOracleCase) {
   EXPECT_GT(held_back, 0u);  // emoji and rare CJK span several tokens, so some puts must wait
 }
 
+TEST(TokenizerStream, RandomIdSequencesStreamToTheOracleText) {
+  const Tokenizer& tok = toktest::qwen3();
+  for (const OracleCase& c : decode_oracle()) {
+    EXPECT_EQ(stream(tok, c.ids, false), c.decoded);
+    EXPECT_EQ(stream(tok, c.ids, true), c.decoded_skip_special);
+  }
+}
+
 TEST(TokenizerStream, HoldsBackAPartialCharacterUntilItCompletes) {
   const Tokenizer& tok = toktest::qwen3();
   // GPT-2 stand-ins: byte 0xE4 is "ä", 0xBD is "½", 0xA0 is "ł" (U+0100 + 66); E4 BD A0 is "你".
