@@ -41,6 +41,40 @@ TEST(TokenizerStream, RandomIdSequencesStreamToTheOracleText) {
   }
 }
 
+TEST(TokenizerStream, RandomBytesNeverBreakEncodeOrStreaming) {
+  // Seeded random byte strings built from ASCII, UTF-8 fragments, combining marks, bare continuation
+  // bytes and pieces of special tokens: encoding never throws, decoding is valid UTF-8, streaming
+  // agrees with decode(), and ASCII-only inputs round-trip exactly.
+  const Tokenizer& tok = toktest::qwen3();
+  const std::vector<std::string> atoms = {"a", "Z", " ", "  ", "\n", "\r\n", "\t", "7", "'s", "\xC3\xA9", "e\xCC\x81",
+                                          "\xE4\xBD\xA0", "\xF0\x9F\x98\x80", "\xE2\x80\x8D", "\xF0\x9F", "\x80",
+                                          "\xFF", "\xC0", "\xED\xA0\x80", "<|im_", "end|>", "<|im_end|>", "<think>",
+                                          "\xE1\x84\x80", "\xE1\x85\xA1", "\xEA\xB0\x80", ".", "{", "\xD9\x85"};
+  uint64_t seed = 42;
+  auto next = [&] {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed;
+  };
+  for (int k = 0; k < 3000; ++k) {
+    std::string s;
+    bool ascii = true;
+    const int n = int(next() % 40);
+    for (int i = 0; i < n; ++i) {
+      const std::string& a = atoms[next() % atoms.size()];
+      s += a;
+      for (unsigned char c : a) ascii = ascii && c < 0x80;
+    }
+    std::vector<int64_t> ids;
+    ASSERT_NO_THROW(ids = tok.encode(s)) << show(s);
+    const std::string text = tok.decode(ids);
+    EXPECT_TRUE(valid_utf8(text)) << show(s);
+    EXPECT_EQ(stream(tok, ids, false), text) << show(s);
+    if (ascii) EXPECT_EQ(text, s);
+  }
+}
+
 TEST(TokenizerStream, HoldsBackAPartialCharacterUntilItCompletes) {
   const Tokenizer& tok = toktest::qwen3();
   // GPT-2 stand-ins: byte 0xE4 is "ä", 0xBD is "½", 0xA0 is "ł" (U+0100 + 66); E4 BD A0 is "你".
