@@ -251,6 +251,30 @@ TEST(QwenLoad, ConfigFieldsAreValidatedByName) {
   EXPECT_NE(e.find("[64, 96]"), std::string::npos) << e;
 }
 
+// transformers 4.x spellings: rope_theta at the top level, torch_dtype, a list of eos ids.
+TEST(QwenLoad, Transformers4ConfigSpellings) {
+  const auto c = M::QwenConfig::from_json(R"({"model_type": "qwen2", "vocab_size": 100, "hidden_size": 48,
+      "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 6, "num_key_value_heads": 2,
+      "rope_theta": 1234.5, "rope_scaling": null, "torch_dtype": "bfloat16", "eos_token_id": [7, 9],
+      "sliding_window": 4096, "use_sliding_window": false, "tie_word_embeddings": false})");
+  EXPECT_EQ(c.rope_theta, 1234.5);
+  EXPECT_EQ(c.head_dim, 8);  // hidden / heads when head_dim is absent
+  EXPECT_EQ(c.dtype, "bfloat16");
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int64_t>{7, 9}));
+  EXPECT_TRUE(c.attention_bias);
+  EXPECT_FALSE(c.qk_norm);
+  // The same config written back reads the same.
+  const auto back = M::QwenConfig::from_json(c.to_json());
+  EXPECT_EQ(back.rope_theta, 1234.5);
+  EXPECT_EQ(back.num_key_value_heads, 2);
+  EXPECT_NE(error_of([] { M::QwenConfig::from_json(R"({"model_type": "qwen2", "vocab_size": 100, "hidden_size": 48,
+      "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 6, "num_key_value_heads": 4,
+      "rope_scaling": {"type": "linear", "factor": 2}})"); }).find("num_key_value_heads"), std::string::npos);
+  EXPECT_NE(error_of([] { M::QwenConfig::from_json(R"({"model_type": "qwen2", "vocab_size": 100, "hidden_size": 48,
+      "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 6,
+      "rope_scaling": {"type": "linear", "factor": 2}})"); }).find("rope_scaling.type"), std::string::npos);
+}
+
 TEST(QwenLoad, MissingAndExtraTensorsAreNamed) {
   auto model = M::QwenForCausalLM::from_pretrained(fixture("qwen3-tiny"), {.device = dev()});
   genesis::TensorMap sd = model->state_dict();
