@@ -1,5 +1,5 @@
 // frontend/src/tokenizer/tokenizer_impl.h - the tables behind genesis::Tokenizer (vocabulary,
-// merges, added tokens, compiled pre-tokenizer regex, word cache) and the internal helpers the
+// merges, added tokens, compiled pre-tokenizer regex, word cache) and the internal functions the
 // tokenizer's .cpp files share.  Loaded once by load.cpp, then read-only except for the cache.
 #pragma once
 
@@ -20,7 +20,7 @@
 
 namespace genesis::tokenizer_detail {
 
-// ---- UTF-8 and Unicode helpers (text.cpp)
+// ---- UTF-8 and Unicode functions (text.cpp)
 
 /** Throws genesis::Error(code) with "[tokenizer] " + msg. */
 [[noreturn]] void fail(int32_t code, const std::string& msg);
