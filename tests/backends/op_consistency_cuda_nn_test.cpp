@@ -17,6 +17,13 @@
 //    stride and dilation through both paths (cuBLAS for groups <= 8, the
 //    implicit GEMM with split-k grad_weight for 16 groups); multi_sum_sq
 //    over mixed dtypes.
+//  * scaled_dot_product_attention with few query rows (Sq 1, 2, 5: the split-K
+//    decode kernel): Sk 1 to 4100 (one and many key chunks), head dims 64, 80,
+//    128, GQA 14/2 and 16/8 and MHA, B 1 and 3, bool masks (random, all false,
+//    per-batch prefixes including an empty one) and float masks (broadcast),
+//    causal 0/1/2, q as a transposed view of a projection, K/V as slices of a
+//    larger cache, bf16/f16/f32; K/V not contiguous (the generic path); one
+//    call captured into a graph and replayed.
 // Tolerances as the shared parts (see op_consistency.h): f32 results computed
 // in double and rounded once rtol/atol 1e-6; bf16/f16 kBf16 (one ulp of the
 // output's rounding); conv as matmul; copies and sorts exact.
@@ -197,3 +204,204 @@ std::vector<Case> fast_path_cases() {
 }  // namespace
 
 OPC_SUITE(OpConsistencyCudaFast, CudaFast, fast_path_cases)
+
+// ---------------------------------------------------------------- attention, few query rows
+
+namespace {
+
+// Attention tolerances of op_consistency_nn_test.cpp: f32 1e-6 relative + 1e-7
+// absolute (f32 accumulation against the reference's double), 16-bit kBf16.
+Tol attn_tol(int32_t dt) { return dt == GN_F32 ? Tol{1e-6, 1e-7} : kBf16; }
+
+std::vector<Case> decode_attention_cases() {
+  std::vector<Case> cs;
+  struct A {
+    std::string tag;
+    int64_t B, Hq, Hkv, Sq, Sk, D, causal;
+    int mask;  // 0 none, 1 bool (B,1,1,Sk), 2 bool (B,1,Sq,Sk), 3 bool all false, 4 float (Sq,Sk), 5 float (B,1,1,Sk)
+    Layout q_layout, kv_layout;
+  };
+  const std::vector<A> as = {
+      {"qwen_s384", 1, 14, 2, 1, 384, 64, 0, 1, kContig, kContig},
+      {"qwen_s4100", 1, 14, 2, 1, 4100, 64, 0, 1, kContig, kContig},
+      {"sk1", 3, 4, 4, 1, 1, 64, 0, 0, kContig, kContig},
+      {"sk7_c2", 3, 16, 8, 2, 7, 128, 2, 0, kContig, kContig},
+      {"sq5_c1_float", 1, 14, 2, 5, 300, 64, 1, 4, kContig, kContig},
+      {"sq5_c2_d80", 3, 16, 8, 5, 300, 80, 2, 2, kContig, kContig},
+      {"d128_floatrow", 3, 4, 4, 2, 384, 128, 0, 5, kContig, kContig},
+      {"all_masked", 1, 14, 2, 2, 300, 64, 0, 3, kContig, kContig},
+      {"qT_c2", 3, 14, 2, 1, 300, 64, 2, 0, kTransposed, kContig},
+      {"qS_s4100", 1, 16, 8, 2, 4100, 128, 1, 1, kSliced, kContig},
+      {"sq5_s4100_c2", 1, 14, 2, 5, 4100, 64, 2, 2, kContig, kContig},
+      {"kvT_generic", 1, 14, 2, 1, 300, 64, 0, 1, kContig, kTransposed}};
+  for (const A& a : as)
+    for (int32_t dt : {GN_BF16, GN_F16, GN_F32}) {
+      const Input q{{a.B, a.Hq, a.Sq, a.D}, dt, a.q_layout, -1, 1}, k{{a.B, a.Hkv, a.Sk, a.D}, dt, a.kv_layout, -1, 1},
+          v{{a.B, a.Hkv, a.Sk, a.D}, dt, a.kv_layout, -1, 1};
+      std::vector<Input> ins = {q, k, v};
+      if (a.mask == 1) ins.push_back({{a.B, 1, 1, a.Sk}, GN_BOOL, kContig, -1, 1});
+      if (a.mask == 2) ins.push_back({{a.B, 1, a.Sq, a.Sk}, GN_BOOL, kContig, -1, 1});
+      if (a.mask == 3) ins.push_back({{a.B, 1, 1, a.Sk}, GN_BOOL, kContig, 0, 1});
+      if (a.mask == 4) ins.push_back({{a.Sq, a.Sk}, dt, kContig, -2, 0});
+      if (a.mask == 5) ins.push_back({{a.B, 1, 1, a.Sk}, GN_F32, kContig, -2, 0});
+      cs.push_back(mk("sdpa_dec_" + a.tag + "_" + dname(dt), "scaled_dot_product_attention", ins,
+                      {gn_attr_int(a.causal), gn_attr_float(a.tag == "sk7_c2" ? 0.3 : NAN)}, 2, attn_tol(dt)));
+    }
+  return cs;
+}
+
+}  // namespace
+
+OPC_SUITE(OpConsistencyCudaDecodeAttn, CudaDecodeAttn, decode_attention_cases)
+
+namespace {
+
+// The decode step's layouts, which the harness's inputs cannot express: q a
+// transposed view (B,Sq,Hq,D) -> (B,Hq,Sq,D) of a projection, K/V the first Sk
+// rows of a (B,Hkv,Cap,D) cache, and a bool keep-mask (B,1,1,Sk) keeping the
+// first len[b] keys (len 0: a row with nothing kept, out 0 and lse -inf).
+struct DecodeLayout {
+  int64_t B, Hq, Hkv, Sq, Sk, Cap, D, causal;
+  std::vector<int64_t> len;  // kept keys per batch row; empty: no mask
+};
+
+gt::T host_data_on(Rt& r, const std::vector<double>& data, std::vector<int64_t> shape, int32_t dt) {
+  gn_tensor* t64 = nullptr;
+  gn_tensor* t = nullptr;
+  check(gn_tensor_from_host(r.rt, data.data(), shape.data(), (int32_t)shape.size(), GN_F64, r.host, &t64), t64);
+  check(gn_tensor_to_dtype(t64, dt, &t), t);
+  gn_tensor_release(t64);
+  return gt::T(move_to(t, r.dev));
+}
+
+std::vector<double> uniform(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (double& x : v) x = dist(gen);
+  return v;
+}
+
+struct Inputs {
+  gt::T q, k, v, mask;
+};
+
+Inputs decode_inputs(Rt& r, const DecodeLayout& c, int32_t dt) {
+  Inputs in;
+  gt::T qp = host_data_on(r, uniform((size_t)(c.B * c.Sq * c.Hq * c.D), 11), {c.B, c.Sq, c.Hq, c.D}, dt);
+  gt::T kc = host_data_on(r, uniform((size_t)(c.B * c.Hkv * c.Cap * c.D), 12), {c.B, c.Hkv, c.Cap, c.D}, dt);
+  gt::T vc = host_data_on(r, uniform((size_t)(c.B * c.Hkv * c.Cap * c.D), 13), {c.B, c.Hkv, c.Cap, c.D}, dt);
+  gn_tensor *q = nullptr, *k = nullptr, *v = nullptr;
+  check(gn_tensor_transpose(qp.t, 1, 2, &q), q);
+  check(gn_tensor_slice(kc.t, 2, 0, c.Sk, 1, &k), k);
+  check(gn_tensor_slice(vc.t, 2, 0, c.Sk, 1, &v), v);
+  in.q = gt::T(q);
+  in.k = gt::T(k);
+  in.v = gt::T(v);
+  if (!c.len.empty()) {
+    std::vector<double> m((size_t)(c.B * c.Sk), 0.0);
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t j = 0; j < c.len[(size_t)b] && j < c.Sk; ++j) m[(size_t)(b * c.Sk + j)] = 1.0;
+    in.mask = host_data_on(r, m, {c.B, 1, 1, c.Sk}, GN_BOOL);
+  }
+  return in;
+}
+
+// out and lse of one call, as float64 (empty on error, with a test failure).
+std::vector<std::vector<double>> decode_call(Rt& r, Inputs& in, int64_t causal) {
+  std::vector<gn_tensor*> raw = {in.q.t, in.k.t, in.v.t};
+  if (in.mask.t) raw.push_back(in.mask.t);
+  const gn_attr_value attrs[2] = {gn_attr_int(causal), gn_attr_float(NAN)};
+  const gn_op* op = nullptr;
+  gn_status* st = gn_op_find(r.rt, "scaled_dot_product_attention", &op);
+  gn_tensor* outs[2] = {nullptr, nullptr};
+  if (!st) st = gn_op_call(r.rt, op, raw.data(), raw.size(), attrs, 2, outs, 2);
+  EXPECT_EQ(st, nullptr) << gn_status_message(st);
+  gn_status_free(st);
+  std::vector<std::vector<double>> res;
+  for (gn_tensor* o : outs) {
+    if (!o) continue;
+    gt::T keep(o);
+    res.push_back(as_f64(o));
+  }
+  return res;
+}
+
+void expect_close(const std::vector<std::vector<double>>& got, const std::vector<std::vector<double>>& want, Tol tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t k = 0; k < want.size(); ++k) {
+    ASSERT_EQ(got[k].size(), want[k].size()) << what;
+    size_t bad = 0, worst_i = 0;
+    for (size_t i = 0; i < want[k].size(); ++i) {
+      const double g = got[k][i], w = want[k][i];
+      const bool ok = (std::isinf(w) && g == w) || std::fabs(g - w) <= tol.atol + tol.rtol * std::fabs(w);
+      if (!ok && bad++ == 0) worst_i = i;
+    }
+    EXPECT_EQ(bad, 0u) << what << " output " << k << ": " << bad << " elements off; first at " << worst_i << ": "
+                       << got[k][worst_i] << " vs reference " << want[k][worst_i];
+  }
+}
+
+const std::vector<DecodeLayout> kDecodeLayouts = {
+    {3, 14, 2, 1, 384, 512, 64, 0, {0, 1, 200}},     {3, 16, 8, 2, 300, 320, 128, 2, {300, 0, 57}},
+    {1, 4, 4, 5, 4100, 4160, 80, 1, {4000}},          {1, 14, 2, 1, 4100, 8192, 64, 0, {2049}},
+    {3, 14, 2, 5, 7, 64, 64, 2, {7, 3, 0}},           {1, 14, 2, 1, 384, 384, 128, 0, {}}};
+
+TEST(OpConsistencyCudaDecodeViews, MatchesReference) {
+  OPC_REQUIRE_SUITE();
+  for (const DecodeLayout& c : kDecodeLayouts)
+    for (int32_t dt : {GN_BF16, GN_F16, GN_F32}) {
+      const std::string what = "B" + std::to_string(c.B) + " Hq" + std::to_string(c.Hq) + " Sq" + std::to_string(c.Sq) +
+                               " Sk" + std::to_string(c.Sk) + " D" + std::to_string(c.D) + " " + dname(dt);
+      Inputs ri = decode_inputs(runtimes().ref, c, dt), di = decode_inputs(runtimes().dut, c, dt);
+      const Tol t = attn_tol(dt);
+      expect_close(decode_call(runtimes().dut, di, c.causal), decode_call(runtimes().ref, ri, c.causal),
+                   {t.rtol * kSuiteTolFactor, t.atol * kSuiteTolFactor}, what);
+    }
+}
+
+// The decode kernel's chunks meet in a workspace: one call captured into a
+// graph on a side stream replays with the eager call's results.
+TEST(OpConsistencyCudaDecodeViews, CapturedGraphMatchesEager) {
+  OPC_REQUIRE_SUITE();
+  Rt& r = runtimes().dut;
+  if (r.dev.type == r.host.type) GTEST_SKIP() << "no graph capture on the host";
+  const DecodeLayout c{1, 14, 2, 1, 4100, 8192, 64, 0, {3001}};
+  gn_stream* stream = nullptr;
+  gn_status* st = gn_stream_create(r.rt, r.dev, &stream);
+  ASSERT_EQ(st, nullptr) << gn_status_message(st);
+  st = gn_stream_set_current(r.rt, r.dev, stream);
+  ASSERT_EQ(st, nullptr) << gn_status_message(st);
+  Inputs in = decode_inputs(r, c, GN_BF16);
+  const std::vector<std::vector<double>> eager = decode_call(r, in, 0);
+  std::vector<gn_tensor*> raw = {in.q.t, in.k.t, in.v.t, in.mask.t};
+  const gn_attr_value attrs[2] = {gn_attr_int(0), gn_attr_float(NAN)};
+  const gn_op* op = nullptr;
+  st = gn_op_find(r.rt, "scaled_dot_product_attention", &op);
+  ASSERT_EQ(st, nullptr) << gn_status_message(st);
+  gn_tensor* outs[2] = {nullptr, nullptr};
+  st = gn_graph_begin(r.rt, r.dev);
+  ASSERT_EQ(st, nullptr) << gn_status_message(st);
+  gn_status* call_st = gn_op_call(r.rt, op, raw.data(), raw.size(), attrs, 2, outs, 2);
+  gn_graph* g = nullptr;
+  st = gn_graph_end(r.rt, r.dev, &g);
+  EXPECT_EQ(call_st, nullptr) << gn_status_message(call_st);
+  gn_status_free(call_st);
+  ASSERT_EQ(st, nullptr) << gn_status_message(st);
+  gt::T out(outs[0]), lse(outs[1]);
+  ASSERT_TRUE(out.t && lse.t && eager.size() == 2);
+  for (int rep = 0; rep < 2; ++rep) {
+    st = gn_graph_launch(g);
+    ASSERT_EQ(st, nullptr) << gn_status_message(st);
+    st = gn_stream_synchronize(stream);
+    ASSERT_EQ(st, nullptr) << gn_status_message(st);
+    EXPECT_EQ(as_f64(out.t), eager[0]) << "replay " << rep;
+    EXPECT_EQ(as_f64(lse.t), eager[1]) << "replay " << rep;
+  }
+  gn_graph_destroy(g);
+  gn_status_free(gn_stream_set_current(r.rt, r.dev, nullptr));
+  gn_status_free(gn_stream_destroy(stream));
+}
+
+}  // namespace

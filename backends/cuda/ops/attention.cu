@@ -7,18 +7,24 @@
 // (B,Hq,Sq,Sk); scale NaN = 1/sqrt(D); a row with no kept key gives out 0 and
 // lse -inf, and no gradient.
 //
-// Two paths:
+// Three forward paths, tried in this order:
+//   decode (kernels/attn_decode.cuh): Sq <= 8, bf16/f16/f32, D and Dv <= 256
+//     and multiples of 16 bytes, K/V rows contiguous and 16-byte aligned; any
+//     mask, any q/out strides.  Split-K over key chunks (one CTA per (b, kv
+//     head, chunk) serves all query heads of the group), partial results in
+//     the call's workspace, merged by a second kernel; graph-capture safe.
 //   flash (kernels/flash_*.cuh): bf16/f16, D == Dv in {64, 128}, no mask, last
 //     dims contiguous and rows 16-byte aligned.  Tensor cores, f32 accumulation;
 //     the backward uses the saved lse and recomputes P tile by tile.
-//   generic (this file): everything else (f32, f64, masks, other head dims up to
-//     512).  One warp per query row, online softmax in f32 (f64 for f64); the
-//     backward recomputes lse and accumulates dK/dV with atomics in f32/f64
-//     scratch.  Correct everywhere, not fast.
+//   generic (this file): everything else (f64, other head dims up to 512, long
+//     masked queries).  One warp per query row, online softmax in f32 (f64 for
+//     f64); the backward recomputes lse and accumulates dK/dV with atomics in
+//     f32/f64 scratch.  Correct everywhere, not fast.
 #include <algorithm>
 #include <cmath>
 
 #include "common.cuh"
+#include "kernels/attn_decode.cuh"
 #include "kernels/flash_launch.cuh"
 
 namespace gn::cuda {
@@ -295,6 +301,115 @@ int64_t causal_attr(const char* op, const gn_attr_value* attrs, size_t n) {
 }
 
 // ----------------------------------------------------------------------------
+// decode path (few query rows, split-K)
+
+constexpr int64_t kDecodeMaxSq = 8;
+
+// K/V usable by the decode kernel: rows of T contiguous, 16-byte aligned rows.
+bool decode_rows_ok(const gn_tensor_view& t, int64_t esize) {
+  const int64_t e = 16 / esize;
+  if (t.strides[3] != 1 || t.shape[3] % e != 0) return false;
+  const Str4 s = str4(t);
+  for (int i = 0; i < 3; ++i)
+    if (s.s[i] % e != 0) return false;
+  return aligned16(gn_view_ptr(&t));
+}
+
+bool decode_ok(const AttnDims& d, int32_t dt, const gn_tensor_view& k, const gn_tensor_view& v) {
+  if (dt != GN_BF16 && dt != GN_F16 && dt != GN_F32) return false;
+  const int64_t es = dt == GN_F32 ? 4 : 2;
+  return d.Sq <= kDecodeMaxSq && d.Sk > 0 && d.Sk < (int64_t(1) << 30) && d.Hkv > 0 &&
+         d.D > 0 && d.Dv > 0 && d.D <= decode::kMaxHeadDim && d.Dv <= decode::kMaxHeadDim && d.B * d.Hq < (int64_t(1) << 24) &&
+         decode_rows_ok(k, es) && decode_rows_ok(v, es);
+}
+
+// q, k, v, [mask] -> out, [lse]; shapes and dtypes already checked.
+void decode_fwd(const gn_kernel_ctx* ctx, const gn_tensor_view* in, bool has_mask, const gn_tensor_view* out,
+                bool has_lse, const AttnDims& d, int causal, double scale) {
+  const char* op = "scaled_dot_product_attention";
+  const int32_t dt = out[0].dtype;
+  decode::Params p{};
+  p.q = gn_view_ptr(&in[0]); p.k = gn_view_ptr(&in[1]); p.v = gn_view_ptr(&in[2]);
+  p.out = gn_view_ptr(&out[0]);
+  const Str4 sq = str4(in[0]), sk = str4(in[1]), sv = str4(in[2]), so = str4(out[0]);
+  for (int i = 0; i < 4; ++i) {
+    p.sq[i] = sq.s[i]; p.sk[i] = sk.s[i]; p.sv[i] = sv.s[i]; p.so[i] = so.s[i];
+  }
+  p.mask_dtype = -1;
+  if (has_mask) {
+    if (in[3].dtype != GN_BOOL && !gn_dtype_is_float(in[3].dtype))
+      fail_op(GN_ERR_DTYPE, op, "mask must be bool or floating point");
+    p.mask = gn_view_ptr(&in[3]);
+    p.mask_dtype = in[3].dtype;
+    p.mask_esize = (int)gn_dtype_size(in[3].dtype);
+    const Str4 sm = mask_str(op, in[3], d);
+    for (int i = 0; i < 4; ++i) p.sm[i] = sm.s[i];
+  }
+  if (has_lse) {
+    if (out[1].dtype != GN_F32 && out[1].dtype != GN_F64) fail_op(GN_ERR_DTYPE, op, "lse must be f32 or f64");
+    p.lse = gn_view_ptr(&out[1]);
+    p.lse_f64 = out[1].dtype == GN_F64;
+    for (int i = 0; i < 3; ++i) p.slse[i] = out[1].strides[i];
+  }
+  p.B = (int)d.B; p.Hq = (int)d.Hq; p.Hkv = (int)d.Hkv; p.Sq = (int)d.Sq; p.Sk = (int)d.Sk;
+  p.D = (int)d.D; p.Dv = (int)d.Dv;
+  p.causal = causal;
+  p.scale_log2 = (float)(scale * 1.4426950408889634);
+  // causal 1 keeps j <= i < Sq: later keys are dropped for every row
+  p.sk_eff = causal == 1 ? (int)std::min(d.Sk, d.Sq) : (int)d.Sk;
+
+  // rows of a (b, kv head) group, balanced over row blocks of <= kMaxRows
+  const int group_rows = (int)(d.Hq / d.Hkv * d.Sq);
+  p.row_blocks = (group_rows + decode::kMaxRows - 1) / decode::kMaxRows;
+  p.rows_per_cta = (group_rows + p.row_blocks - 1) / p.row_blocks;
+  // lanes per key: one 16-byte vector of K each, up to a warp
+  const int es = dt == GN_F32 ? 4 : 2, nvk = p.D * es / 16;
+  p.lanes = 1;
+  while (p.lanes < nvk && p.lanes < 32) p.lanes *= 2;
+  // largest key tile that keeps shared memory within the default 48 KiB
+  auto smem_of = [&](int tk) {
+    return dt == GN_F32 ? decode::smem_bytes<float>(tk, p.rows_per_cta, p.D, p.Dv)
+                        : decode::smem_bytes<__half>(tk, p.rows_per_cta, p.D, p.Dv);
+  };
+  p.tk = 64;
+  while (p.tk > 8 && smem_of(p.tk) > 48 * 1024) p.tk /= 2;
+  const int smem = smem_of(p.tk);
+  // key chunks: about two CTAs per SM in all, chunks of >= 32 keys
+  const int64_t groups = d.B * d.Hkv * p.row_blocks;
+  const int64_t target = 2 * (int64_t)sm_count(ctx);
+  int64_t nsplit = std::min<int64_t>((target + groups - 1) / groups, (p.sk_eff + 31) / 32);
+  nsplit = std::clamp<int64_t>(nsplit, 1, decode::kMaxSplits);
+  int64_t chunk = (p.sk_eff + nsplit - 1) / nsplit;
+  chunk = (chunk + 31) / 32 * 32;
+  nsplit = (p.sk_eff + chunk - 1) / chunk;
+  p.chunk = (int)chunk;
+  p.nsplit = (int)nsplit;
+  if (groups >= (int64_t(1) << 31)) fail_op(GN_ERR_UNSUPPORTED, op, "too many heads for the decode kernel");
+
+  const int64_t rows = d.B * d.Hq * d.Sq;
+  if (p.nsplit > 1) {
+    // workspace from the call (capture-safe): partial o, then (m, l), per (row, chunk)
+    const size_t no = (size_t)rows * p.nsplit * p.Dv, nml = (size_t)rows * p.nsplit * 2;
+    float* ws = static_cast<float*>(workspace(ctx, (no + nml) * sizeof(float)));
+    p.part_o = ws;
+    p.part_ml = ws + no;
+  }
+  cudaStream_t st = stream(ctx);
+  const dim3 grid((unsigned)groups, (unsigned)p.nsplit);
+  const unsigned cgrid = (unsigned)((rows + decode::kThreads / 32 - 1) / (decode::kThreads / 32));
+  if (dt == GN_BF16) {
+    launch<decode::decode_kernel<__nv_bfloat16>>(grid, decode::kThreads, smem, st, p);
+    if (p.nsplit > 1) launch<decode::decode_combine<__nv_bfloat16>>(cgrid, decode::kThreads, 0, st, p);
+  } else if (dt == GN_F16) {
+    launch<decode::decode_kernel<__half>>(grid, decode::kThreads, smem, st, p);
+    if (p.nsplit > 1) launch<decode::decode_combine<__half>>(cgrid, decode::kThreads, 0, st, p);
+  } else {
+    launch<decode::decode_kernel<float>>(grid, decode::kThreads, smem, st, p);
+    if (p.nsplit > 1) launch<decode::decode_combine<float>>(cgrid, decode::kThreads, 0, st, p);
+  }
+}
+
+// ----------------------------------------------------------------------------
 // kernels
 
 // in: q, k, v, [mask]; out: out, lse; attrs: causal, scale
@@ -315,6 +430,10 @@ GN_SDK_KERNEL(sdpa_kernel) {
   const bool has_mask = n_in > 3;
   cudaStream_t st = stream(ctx);
   if (d.B * d.Hq * d.Sq == 0) return;
+  if (decode_ok(d, dt, in[1], in[2])) {
+    decode_fwd(ctx, in, has_mask, out, has_lse, d, (int)causal, scale);
+    return;
+  }
   if (flash_ok(d, dt, has_mask) && rows_aligned(in[0]) && rows_aligned(in[1]) && rows_aligned(in[2]) &&
       rows_aligned(out[0]) && (!has_lse || lse_dense_f32(out[1])) && d.Sk > 0) {
     flash::Params p = flash_params(d, in[0], in[1], in[2], (int)causal, scale);
