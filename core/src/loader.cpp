@@ -64,11 +64,14 @@ struct HostLink {
 namespace {
 
 HostLink* new_host_link(gn_runtime* rt) {
-  static std::mutex mu;
-  static std::vector<std::unique_ptr<HostLink>> links;
-  std::lock_guard<std::mutex> lock(mu);
-  links.push_back(std::make_unique<HostLink>());
-  HostLink* l = links.back().get();
+  // Deliberately leaked: a runtime held by a static object may be destroyed
+  // (and detach its links) after this function's statics would have been
+  // destroyed, so neither the list nor the links may ever be freed.
+  static auto* mu = new std::mutex;
+  static auto* links = new std::vector<HostLink*>;
+  std::lock_guard<std::mutex> lock(*mu);
+  links->push_back(new HostLink);
+  HostLink* l = links->back();
   l->api = host_api_template();
   l->api.host_ctx = l;
   l->rt = rt;
@@ -114,11 +117,39 @@ gn_status* host_register_device_type(void* host_ctx, const gn_device_vtable* vt)
   });
 }
 
-gn_status* host_register_op(void* host_ctx, const gn_op_schema* schema) {
+// The struct_size of the minor-0 gn_op_schema and gn_kernel_desc: anything
+// smaller lacks a field every host reads.
+constexpr size_t kOpSchemaSizeV1_0 = GN_STRUCT_END(gn_op_schema, doc);
+constexpr size_t kKernelDescSizeV1_0 = GN_STRUCT_END(gn_kernel_desc, user_data);
+
+// Copy a plugin's struct honouring its struct_size: an older (shorter) struct
+// leaves the newer fields zeroed, a newer (longer) one is read only as far as
+// this host knows.  Sizes below the minor-0 size are refused.
+template <class T>
+bool copy_sized(const T* src, size_t v1_0_size, T* dst) {
+  if (src->struct_size < v1_0_size) return false;
+  *dst = T{};
+  std::memcpy(static_cast<void*>(dst), src, std::min(src->struct_size, sizeof(T)));
+  dst->struct_size = sizeof(T);
+  return true;
+}
+
+gn_status* host_register_op(void* host_ctx, const gn_op_schema* plugin_schema) {
   return guarded([&] {
     Staging* s = staging_of(host_ctx, "register_op");
-    if (!schema || !schema->name || !*schema->name || !schema->infer)
+    if (!plugin_schema) throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_op: schema is NULL"));
+    gn_op_schema copy;
+    if (!copy_sized(plugin_schema, kOpSchemaSizeV1_0, &copy))
+      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT,
+                      "register_op: gn_op_schema.struct_size is " + std::to_string(plugin_schema->struct_size) +
+                          ", the smallest valid size (ABI 1.0) is " + std::to_string(kOpSchemaSizeV1_0)));
+    const gn_op_schema* schema = &copy;
+    if (!schema->name || !*schema->name || !schema->infer)
       throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_op: schema needs a name and an infer function"));
+    if (schema->n_attrs && !schema->attrs)
+      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT,
+                      "register_op: '" + std::string(schema->name) + "' has n_attrs " +
+                          std::to_string(schema->n_attrs) + " but attrs is NULL"));
     std::string name = schema->name;
     bool dup = s->rt->op_by_name.count(name) > 0;
     for (auto& o : s->ops) dup = dup || o->name == name;
@@ -128,7 +159,6 @@ gn_status* host_register_op(void* host_ctx, const gn_op_schema* schema) {
     op->doc = schema->doc ? schema->doc : "";
     op->origin = s->plugin_name;
     op->schema = *schema;
-    op->schema.struct_size = sizeof(gn_op_schema);
     op->attrs.assign(schema->attrs, schema->attrs + schema->n_attrs);
     for (size_t i = 0; i < op->attrs.size(); ++i) {
       op->attr_names.emplace_back(op->attrs[i].name ? op->attrs[i].name : "");
@@ -144,10 +174,17 @@ gn_status* host_register_op(void* host_ctx, const gn_op_schema* schema) {
   });
 }
 
-gn_status* host_register_kernel(void* host_ctx, const gn_kernel_desc* k) {
+gn_status* host_register_kernel(void* host_ctx, const gn_kernel_desc* desc) {
   return guarded([&] {
     Staging* s = staging_of(host_ctx, "register_kernel");
-    if (!k || !k->op || !k->device_type || !k->fn)
+    if (!desc) throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_kernel: kernel is NULL"));
+    gn_kernel_desc copy;
+    if (!copy_sized(desc, kKernelDescSizeV1_0, &copy))
+      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT,
+                      "register_kernel: gn_kernel_desc.struct_size is " + std::to_string(desc->struct_size) +
+                          ", the smallest valid size (ABI 1.0) is " + std::to_string(kKernelDescSizeV1_0)));
+    const gn_kernel_desc* k = &copy;
+    if (!k->op || !k->device_type || !k->fn)
       throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_kernel: needs op, device_type and fn"));
     if (k->dtype != GN_DTYPE_ANY && (k->dtype < 0 || k->dtype >= GN_DTYPE_COUNT))
       throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, std::string("register_kernel: bad dtype for ") + k->op));

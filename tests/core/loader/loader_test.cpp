@@ -411,6 +411,79 @@ TEST_F(LoaderTest, NewMinorPluginWithLongerVtable) {
   gn_graph_destroy(g);
 }
 
+// ------------------------------------------- struct_size of schemas and kernels
+
+// Loads the struct_size test plugin of case c into an isolated runtime.
+Status load_sized(gn_runtime* rt, const char* c) {
+  return Status(gn_runtime_load_plugin(rt, case_file(c, "loadertest_struct_size").c_str()));
+}
+
+TEST_F(LoaderTest, ExactAndLongerSchemaAndKernelStructsLoad) {
+  for (const char* c : {"size_exact", "size_long"}) {
+    SCOPED_TRACE(c);
+    Runtime rt = create("");
+    ASSERT_TRUE(rt);
+    Status st = load_sized(rt.get(), c);
+    ASSERT_EQ(st, nullptr) << msg(st);
+    const gn_op* op = nullptr;
+    st.reset(gn_op_find(rt.get(), "sized_neg", &op));
+    ASSERT_EQ(st, nullptr) << msg(st);
+    // The host keeps its own copy of the fields it knows and nothing beyond.
+    const gn_op_schema* schema = gn_op_get_schema(op);
+    ASSERT_NE(schema, nullptr);
+    EXPECT_EQ(schema->struct_size, sizeof(gn_op_schema));
+    EXPECT_EQ(schema->flags, 0u);
+    EXPECT_EQ(schema->n_attrs, 0u);
+    EXPECT_STREQ(schema->doc, "negation, registered with a chosen struct_size");
+    gn_device dev = device(rt.get(), "sizedev");
+    Tensor x = f32_tensor(rt.get(), dev, {1, -2});
+    Tensor y;
+    st = unary(rt.get(), "sized_neg", x.get(), &y);
+    ASSERT_EQ(st, nullptr) << msg(st);
+    EXPECT_EQ(f32_values(y.get()), (std::vector<float>{-1, 2}));
+  }
+}
+
+TEST_F(LoaderTest, ZeroOrShortSchemaAndKernelStructsAreRejected) {
+  const size_t base = baseline_op_count();
+  struct Case {
+    const char* dir;
+    const char* what;
+  };
+  for (Case c : {Case{"size_schema_zero", "gn_op_schema.struct_size is 0"},
+                 Case{"size_schema_short", "gn_op_schema.struct_size is 64"},
+                 Case{"size_kernel_zero", "gn_kernel_desc.struct_size is 0"},
+                 Case{"size_kernel_short", "gn_kernel_desc.struct_size is 40"}}) {
+    SCOPED_TRACE(c.dir);
+    Runtime rt = create("");
+    ASSERT_TRUE(rt);
+    Status st = load_sized(rt.get(), c.dir);
+    ASSERT_NE(st, nullptr);
+    EXPECT_EQ(gn_status_code(st.get()), GN_ERR_INVALID_ARGUMENT) << msg(st);
+    EXPECT_TRUE(contains(msg(st), c.what)) << msg(st);
+    EXPECT_TRUE(contains(msg(st), "smallest valid size")) << msg(st);
+    // Staged registrations of the rejected plugin are dropped.
+    EXPECT_EQ(gn_op_count(rt.get()), base);
+  }
+}
+
+// A runtime destroyed during static destruction, after the loader's own
+// statics would have been destroyed (this object is constructed before main,
+// so it is destroyed after every function-local static): exit must be clean.
+struct RuntimeAtExit {
+  gn_runtime* rt = nullptr;
+  ~RuntimeAtExit() { gn_runtime_destroy(rt); }
+};
+RuntimeAtExit g_runtime_at_exit;
+
+TEST_F(LoaderTest, RuntimeDestroyedDuringStaticDestruction) {
+  Runtime rt = create(case_dir("good"));
+  ASSERT_TRUE(rt);
+  ASSERT_EQ(loaded_named(rt.get(), "loadertest_good"), 1);
+  gn_runtime_destroy(g_runtime_at_exit.rt);
+  g_runtime_at_exit.rt = rt.release();
+}
+
 TEST_F(LoaderTest, MixedMinorsInOneRuntime) {
   Runtime rt = create(search_path({"old_minor", "new_minor", "good"}));
   ASSERT_TRUE(rt);
