@@ -317,7 +317,7 @@ void op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* in_given, size_t
       outs[k] = given;
       fresh[k] = false;
     } else {
-      outs[k] = tensor_empty(rt, m.ndim, m.shape, m.dtype, dev);
+      outs[k] = tensor_empty(rt, m.ndim, m.shape, m.dtype, dev, op->name.c_str());
       fresh[k] = true;
     }
   }

@@ -100,6 +100,11 @@ gn_status* gn_tensor_from_dlpack(gn_runtime* rt, DLManagedTensorVersioned* src, 
                                           std::to_string((int)dl.device.device_type));
     gn_device dev{type, dl.device.device_id};
     device_type_of(rt, dev, "gn_tensor_from_dlpack");
+    if (dl.ndim > 0 && !dl.shape)
+      fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_dlpack: shape is NULL with ndim " + std::to_string(dl.ndim));
+    size_t es = elem_size(dtype);
+    // Also rejects negative sizes.
+    checked_numel(dl.ndim, dl.shape, es, "gn_tensor_from_dlpack");
     int64_t strides[GN_MAX_DIMS];
     if (dl.strides) std::memcpy(strides, dl.strides, sizeof(int64_t) * (size_t)dl.ndim);
     else contiguous_strides(dl.ndim, dl.shape, strides);
@@ -107,10 +112,18 @@ gn_status* gn_tensor_from_dlpack(gn_runtime* rt, DLManagedTensorVersioned* src, 
     int64_t extent = 1;
     bool empty = false;
     for (int32_t d = 0; d < dl.ndim; ++d) {
+      if (strides[d] < 0)
+        fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_dlpack: negative stride " + std::to_string(strides[d]) +
+                                          " in dim " + std::to_string(d));
       if (dl.shape[d] == 0) empty = true;
-      extent += (dl.shape[d] - 1) * strides[d];
     }
-    size_t es = elem_size(dtype);
+    for (int32_t d = 0; d < dl.ndim && !empty; ++d) {
+      int64_t reach = 0;
+      if (__builtin_mul_overflow(dl.shape[d] - 1, strides[d], &reach) || __builtin_add_overflow(extent, reach, &extent) ||
+          __builtin_mul_overflow(extent, (int64_t)es, &reach))
+        fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_dlpack: shape " + shape_string(dl.ndim, dl.shape) +
+                                          " with strides " + shape_string(dl.ndim, strides) + " overflows");
+    }
     if (dl.byte_offset % es) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_dlpack: byte_offset not a multiple of the element size");
     auto* s = new Storage;
     s->rt = rt;

@@ -2,6 +2,8 @@
 #include "runtime.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -324,8 +326,11 @@ gn_status* gn_device_parse(const gn_runtime* rt, const char* spec, gn_device* ou
       type = s.substr(0, colon);
       std::string idx = s.substr(colon + 1);
       char* end = nullptr;
-      long v = std::strtol(idx.c_str(), &end, 10);
-      if (idx.empty() || *end || v < 0) fail(GN_ERR_INVALID_ARGUMENT, "bad device '" + s + "': index must be a number >= 0");
+      errno = 0;
+      long long v = std::strtoll(idx.c_str(), &end, 10);
+      if (idx.empty() || *end || v < 0 || errno == ERANGE || v > INT32_MAX)
+        fail(GN_ERR_INVALID_ARGUMENT, "gn_device_parse: bad device '" + s + "': index must be a number in [0, " +
+                                          std::to_string(INT32_MAX) + "]");
       index = (int32_t)v;
     }
     for (size_t i = 0; i < rt->device_types.size(); ++i)

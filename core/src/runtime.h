@@ -203,11 +203,16 @@ void storage_release(Storage* s);
 gn_tensor* tensor_new(Storage* s, int32_t dtype, int32_t ndim, const int64_t* shape,
                       const int64_t* strides, int64_t offset);
 // New contiguous tensor.
-gn_tensor* tensor_empty(gn_runtime* rt, int32_t ndim, const int64_t* shape, int32_t dtype, gn_device dev);
+gn_tensor* tensor_empty(gn_runtime* rt, int32_t ndim, const int64_t* shape, int32_t dtype, gn_device dev,
+                        const char* fn = "tensor_empty");
 void tensor_release(gn_tensor* t);
 bool tensor_is_contiguous(const gn_tensor* t);
 int64_t tensor_numel(const gn_tensor* t);
 void contiguous_strides(int32_t ndim, const int64_t* shape, int64_t* strides);
+// Number of elements of shape, after checking that no size is negative and
+// that the product of the sizes (zeros counted as ones, so contiguous strides
+// fit too) times item_size fits in int64; fails naming fn and the shape.
+int64_t checked_numel(int32_t ndim, const int64_t* shape, size_t item_size, const char* fn);
 void tensor_view(const gn_tensor* t, gn_tensor_view* v);
 std::string shape_string(int32_t ndim, const int64_t* shape);
 

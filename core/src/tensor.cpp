@@ -53,6 +53,19 @@ void contiguous_strides(int32_t ndim, const int64_t* shape, int64_t* strides) {
   }
 }
 
+int64_t checked_numel(int32_t ndim, const int64_t* shape, size_t item_size, const char* fn) {
+  int64_t numel = 1, extent = item_size ? (int64_t)item_size : 1;
+  for (int32_t d = 0; d < ndim; ++d) {
+    if (shape[d] < 0)
+      fail(GN_ERR_SHAPE, std::string(fn) + ": negative dimension in shape " + shape_string(ndim, shape));
+    numel *= shape[d];  // cannot overflow while extent (>= numel) does not
+    if (__builtin_mul_overflow(extent, shape[d] > 1 ? shape[d] : 1, &extent))
+      fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": shape " + shape_string(ndim, shape) + " of " +
+                                        std::to_string(item_size) + "-byte elements is too large (size overflows)");
+  }
+  return numel;
+}
+
 gn_tensor* tensor_new(Storage* s, int32_t dtype, int32_t ndim, const int64_t* shape, const int64_t* strides,
                       int64_t offset) {
   auto* t = new gn_tensor;
@@ -73,15 +86,12 @@ int64_t tensor_numel(const gn_tensor* t) {
   return n;
 }
 
-gn_tensor* tensor_empty(gn_runtime* rt, int32_t ndim, const int64_t* shape, int32_t dtype, gn_device dev) {
+gn_tensor* tensor_empty(gn_runtime* rt, int32_t ndim, const int64_t* shape, int32_t dtype, gn_device dev,
+                        const char* fn) {
   if (ndim < 0 || ndim > GN_MAX_DIMS)
     fail(GN_ERR_SHAPE, "rank " + std::to_string(ndim) + " exceeds the maximum of " + std::to_string(GN_MAX_DIMS));
   if (dtype < 0 || dtype >= GN_DTYPE_COUNT) fail(GN_ERR_DTYPE, "invalid dtype " + std::to_string(dtype));
-  int64_t numel = 1;
-  for (int32_t d = 0; d < ndim; ++d) {
-    if (shape[d] < 0) fail(GN_ERR_SHAPE, "negative dimension in shape " + shape_string(ndim, shape));
-    numel *= shape[d];
-  }
+  int64_t numel = checked_numel(ndim, shape, elem_size(dtype), fn);
   int64_t strides[GN_MAX_DIMS];
   contiguous_strides(ndim, shape, strides);
   Storage* s = storage_alloc(rt, dev, (size_t)numel * elem_size(dtype));
@@ -147,7 +157,7 @@ gn_status* gn_tensor_empty(gn_runtime* rt, const int64_t* shape, int32_t ndim, i
   return guarded([&] {
     if (!rt || !out || (ndim > 0 && !shape)) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_empty: NULL argument");
     device_type_of(rt, dev, "gn_tensor_empty");
-    *out = tensor_empty(rt, ndim, shape, dtype, dev);
+    *out = tensor_empty(rt, ndim, shape, dtype, dev, "gn_tensor_empty");
   });
 }
 
@@ -156,7 +166,7 @@ gn_status* gn_tensor_from_host(gn_runtime* rt, const void* data, const int64_t* 
   return guarded([&] {
     if (!rt || !out || (ndim > 0 && !shape)) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_host: NULL argument");
     device_type_of(rt, dev, "gn_tensor_from_host");
-    gn_tensor* t = tensor_empty(rt, ndim, shape, dtype, dev);
+    gn_tensor* t = tensor_empty(rt, ndim, shape, dtype, dev, "gn_tensor_from_host");
     size_t bytes = t->storage->bytes;
     if (bytes && !data) {
       tensor_release(t);

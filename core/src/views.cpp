@@ -24,6 +24,7 @@ gn_tensor* view_of(gn_tensor* t, int32_t ndim, const int64_t* shape, const int64
 // Resolve one -1 in a requested shape against numel.
 void infer_shape(const gn_tensor* t, const int64_t* shape, int32_t ndim, int64_t* out, const char* fn) {
   if (ndim < 0 || ndim > GN_MAX_DIMS) fail(GN_ERR_SHAPE, std::string(fn) + ": bad rank " + std::to_string(ndim));
+  if (ndim > 0 && !shape) fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": shape is NULL with ndim " + std::to_string(ndim));
   int64_t numel = tensor_numel(t), known = 1;
   int infer_at = -1;
   for (int32_t d = 0; d < ndim; ++d) {
@@ -32,8 +33,8 @@ void infer_shape(const gn_tensor* t, const int64_t* shape, int32_t ndim, int64_t
       infer_at = d;
     } else if (shape[d] < 0) {
       fail(GN_ERR_SHAPE, std::string(fn) + ": invalid size " + std::to_string(shape[d]));
-    } else {
-      known *= shape[d];
+    } else if (__builtin_mul_overflow(known, shape[d], &known)) {
+      fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": shape " + shape_string(ndim, shape) + " is too large (size overflows)");
     }
     out[d] = shape[d];
   }
@@ -46,6 +47,7 @@ void infer_shape(const gn_tensor* t, const int64_t* shape, int32_t ndim, int64_t
     fail(GN_ERR_SHAPE, std::string(fn) + ": shape " + shape_string(ndim, shape) + " is invalid for " +
                            std::to_string(numel) + " elements " + shape_string(t->ndim, t->shape));
   }
+  checked_numel(ndim, out, elem_size(t->dtype), fn);
 }
 
 // Strides for viewing t with new_shape without copying (PyTorch's
@@ -118,6 +120,7 @@ gn_status* gn_tensor_reshape(gn_tensor* t, const int64_t* shape, int32_t ndim, g
 
 gn_status* gn_tensor_permute(gn_tensor* t, const int64_t* dims, int32_t ndim, gn_tensor** out) {
   return view_entry(t, out, "permute", [&] {
+    if (ndim > 0 && !dims) fail(GN_ERR_INVALID_ARGUMENT, "permute: dims is NULL with ndim " + std::to_string(ndim));
     if (ndim != t->ndim)
       fail(GN_ERR_SHAPE, "permute: got " + std::to_string(ndim) + " dims for a tensor of rank " + std::to_string(t->ndim));
     int64_t s[GN_MAX_DIMS], st[GN_MAX_DIMS];
@@ -157,12 +160,20 @@ gn_status* gn_tensor_slice(gn_tensor* t, int64_t dim, int64_t start, int64_t sto
       return std::min(std::max<int64_t>(i, 0), n);
     };
     int64_t b = clamp(start), e = clamp(stop);
-    int64_t len = e > b ? (e - b + step - 1) / step : 0;
+    // (e - b - 1) / step + 1 rather than (e - b + step - 1) / step: the latter
+    // overflows for steps near INT64_MAX.
+    int64_t len = e > b ? (e - b - 1) / step + 1 : 0;
     int64_t s[GN_MAX_DIMS], st[GN_MAX_DIMS];
     std::copy(t->shape, t->shape + t->ndim, s);
     std::copy(t->strides, t->strides + t->ndim, st);
     s[d] = len;
-    st[d] = t->strides[d] * step;
+    // With at most one element the stride of dim d is never used to step.
+    if (__builtin_mul_overflow(t->strides[d], step, &st[d])) {
+      if (len > 1)
+        fail(GN_ERR_INVALID_ARGUMENT, "slice: stride " + std::to_string(t->strides[d]) + " times step " +
+                                          std::to_string(step) + " overflows");
+      st[d] = t->strides[d];
+    }
     return view_of(t, t->ndim, s, st, t->offset + (len ? b * t->strides[d] : 0));
   });
 }
@@ -186,6 +197,7 @@ gn_status* gn_tensor_select(gn_tensor* t, int64_t dim, int64_t index, gn_tensor*
 
 gn_status* gn_tensor_expand(gn_tensor* t, const int64_t* shape, int32_t ndim, gn_tensor** out) {
   return view_entry(t, out, "expand", [&] {
+    if (ndim > 0 && !shape) fail(GN_ERR_INVALID_ARGUMENT, "expand: shape is NULL with ndim " + std::to_string(ndim));
     if (ndim < t->ndim || ndim > GN_MAX_DIMS)
       fail(GN_ERR_SHAPE, "expand: cannot expand " + shape_string(t->ndim, t->shape) + " to rank " + std::to_string(ndim));
     int64_t s[GN_MAX_DIMS], st[GN_MAX_DIMS];
@@ -204,6 +216,7 @@ gn_status* gn_tensor_expand(gn_tensor* t, const int64_t* shape, int32_t ndim, gn
                                shape_string(ndim, shape) + " (dim " + std::to_string(i) + ")");
       }
     }
+    checked_numel(ndim, s, elem_size(t->dtype), "expand");
     return view_of(t, ndim, s, st, t->offset);
   });
 }
@@ -241,7 +254,10 @@ gn_status* gn_tensor_unsqueeze(gn_tensor* t, int64_t dim, gn_tensor** out) {
 gn_status* gn_tensor_as_strided(gn_tensor* t, const int64_t* shape, const int64_t* strides, int32_t ndim,
                                 int64_t storage_offset, gn_tensor** out) {
   return view_entry(t, out, "as_strided", [&] {
-    if (ndim < 0 || ndim > GN_MAX_DIMS) fail(GN_ERR_SHAPE, "as_strided: bad rank");
+    if (ndim < 0 || ndim > GN_MAX_DIMS) fail(GN_ERR_SHAPE, "as_strided: bad rank " + std::to_string(ndim));
+    if (ndim > 0 && (!shape || !strides))
+      fail(GN_ERR_INVALID_ARGUMENT, std::string("as_strided: ") + (shape ? "strides" : "shape") +
+                                        " is NULL with ndim " + std::to_string(ndim));
     if (storage_offset < 0) fail(GN_ERR_INVALID_ARGUMENT, "as_strided: negative storage offset");
     // Bounds: the furthest element must lie inside the storage.
     int64_t last = storage_offset;
@@ -249,7 +265,14 @@ gn_status* gn_tensor_as_strided(gn_tensor* t, const int64_t* shape, const int64_
     for (int32_t i = 0; i < ndim; ++i) {
       if (shape[i] < 0 || strides[i] < 0) fail(GN_ERR_INVALID_ARGUMENT, "as_strided: negative size or stride");
       if (shape[i] == 0) empty = true;
-      last += (shape[i] - 1) * strides[i];
+    }
+    checked_numel(ndim, shape, elem_size(t->dtype), "as_strided");
+    for (int32_t i = 0; i < ndim && !empty; ++i) {
+      int64_t reach = 0;
+      if (__builtin_mul_overflow(shape[i] - 1, strides[i], &reach) || __builtin_add_overflow(last, reach, &last))
+        fail(GN_ERR_INVALID_ARGUMENT, "as_strided: shape " + shape_string(ndim, shape) + " with strides " +
+                                          shape_string(ndim, strides) + " from offset " +
+                                          std::to_string(storage_offset) + " overflows");
     }
     int64_t cap = (int64_t)(t->storage->bytes / elem_size(t->dtype));
     if (!empty && last >= cap)
