@@ -98,6 +98,8 @@ const char* kind_name(int32_t k) {
 // Positional attributes completed with defaults and kind-checked.
 void fill_attrs(const gn_op* op, const gn_attr_value* given, size_t n_given, gn_attr_value* full) {
   const size_t n = op->attrs.size();
+  if (n_given && !given)
+    op_fail(op, GN_ERR_INVALID_ARGUMENT, "attrs is NULL with n_attrs " + std::to_string(n_given));
   if (n_given > n)
     op_fail(op, GN_ERR_INVALID_ARGUMENT,
             "takes " + std::to_string(n) + " attribute(s), got " + std::to_string(n_given));
@@ -428,7 +430,7 @@ extern "C" {
 
 gn_status* gn_op_find(gn_runtime* rt, const char* name, const gn_op** out) {
   return guarded([&] {
-    if (!rt || !name || !out) fail(GN_ERR_INVALID_ARGUMENT, "gn_op_find: NULL argument");
+    require_non_null("gn_op_find", {{"rt", rt}, {"name", name}, {"out", out}});
     auto it = rt->op_by_name.find(name);
     if (it == rt->op_by_name.end()) fail(GN_ERR_NOT_FOUND, std::string("unknown op '") + name + "'");
     *out = rt->ops[it->second].get();
@@ -438,7 +440,7 @@ gn_status* gn_op_find(gn_runtime* rt, const char* name, const gn_op** out) {
 gn_status* gn_op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* inputs, size_t n_in, const gn_attr_value* attrs,
                       size_t n_attrs, gn_tensor** outputs, size_t n_out) {
   return guarded([&] {
-    if (!rt || !op) fail(GN_ERR_INVALID_ARGUMENT, "gn_op_call: NULL runtime or op");
+    require_non_null("gn_op_call", {{"rt", rt}, {"op", op}});
     if (n_in && !inputs) fail(GN_ERR_INVALID_ARGUMENT, "[" + op->name + "] inputs array is NULL");
     op_call(rt, op, inputs, n_in, attrs, n_attrs, outputs, n_out, nullptr);
   });
@@ -448,7 +450,7 @@ gn_status* gn_op_call_ex(gn_runtime* rt, const gn_op* op, gn_tensor* const* inpu
                          const gn_attr_value* attrs, size_t n_attrs, gn_tensor** outputs, size_t n_out,
                          const gn_call_options* options) {
   return guarded([&] {
-    if (!rt || !op) fail(GN_ERR_INVALID_ARGUMENT, "gn_op_call_ex: NULL runtime or op");
+    require_non_null("gn_op_call_ex", {{"rt", rt}, {"op", op}});
     if (n_in && !inputs) fail(GN_ERR_INVALID_ARGUMENT, "[" + op->name + "] inputs array is NULL");
     op_call(rt, op, inputs, n_in, attrs, n_attrs, outputs, n_out, options);
   });
@@ -457,7 +459,10 @@ gn_status* gn_op_call_ex(gn_runtime* rt, const gn_op* op, gn_tensor* const* inpu
 gn_status* gn_op_output_count(gn_runtime* rt, const gn_op* op, gn_tensor* const* inputs, size_t n_in,
                               const gn_attr_value* attrs, size_t n_attrs, size_t* n_out) {
   return guarded([&] {
-    if (!rt || !op || !n_out) fail(GN_ERR_INVALID_ARGUMENT, "gn_op_output_count: NULL argument");
+    require_non_null("gn_op_output_count", {{"rt", rt}, {"op", op}, {"n_out", n_out}});
+    if (n_in && !inputs) fail(GN_ERR_INVALID_ARGUMENT, "[" + op->name + "] inputs array is NULL");
+    if (n_attrs && !attrs)
+      fail(GN_ERR_INVALID_ARGUMENT, "[" + op->name + "] attrs is NULL with n_attrs " + std::to_string(n_attrs));
     const gn_op_schema& sc = op->schema;
     if (sc.max_outputs >= 0) {
       *n_out = (size_t)sc.max_outputs;
@@ -493,7 +498,10 @@ size_t gn_op_kernel_count(const gn_op* op) { return op ? op->kernels.size() : 0;
 
 extern "C" gn_status* gn_op_kernel_get(const gn_op* op, size_t i, gn_kernel_record* out) {
   return guarded([&] {
-    if (!op || !out || i >= op->kernels.size()) fail(GN_ERR_INDEX, "gn_op_kernel_get: index out of range");
+    require_non_null("gn_op_kernel_get", {{"op", op}, {"out", out}});
+    if (i >= op->kernels.size())
+      fail(GN_ERR_INDEX, "gn_op_kernel_get: index " + std::to_string(i) + " is out of range for " +
+                             std::to_string(op->kernels.size()) + " kernel(s) of " + op->name);
     const Kernel& k = op->kernels[i];
     gn_kernel_record r{};
     r.struct_size = sizeof(r);

@@ -56,7 +56,7 @@ extern "C" {
 
 gn_status* gn_tensor_to_dlpack(gn_tensor* t, DLManagedTensorVersioned** out) {
   return guarded([&] {
-    if (!t || !out) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_to_dlpack: NULL argument");
+    require_non_null("gn_tensor_to_dlpack", {{"t", t}, {"out", out}});
     gn_runtime* rt = t->storage->rt;
     const std::string& type = rt->device_types[t->storage->device.type].name;
     int32_t dl_dev = dl_device_type(type);
@@ -83,7 +83,7 @@ gn_status* gn_tensor_from_dlpack(gn_runtime* rt, DLManagedTensorVersioned* src, 
     if (src && src->deleter) src->deleter(src);
   };
   gn_status* st = guarded([&] {
-    if (!rt || !src || !out) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_dlpack: NULL argument");
+    require_non_null("gn_tensor_from_dlpack", {{"rt", rt}, {"src", src}, {"out", out}});
     if (src->version.major != DLPACK_MAJOR_VERSION)
       fail(GN_ERR_VERSION, "gn_tensor_from_dlpack: DLPack major " + std::to_string(src->version.major) +
                                ", this build understands " + std::to_string(DLPACK_MAJOR_VERSION));

@@ -100,7 +100,7 @@ using namespace genesis::core;
 
 extern "C" gn_status* gn_profiler_export_chrome_trace(gn_runtime* rt, const char* path) {
   return guarded([&] {
-    if (!rt || !path) fail(GN_ERR_INVALID_ARGUMENT, "gn_profiler_export_chrome_trace: NULL argument");
+    require_non_null("gn_profiler_export_chrome_trace", {{"rt", rt}, {"path", path}});
     write_file_atomic(path, rt->profiler.chrome_trace_json());
   });
 }

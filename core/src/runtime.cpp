@@ -46,6 +46,7 @@ std::string device_str(const gn_runtime* rt, gn_device dev) {
 }
 
 DeviceType& device_type_of(gn_runtime* rt, gn_device dev, const char* what) {
+  require_non_null(what, {{"rt", rt}});
   if (dev.type < 0 || dev.type >= (int)rt->device_types.size())
     fail(GN_ERR_DEVICE, std::string(what) + ": invalid device type id " + std::to_string(dev.type));
   DeviceType& dt = rt->device_types[dev.type];
@@ -231,7 +232,7 @@ const char* gn_version_string(void) { return GENESIS_VERSION_STRING; }
 
 gn_status* gn_runtime_create(const gn_runtime_options* options, gn_runtime** out) {
   return guarded([&] {
-    if (!out) fail(GN_ERR_INVALID_ARGUMENT, "gn_runtime_create: out is NULL");
+    require_non_null("gn_runtime_create", {{"out", out}});
     *out = nullptr;
     gn_runtime_options o{};
     if (options) std::memcpy(&o, options, std::min(options->struct_size, sizeof(o)));
@@ -262,7 +263,7 @@ void gn_runtime_destroy(gn_runtime* rt) {
 
 gn_status* gn_runtime_load_plugin(gn_runtime* rt, const char* path) {
   return guarded([&] {
-    if (!rt || !path) fail(GN_ERR_INVALID_ARGUMENT, "gn_runtime_load_plugin: NULL argument");
+    require_non_null("gn_runtime_load_plugin", {{"rt", rt}, {"path", path}});
     std::lock_guard<std::mutex> lock(rt->mu);
     load_plugin_file(rt, path);
   });
@@ -272,7 +273,10 @@ size_t gn_runtime_plugin_count(const gn_runtime* rt) { return rt ? rt->plugins.s
 
 gn_status* gn_runtime_plugin_get(const gn_runtime* rt, size_t i, gn_plugin_record* out) {
   return guarded([&] {
-    if (!rt || !out || i >= rt->plugins.size()) fail(GN_ERR_INDEX, "gn_runtime_plugin_get: index out of range");
+    require_non_null("gn_runtime_plugin_get", {{"rt", rt}, {"out", out}});
+    if (i >= rt->plugins.size())
+      fail(GN_ERR_INDEX, "gn_runtime_plugin_get: index " + std::to_string(i) + " is out of range for " +
+                             std::to_string(rt->plugins.size()) + " plugin(s)");
     const PluginRecord& p = rt->plugins[i];
     gn_plugin_record r{};
     r.struct_size = sizeof(r);
@@ -293,7 +297,10 @@ size_t gn_device_type_count(const gn_runtime* rt) { return rt ? rt->device_types
 
 gn_status* gn_device_type_get(const gn_runtime* rt, size_t i, gn_device_type_record* out) {
   return guarded([&] {
-    if (!rt || !out || i >= rt->device_types.size()) fail(GN_ERR_INDEX, "gn_device_type_get: index out of range");
+    require_non_null("gn_device_type_get", {{"rt", rt}, {"out", out}});
+    if (i >= rt->device_types.size())
+      fail(GN_ERR_INDEX, "gn_device_type_get: index " + std::to_string(i) + " is out of range for " +
+                             std::to_string(rt->device_types.size()) + " device type(s)");
     const DeviceType& dt = rt->device_types[i];
     static thread_local std::string providers;  // valid until the next call on this thread
     providers.clear();
@@ -317,7 +324,7 @@ gn_status* gn_device_type_get(const gn_runtime* rt, size_t i, gn_device_type_rec
 
 gn_status* gn_device_parse(const gn_runtime* rt, const char* spec, gn_device* out) {
   return guarded([&] {
-    if (!rt || !spec || !out) fail(GN_ERR_INVALID_ARGUMENT, "gn_device_parse: NULL argument");
+    require_non_null("gn_device_parse", {{"rt", rt}, {"spec", spec}, {"out", out}});
     std::string s = spec;
     std::string type = s;
     int32_t index = 0;
@@ -363,7 +370,7 @@ int32_t gn_device_count(const gn_runtime* rt, const char* type_name) {
 
 gn_status* gn_device_properties(gn_runtime* rt, gn_device dev, gn_device_props* out) {
   return guarded([&] {
-    if (!rt || !out) fail(GN_ERR_INVALID_ARGUMENT, "gn_device_properties: NULL argument");
+    require_non_null("gn_device_properties", {{"rt", rt}, {"out", out}});
     DeviceType& dt = device_type_of(rt, dev, "gn_device_properties");
     gn_device_props p{};
     p.struct_size = sizeof(p);
@@ -381,7 +388,7 @@ gn_status* gn_device_synchronize(gn_runtime* rt, gn_device dev) {
 
 gn_status* gn_memory_stats_get(gn_runtime* rt, gn_device dev, gn_memory_stats* out) {
   return guarded([&] {
-    if (!out) fail(GN_ERR_INVALID_ARGUMENT, "gn_memory_stats_get: out is NULL");
+    require_non_null("gn_memory_stats_get", {{"out", out}});
     DeviceType& dt = device_type_of(rt, dev, "gn_memory_stats_get");
     gn_memory_stats s{};
     s.struct_size = sizeof(s);

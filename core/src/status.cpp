@@ -13,6 +13,11 @@ gn_status* make_status(int32_t code, std::string msg) {
 
 void fail(int32_t code, std::string msg) { throw Error(code, std::move(msg)); }
 
+void require_non_null(const char* fn, std::initializer_list<std::pair<const char*, const void*>> args) {
+  for (const auto& a : args)
+    if (!a.second) fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + a.first + " is NULL");
+}
+
 void throw_if(gn_status* st) {
   if (!st) return;
   Error e(st->code, std::move(st->msg));

@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <exception>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "genesis/status.h"
 
@@ -27,6 +29,10 @@ struct Error : std::exception {
 gn_status* make_status(int32_t code, std::string msg);
 // Throw an Error.
 [[noreturn]] void fail(int32_t code, std::string msg);
+// Fail with GN_ERR_INVALID_ARGUMENT "fn: <name> is NULL" for the first
+// {name, pointer} pair whose pointer is NULL: the entry points' guard against
+// arguments they cannot use.
+void require_non_null(const char* fn, std::initializer_list<std::pair<const char*, const void*>> args);
 // Throw the status as an Error (freeing it); no-op for NULL.
 void throw_if(gn_status* st);
 // Run f, converting every exception into a status (the body of each extern "C" entry).

@@ -21,7 +21,7 @@ extern "C" {
 
 gn_status* gn_stream_create(gn_runtime* rt, gn_device dev, gn_stream** out) {
   return guarded([&] {
-    if (!out) fail(GN_ERR_INVALID_ARGUMENT, "gn_stream_create: out is NULL");
+    require_non_null("gn_stream_create", {{"out", out}});
     DeviceType& dt = device_type_of(rt, dev, "gn_stream_create");
     void* native = nullptr;
     throw_if(need(dt.vt->stream_create, dt, "streams")(dt.vt->ctx, dev.index, &native));
@@ -42,7 +42,7 @@ gn_status* gn_stream_destroy(gn_stream* s) {
 
 gn_status* gn_stream_synchronize(gn_stream* s) {
   return guarded([&] {
-    if (!s) fail(GN_ERR_INVALID_ARGUMENT, "gn_stream_synchronize: NULL stream");
+    require_non_null("gn_stream_synchronize", {{"s", s}});
     DeviceType& dt = device_type_of(s->rt, s->device, "gn_stream_synchronize");
     if (dt.vt->stream_synchronize) throw_if(dt.vt->stream_synchronize(dt.vt->ctx, s->device.index, s->native));
   });
@@ -72,7 +72,7 @@ void* gn_stream_native(const gn_stream* s) { return s ? s->native : nullptr; }
 
 gn_status* gn_event_create(gn_runtime* rt, gn_device dev, gn_event** out) {
   return guarded([&] {
-    if (!out) fail(GN_ERR_INVALID_ARGUMENT, "gn_event_create: out is NULL");
+    require_non_null("gn_event_create", {{"out", out}});
     DeviceType& dt = device_type_of(rt, dev, "gn_event_create");
     void* native = nullptr;
     throw_if(need(dt.vt->event_create, dt, "events")(dt.vt->ctx, dev.index, &native));
@@ -91,7 +91,7 @@ gn_status* gn_event_destroy(gn_event* e) {
 
 gn_status* gn_event_record(gn_event* e, gn_stream* s) {
   return guarded([&] {
-    if (!e) fail(GN_ERR_INVALID_ARGUMENT, "gn_event_record: NULL event");
+    require_non_null("gn_event_record", {{"e", e}});
     DeviceType& dt = device_type_of(e->rt, e->device, "gn_event_record");
     void* stream = s ? s->native : current_stream(e->rt, e->device);
     throw_if(need(dt.vt->event_record, dt, "events")(dt.vt->ctx, e->device.index, e->native, stream));
@@ -100,7 +100,7 @@ gn_status* gn_event_record(gn_event* e, gn_stream* s) {
 
 gn_status* gn_stream_wait_event(gn_stream* s, gn_event* e) {
   return guarded([&] {
-    if (!e) fail(GN_ERR_INVALID_ARGUMENT, "gn_stream_wait_event: NULL event");
+    require_non_null("gn_stream_wait_event", {{"e", e}});
     DeviceType& dt = device_type_of(e->rt, e->device, "gn_stream_wait_event");
     void* stream = s ? s->native : current_stream(e->rt, e->device);
     throw_if(need(dt.vt->stream_wait_event, dt, "events")(dt.vt->ctx, e->device.index, stream, e->native));
@@ -109,7 +109,7 @@ gn_status* gn_stream_wait_event(gn_stream* s, gn_event* e) {
 
 gn_status* gn_event_query(gn_event* e, int32_t* done) {
   return guarded([&] {
-    if (!e || !done) fail(GN_ERR_INVALID_ARGUMENT, "gn_event_query: NULL argument");
+    require_non_null("gn_event_query", {{"e", e}, {"done", done}});
     DeviceType& dt = device_type_of(e->rt, e->device, "gn_event_query");
     throw_if(need(dt.vt->event_query, dt, "events")(dt.vt->ctx, e->device.index, e->native, done));
   });
@@ -117,7 +117,7 @@ gn_status* gn_event_query(gn_event* e, int32_t* done) {
 
 gn_status* gn_event_synchronize(gn_event* e) {
   return guarded([&] {
-    if (!e) fail(GN_ERR_INVALID_ARGUMENT, "gn_event_synchronize: NULL event");
+    require_non_null("gn_event_synchronize", {{"e", e}});
     DeviceType& dt = device_type_of(e->rt, e->device, "gn_event_synchronize");
     throw_if(need(dt.vt->event_synchronize, dt, "events")(dt.vt->ctx, e->device.index, e->native));
   });
@@ -132,7 +132,7 @@ gn_status* gn_graph_begin(gn_runtime* rt, gn_device dev) {
 
 gn_status* gn_graph_end(gn_runtime* rt, gn_device dev, gn_graph** out) {
   return guarded([&] {
-    if (!out) fail(GN_ERR_INVALID_ARGUMENT, "gn_graph_end: out is NULL");
+    require_non_null("gn_graph_end", {{"out", out}});
     DeviceType& dt = device_type_of(rt, dev, "gn_graph_end");
     void* native = nullptr;
     throw_if(need(dt.vt->graph_end, dt, "graph capture")(dt.vt->ctx, dev.index, current_stream(rt, dev), &native));
@@ -142,7 +142,7 @@ gn_status* gn_graph_end(gn_runtime* rt, gn_device dev, gn_graph** out) {
 
 gn_status* gn_graph_launch(gn_graph* g) {
   return guarded([&] {
-    if (!g) fail(GN_ERR_INVALID_ARGUMENT, "gn_graph_launch: NULL graph");
+    require_non_null("gn_graph_launch", {{"g", g}});
     DeviceType& dt = device_type_of(g->rt, g->device, "gn_graph_launch");
     throw_if(need(dt.vt->graph_launch, dt, "graph capture")(dt.vt->ctx, g->device.index, g->native,
                                                               current_stream(g->rt, g->device)));
@@ -188,7 +188,7 @@ gn_status* gn_rng_set_state(gn_runtime* rt, gn_device dev, uint64_t seed, uint64
 
 gn_status* gn_generator_create(gn_runtime* rt, uint64_t seed, gn_generator** out) {
   return guarded([&] {
-    if (!rt || !out) fail(GN_ERR_INVALID_ARGUMENT, "gn_generator_create: NULL argument");
+    require_non_null("gn_generator_create", {{"rt", rt}, {"out", out}});
     auto* g = new gn_generator;
     g->seed.store(seed);
     g->offset.store(0);
@@ -212,21 +212,21 @@ void gn_generator_set_state(gn_generator* g, uint64_t seed, uint64_t offset) {
 
 gn_status* gn_profiler_start(gn_runtime* rt) {
   return guarded([&] {
-    if (!rt) fail(GN_ERR_INVALID_ARGUMENT, "gn_profiler_start: NULL runtime");
+    require_non_null("gn_profiler_start", {{"rt", rt}});
     rt->profiler.start();
   });
 }
 
 gn_status* gn_profiler_stop(gn_runtime* rt) {
   return guarded([&] {
-    if (!rt) fail(GN_ERR_INVALID_ARGUMENT, "gn_profiler_stop: NULL runtime");
+    require_non_null("gn_profiler_stop", {{"rt", rt}});
     rt->profiler.stop();
   });
 }
 
 gn_status* gn_profiler_summary(gn_runtime* rt, char* buf, size_t cap, size_t* needed) {
   return guarded([&] {
-    if (!rt) fail(GN_ERR_INVALID_ARGUMENT, "gn_profiler_summary: NULL runtime");
+    require_non_null("gn_profiler_summary", {{"rt", rt}});
     std::string s = rt->profiler.summary();
     if (needed) *needed = s.size() + 1;
     if (buf && cap) {

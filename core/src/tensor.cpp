@@ -142,8 +142,8 @@ static char* tensor_ptr(const gn_tensor* t) {
   return (char*)t->storage->data + t->offset * (int64_t)elem_size(t->dtype);
 }
 
-static void check_tensor(const gn_tensor* t, const char* fn) {
-  if (!t) fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": NULL tensor");
+static void check_tensor(const gn_tensor* t, const char* fn, const char* name = "t") {
+  if (!t) fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " is NULL");
 }
 
 }  // namespace genesis::core
@@ -155,7 +155,8 @@ extern "C" {
 gn_status* gn_tensor_empty(gn_runtime* rt, const int64_t* shape, int32_t ndim, int32_t dtype, gn_device dev,
                            gn_tensor** out) {
   return guarded([&] {
-    if (!rt || !out || (ndim > 0 && !shape)) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_empty: NULL argument");
+    require_non_null("gn_tensor_empty", {{"rt", rt}, {"out", out}});
+    if (ndim > 0 && !shape) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_empty: shape is NULL with ndim " + std::to_string(ndim));
     device_type_of(rt, dev, "gn_tensor_empty");
     *out = tensor_empty(rt, ndim, shape, dtype, dev, "gn_tensor_empty");
   });
@@ -164,7 +165,9 @@ gn_status* gn_tensor_empty(gn_runtime* rt, const int64_t* shape, int32_t ndim, i
 gn_status* gn_tensor_from_host(gn_runtime* rt, const void* data, const int64_t* shape, int32_t ndim, int32_t dtype,
                                gn_device dev, gn_tensor** out) {
   return guarded([&] {
-    if (!rt || !out || (ndim > 0 && !shape)) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_host: NULL argument");
+    require_non_null("gn_tensor_from_host", {{"rt", rt}, {"out", out}});
+    if (ndim > 0 && !shape)
+      fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_host: shape is NULL with ndim " + std::to_string(ndim));
     device_type_of(rt, dev, "gn_tensor_from_host");
     gn_tensor* t = tensor_empty(rt, ndim, shape, dtype, dev, "gn_tensor_from_host");
     size_t bytes = t->storage->bytes;
@@ -184,7 +187,7 @@ gn_status* gn_tensor_from_host(gn_runtime* rt, const void* data, const int64_t* 
 
 gn_status* gn_tensor_scalar(gn_runtime* rt, double value, int32_t dtype, gn_device dev, gn_tensor** out) {
   return guarded([&] {
-    if (!rt || !out) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_scalar: NULL argument");
+    require_non_null("gn_tensor_scalar", {{"rt", rt}, {"out", out}});
     device_type_of(rt, dev, "gn_tensor_scalar");
     alignas(8) unsigned char buf[8] = {};
     if (dtype < 0 || dtype >= GN_DTYPE_COUNT) fail(GN_ERR_DTYPE, "gn_tensor_scalar: invalid dtype");
@@ -232,6 +235,7 @@ int32_t gn_tensor_is_exclusive(const gn_tensor* t) {
 gn_status* gn_tensor_to_host(const gn_tensor* t, void* dst, size_t bytes) {
   return guarded([&] {
     check_tensor(t, "gn_tensor_to_host");
+    if (bytes && !dst) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_to_host: dst is NULL with bytes " + std::to_string(bytes));
     size_t need = (size_t)tensor_numel(t) * elem_size(t->dtype);
     if (bytes != need)
       fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_to_host: buffer is " + std::to_string(bytes) + " bytes, tensor " +
@@ -253,7 +257,7 @@ gn_status* gn_tensor_to_host(const gn_tensor* t, void* dst, size_t bytes) {
 gn_status* gn_tensor_to_device(gn_tensor* t, gn_device dev, gn_tensor** out) {
   return guarded([&] {
     check_tensor(t, "gn_tensor_to_device");
-    if (!out) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_to_device: out is NULL");
+    require_non_null("gn_tensor_to_device", {{"out", out}});
     gn_runtime* rt = t->storage->rt;
     device_type_of(rt, dev, "gn_tensor_to_device");
     gn_device src = t->storage->device;
@@ -294,7 +298,7 @@ gn_status* gn_tensor_to_device(gn_tensor* t, gn_device dev, gn_tensor** out) {
 gn_status* gn_tensor_to_dtype(gn_tensor* t, int32_t dtype, gn_tensor** out) {
   return guarded([&] {
     check_tensor(t, "gn_tensor_to_dtype");
-    if (!out) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_to_dtype: out is NULL");
+    require_non_null("gn_tensor_to_dtype", {{"out", out}});
     if (t->dtype == dtype) {
       gn_tensor_retain(t);
       *out = t;
@@ -307,15 +311,15 @@ gn_status* gn_tensor_to_dtype(gn_tensor* t, int32_t dtype, gn_tensor** out) {
 gn_status* gn_tensor_contiguous(gn_tensor* t, gn_tensor** out) {
   return guarded([&] {
     check_tensor(t, "gn_tensor_contiguous");
-    if (!out) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_contiguous: out is NULL");
+    require_non_null("gn_tensor_contiguous", {{"out", out}});
     *out = make_contiguous(t);
   });
 }
 
 gn_status* gn_tensor_copy_(gn_tensor* dst, gn_tensor* src) {
   return guarded([&] {
-    check_tensor(dst, "gn_tensor_copy_");
-    check_tensor(src, "gn_tensor_copy_");
+    check_tensor(dst, "gn_tensor_copy_", "dst");
+    check_tensor(src, "gn_tensor_copy_", "src");
     gn_tensor* outs[1] = {dst};
     op_call(dst->storage->rt, dst->storage->rt->op_copy, &src, 1, nullptr, 0, outs, 1, nullptr);
   });

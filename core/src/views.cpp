@@ -82,7 +82,7 @@ bool view_strides(const gn_tensor* t, const int64_t* new_shape, int32_t new_ndim
 template <class F>
 gn_status* view_entry(gn_tensor* t, gn_tensor** out, const char* fn, F&& f) {
   return guarded([&] {
-    if (!t || !out) fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": NULL argument");
+    require_non_null(fn, {{"t", t}, {"out", out}});
     *out = f();
   });
 }

@@ -161,7 +161,8 @@ GN_API void gn_graph_destroy(gn_graph* g);
 
 /* Seed every device's default generator (offset reset to 0). */
 GN_API void gn_rng_manual_seed(gn_runtime* rt, uint64_t seed);
-/* Read a device's default generator (seed, Philox offset). */
+/* Read a device's default generator (seed, Philox offset); either pointer may
+ * be NULL when that value is not wanted. */
 GN_API gn_status* gn_rng_get_state(gn_runtime* rt, gn_device dev, uint64_t* seed, uint64_t* offset);
 /* Set a device's default generator. */
 GN_API gn_status* gn_rng_set_state(gn_runtime* rt, gn_device dev, uint64_t seed, uint64_t offset);
@@ -182,7 +183,8 @@ GN_API gn_status* gn_profiler_start(gn_runtime* rt);
 GN_API gn_status* gn_profiler_stop(gn_runtime* rt);
 /* Write the recorded events as Chrome-trace JSON (atomically). */
 GN_API gn_status* gn_profiler_export_chrome_trace(gn_runtime* rt, const char* path);
-/* Per-op summary table into buf; *needed gets the full length + 1. */
+/* Per-op summary table into buf; *needed gets the full length + 1.  buf may
+ * be NULL (nothing is written) and needed may be NULL (length not wanted). */
 GN_API gn_status* gn_profiler_summary(gn_runtime* rt, char* buf, size_t cap, size_t* needed);
 
 #ifdef __cplusplus
