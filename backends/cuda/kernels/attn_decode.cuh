@@ -11,7 +11,9 @@
 // against q held in shared memory as f32), online softmax in the log2 domain,
 // then P @ V into f32 registers.  With one chunk the CTA writes out and lse
 // itself; otherwise it writes (unnormalised o, running max m, sum l) per
-// (row, chunk) to a workspace and decode_combine merges the chunks per row.
+// (row, chunk) to a workspace and decode_combine merges the chunks, one CTA
+// per row.  Every sum runs in a fixed order (no atomics): a graph replay gives
+// the eager call's bits.
 //
 // Semantics are the generic path's (attention.cu): causal 1 keeps j <= i, 2
 // keeps j <= i + Sk - Sq, bool masks drop keys, float masks add to the score,
@@ -33,6 +35,9 @@ constexpr int kThreads = 128;    // 4 warps per CTA
 constexpr int kMaxRows = 16;     // query rows per CTA (G*Sq beyond this: several row blocks)
 constexpr int kMaxSplits = 256;  // key chunks per row (combine keeps one weight each in smem)
 constexpr int kMaxHeadDim = 256;
+constexpr int kMaskBatch = 4;         // mask loads in flight per thread
+constexpr int kMaxKeySubsets = 8;     // threads of one o column split the tile's keys this many ways
+constexpr int kCombineThreads = 256;  // one CTA per (b, h, i) in decode_combine
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -128,8 +133,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Params p) {
   const T* vh = (const T*)p.v + b * p.sv[0] + hk * p.sv[1];
   const int nvk = D / E, nvv = Dv / E;
   const int L = p.lanes, lig = lane & (L - 1), gid = tid / L, ngroups = kThreads / L;
-  // P @ V mapping: column pair c2 of Dv, key subset ks (KS subsets).
-  const int P2 = Dv / 2, KS = kThreads / P2 > 0 ? kThreads / P2 : 1;
+  // P @ V mapping: column pair c2 of Dv, key subset ksub (KS subsets, summed in order at the end).
+  const int P2 = Dv / 2, KS = max(1, min(kMaxKeySubsets, kThreads / P2));
   const int c2 = tid % P2, ksub = tid / P2;
   const bool pv_thread = ksub < KS && tid < KS * P2;
   float o[kMaxRows][2];
@@ -158,20 +163,34 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Params p) {
       }
     }
     // keep/bias of every (key, row) in ps: causal, then the mask (its loads
-    // overlap the K/V copies); -inf = dropped, else the float mask in log2 units
-    for (int x = tid; x < n * R; x += kThreads) {
-      const int j = x / R, r = x % R, rr = r0 + r, jg = t0 + j;
-      const int i = rr % p.Sq;
-      bool keep = !((p.causal == 1 && jg > i) || (p.causal == 2 && jg > i + p.Sk - p.Sq));
-      float bias = 0.f;
-      if (keep && p.mask_dtype >= 0) {
-        const int64_t h = hk * G + rr / p.Sq;
-        const char* mp = (const char*)p.mask +
-                         (b * p.sm[0] + h * p.sm[1] + (int64_t)i * p.sm[2] + (int64_t)jg * p.sm[3]) * p.mask_esize;
-        if (p.mask_dtype == GN_BOOL) keep = *(const uint8_t*)mp != 0;
-        else bias = (float)gn::sdk::load(mp, p.mask_dtype) * kLog2e;
+    // overlap the K/V copies, kMaskBatch in flight per thread); -inf = dropped,
+    // else the float mask in log2 units
+    for (int x0 = tid; x0 < n * R; x0 += kThreads * kMaskBatch) {
+      float bias[kMaskBatch];
+#pragma unroll
+      for (int u = 0; u < kMaskBatch; ++u) {
+        const int x = x0 + u * kThreads;
+        bias[u] = -INFINITY;
+        if (x < n * R) {
+          const int j = x / R, r = x % R, rr = r0 + r, jg = t0 + j;
+          const int i = rr % p.Sq;
+          if (!((p.causal == 1 && jg > i) || (p.causal == 2 && jg > i + p.Sk - p.Sq))) {
+            bias[u] = 0.f;
+            if (p.mask_dtype >= 0) {
+              const int64_t h = hk * G + rr / p.Sq;
+              const char* mp = (const char*)p.mask + (b * p.sm[0] + h * p.sm[1] + (int64_t)i * p.sm[2] +
+                                                      (int64_t)jg * p.sm[3]) * p.mask_esize;
+              if (p.mask_dtype == GN_BOOL) bias[u] = *(const uint8_t*)mp != 0 ? 0.f : -INFINITY;
+              else bias[u] = (float)gn::sdk::load(mp, p.mask_dtype) * kLog2e;
+            }
+          }
+        }
       }
-      ps[j * kMaxRows + r] = keep ? bias : -INFINITY;
+#pragma unroll
+      for (int u = 0; u < kMaskBatch; ++u) {
+        const int x = x0 + u * kThreads;
+        if (x < n * R) ps[(x / R) * kMaxRows + x % R] = bias[u];
+      }
     }
     flash::cp_async_wait<0>();
     __syncthreads();
@@ -200,11 +219,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Params p) {
           }
         }
       }
+      // all kMaxRows sums (0 beyond R): independent shuffles, no branch between them
+      for (int off = L >> 1; off > 0; off >>= 1) {
 #pragma unroll
-      for (int r = 0; r < kMaxRows; ++r) {
-        if (r < R) {
-          for (int off = L >> 1; off > 0; off >>= 1) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
-        }
+        for (int r = 0; r < kMaxRows; ++r) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
       }
       if (valid) {
 #pragma unroll
@@ -273,21 +291,22 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Params p) {
     __syncthreads();  // the next tile overwrites ks, vs and ps
   }
 
-  // ---- sum o over the key subsets (into qs, no longer needed)
-  __syncthreads();  // a CTA without keys has not synchronised since the row state
+  // ---- sum o over the key subsets, in subset order (bitwise reproducible), into qs
+  __syncthreads();  // qs is read by the last score phase; a CTA without keys has not synchronised yet
   float* red = qs;
-  for (int x = tid; x < R * Dv; x += kThreads) red[x] = 0.f;
-  __syncthreads();
-  if (pv_thread) {
+  for (int k = 0; k < KS; ++k) {
+    if (pv_thread && ksub == k) {
 #pragma unroll
-    for (int r = 0; r < kMaxRows; ++r) {
-      if (r < R) {
-        atomicAdd(red + r * Dv + 2 * c2, o[r][0]);
-        atomicAdd(red + r * Dv + 2 * c2 + 1, o[r][1]);
+      for (int r = 0; r < kMaxRows; ++r) {
+        if (r < R) {
+          float* d = red + r * Dv + 2 * c2;
+          d[0] = k == 0 ? o[r][0] : d[0] + o[r][0];
+          d[1] = k == 0 ? o[r][1] : d[1] + o[r][1];
+        }
       }
     }
+    __syncthreads();
   }
-  __syncthreads();
 
   // ---- one chunk: final out and lse; several: partial results per (row, chunk)
   for (int x = tid; x < R * Dv; x += kThreads) {
@@ -317,39 +336,82 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Params p) {
   }
 }
 
-// Merge the chunks of each row: one warp per (b, h, i).
+// Merge the chunks of one row (b, h, i) per CTA: weights w_s = 2^(m_s - M)
+// for M = max m_s, L = sum w_s l_s, out = sum w_s o_s / L.  Threads own four
+// columns of one subset of the chunks (16-byte loads, several in flight), the
+// subsets are summed in order: bitwise reproducible.
 template <class T>
-__global__ void __launch_bounds__(kThreads) decode_combine(Params p) {
-  __shared__ float w_s[kThreads / 32][kMaxSplits];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t row = (int64_t)blockIdx.x * (kThreads / 32) + warp;
-  if (row >= (int64_t)p.B * p.Hq * p.Sq) return;
-  const int ns = p.nsplit;
+__global__ void __launch_bounds__(kCombineThreads) decode_combine(Params p) {
+  constexpr int NW = kCombineThreads / 32;
+  __shared__ float w_s[kMaxSplits];
+  __shared__ float mx_s[NW], sum_s[NW];
+  __shared__ float4 acc_s[kCombineThreads];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int64_t row = blockIdx.x;
+  const int ns = p.nsplit, Dv = p.Dv;
   const float* ml = p.part_ml + row * ns * 2;
   float M = -INFINITY;
-  for (int s = lane; s < ns; s += 32) M = fmaxf(M, ml[2 * s]);
+  for (int s = tid; s < ns; s += kCombineThreads) M = fmaxf(M, ml[2 * s]);
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
+  if (lane == 0) mx_s[warp] = M;
+  __syncthreads();
+  M = mx_s[0];
+#pragma unroll
+  for (int w = 1; w < NW; ++w) M = fmaxf(M, mx_s[w]);
   float L = 0.f;
-  for (int s = lane; s < ns; s += 32) {
+  for (int s = tid; s < ns; s += kCombineThreads) {
     const float m = ml[2 * s];
     const float w = m == -INFINITY ? 0.f : exp2f(m - M);
-    w_s[warp][s] = w;
+    w_s[s] = w;
     L += w * ml[2 * s + 1];
   }
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) L += __shfl_xor_sync(0xffffffffu, L, off);
-  __syncwarp();
+  if (lane == 0) sum_s[warp] = L;
+  __syncthreads();
+  L = sum_s[0];
+#pragma unroll
+  for (int w = 1; w < NW; ++w) L += sum_s[w];
+
+  // column quad c4 of chunk subset g (SG subsets)
+  const int nc4 = Dv / 4, SG = kCombineThreads / nc4;
+  const int c4 = tid % nc4, g = tid / nc4;
+  const float* po = p.part_o + row * ns * Dv + 4 * c4;
+  float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (g < SG) {
+    int s = g;
+    for (; s + 3 * SG < ns; s += 4 * SG) {
+      float4 v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) v[u] = *reinterpret_cast<const float4*>(po + (int64_t)(s + u * SG) * Dv);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const float w = w_s[s + u * SG];
+        a.x += w * v[u].x; a.y += w * v[u].y; a.z += w * v[u].z; a.w += w * v[u].w;
+      }
+    }
+    for (; s < ns; s += SG) {
+      const float4 v = *reinterpret_cast<const float4*>(po + (int64_t)s * Dv);
+      const float w = w_s[s];
+      a.x += w * v.x; a.y += w * v.y; a.z += w * v.z; a.w += w * v.w;
+    }
+  }
+  acc_s[tid] = a;
+  __syncthreads();
   const int64_t i = row % p.Sq, h = (row / p.Sq) % p.Hq, b = row / ((int64_t)p.Sq * p.Hq);
   const float inv = L > 0.f ? 1.f / L : 0.f;
-  const float* po = p.part_o + row * ns * p.Dv;
   T* op = (T*)p.out + b * p.so[0] + h * p.so[1] + i * p.so[2];
-  for (int c = lane; c < p.Dv; c += 32) {
-    float acc = 0.f;
-    for (int s = 0; s < ns; ++s) acc += w_s[warp][s] * po[(int64_t)s * p.Dv + c];
-    op[(int64_t)c * p.so[3]] = convert<T>(acc * inv);
+  for (int c = tid; c < Dv; c += kCombineThreads) {
+    const int q4 = c / 4, e = c % 4;
+    float sum = 0.f;
+    for (int k = 0; k < SG; ++k) {
+      const float4 t = acc_s[k * nc4 + q4];
+      sum += e == 0 ? t.x : e == 1 ? t.y : e == 2 ? t.z : t.w;
+    }
+    op[(int64_t)c * p.so[3]] = convert<T>(sum * inv);
   }
-  if (lane == 0 && p.lse) {
+  if (tid == 0 && p.lse) {
     const float lse = L > 0.f ? (M + log2f(L)) * kLn2 : -INFINITY;
     const int64_t off = b * p.slse[0] + h * p.slse[1] + i * p.slse[2];
     if (p.lse_f64) ((double*)p.lse)[off] = (double)lse;

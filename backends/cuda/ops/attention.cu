@@ -374,13 +374,14 @@ void decode_fwd(const gn_kernel_ctx* ctx, const gn_tensor_view* in, bool has_mas
   p.tk = 64;
   while (p.tk > 8 && smem_of(p.tk) > 48 * 1024) p.tk /= 2;
   const int smem = smem_of(p.tk);
-  // key chunks: about two CTAs per SM in all, chunks of >= 32 keys
+  // key chunks: about two CTAs per SM in all (both resident at once), chunks
+  // of a multiple of 64 keys (whole tiles); fewer chunks, less to merge
   const int64_t groups = d.B * d.Hkv * p.row_blocks;
   const int64_t target = 2 * (int64_t)sm_count(ctx);
-  int64_t nsplit = std::min<int64_t>((target + groups - 1) / groups, (p.sk_eff + 31) / 32);
+  int64_t nsplit = std::min<int64_t>((target + groups - 1) / groups, (p.sk_eff + 63) / 64);
   nsplit = std::clamp<int64_t>(nsplit, 1, decode::kMaxSplits);
   int64_t chunk = (p.sk_eff + nsplit - 1) / nsplit;
-  chunk = (chunk + 31) / 32 * 32;
+  chunk = (chunk + 63) / 64 * 64;
   nsplit = (p.sk_eff + chunk - 1) / chunk;
   p.chunk = (int)chunk;
   p.nsplit = (int)nsplit;
@@ -396,16 +397,16 @@ void decode_fwd(const gn_kernel_ctx* ctx, const gn_tensor_view* in, bool has_mas
   }
   cudaStream_t st = stream(ctx);
   const dim3 grid((unsigned)groups, (unsigned)p.nsplit);
-  const unsigned cgrid = (unsigned)((rows + decode::kThreads / 32 - 1) / (decode::kThreads / 32));
+  const unsigned cgrid = (unsigned)rows;  // one CTA per (b, h, i)
   if (dt == GN_BF16) {
     launch<decode::decode_kernel<__nv_bfloat16>>(grid, decode::kThreads, smem, st, p);
-    if (p.nsplit > 1) launch<decode::decode_combine<__nv_bfloat16>>(cgrid, decode::kThreads, 0, st, p);
+    if (p.nsplit > 1) launch<decode::decode_combine<__nv_bfloat16>>(cgrid, decode::kCombineThreads, 0, st, p);
   } else if (dt == GN_F16) {
     launch<decode::decode_kernel<__half>>(grid, decode::kThreads, smem, st, p);
-    if (p.nsplit > 1) launch<decode::decode_combine<__half>>(cgrid, decode::kThreads, 0, st, p);
+    if (p.nsplit > 1) launch<decode::decode_combine<__half>>(cgrid, decode::kCombineThreads, 0, st, p);
   } else {
     launch<decode::decode_kernel<float>>(grid, decode::kThreads, smem, st, p);
-    if (p.nsplit > 1) launch<decode::decode_combine<float>>(cgrid, decode::kThreads, 0, st, p);
+    if (p.nsplit > 1) launch<decode::decode_combine<float>>(cgrid, decode::kCombineThreads, 0, st, p);
   }
 }
 
