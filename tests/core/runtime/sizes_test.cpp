@@ -186,6 +186,16 @@ TEST(Sizes, DlpackWithNegativeOrOverflowingShapeIsRefused) {
     EXPECT_EQ(t, nullptr);
     EXPECT_EQ(DlSource::deleted, 1);  // ownership was taken either way
   }
+  {  // a NULL shape with ndim > 0
+    DlSource src({2}, data);
+    src.m.dl_tensor.shape = nullptr;
+    DlSource::deleted = 0;
+    gn_tensor* t = nullptr;
+    Err e = take(gn_tensor_from_dlpack(r.rt, &src.m, &t));
+    EXPECT_EQ(e.code, GN_ERR_INVALID_ARGUMENT) << e.msg;
+    EXPECT_NE(e.msg.find("shape is NULL"), std::string::npos) << e.msg;
+    EXPECT_EQ(DlSource::deleted, 1);
+  }
   DlSource good({2, 2}, data);
   gn_tensor* t = nullptr;
   GN_OK_OR_FAIL(gn_tensor_from_dlpack(r.rt, &good.m, &t));
