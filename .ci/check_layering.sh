@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Layering and symbol-hygiene checks (DESIGN.md §1-2), run by CTest:
+# Layering and symbol-hygiene checks (docs/architecture.md, docs/style.md), run by CTest:
 #   .ci/check_layering.sh <source dir> <build dir>
 set -u
 src=${1:-.}; build=${2:-build}
