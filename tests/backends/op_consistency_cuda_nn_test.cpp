@@ -24,6 +24,13 @@
 //    causal 0/1/2, q as a transposed view of a projection, K/V as slices of a
 //    larger cache, bf16/f16/f32; K/V not contiguous (the generic path); one
 //    call captured into a graph and replayed.
+//  * matmul with few rows against a row-major weight (the decode GEMV path):
+//    bf16/f16, rows 1 to 4 as (M, K) and (1, 1, K), more rows (cuBLASLt) as
+//    (6 = 2 x 3, 8, 9), K 64, 896, 4864 and 4100 (rows not 16-byte aligned:
+//    cuBLASLt), N 1, 7, 1152, 9728, b as (N, K) with trans_b and as a
+//    transposed (K, N) view, a as a transposed view with trans_a, a with
+//    stride-2 columns (cuBLASLt), an LM head (N 151936, K 896, one row), and
+//    rows of a at a stride larger than K (slices of wider rows, with batch).
 // Tolerances as the shared parts (see op_consistency.h): f32 results computed
 // in double and rounded once rtol/atol 1e-6; bf16/f16 kBf16 (one ulp of the
 // output's rounding); conv as matmul; copies and sorts exact.
@@ -402,6 +409,86 @@ TEST(OpConsistencyCudaDecodeViews, CapturedGraphMatchesEager) {
   gn_graph_destroy(g);
   gn_status_free(gn_stream_set_current(r.rt, r.dev, nullptr));
   gn_status_free(gn_stream_destroy(stream));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- few-row matmul
+
+namespace {
+
+std::vector<Case> gemv_cases() {
+  std::vector<Case> cs;
+  auto add = [&](const std::string& tag, int32_t dt, Input a, Input b, int64_t ta, int64_t tb, int64_t K) {
+    a.dtype = b.dtype = dt;
+    cs.push_back(mk("gemv_" + dname(dt) + "_" + tag, "matmul", {a, b}, {gn_attr_int(ta), gn_attr_int(tb)}, 1,
+                    matmul_tol(dt, K)));
+  };
+  const std::vector<std::vector<int64_t>> leads = {{1}, {2}, {3}, {4}, {8}, {9}, {1, 1}, {2, 3}};
+  for (int32_t dt : {GN_BF16, GN_F16})
+    for (int64_t K : {64, 896, 4864, 4100})
+      for (const auto& lead : leads)
+        for (int64_t N : {1, 7, 1152, 9728}) {
+          const int64_t rows = lead.size() == 1 ? lead[0] : lead[0] * lead[1];
+          if (N == 9728 && (K == 64 || K == 4100 || (rows != 1 && rows != 4 && rows != 8))) continue;
+          std::vector<int64_t> a = lead;
+          a.push_back(K);
+          add(sname(a) + "_N" + std::to_string(N), dt, {a}, {{N, K}}, 0, 1, K);
+        }
+  for (int32_t dt : {GN_BF16, GN_F16}) {
+    add("bT_2x896_N1152", dt, {{2, 896}}, {{896, 1152}, GN_F32, kTransposed}, 0, 0, 896);  // (N, K) storage, no flag
+    add("aT_3x896_N1152", dt, {{896, 3}, GN_F32, kTransposed}, {{1152, 896}}, 1, 1, 896);  // rows of a via trans_a
+    add("aS_2x896_N1152", dt, {{2, 896}, GN_F32, kSliced}, {{1152, 896}}, 0, 1, 896);      // K not contiguous
+  }
+  add("lm_head_1x1x896_N151936", GN_BF16, {{1, 1, 896}}, {{151936, 896}}, 0, 1, 896);
+  return cs;
+}
+
+}  // namespace
+
+OPC_SUITE(OpConsistencyCudaGemv, CudaGemv, gemv_cases)
+
+namespace {
+
+// Rows of a at a stride larger than K (a slice of wider rows), 2-D and with a
+// batch dim: the layouts the harness's inputs cannot express.
+TEST(OpConsistencyCudaGemvViews, StridedRowsMatchReference) {
+  OPC_REQUIRE_SUITE();
+  struct S {
+    std::vector<int64_t> stored;  // (..., rows, K + pad)
+    int64_t K, N;
+  };
+  const std::vector<S> ss = {{{3, 920}, 896, 1152}, {{2, 2, 904}, 896, 896}, {{4, 4872}, 4864, 896}};
+  for (int32_t dt : {GN_BF16, GN_F16})
+    for (const S& c : ss) {
+      const std::string what = sname(c.stored) + "_K" + std::to_string(c.K) + "_N" + std::to_string(c.N) + " " +
+                               dname(dt);
+      auto call = [&](Rt& r) {
+        const int64_t nd = (int64_t)c.stored.size();
+        gt::T wide = host_data_on(r, uniform((size_t)numel(c.stored), 21), c.stored, dt);
+        gt::T w = host_data_on(r, uniform((size_t)(c.N * c.K), 22), {c.N, c.K}, dt);
+        gn_tensor* x = nullptr;
+        check(gn_tensor_slice(wide.t, nd - 1, 0, c.K, 1, &x), x);
+        gt::T xs(x);
+        gn_tensor* raw[2] = {xs.t, w.t};
+        const gn_attr_value attrs[2] = {gn_attr_int(0), gn_attr_int(1)};
+        const gn_op* op = nullptr;
+        gn_status* st = gn_op_find(r.rt, "matmul", &op);
+        gn_tensor* out = nullptr;
+        if (!st) st = gn_op_call(r.rt, op, raw, 2, attrs, 2, &out, 1);
+        EXPECT_EQ(st, nullptr) << gn_status_message(st);
+        gn_status_free(st);
+        std::vector<std::vector<double>> res;
+        if (out) {
+          gt::T keep(out);
+          res.push_back(as_f64(out));
+        }
+        return res;
+      };
+      const Tol t = matmul_tol(dt, c.K);
+      expect_close(call(runtimes().dut), call(runtimes().ref), {t.rtol * kSuiteTolFactor, t.atol * kSuiteTolFactor},
+                   what);
+    }
 }
 
 }  // namespace

@@ -18,6 +18,12 @@
 // batch that only `a` has (weights shared) folds into M: one large GEMM.
 // Plans (descriptors, layouts, heuristic algorithm) are cached per shape,
 // strides, alignment and device.  Workspace comes from the kernel context.
+// Few rows against a row-major weight (bf16/f16 decode: a (..., K) with at
+// most 4 rows in all, b (N, K) with trans_b or any b whose K dim is
+// contiguous, b shared over the batch, 16-byte aligned rows, K % 8 == 0,
+// out rows contiguous) skip cuBLASLt for kernels/gemv.cuh, a weight-streaming
+// kernel that beats cuBLASLt's few-row choices on decode (backends/cuda/README.md;
+// GENESIS_NO_GEMV=1 in the environment turns it off, for comparisons).
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -29,6 +35,7 @@
 #include <tuple>
 
 #include "common.cuh"
+#include "kernels/gemv.cuh"
 
 namespace gn::cuda {
 namespace {
@@ -298,6 +305,46 @@ void launch_naive(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, co
   GN_CUDA_CHECK_LAUNCH();
 }
 
+// The few-rows path (kernels/gemv.cuh) when the operands allow it, else
+// false.  Rows of x and out are listed one by one (batch offsets resolved
+// here), so any batch layout, a strided-row view and trans_a all qualify as
+// long as each row of a is contiguous along K and 16-byte aligned.
+template <class T>
+bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const Batch& bt, int64_t nbatch,
+              int64_t M, int64_t N, int64_t K, int64_t ors, int64_t ocs) {
+  static const bool off = [] {  // GENESIS_NO_GEMV=1: cuBLASLt for these too (comparisons)
+    const char* e = std::getenv("GENESIS_NO_GEMV");
+    return e && e[0] == '1';
+  }();
+  const int64_t R = nbatch * M;
+  if (off || R > kGemvMaxRows || K % kGemvVec != 0) return false;
+  if (a.cs != 1 || b.rs != 1 || (ocs != 1 && N != 1)) return false;
+  for (int d = 0; d < bt.nb; ++d)
+    if (bt.sb[d] != 0 && bt.shape[d] > 1) return false;  // one weight for every row
+  const int64_t ldw = N > 1 ? b.cs : K;
+  if (ldw < 0 || align_of(b.base, ldw * (int64_t)sizeof(T)) < 16) return false;
+  GemvRows<T> rows{};
+  const T* xa = reinterpret_cast<const T*>(a.base);
+  for (int64_t bi = 0; bi < nbatch; ++bi) {
+    int64_t rem = bi, oa = 0, oo = 0;
+    for (int d = bt.nb - 1; d >= 0; --d) {
+      const int64_t i = rem % bt.shape[d];
+      rem /= bt.shape[d];
+      oa += i * bt.sa[d];
+      oo += i * bt.so[d];
+    }
+    for (int64_t m = 0; m < M; ++m) {
+      const T* x = xa + oa + m * a.rs;
+      if (align_of(x, 0) < 16) return false;
+      rows.x[bi * M + m] = x;
+      rows.out[bi * M + m] = o + oo + m * ors;
+    }
+  }
+  launch_gemv_rows<T>(reinterpret_cast<const T*>(b.base), ldw, rows, (int)R, N, K, sm_count(ctx), stream(ctx));
+  GN_CUDA_CHECK_LAUNCH();
+  return true;
+}
+
 template <class T>
 void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& av, const gn_tensor_view& bv,
                   const gn_tensor_view& ov, bool ta, bool tb) {
@@ -367,6 +414,9 @@ void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view
                                                                                                  ors, ocs);
     GN_CUDA_CHECK_LAUNCH();
     return;
+  }
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
+    if (try_gemv<T>(ctx, a, b, o, bt, nbatch, M, N, K, ors, ocs)) return;
   }
   constexpr bool lt_type = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
                            std::is_same_v<T, __nv_bfloat16>;
