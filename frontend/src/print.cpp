@@ -100,7 +100,8 @@ struct Printer {
   }
   std::string str(size_t d, int64_t off, size_t indent) const {
     if (d + 1 == shape.size()) return vector_str(off, indent);
-    const std::string sep = "," + std::string(shape.size() - d - 1, '\n') + std::string(indent + 1, ' ');
+    std::string sep(1, ',');  // ",\n...\n" then the indent (built by appends: GCC 12 warns on "," + temp)
+    sep.append(shape.size() - d - 1, '\n').append(indent + 1, ' ');
     std::string out = "[";
     bool first = true;
     for (int64_t i : shown(shape[d])) {

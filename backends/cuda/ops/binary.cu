@@ -182,13 +182,20 @@ struct CompareF {
 // flag is reduced on the device and read back (a synchronisation, on these
 // integer ops only; skipped while a graph is being captured, where it would
 // be illegal, and then the kernel's fallback values stand).
+// v < 0, spelled so that unsigned types (never negative) raise no "pointless comparison" warning.
+template <class T>
+__device__ __forceinline__ bool is_negative(T v) {
+  if constexpr (std::is_signed_v<T>) return v < T(0);
+  else return false;
+}
+
 template <class T>
 __global__ void any_bad_kernel(const T* b, int64_t n, OffsetCalc<1> oc, bool neg, int* flag) {
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     int64_t off[1];
     oc.get(i, off);
     const T v = b[off[0]];
-    if (neg ? (v < T(0)) : (v == T(0))) atomicOr(flag, 1);
+    if (neg ? is_negative(v) : (v == T(0))) atomicOr(flag, 1);
   }
 }
 
