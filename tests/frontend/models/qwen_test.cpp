@@ -304,8 +304,10 @@ TEST(QwenGenerate, StopIdsEndARowAndAreKept) {
   M::GenerationConfig g;
   g.max_new_tokens = 12;
   g.ignore_eos = true;
+  model->train();
   auto free_run = M::generate(*model, {{7, 8, 9}}, g);
   ASSERT_EQ(free_run.tokens[0].size(), 12u);
+  EXPECT_TRUE(model->is_training()) << "generate restores the caller's mode";
   g.stop_ids = {free_run.tokens[0][4]};
   auto stopped = M::generate(*model, {{7, 8, 9}}, g);
   // It stops at the first occurrence of that id, which is kept.

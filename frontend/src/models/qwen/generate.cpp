@@ -251,7 +251,11 @@ GenerationResult generate(QwenForCausalLM& model, const std::vector<std::vector<
   const bool greedy = cfg.temperature == 0 && cfg.repetition_penalty == 1.0;
 
   NoGradGuard no_grad;
-  const bool was_training = model.is_training();
+  struct EvalScope {  // eval mode for the call, the caller's mode restored even on an error
+    nn::Module& m;
+    bool was_training;
+    ~EvalScope() { m.train(was_training); }
+  } eval_scope{model, model.is_training()};
   model.eval();
   const Device dev = model.model.embed_tokens.weight.device();
   StreamScope stream(dev);
@@ -313,7 +317,7 @@ GenerationResult generate(QwenForCausalLM& model, const std::vector<std::vector<
   bool tried_graph = false;
   while (!finished) {
     // Rows that are done keep stepping (the batch is fixed) with their last token.
-    if (!dec.has_graph() && tried_graph == false && cfg.cuda_graph && stream.active() && r.decode_steps >= 1) {
+    if (!dec.has_graph() && !tried_graph && cfg.cuda_graph && stream.active() && r.decode_steps >= 1) {
       tried_graph = true;
       dec.capture(greedy);
       if (dec.has_graph()) dec.set_graph_inputs(next, pos);
@@ -331,7 +335,6 @@ GenerationResult generate(QwenForCausalLM& model, const std::vector<std::vector<
     finished = accept(next);
   }
   r.decode_seconds = seconds_since(t0);
-  if (was_training) model.train();
   return r;
 }
 
