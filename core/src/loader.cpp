@@ -121,6 +121,7 @@ gn_status* host_register_device_type(void* host_ctx, const gn_device_vtable* vt)
 // smaller lacks a field every host reads.
 constexpr size_t kOpSchemaSizeV1_0 = GN_STRUCT_END(gn_op_schema, doc);
 constexpr size_t kKernelDescSizeV1_0 = GN_STRUCT_END(gn_kernel_desc, user_data);
+constexpr size_t kCommVtableSizeV1_0 = GN_STRUCT_END(gn_comm_vtable, barrier);
 
 // Copy a plugin's struct honouring its struct_size: an older (shorter) struct
 // leaves the newer fields zeroed, a newer (longer) one is read only as far as
@@ -203,10 +204,13 @@ gn_status* host_register_kernel(void* host_ctx, const gn_kernel_desc* desc) {
 gn_status* host_register_comm(void* host_ctx, const gn_comm_vtable* c) {
   return guarded([&] {
     Staging* s = staging_of(host_ctx, "register_comm");
-    if (!c || !c->name) throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_comm: needs a name"));
-    gn_comm_vtable copy{};
-    std::memcpy(&copy, c, std::min(c->struct_size, sizeof(copy)));
-    copy.struct_size = sizeof(copy);
+    if (!c) throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_comm: vtable is NULL"));
+    gn_comm_vtable copy;
+    if (!copy_sized(c, kCommVtableSizeV1_0, &copy))
+      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT,
+                      "register_comm: gn_comm_vtable.struct_size is " + std::to_string(c->struct_size) +
+                          ", the smallest valid size (ABI 1.0) is " + std::to_string(kCommVtableSizeV1_0)));
+    if (!copy.name || !*copy.name) throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_comm: needs a name"));
     s->comms.push_back(copy);
   });
 }
@@ -266,11 +270,13 @@ void commit(Staging& s) {
   rebuild_dispatch(rt);
 }
 
-// Load, init and commit one file; on rejection fill rec.error and throw.
-void load_one(gn_runtime* rt, const std::string& path) {
+// Load, init and commit one file; on rejection fill rec.error and throw with
+// the code of the table in docs/abi.md.  `file_name`, when not empty, is the
+// name the file's name promises (discovery): the plugin must report it.
+void load_one(gn_runtime* rt, const std::string& path, const std::string& file_name) {
   rt->plugins.emplace_back();
   int index = (int)rt->plugins.size() - 1;
-  auto fail_with = [&](std::string why, int32_t code = GN_ERR_NOT_FOUND) {
+  auto fail_with = [&](std::string why, int32_t code) {
     PluginRecord& rec = rt->plugins[index];
     rec.error = why;
     if (!(rt->flags & GN_RUNTIME_QUIET))
@@ -295,14 +301,18 @@ void load_one(gn_runtime* rt, const std::string& path) {
       auto end = why.rfind("):");
       if (end != std::string::npos) why.resize(end);
     }
-    fail_with("cannot load: " + (why.empty() ? std::string("unknown dlopen error") : why));
+    std::error_code ec;
+    const bool missing = !fs::exists(path, ec);
+    fail_with("cannot load: " + (why.empty() ? std::string("unknown dlopen error") : why),
+              missing ? GN_ERR_NOT_FOUND : GN_ERR_IO);
   }
   if (!lib->has(GN_PLUGIN_INIT_SYMBOL)) {
     ::dlerror();
     ::dlsym(lib->native(), GN_PLUGIN_INIT_SYMBOL);
     const char* dl = ::dlerror();
     fail_with(std::string("no " GN_PLUGIN_INIT_SYMBOL " symbol: ") + (dl ? dl : "not exported") +
-              " (is it a Genesis plugin? exported with GN_PLUGIN_EXPORT?)");
+              " (is it a Genesis plugin? exported with GN_PLUGIN_EXPORT?)",
+              GN_ERR_NOT_FOUND);
   }
   auto init = lib->get<gn_status*(const gn_host_api*, gn_plugin_info*)>(GN_PLUGIN_INIT_SYMBOL);
 
@@ -328,6 +338,8 @@ void load_one(gn_runtime* rt, const std::string& path) {
   char versions[160];
   std::snprintf(versions, sizeof versions, "plugin ABI %u.%u, host ABI %d.%d", info.abi_major,
                 info.abi_minor, GN_ABI_VERSION_MAJOR, GN_ABI_VERSION_MINOR);
+  // A major mismatch is refused without calling shutdown: the rest of a
+  // foreign major's gn_plugin_info cannot be trusted.
   if (info.abi_major != GN_ABI_VERSION_MAJOR) {
     std::string why = "ABI major " + std::to_string(info.abi_major) + " (plugin) != " +
                       std::to_string(GN_ABI_VERSION_MAJOR) + " (host)";
@@ -335,17 +347,34 @@ void load_one(gn_runtime* rt, const std::string& path) {
     delete st;
     fail_with(why + " [" + versions + "]", GN_ERR_VERSION);
   }
-  if (st) {
+  if (st) {  // the plugin cleaned up itself; its own code travels on
     std::string why = "init failed: " + st->msg;
+    const int32_t code = st->code != GN_OK ? st->code : GN_ERR_INTERNAL;
     delete st;
-    fail_with(why + " [" + versions + "]", GN_ERR_INVALID_ARGUMENT);
+    fail_with(why + " [" + versions + "]", code);
   }
-  if (!staging.error.empty())
-    fail_with("registration failed: " + staging.error + " [" + versions + "]", staging.error_code);
-  if (rec.name.empty()) fail_with(std::string("plugin info has no name [") + versions + "]");
+  // From here on init succeeded, so every rejection first shuts the plugin
+  // down: its state and threads must not outlive the library.
+  auto reject_after_init = [&](const std::string& why, int32_t code) {
+    if (info.shutdown) {
+      try {
+        info.shutdown(info.ctx);
+      } catch (...) {  // a plugin must not throw; survive one that does
+      }
+    }
+    fail_with(why + " [" + versions + "]", code);
+  };
+  if (!staging.error.empty()) reject_after_init("registration failed: " + staging.error, staging.error_code);
+  if (rec.name.empty()) reject_after_init("plugin info has no name", GN_ERR_INVALID_ARGUMENT);
+  if (!file_name.empty() && rec.name != file_name)
+    reject_after_init("the plugin calls itself '" + rec.name + "' but its file is libgenesis_plugin_" + file_name +
+                          ".so: a discovered plugin must be named after its file, so that GENESIS_PLUGINS and "
+                          "--plugins select it by the name `genesis info` shows",
+                      GN_ERR_INVALID_ARGUMENT);
   for (int i = 0; i < index; ++i)
     if (rt->plugins[i].loaded && rt->plugins[i].name == rec.name)
-      fail_with("a plugin named '" + rec.name + "' is already loaded from " + rt->plugins[i].path);
+      reject_after_init("a plugin named '" + rec.name + "' is already loaded from " + rt->plugins[i].path,
+                        GN_ERR_ALREADY_EXISTS);
   staging.plugin_name = rec.name;
   link->plugin_name = rec.name;
   for (auto& op : staging.ops) op->origin = rec.name;
@@ -418,7 +447,7 @@ void register_builtin_ops(gn_runtime* rt) {
   rt->op_copy = rt->ops[(int)OpId::copy].get();
 }
 
-void load_plugin_file(gn_runtime* rt, const std::string& path) { load_one(rt, path); }
+void load_plugin_file(gn_runtime* rt, const std::string& path) { load_one(rt, path, ""); }
 
 void load_plugins(gn_runtime* rt, const gn_runtime_options* o) {
   std::vector<std::string> dirs;
@@ -455,7 +484,7 @@ void load_plugins(gn_runtime* rt, const gn_runtime_options* o) {
       if (!allow.empty() && !allow.count(stem)) continue;
       if (!seen.insert(f).second) continue;  // shadowed by an earlier dir
       try {
-        load_one(rt, p.string());
+        load_one(rt, p.string(), stem);
       } catch (const Error&) {
         // recorded and reported; keep going
       }

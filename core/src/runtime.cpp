@@ -217,6 +217,31 @@ static std::vector<std::string> split_list(const char* s, char sep) {
   return out;
 }
 
+// Every options.backends entry must name a device type and a loaded plugin
+// that provides it: a typo would otherwise silently leave the default backend.
+static void check_backends(gn_runtime* rt) {
+  for (const auto& [type, plugin] : rt->backends) {
+    auto dt = std::find_if(rt->device_types.begin(), rt->device_types.end(),
+                           [&](const DeviceType& d) { return d.name == type; });
+    const std::string head = "gn_runtime_create: backends names plugin '" + plugin + "' for device type '" + type + "'";
+    if (dt == rt->device_types.end() || dt->providers.empty()) {
+      std::string known;
+      for (const auto& d : rt->device_types)
+        if (!d.providers.empty()) known += (known.empty() ? "" : ", ") + d.name;
+      fail(GN_ERR_NOT_FOUND, head + ", but no loaded plugin provides '" + type + "' (device types: " + known + ")");
+    }
+    std::string providers;
+    bool found = false;
+    for (const auto& p : dt->providers) {
+      found = found || plugin_name(rt, p.plugin) == plugin;
+      providers += (providers.empty() ? "" : ", ") + plugin_name(rt, p.plugin);
+    }
+    if (!found)
+      fail(GN_ERR_NOT_FOUND, head + ", but no loaded plugin named '" + plugin + "' provides it (providers: " +
+                                 providers + "; see `genesis info`)");
+  }
+}
+
 }  // namespace genesis::core
 
 using namespace genesis::core;
@@ -249,9 +274,18 @@ gn_status* gn_runtime_create(const gn_runtime_options* options, gn_runtime** out
     }
     register_builtin_ops(rt.get());
     register_core_host(rt.get());
-    if (!(o.flags & GN_RUNTIME_NO_PLUGINS)) load_plugins(rt.get(), &o);
-    rebuild_dispatch(rt.get());
-    *out = rt.release();
+    gn_runtime* raw = rt.release();
+    try {
+      if (!(o.flags & GN_RUNTIME_NO_PLUGINS)) {
+        load_plugins(raw, &o);
+        check_backends(raw);
+      }
+      rebuild_dispatch(raw);
+    } catch (...) {
+      runtime_release(raw);  // shuts down the plugins loaded so far
+      throw;
+    }
+    *out = raw;
   });
 }
 
