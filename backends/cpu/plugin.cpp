@@ -186,6 +186,11 @@ gn_status* dev_memset(void*, int32_t, void* dst, int32_t value, size_t bytes, vo
 
 std::string g_description;
 
+// The runtime that loaded the plugin is gone, and with it every tensor: hand
+// the cached blocks back.  The library may be unloaded next, and a cache left
+// in it would be lost (the next load starts a new allocator).
+void shutdown(void*) { host_allocator().empty_cache(); }
+
 void init(const gn_host_api* h, gn_plugin_info* info) {
   // Threads: runtime option first, then the environment, else all cores.
   int n = parse_threads(h->option_get ? h->option_get(h->host_ctx, "num_threads") : nullptr);
@@ -199,6 +204,7 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
                   "layer_norm, conv2d; OpenMP C++ for the rest; dtypes per op below); " +
                   std::to_string(num_threads()) + " threads";
   info->description = g_description.c_str();
+  info->shutdown = shutdown;
 
   gn_device_vtable vt{};
   vt.struct_size = sizeof(vt);

@@ -3,7 +3,11 @@
 // results are checked by the cross-backend suite (../op_consistency_*).
 #include <omp.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "op_consistency.h"
 
@@ -50,6 +54,53 @@ TEST(CpuBackend, CachingAllocatorStatistics) {
   EXPECT_EQ(s4.peak_allocated, s4.allocated);
 }
 
+// Resident set size of this process, from /proc/self/statm.
+size_t rss_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  unsigned long pages = 0, resident = 0;
+  const int n = std::fscanf(f, "%lu %lu", &pages, &resident);
+  std::fclose(f);
+  return n == 2 ? resident * static_cast<size_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+// The plugin's caches belong to the runtime that loaded it: a create / allocate
+// / free / destroy cycle must give its memory back, even though the library is
+// unloaded and loaded again each time (a cache left behind would be lost).
+TEST(CpuBackend, RuntimeCyclesKeepMemoryFlat) {
+  constexpr int64_t kFloats = int64_t(16) << 20;  // 64 MiB per cycle
+  const std::vector<float> host(kFloats, 1.5f);
+  auto cycle = [&] {
+    gn_runtime_options o{};
+    o.struct_size = sizeof(o);
+    o.flags = GN_RUNTIME_NO_DEFAULT_PATHS | GN_RUNTIME_QUIET;
+    o.plugin_path = GENESIS_TEST_PLUGIN_DIR;
+    o.plugins = "cpu";
+    gn_runtime* rt = nullptr;
+    GN_OK_OR_FAIL(gn_runtime_create(&o, &rt));
+    gn_device dev{};
+    GN_OK_OR_FAIL(gn_device_parse(rt, "cpu", &dev));
+    gn_tensor* t = nullptr;
+    const int64_t shape[] = {kFloats};
+    GN_OK_OR_FAIL(gn_tensor_from_host(rt, host.data(), shape, 1, GN_F32, dev, &t));  // touches every page
+    gn_memory_stats s{};
+    s.struct_size = sizeof(s);
+    GN_OK_OR_FAIL(gn_memory_stats_get(rt, dev, &s));
+    EXPECT_GE(s.allocated, uint64_t(kFloats) * 4) << "the cpu plugin did not serve the tensor";
+    gn_tensor_release(t);
+    gn_runtime_destroy(rt);
+  };
+  for (int i = 0; i < 2; ++i) cycle();  // libraries, thread pools, first-touch arenas
+  const size_t before = rss_bytes();
+  ASSERT_GT(before, 0u);
+  constexpr int kCycles = 8;
+  for (int i = 0; i < kCycles; ++i) cycle();
+  const size_t after = rss_bytes();
+  // A leaked cache costs 64 MiB a cycle (512 MiB here); allow a quarter of one.
+  EXPECT_LT(after, before + (size_t(16) << 20))
+      << "RSS grew from " << (before >> 20) << " MiB to " << (after >> 20) << " MiB over " << kCycles
+      << " runtime cycles";
+}
 
 // ---------------------------------------------------------------- threads
 //
