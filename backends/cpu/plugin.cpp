@@ -3,6 +3,7 @@
 // allocator, synchronous streams/events, threads from the runtime option
 // "num_threads" or GENESIS_NUM_THREADS (default: all cores), and the kernels
 // of ops/*.cpp.  Ops not registered here fall back to the reference backend.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -191,7 +192,17 @@ std::string g_description;
 // in it would be lost (the next load starts a new allocator).
 void shutdown(void*) { host_allocator().empty_cache(); }
 
+// The OpenMP runtime's worker threads outlive every parallel region and cannot
+// be stopped; unmapping the runtime under them (this plugin unloaded, with
+// libgomp its last user) crashes them.  Keep it loaded for the process.
+void pin_openmp_runtime() {
+  Dl_info where{};
+  if (dladdr(reinterpret_cast<void*>(&omp_get_num_procs), &where) && where.dli_fname)
+    dlopen(where.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
 void init(const gn_host_api* h, gn_plugin_info* info) {
+  pin_openmp_runtime();
   // Threads: runtime option first, then the environment, else all cores.
   int n = parse_threads(h->option_get ? h->option_get(h->host_ctx, "num_threads") : nullptr);
   if (!n) n = parse_threads(std::getenv("GENESIS_NUM_THREADS"));
