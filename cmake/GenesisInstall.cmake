@@ -70,10 +70,11 @@ set(GENESIS_PACKAGE_CONTACT "Genesis maintainers <genesis@localhost>" CACHE STRI
 set(CPACK_PACKAGE_NAME genesis)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT ${GENESIS_PACKAGE_CONTACT})
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Genesis deep-learning framework")
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
+# genesis-dev and genesis-cuda depend on the same version of genesis.
+set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)
 set(CPACK_COMPONENTS_ALL runtime dev)
 if(TARGET genesis_plugin_cuda)
   list(APPEND CPACK_COMPONENTS_ALL cuda)
@@ -84,32 +85,28 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 # Depends from the ELF files (dpkg-shlibdeps): libdnnl, libgomp, libpcre2,
 # libutf8proc, zlib, libstdc++ ... Boost is header-only: no run-time package.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME genesis)
-set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
-  "Genesis deep-learning framework: run-time libraries, CPU plugins and the genesis tool
- libgenesis (the C API), libgenesis_frontend (the C++ API), the reference and
- oneDNN cpu backend plugins, and the genesis command-line tool.")
+# Descriptions: the first line is the package summary.
+set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "Genesis deep-learning framework: libraries, CPU plugins, tool
+libgenesis (the C API), libgenesis_frontend (the C++ API), the reference and \
+oneDNN cpu backend plugins, and the genesis command-line tool.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME genesis-dev)
 set(CPACK_COMPONENT_DEV_DEPENDS runtime)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_RECOMMENDS "cmake, pkgconf | pkg-config, g++")
-set(CPACK_COMPONENT_DEV_DESCRIPTION
-  "Genesis deep-learning framework: development files
- Headers of the C API, the C++ frontend (C++20) and the plugin SDK, the CMake
- package (find_package(Genesis), genesis_add_plugin), pkg-config files,
- documentation and examples' sources.")
+set(CPACK_DEBIAN_DEV_DESCRIPTION "Genesis deep-learning framework: development files
+Headers of the C API, the C++ frontend (C++20) and the plugin SDK, the CMake \
+package (find_package(Genesis), genesis_add_plugin), pkg-config files, \
+documentation and examples' sources.")
 
 # The toolkit's cuBLAS is not a Debian package: dpkg-shlibdeps skips it
 # (--ignore-missing-info) and the package only depends on genesis.
 set(CPACK_DEBIAN_CUDA_PACKAGE_NAME genesis-cuda)
 set(CPACK_COMPONENT_CUDA_DEPENDS runtime)
-set(CPACK_COMPONENT_CUDA_DESCRIPTION
-  "Genesis deep-learning framework: CUDA backend plugin
- The cuda device type.  Needs the NVIDIA driver and the cuBLAS and cuBLASLt
- libraries of the CUDA toolkit it was built with; without a GPU it loads and
- reports zero devices.")
+set(CPACK_DEBIAN_CUDA_DESCRIPTION "Genesis deep-learning framework: CUDA backend plugin
+The cuda device type.  Needs the NVIDIA driver and the cuBLAS and cuBLASLt \
+libraries of the CUDA toolkit it was built with; without a GPU it loads and \
+reports zero devices.")
 include(CPack)
