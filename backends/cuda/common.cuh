@@ -163,6 +163,9 @@ inline unsigned blocks_for(int64_t n, int per_thread = 1, int threads = kThreads
 using DriverLaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                     CUstream, void**, void**);
 DriverLaunchFn driver_launch();  // plugin.cpp; nullptr: use the runtime path
+using DriverLaunchExFn = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
+DriverLaunchExFn driver_launch_ex();  // plugin.cpp; nullptr when PDL is off or unavailable
+bool pdl_enabled();                   // plugin.cpp; false with GENESIS_CUDA_NO_PDL=1
 [[noreturn]] void driver_fail(CUresult r, const char* what);
 int current_device_index();      // the device DeviceGuard made current (thread-local)
 
@@ -174,14 +177,37 @@ struct KernelSig<void (*)(A...)> {
   using Tuple = std::tuple<std::decay_t<A>...>;
 };
 
+// Programmatic dependent launch (PDL, sm_90).  A kernel launched by
+// launch_pdl may be scheduled while the grid before it in the stream is still
+// running (stream capture keeps that as a programmatic graph edge), which
+// hides most of the launch gap between short kernels: a decode step is ~300 of
+// them.  Such a kernel must call pdl_wait() before it touches global memory;
+// it returns once the previous grid has completed and its writes are visible,
+// so the stream order still holds, and, transitively, so does every earlier
+// kernel's.  pdl_trigger() lets the next PDL grid be scheduled now (its CTAs
+// then wait in pdl_wait).  Only kernels that call pdl_wait may be launched
+// with launch_pdl.  GENESIS_CUDA_NO_PDL=1 launches them plainly (A/B).
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // launch<kernel>(grid, block, smem, stream, args...): the kernel is a template
 // argument so that each kernel has its own cached handle (two kernels of one
-// signature must never share it).
-template <auto Kernel, class... Args>
-void launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
+// signature must never share it).  launch_pdl<kernel>(...) adds the PDL
+// attribute (the kernel starts with pdl_wait()).
+template <auto Kernel, bool kPdl = false, class... Args>
+void launch_impl(dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
   static std::atomic<CUfunction> fn[8] = {};  // per device (index < 8)
   const int dev = current_device_index();
   const DriverLaunchFn drv = driver_launch();
+  const DriverLaunchExFn drv_ex = kPdl ? driver_launch_ex() : nullptr;
   const bool cached = drv && dev >= 0 && dev < 8;
   CUfunction f = cached ? fn[dev].load(std::memory_order_acquire) : nullptr;
   if (cached && !f) {
@@ -199,11 +225,53 @@ void launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) 
   std::apply(
       [&](auto&... v) {
         void* params[std::tuple_size_v<decltype(vals)> + 1] = {static_cast<void*>(&v)...};
-        CUresult r = drv(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, (unsigned)smem,
-                         reinterpret_cast<CUstream>(s), params, nullptr);
+        CUresult r;
+        if (drv_ex) {
+          CUlaunchAttribute attr{};
+          attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+          attr.value.programmaticStreamSerializationAllowed = 1;
+          CUlaunchConfig cfg{};
+          cfg.gridDimX = grid.x; cfg.gridDimY = grid.y; cfg.gridDimZ = grid.z;
+          cfg.blockDimX = block.x; cfg.blockDimY = block.y; cfg.blockDimZ = block.z;
+          cfg.sharedMemBytes = (unsigned)smem;
+          cfg.hStream = reinterpret_cast<CUstream>(s);
+          cfg.attrs = &attr;
+          cfg.numAttrs = 1;
+          r = drv_ex(&cfg, f, params, nullptr);
+        } else {
+          r = drv(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, (unsigned)smem, reinterpret_cast<CUstream>(s),
+                  params, nullptr);
+        }
         if (r != CUDA_SUCCESS) driver_fail(r, "cuLaunchKernel");
       },
       vals);
+}
+
+template <auto Kernel, class... Args>
+void launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
+  launch_impl<Kernel, false>(grid, block, smem, s, std::forward<Args>(args)...);
+}
+
+template <auto Kernel, class... Args>
+void launch_pdl(dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
+  launch_impl<Kernel, true>(grid, block, smem, s, std::forward<Args>(args)...);
+}
+
+// launch_pdl for a kernel chosen at run time (a function pointer): the
+// runtime's cudaLaunchKernelEx with the same attribute.
+template <class... KArgs, class... Args>
+void launch_pdl_ptr(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = &attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  GN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 #endif
 

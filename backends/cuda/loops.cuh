@@ -38,6 +38,8 @@ __device__ __forceinline__ Out apply_f(const F& f, const In (&a)[NIN]) {
 template <int N, int U, class Out, class In, int NIN, class F>
 __global__ void __launch_bounds__(kThreads) ew_dense_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in, F f,
                                                              bool streaming) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   const int64_t tile = (int64_t)blockDim.x * N * U;
   for (int64_t start = (int64_t)blockIdx.x * tile; start < n; start += (int64_t)gridDim.x * tile) {
     if (start + tile <= n) {
@@ -98,6 +100,8 @@ __global__ void __launch_bounds__(kThreads) ew_dense_kernel(int64_t n, Out* __re
 template <int N, class Out, class In, int NIN, class F>
 __global__ void __launch_bounds__(kThreads) ew_inner_vec_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in,
                                                                  OffsetCalc<NIN + 1> oc, F f) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   const int last = oc.ndim - 1;
   const int64_t nv = n / N;
   for (int64_t v = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; v < nv; v += (int64_t)gridDim.x * blockDim.x) {
@@ -143,6 +147,8 @@ constexpr int kStridedPer = 4;
 template <class Index, class Out, class In, int NIN, class F>
 __global__ void __launch_bounds__(kThreads) ew_strided_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in,
                                                                OffsetCalc<NIN + 1> oc, F f) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   const int64_t stride = (int64_t)gridDim.x * blockDim.x * kStridedPer;
   const int last = oc.ndim - 1;
   const Index inner = (Index)oc.shape[last];
@@ -218,11 +224,11 @@ void elementwise(const gn_kernel_ctx* ctx, const gn_tensor_view& out, const gn_t
     const bool streaming = (int64_t)(sizeof(Out) + NIN * sizeof(In)) * n > (int64_t(128) << 20);
     if (vec) {
       int64_t b = (n + (int64_t)kThreads * N * U - 1) / ((int64_t)kThreads * N * U);
-      launch<ew_dense_kernel<N, U, Out, In, NIN, F>>(dim3((unsigned)(b < max_blocks ? b : max_blocks)), dim3(kThreads),
+      launch_pdl<ew_dense_kernel<N, U, Out, In, NIN, F>>(dim3((unsigned)(b < max_blocks ? b : max_blocks)), dim3(kThreads),
              0, st, n, o, ptrs, f, streaming);
     } else {
       int64_t b = (n + (int64_t)kThreads * 4 - 1) / ((int64_t)kThreads * 4);
-      launch<ew_dense_kernel<1, 4, Out, In, NIN, F>>(dim3((unsigned)(b < max_blocks ? b : max_blocks)),
+      launch_pdl<ew_dense_kernel<1, 4, Out, In, NIN, F>>(dim3((unsigned)(b < max_blocks ? b : max_blocks)),
              dim3(kThreads), 0, st, n, o, ptrs, f, false);
     }
   } else {
@@ -250,14 +256,14 @@ void elementwise(const gn_kernel_ctx* ctx, const gn_tensor_view& out, const gn_t
     if (inner) {
       int64_t b = (n / N + kThreads - 1) / kThreads;
       if (b > sms * 32) b = sms * 32;
-      launch<ew_inner_vec_kernel<N, Out, In, NIN, F>>(dim3((unsigned)b), dim3(kThreads), 0, st, n, o, ptrs, oc, f);
+      launch_pdl<ew_inner_vec_kernel<N, Out, In, NIN, F>>(dim3((unsigned)b), dim3(kThreads), 0, st, n, o, ptrs, oc, f);
       return;
     }
     const unsigned b = blocks_for(n, kStridedPer);
     if (n < (int64_t(1) << 31))
-      launch<ew_strided_kernel<uint32_t, Out, In, NIN, F>>(dim3(b), dim3(kThreads), 0, st, n, o, ptrs, oc, f);
+      launch_pdl<ew_strided_kernel<uint32_t, Out, In, NIN, F>>(dim3(b), dim3(kThreads), 0, st, n, o, ptrs, oc, f);
     else
-      launch<ew_strided_kernel<uint64_t, Out, In, NIN, F>>(dim3(b), dim3(kThreads), 0, st, n, o, ptrs, oc, f);
+      launch_pdl<ew_strided_kernel<uint64_t, Out, In, NIN, F>>(dim3(b), dim3(kThreads), 0, st, n, o, ptrs, oc, f);
   }
 }
 

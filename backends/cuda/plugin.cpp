@@ -75,6 +75,29 @@ DriverLaunchFn driver_launch() {
   return fn;
 }
 
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("GENESIS_CUDA_NO_PDL");
+    return !(e && *e && std::string(e) != "0");
+  }();
+  return on;
+}
+
+DriverLaunchExFn driver_launch_ex() {
+  static const DriverLaunchExFn fn = [] {
+    if (!pdl_enabled() || !driver_launch()) return DriverLaunchExFn(nullptr);
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuLaunchKernelEx", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return DriverLaunchExFn(nullptr);
+    }
+    return reinterpret_cast<DriverLaunchExFn>(p);
+  }();
+  return fn;
+}
+
 void driver_fail(CUresult r, const char* what) {
   using GetStr = CUresult (*)(CUresult, const char**);
   static GetStr get_name = [] {

@@ -66,6 +66,7 @@ GN_INFER_DECL(pool2d_backward)
 GN_INFER_DECL(multi_sum_sq)
 GN_INFER_DECL(kv_cache_write)
 GN_INFER_DECL(add_rms_norm)
+GN_INFER_DECL(linear)
 #undef GN_INFER_DECL
 
 // PyTorch's promote_types for two dtypes (u8+i8 -> i32 since i16 is absent;

@@ -1,6 +1,7 @@
 // core/ops/infer_llm.cpp - inference of the LLM inference ops: the in-place
-// KV-cache write of a decode/prefill step and the fused residual add + RMS
-// norm of a transformer block.  Neither is differentiable.
+// KV-cache write of a decode/prefill step, the fused residual add + RMS norm
+// of a transformer block and the projection with its bias (linear).  None is
+// differentiable.
 #include "infer_common.h"
 
 namespace genesis::core {
@@ -59,6 +60,35 @@ GN_DEFINE_INFER(add_rms_norm) {
   a.set_n_out(2);
   a.set_out(0, like(x, x.dtype));
   a.set_out(1, like(x, x.dtype));
+  a.set_kernel(x.dtype);
+}
+
+// linear(x (*, K), weight (N, K), [bias (N)]) -> (*, N), all of one float
+// dtype: PyTorch's F.linear refuses mixed dtypes too, and a cast here would
+// hide a copy of the weight on every call.
+GN_DEFINE_INFER(linear) {
+  a.need_inputs(2, 3);
+  const gn_tensor_meta& x = a.at(0);
+  const gn_tensor_meta& w = a.at(1);
+  need_float(x, "x");
+  if (x.ndim < 1) fail(GN_ERR_SHAPE, "x must have at least 1 dim, got shape " + shape_str(x));
+  if (w.ndim != 2) fail(GN_ERR_SHAPE, "weight must be 2-D (N, K), got shape " + shape_str(w));
+  if (w.shape[1] != x.shape[x.ndim - 1])
+    fail(GN_ERR_SHAPE, "weight shape " + shape_str(w) + " does not match x shape " + shape_str(x) +
+                           " (weight's dim 1 must equal x's last dim)");
+  if (w.dtype != x.dtype)
+    fail(GN_ERR_DTYPE, std::string("weight dtype ") + dtype_str(w.dtype) + " must equal x dtype " + dtype_str(x.dtype));
+  if (a.n_in == 3) {
+    const gn_tensor_meta& b = a.at(2);
+    if (!same_shape(b, dims_of({w.shape[0]})))
+      fail(GN_ERR_SHAPE, "bias shape " + shape_str(b) + " must be (" + std::to_string(w.shape[0]) + ")");
+    if (b.dtype != x.dtype)
+      fail(GN_ERR_DTYPE, std::string("bias dtype ") + dtype_str(b.dtype) + " must equal x dtype " + dtype_str(x.dtype));
+  }
+  Dims d = dims_of(x, 0, x.ndim - 1);
+  d.push(w.shape[0]);
+  a.set_n_out(1);
+  a.set_out(0, make_meta(x.dtype, d));
   a.set_kernel(x.dtype);
 }
 

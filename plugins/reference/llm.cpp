@@ -1,6 +1,7 @@
 // plugins/reference/llm.cpp - the LLM inference ops: kv_cache_write_ (the
-// in-place KV-cache update of a prefill or decode step) and add_rms_norm (a
-// transformer block's residual add fused with the next RMS norm).
+// in-place KV-cache update of a prefill or decode step), add_rms_norm (a
+// transformer block's residual add fused with the next RMS norm) and linear
+// (a projection with its bias).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -99,9 +100,40 @@ GN_SDK_KERNEL(add_rms_norm_kernel) {
   store_all(out[0], y);
 }
 
+// ----------------------------------------------------------------------------
+// linear
+
+// in: x (*, K), weight (N, K), [bias (N)]; out (*, N) = x @ weight^T + bias,
+// summed in double and rounded once to the dtype.
+GN_SDK_KERNEL(linear_kernel) {
+  const char* op = "linear";
+  if (n_in < 2 || n_in > 3 || n_out != 1)
+    fail(GN_ERR_INVALID_ARGUMENT, std::string("[") + op + "] expects 2 or 3 inputs and 1 output");
+  const Shape xs = shape_of(in[0]);
+  if (xs.empty() || in[1].ndim != 2) fail(GN_ERR_SHAPE, std::string("[") + op + "] x must be >= 1-D, weight 2-D");
+  const int64_t K = xs.back(), N = in[1].shape[0];
+  const int64_t R = K ? numel(in[0]) / K : numel(out[0]) / (N ? N : 1);
+  expect_shape(op, "weight", in[1], {N, K});
+  if (n_in == 3) expect_numel(op, "bias", in[2], N);
+  Shape os(xs.begin(), xs.end() - 1);
+  os.push_back(N);
+  expect_shape(op, "out", out[0], os);
+  const Vec x = load_all(in[0]), w = load_all(in[1]);
+  const Vec b = n_in == 3 ? load_all(in[2]) : Vec((size_t)N, 0.0);
+  Vec y((size_t)(R * N));
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = 0.0;
+      for (int64_t k = 0; k < K; ++k) acc += x[(size_t)(r * K + k)] * w[(size_t)(n * K + k)];
+      y[(size_t)(r * N + n)] = acc + b[(size_t)n];
+    }
+  store_all(out[0], y);
+}
+
 }  // namespace
 
 void register_llm(const gn::sdk::Registrar& r) {
+  r.kernel("linear", kFloatDtypes, linear_kernel);
   r.kernel("kv_cache_write_", kFloatDtypes, kv_cache_write_kernel);
   r.kernel("add_rms_norm", kFloatDtypes, add_rms_norm_kernel);
 }

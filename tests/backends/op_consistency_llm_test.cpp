@@ -1,6 +1,11 @@
 // tests/backends/op_consistency_llm_test.cpp - the cross-backend suite, LLM
-// inference ops: kv_cache_write_ and add_rms_norm.
+// inference ops: kv_cache_write_, add_rms_norm and linear.
 //
+//  * linear against the reference (double sums): f32/f16/bf16/f64, 1 to 6 rows
+//    (the cuda few-rows path serves up to 4 bf16/f16 rows, cuBLASLt the
+//    rest), K 8 to 4100 (4100: no 16-byte rows), N 1 to 1152, with and
+//    without bias, 1-D and 3-D x, a transposed x (made dense by the core);
+//    matmul's tolerance for K.
 //  * add_rms_norm against the reference, case by case: f32/f16/bf16/f64, last
 //    dims 1, 7, 64, 896 (Qwen2-0.5B's hidden size), 4096 (16-byte vectors)
 //    and 4099 (not a multiple of the vector width), 1 to 3 leading dims, x
@@ -48,9 +53,38 @@ std::vector<Case> add_rms_norm_cases() {
   return cs;
 }
 
+// ---------------------------------------------------------------- linear vs the reference
+
+std::vector<Case> linear_cases() {
+  std::vector<Case> cs;
+  struct S {
+    std::vector<int64_t> x;
+    int64_t N;
+    Layout layout;
+  };
+  const std::vector<S> shapes = {{{1, 896}, 1152, kContig}, {{3, 64}, 7, kContig},     {{4, 1, 136}, 33, kContig},
+                                 {{5, 72}, 16, kContig},    {{2, 3, 40}, 9, kContig},  {{4100}, 5, kContig},
+                                 {{2, 4100}, 3, kContig},   {{6, 8}, 1, kTransposed}, {{1, 8}, 1, kContig}};
+  for (int32_t dt : {GN_F32, GN_F16, GN_BF16, GN_F64})
+    for (const S& s : shapes)
+      for (bool bias : {true, false}) {
+        const int64_t K = s.x.back();
+        Case c;
+        c.name = "linear_" + dname(dt) + "_" + sname(s.x) + lname(s.layout) + "_n" + std::to_string(s.N) +
+                 (bias ? "_bias" : "");
+        c.op = "linear";
+        c.inputs = {{s.x, dt, s.layout, -1, 1}, {{s.N, K}, dt, kContig, -1, 1}};
+        if (bias) c.inputs.push_back({{s.N}, dt, kContig, -1, 1});
+        c.tol = matmul_tol(dt, K);
+        cs.push_back(c);
+      }
+  return cs;
+}
+
 }  // namespace
 
 OPC_SUITE(OpConsistencyAddRmsNorm, AddRmsNorm, add_rms_norm_cases)
+OPC_SUITE(OpConsistencyLinear, Linear, linear_cases)
 
 namespace {
 

@@ -1,4 +1,4 @@
-// backends/cpu/ops/matmul.cpp - matmul and bmm through oneDNN matmul primitives.
+// backends/cpu/ops/matmul.cpp - matmul, bmm and linear through oneDNN matmul primitives.
 //
 // out (batch..., M, N) = a (batch..., M, K) @ b (batch..., K, N) with torch.matmul
 // semantics: a 1-D a is (1, K) and its M dim is absent from out, a 1-D b is
@@ -204,12 +204,35 @@ GN_SDK_KERNEL(bmm_kernel) {
   matmul_run("bmm", ctx, in[0], in[1], out[0], flag(attrs, n_attrs, 0), flag(attrs, n_attrs, 1));
 }
 
+// linear(x (R.., K), weight (N, K), [bias (N)]) -> (R.., N), dense: matmul with
+// trans_b, then the bias added per row (the product rounded to the dtype first,
+// as matmul then add would).
+GN_SDK_KERNEL(linear_kernel) {
+  if (n_in < 2 || n_in > 3 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, "linear", "expects 2 or 3 inputs and 1 output");
+  if (in[0].ndim < 1 || in[1].ndim != 2) GN_UNSUPPORTED("[linear] rank");
+  matmul_run("linear", ctx, in[0], in[1], out[0], false, true);
+  if (n_in < 3) return;
+  const int64_t N = in[1].shape[0], R = N ? gn_view_numel(&out[0]) / N : 0;
+  const bool ok = dispatch_float_h(out[0].dtype, [&](auto t) {
+    using T = decltype(t);
+    T* o = (T*)data_of(out[0]);
+    const T* b = (const T*)data_of(in[2]);
+    parallel_for(R, N, [&](int64_t r) {
+      T* orow = o + r * N;
+      for (int64_t n = 0; n < N; ++n) orow[n] = to_t<T>(ld(orow + n) + ld(b + n));
+    });
+  });
+  if (!ok) GN_UNSUPPORTED("[linear] dtype");
+}
+
 }  // namespace
 
 void register_matmul(const gn::sdk::Registrar& r) {
   const int32_t dtypes[] = {GN_F32, GN_BF16, GN_F16, GN_F64, GN_I32, GN_I64};
   r.kernel("matmul", dtypes, matmul_kernel);
   r.kernel("bmm", dtypes, bmm_kernel);
+  const int32_t float_dtypes[] = {GN_F32, GN_BF16, GN_F16, GN_F64};
+  r.kernel("linear", float_dtypes, linear_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cpu

@@ -95,6 +95,8 @@ __device__ __forceinline__ float2 pair_to_f32(const T* p) {
 
 template <class T>
 __global__ void __launch_bounds__(kThreads) decode_kernel(Params p) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   constexpr int E = 16 / sizeof(T);  // elements per 16-byte vector
   extern __shared__ __align__(16) unsigned char smem[];
   const int D = p.D, Dv = p.Dv, tk = p.tk;
@@ -342,6 +344,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Params p) {
 // subsets are summed in order: bitwise reproducible.
 template <class T>
 __global__ void __launch_bounds__(kCombineThreads) decode_combine(Params p) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   constexpr int NW = kCombineThreads / 32;
   __shared__ float w_s[kMaxSplits];
   __shared__ float mx_s[NW], sum_s[NW];

@@ -1,6 +1,8 @@
 // backends/cuda/kernels/gemv.cuh - matmul with few rows against a row-major
 // weight (decode projections and LM heads): out (R, N) = x (R, K) @ W^T.
 //
+// (+ bias (N), the epilogue of the linear op)
+//
 // x: R <= 4 rows of K bf16/f16 values, each row contiguous and 16-byte
 // aligned, at arbitrary row addresses (rows of a flattened batch, a strided
 // view); W: (N, K) rows contiguous, row stride ldw elements, base and row
@@ -8,8 +10,9 @@
 //
 // The op is bound by reading W once (R * K x values stay in L1/L2), so:
 // a group of KS warps owns NR consecutive weight rows; its lanes walk K in
-// 16-byte vectors (8 values), two steps per iteration so 2 * NR loads of W are
-// in flight per thread, W read with L1 no-allocate (streamed, leaves L1 to x).
+// 16-byte vectors (8 values), two steps a round, the next round's loads issued
+// before this round's products (up to 4 * NR loads of W in flight per thread),
+// W read with L1 no-allocate (streamed, leaves L1 to x).
 // Each x vector is loaded once per step and used for all NR rows.  Products
 // accumulate in f32: per lane, then a shuffle tree per warp, then the KS warp
 // partials in a fixed order through shared memory; the result is rounded once
@@ -70,7 +73,10 @@ __device__ __forceinline__ void gemv_unpack(const uint4& v, float (&f)[8]) {
 // grid: ceil(N / NR) groups, kGemvWarps / KS groups per block; block 128 threads.
 template <class T, int R>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const T* __restrict__ w, int64_t ldw,
-                                                                    GemvRows<T> rows, int64_t N, int64_t K, int ks) {
+                                                                    GemvRows<T> rows, const T* __restrict__ bias,
+                                                                    int64_t N, int64_t K, int ks) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   __shared__ float red[kGemvWarps][R * kGemvNR];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = warp / ks, kw = warp % ks;
@@ -84,23 +90,31 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const T* __r
   const T* wr[kGemvNR];
 #pragma unroll
   for (int j = 0; j < kGemvNR; ++j) wr[j] = w + (n0 + j < N ? n0 + j : n0) * ldw;
+  // Two steps of K per round; the next round's loads are issued before this
+  // round's products, so each thread keeps up to 4 * NR 16-byte loads in flight
+  // and a short K (a few rounds) costs about one memory latency, not one a round.
   const int64_t step = (int64_t)ks * 32 * kGemvVec;
-  for (int64_t k = ((int64_t)kw * 32 + lane) * kGemvVec; k < K; k += 2 * step) {
-    const bool second = k + step < K;
-    uint4 wv[2][kGemvNR];
-#pragma unroll
-    for (int j = 0; j < kGemvNR; ++j) wv[0][j] = gemv_ld_stream(wr[j] + k);
-    if (second) {
-#pragma unroll
-      for (int j = 0; j < kGemvNR; ++j) wv[1][j] = gemv_ld_stream(wr[j] + k + step);
-    }
+  uint4 cur[2][kGemvNR], nxt[2][kGemvNR];
+  auto load_round = [&](uint4 (&buf)[2][kGemvNR], int64_t k0) {
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
-      if (s == 1 && !second) break;
+      if (k0 + s * step < K) {
+#pragma unroll
+        for (int j = 0; j < kGemvNR; ++j) buf[s][j] = gemv_ld_stream(wr[j] + k0 + s * step);
+      }
+    }
+  };
+  int64_t k = ((int64_t)kw * 32 + lane) * kGemvVec;
+  if (k < K) load_round(cur, k);
+  for (; k < K; k += 2 * step) {
+    if (k + 2 * step < K) load_round(nxt, k + 2 * step);
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
       const int64_t kk = k + s * step;
+      if (kk >= K) break;
       float wf[kGemvNR][8];
 #pragma unroll
-      for (int j = 0; j < kGemvNR; ++j) gemv_unpack<T>(wv[s][j], wf[j]);
+      for (int j = 0; j < kGemvNR; ++j) gemv_unpack<T>(cur[s][j], wf[j]);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         float xf[8];
@@ -111,6 +125,10 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const T* __r
           for (int e = 0; e < 8; ++e) acc[r][j] = fmaf(xf[e], wf[j][e], acc[r][j]);
       }
     }
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+      for (int j = 0; j < kGemvNR; ++j) cur[s][j] = nxt[s][j];
   }
   // warp tree, then the group's KS partials in warp order
 #pragma unroll
@@ -137,13 +155,17 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const T* __r
 #pragma unroll
     for (int i = 1; i < R; ++i)
       if (r == i) out = rows.out[i];
-    if (n0 + j < N) out[n0 + j] = convert<T>(v);
+    if (n0 + j < N) {
+      if (bias) v += convert<float>(bias[n0 + j]);  // linear: added before the one rounding
+      out[n0 + j] = convert<T>(v);
+    }
   }
 }
 
-// out rows = x rows @ W^T for R = 1..4 rows; no allocation, no sync.
+// out rows = x rows @ W^T (+ bias, when not null) for R = 1..4 rows; no
+// allocation, no sync.
 template <class T>
-void launch_gemv_rows(const T* w, int64_t ldw, const GemvRows<T>& rows, int R, int64_t N, int64_t K,
+void launch_gemv_rows(const T* w, int64_t ldw, const GemvRows<T>& rows, const T* bias, int R, int64_t N, int64_t K,
                       int num_sms, cudaStream_t st) {
   const int64_t groups = (N + kGemvNR - 1) / kGemvNR;
   // split K over 2 or 4 warps while there are fewer than two blocks per SM
@@ -156,7 +178,7 @@ void launch_gemv_rows(const T* w, int64_t ldw, const GemvRows<T>& rows, int R, i
   const dim3 block(kGemvWarps * 32);
   switch (R) {
 #define GN_GEMV_CASE(n) \
-  case n: gemv_rows_kernel<T, n><<<blocks, block, 0, st>>>(w, ldw, rows, N, K, ks); break;
+  case n: launch_pdl<gemv_rows_kernel<T, n>>(dim3(blocks), block, 0, st, w, ldw, rows, bias, N, K, ks); break;
     GN_GEMV_CASE(1) GN_GEMV_CASE(2) GN_GEMV_CASE(3) GN_GEMV_CASE(4)
 #undef GN_GEMV_CASE
     default: break;

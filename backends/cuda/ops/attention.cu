@@ -358,9 +358,16 @@ void decode_fwd(const gn_kernel_ctx* ctx, const gn_tensor_view* in, bool has_mas
   // causal 1 keeps j <= i < Sq: later keys are dropped for every row
   p.sk_eff = causal == 1 ? (int)std::min(d.Sk, d.Sq) : (int)d.Sk;
 
-  // rows of a (b, kv head) group, balanced over row blocks of <= kMaxRows
+  // rows of a (b, kv head) group, balanced over row blocks of <= kMaxRows.
+  // Few groups (decode at a small batch: B * Hkv CTAs of 64-key chunks would
+  // not cover the SMs): one row per CTA and 32-key chunks, so the grid spreads
+  // over the SMs and each CTA's serial chain is short; the group's K/V tiles
+  // are then read once per row, the repeats from L2.
   const int group_rows = (int)(d.Hq / d.Hkv * d.Sq);
-  p.row_blocks = (group_rows + decode::kMaxRows - 1) / decode::kMaxRows;
+  const int64_t sms = sm_count(ctx);
+  const bool few = d.B * d.Hkv * ((p.sk_eff + 63) / 64) < sms;
+  const int64_t gran = few ? 32 : 64;  // keys per chunk, a multiple of
+  p.row_blocks = few ? group_rows : (group_rows + decode::kMaxRows - 1) / decode::kMaxRows;
   p.rows_per_cta = (group_rows + p.row_blocks - 1) / p.row_blocks;
   // lanes per key: one 16-byte vector of K each, up to a warp
   const int es = dt == GN_F32 ? 4 : 2, nvk = p.D * es / 16;
@@ -375,13 +382,13 @@ void decode_fwd(const gn_kernel_ctx* ctx, const gn_tensor_view* in, bool has_mas
   while (p.tk > 8 && smem_of(p.tk) > 48 * 1024) p.tk /= 2;
   const int smem = smem_of(p.tk);
   // key chunks: about two CTAs per SM in all (both resident at once), chunks
-  // of a multiple of 64 keys (whole tiles); fewer chunks, less to merge
+  // of a multiple of `gran` keys; fewer chunks, less to merge
   const int64_t groups = d.B * d.Hkv * p.row_blocks;
-  const int64_t target = 2 * (int64_t)sm_count(ctx);
-  int64_t nsplit = std::min<int64_t>((target + groups - 1) / groups, (p.sk_eff + 63) / 64);
+  const int64_t target = 2 * sms;
+  int64_t nsplit = std::min<int64_t>((target + groups - 1) / groups, (p.sk_eff + gran - 1) / gran);
   nsplit = std::clamp<int64_t>(nsplit, 1, decode::kMaxSplits);
   int64_t chunk = (p.sk_eff + nsplit - 1) / nsplit;
-  chunk = (chunk + 63) / 64 * 64;
+  chunk = (chunk + gran - 1) / gran * gran;
   nsplit = (p.sk_eff + chunk - 1) / chunk;
   p.chunk = (int)chunk;
   p.nsplit = (int)nsplit;
@@ -399,14 +406,14 @@ void decode_fwd(const gn_kernel_ctx* ctx, const gn_tensor_view* in, bool has_mas
   const dim3 grid((unsigned)groups, (unsigned)p.nsplit);
   const unsigned cgrid = (unsigned)rows;  // one CTA per (b, h, i)
   if (dt == GN_BF16) {
-    launch<decode::decode_kernel<__nv_bfloat16>>(grid, decode::kThreads, smem, st, p);
-    if (p.nsplit > 1) launch<decode::decode_combine<__nv_bfloat16>>(cgrid, decode::kCombineThreads, 0, st, p);
+    launch_pdl<decode::decode_kernel<__nv_bfloat16>>(grid, decode::kThreads, smem, st, p);
+    if (p.nsplit > 1) launch_pdl<decode::decode_combine<__nv_bfloat16>>(cgrid, decode::kCombineThreads, 0, st, p);
   } else if (dt == GN_F16) {
-    launch<decode::decode_kernel<__half>>(grid, decode::kThreads, smem, st, p);
-    if (p.nsplit > 1) launch<decode::decode_combine<__half>>(cgrid, decode::kCombineThreads, 0, st, p);
+    launch_pdl<decode::decode_kernel<__half>>(grid, decode::kThreads, smem, st, p);
+    if (p.nsplit > 1) launch_pdl<decode::decode_combine<__half>>(cgrid, decode::kCombineThreads, 0, st, p);
   } else {
-    launch<decode::decode_kernel<float>>(grid, decode::kThreads, smem, st, p);
-    if (p.nsplit > 1) launch<decode::decode_combine<float>>(cgrid, decode::kCombineThreads, 0, st, p);
+    launch_pdl<decode::decode_kernel<float>>(grid, decode::kThreads, smem, st, p);
+    if (p.nsplit > 1) launch_pdl<decode::decode_combine<float>>(cgrid, decode::kCombineThreads, 0, st, p);
   }
 }
 

@@ -19,7 +19,8 @@
 //   norm.cu's rms_norm forward on h, with the same block size, the same
 //   element-to-thread assignment (groups of V elements) and the same
 //   arithmetic, so y equals rms_norm(h, weight).y bit for bit.  For 16-bit
-//   rows of up to 1024 elements (512 for f32) that block is a single warp.
+//   rows of up to 1024 elements (512 for f32) that block is a single warp when
+//   rows are many, one thread per 16 bytes when they are few (nn::row_threads_for).
 #include "common.cuh"
 #include "kernels/nn_common/nn_common.cuh"
 
@@ -46,6 +47,8 @@ struct SrcStrides {
 template <class E, int V>
 __global__ void kv_cache_write_kernel(E* cache, const E* src, const int64_t* __restrict__ pos, int64_t pos_stride,
                                       int64_t H, int64_t S, int64_t T, int64_t D, SrcStrides ss, int64_t n) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   const int64_t nv = D / V;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t j = i % nv, row = i / nv;
@@ -82,12 +85,12 @@ void launch_kv_cache_write(const gn_kernel_ctx* ctx, const gn_tensor_view& cache
   if (rows == 0 || D == 0) return;
   if (vec) {
     const int64_t n = rows * (D / VW);
-    kv_cache_write_kernel<E, VW><<<blocks_for(n), kThreads, 0, stream(ctx)>>>(c, s, p, pos.strides[0], H, S, T, D,
-                                                                              ss, n);
+    launch_pdl<kv_cache_write_kernel<E, VW>>(blocks_for(n), kThreads, 0, stream(ctx), c, s, p, pos.strides[0], H, S,
+                                             T, D, ss, n);
   } else {
     const int64_t n = rows * D;
-    kv_cache_write_kernel<E, 1><<<blocks_for(n), kThreads, 0, stream(ctx)>>>(c, s, p, pos.strides[0], H, S, T, D,
-                                                                             ss, n);
+    launch_pdl<kv_cache_write_kernel<E, 1>>(blocks_for(n), kThreads, 0, stream(ctx), c, s, p, pos.strides[0], H, S,
+                                            T, D, ss, n);
   }
   GN_CUDA_CHECK_LAUNCH();
 }
@@ -151,6 +154,8 @@ __device__ __forceinline__ void store_group(T* p, const Vec<T, V>& v) {
 template <class T, int V, bool kVec, bool kSmem>
 __global__ void add_rms_norm_kernel(const T* x, const T* res, const T* __restrict__ w, T* y, T* h, int64_t R,
                                     int64_t N, double eps) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   using A = acc_t<T>;
   using M = nn::opmath_t<T>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -205,11 +210,11 @@ void launch_add_rms_norm(const gn_kernel_ctx* ctx, const T* x, const T* res, con
   const bool group = N % VW == 0 && aligned16(w);
   const bool vec = group && aligned16(x) && aligned16(res) && aligned16(y) && aligned16(h);
   const int V = group ? VW : 1;
-  const int threads = nn::row_threads(N / V);
+  const int threads = nn::row_threads_for(N / V, R);
   const bool smem = (size_t)N * sizeof(T) <= (size_t)kSmemRowBytes;
   const size_t shm = smem ? (size_t)N * sizeof(T) : 0;
   const unsigned grid = (unsigned)std::min<int64_t>(R, (int64_t)1 << 30);
-  auto go = [&](auto kernel) { kernel<<<grid, threads, shm, stream(ctx)>>>(x, res, w, y, h, R, N, eps); };
+  auto go = [&](auto kernel) { launch_pdl_ptr(kernel, grid, threads, shm, stream(ctx), x, res, w, y, h, R, N, eps); };
   if (vec) {
     if (smem) go(add_rms_norm_kernel<T, VW, true, true>);
     else go(add_rms_norm_kernel<T, VW, true, false>);

@@ -1,5 +1,5 @@
-// backends/cuda/ops/matmul.cu - matmul (torch.matmul semantics) and bmm through
-// cuBLASLt.
+// backends/cuda/ops/matmul.cu - matmul (torch.matmul semantics), bmm and linear
+// (x @ W^T + bias) through cuBLASLt.
 //
 // out (batch..., M, N) = a (batch..., M, K) @ b (batch..., K, N); a 1-D a is
 // (1, K) and its M dim is absent from out, a 1-D b is (K, 1); batch dims
@@ -311,7 +311,7 @@ void launch_naive(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, co
 // long as each row of a is contiguous along K and 16-byte aligned.
 template <class T>
 bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const Batch& bt, int64_t nbatch,
-              int64_t M, int64_t N, int64_t K, int64_t ors, int64_t ocs) {
+              int64_t M, int64_t N, int64_t K, int64_t ors, int64_t ocs, const T* bias) {
   static const bool off = [] {  // GENESIS_NO_GEMV=1: cuBLASLt for these too (comparisons)
     const char* e = std::getenv("GENESIS_NO_GEMV");
     return e && e[0] == '1';
@@ -340,14 +340,14 @@ bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const 
       rows.out[bi * M + m] = o + oo + m * ors;
     }
   }
-  launch_gemv_rows<T>(reinterpret_cast<const T*>(b.base), ldw, rows, (int)R, N, K, sm_count(ctx), stream(ctx));
+  launch_gemv_rows<T>(reinterpret_cast<const T*>(b.base), ldw, rows, bias, (int)R, N, K, sm_count(ctx), stream(ctx));
   GN_CUDA_CHECK_LAUNCH();
   return true;
 }
 
 template <class T>
 void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& av, const gn_tensor_view& bv,
-                  const gn_tensor_view& ov, bool ta, bool tb) {
+                  const gn_tensor_view& ov, bool ta, bool tb, const T* bias = nullptr, bool* bias_done = nullptr) {
   const int32_t dt = ov.dtype;
   if (av.ndim < 1 || bv.ndim < 1) fail_op(GN_ERR_SHAPE, op, "operands must be at least 1-D");
   if (av.dtype != dt || bv.dtype != dt)
@@ -416,7 +416,10 @@ void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view
     return;
   }
   if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
-    if (try_gemv<T>(ctx, a, b, o, bt, nbatch, M, N, K, ors, ocs)) return;
+    if (try_gemv<T>(ctx, a, b, o, bt, nbatch, M, N, K, ors, ocs, bias)) {
+      if (bias_done) *bias_done = bias != nullptr;
+      return;
+    }
   }
   constexpr bool lt_type = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
                            std::is_same_v<T, __nv_bfloat16>;
@@ -562,6 +565,47 @@ void matmul_run(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& 
   }
 }
 
+// out (R, N) dense += bias (N), in acc_t (rounded once more: matmul then add)
+template <class T>
+__global__ void bias_rows_kernel(T* __restrict__ o, const T* __restrict__ bias, int64_t n, int64_t N) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    o[i] = convert<T>(convert<acc_t<T>>(o[i]) + convert<acc_t<T>>(bias[i % N]));
+}
+
+// linear(x (*, K), weight (N, K), [bias (N)]) -> (*, N), dense operands: the
+// few-rows path adds the bias in its epilogue (one rounding), otherwise
+// cuBLASLt's product then bias_rows_kernel.
+template <class T>
+void linear_typed(const gn_kernel_ctx* ctx, const gn_tensor_view& x, const gn_tensor_view& w, const gn_tensor_view* b,
+                  const gn_tensor_view& o) {
+  const T* bias = b ? data_ptr<const T>(*b) : nullptr;
+  bool done = false;
+  matmul_typed<T>("linear", ctx, x, w, o, false, true, bias, &done);
+  if (!bias || done) return;
+  const int64_t n = numel(o), N = w.shape[0];
+  if (n == 0) return;
+  launch_pdl<bias_rows_kernel<T>>(blocks_for(n), kThreads, 0, stream(ctx), data_ptr<T>(o), bias, n, N);
+}
+
+GN_SDK_KERNEL(linear_kernel) {
+  const char* op = "linear";
+  if (n_in < 2 || n_in > 3 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, op, "expects 2 or 3 inputs and 1 output");
+  DeviceGuard guard(ctx);
+  if (in[1].ndim != 2) fail_op(GN_ERR_SHAPE, op, "weight must be 2-D, got " + shape_str(in[1]));
+  const gn_tensor_view* b = n_in == 3 ? &in[2] : nullptr;
+  if (b && (numel(*b) != in[1].shape[0] || b->dtype != out[0].dtype))
+    fail_op(GN_ERR_SHAPE, op, "bias must have " + std::to_string(in[1].shape[0]) + " elements of the output dtype");
+  switch (out[0].dtype) {
+    case GN_F32: linear_typed<float>(ctx, in[0], in[1], b, out[0]); break;
+    case GN_F16: linear_typed<__half>(ctx, in[0], in[1], b, out[0]); break;
+    case GN_BF16: linear_typed<__nv_bfloat16>(ctx, in[0], in[1], b, out[0]); break;
+    case GN_F64: linear_typed<double>(ctx, in[0], in[1], b, out[0]); break;
+    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(out[0].dtype) + " is not supported");
+  }
+}
+
 GN_SDK_KERNEL(matmul_kernel) {
   need_io("matmul", n_in, 2, n_out, 1);
   matmul_run("matmul", ctx, in[0], in[1], out[0], flag(attrs, n_attrs, 0), flag(attrs, n_attrs, 1));
@@ -581,6 +625,8 @@ GN_CUDA_FAMILY(matmul) {
   const int32_t dtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I32, GN_I64};
   r.kernel("matmul", dtypes, matmul_kernel);
   r.kernel("bmm", dtypes, bmm_kernel);
+  const int32_t float_dtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
+  r.kernel("linear", float_dtypes, linear_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cuda

@@ -44,6 +44,8 @@ template <class T, int V, bool kSmem, bool kRms>
 __global__ void norm_fwd_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                                 T* __restrict__ y, acc_t<T>* __restrict__ mean_out,
                                 acc_t<T>* __restrict__ rstd_out, int64_t R, int64_t N, double eps) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   using A = acc_t<T>;         // output pass: f32 (f64 for f64)
   using M = nn::opmath_t<T>;  // statistics: f64 for f32/f64, f32 for 16-bit
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -239,11 +241,11 @@ void launch_fwd(const gn_kernel_ctx* ctx, const T* x, const T* w, const T* b, T*
                 int64_t R, int64_t N, double eps) {
   const void* ptrs[] = {x, w, b, y};
   const int V = vec_for<T>(N, ptrs, 4);
-  const int threads = nn::row_threads(N / V);
+  const int threads = nn::row_threads_for(N / V, R);
   const bool smem = (size_t)N * sizeof(T) <= (size_t)kSmemRowBytes;
   const size_t shm = smem ? (size_t)N * sizeof(T) : 0;
   const unsigned grid = row_grid(R);
-  auto go = [&](auto kernel) { kernel<<<grid, threads, shm, stream(ctx)>>>(x, w, b, y, mean, rstd, R, N, eps); };
+  auto go = [&](auto kernel) { launch_pdl_ptr(kernel, grid, threads, shm, stream(ctx), x, w, b, y, mean, rstd, R, N, eps); };
   constexpr int VW = vec_width<T>();
   if (V == VW) {
     if (smem) go(norm_fwd_kernel<T, VW, true, kRms>);

@@ -25,6 +25,8 @@ namespace {
 template <class T, bool kBackward>
 __global__ void rope_kernel(const T* __restrict__ x, const T* __restrict__ cs, const T* __restrict__ sn,
                             T* __restrict__ y, OffsetCalc<2> oc, int64_t pairs, int64_t D) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   using A = nn::opmath_t<T>;
   const int64_t h = D / 2;
   for (int64_t p = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; p < pairs; p += (int64_t)gridDim.x * blockDim.x) {
@@ -73,9 +75,8 @@ void rope_common(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view*
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto k = backward ? rope_kernel<T, true> : rope_kernel<T, false>;
-    k<<<nn::grid_for(ctx, pairs), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), data_ptr<const T>(in[1]),
-                                                             data_ptr<const T>(in[2]), data_ptr<T>(out[0]), oc,
-                                                             pairs, D);
+    launch_pdl_ptr(k, nn::grid_for(ctx, pairs), kThreads, 0, stream(ctx), data_ptr<const T>(x),
+                   data_ptr<const T>(in[1]), data_ptr<const T>(in[2]), data_ptr<T>(out[0]), oc, pairs, D);
   });
   GN_CUDA_CHECK_LAUNCH();
 }
@@ -107,6 +108,8 @@ __device__ __forceinline__ void swiglu_fwd_vec(const T* gate, const T* up, T* y,
 
 template <class T, int V>
 __global__ void swiglu_fwd_kernel(const T* __restrict__ gate, const T* __restrict__ up, T* __restrict__ y, int64_t n) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   const int64_t nv = n / V;
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   const int64_t t0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
@@ -169,8 +172,8 @@ GN_SDK_KERNEL(swiglu_kernel) {
     T* y = data_ptr<T>(out[0]);
     constexpr int V = vec_width<T>();
     const unsigned grid = nn::grid_for(ctx, (n + V - 1) / V);
-    if (all_aligned({g, u, y})) swiglu_fwd_kernel<T, V><<<grid, kThreads, 0, stream(ctx)>>>(g, u, y, n);
-    else swiglu_fwd_kernel<T, 1><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(g, u, y, n);
+    if (all_aligned({g, u, y})) launch_pdl<swiglu_fwd_kernel<T, V>>(grid, kThreads, 0, stream(ctx), g, u, y, n);
+    else launch_pdl<swiglu_fwd_kernel<T, 1>>(nn::grid_for(ctx, n), kThreads, 0, stream(ctx), g, u, y, n);
   });
   GN_CUDA_CHECK_LAUNCH();
 }

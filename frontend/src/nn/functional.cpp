@@ -79,6 +79,13 @@ Tensor linear(const Tensor& x_, const Tensor& weight_, const Tensor& bias_) {
   Tensor x = x_, weight = weight_, bias = bias_;
   GN_AUTOCAST("linear", &x, &weight, &bias);  // AMP hook
   if (weight.dim() != 2) throw invalid("linear", "weight must be 2-D (out_features, in_features)");
+  // Nothing to record (inference) and one dtype: the linear op, whose backends add the bias
+  // inside the product's epilogue where they can (one kernel fewer per projection).
+  const bool needs_grad = autograd::grad_enabled() && (x.requires_grad() || weight.requires_grad() ||
+                                                       (bias.defined() && bias.requires_grad()));
+  if (bias.defined() && !needs_grad && is_floating(x.dtype()) && weight.dtype() == x.dtype() &&
+      bias.dtype() == x.dtype() && bias.dim() == 1)
+    return call1(GN_OP_HANDLE("linear"), {&x, &weight, &bias});
   // One matmul with trans_b (no transposed view of the weight): (*, in) @ (out, in)^T.
   Tensor y = call1(GN_OP_HANDLE("matmul"), {&x, &weight}, {gn_attr_int(0), gn_attr_int(1)});
   if (auto n = record("linear", R::linear, {x, weight}, y)) n->saved = {x.detach(), weight.detach()};

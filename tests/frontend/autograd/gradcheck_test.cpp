@@ -386,6 +386,7 @@ const std::map<std::string, const char*>& no_gradient() {
       {"multi_scale_", "in-place gradient scaling"}, {"multi_unscale_check_", "in-place AMP unscale"},
       {"kv_cache_write_", "inference KV-cache update (in place)"},
       {"add_rms_norm", "inference fast path (training uses add + rms_norm)"},
+      {"linear", "inference fast path of nn::functional::linear (training records matmul + add)"},
   };
   return m;
 }

@@ -94,6 +94,19 @@ inline int row_threads(int64_t n_items, int max_threads = 512) {
   return (int)t;
 }
 
+// Threads for a block that owns one row of a forward norm: about four items per
+// thread when rows are many (more rows per SM), one item per thread when they
+// are few (a decode step's single row: the latency of one pass, not four).
+// The rms_norm forward and add_rms_norm use the same rule, so their y agree bit
+// for bit at every row count.
+inline int row_threads_for(int64_t n_items, int64_t rows, int max_threads = 512) {
+  if (rows >= 256) return row_threads(n_items, max_threads);
+  int64_t t = (n_items + 31) / 32 * 32;
+  if (t < 32) t = 32;
+  if (t > max_threads) t = max_threads;
+  return (int)t;
+}
+
 // ----------------------------------------------------------------------------
 // index values: read any integer dtype as int64 on the device
 

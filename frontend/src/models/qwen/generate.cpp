@@ -83,6 +83,7 @@ class Decoder {
     pos_ = zeros({B_}, {.dtype = DType::i64, .device = dev_});
     ones_ = ones({B_}, {.dtype = DType::i64, .device = dev_});
     rope_all_tables(1);  // the decode steps' (made before any graph capture)
+    step_table(capacity);
   }
   ~Decoder() {
     if (graph_) gn_graph_destroy(graph_);
@@ -172,9 +173,17 @@ class Decoder {
   Tensor step(int64_t kv_len) {
     const int64_t D = m_.config.head_dim;
     AttentionContext ctx;
-    ctx.cos = cos_.index_select(0, pos_).view({B_, 1, 1, D});
-    ctx.sin = sin_.index_select(0, pos_).view({B_, 1, 1, D});
-    rope_all(ctx, ctx.cos, ctx.sin);  // (B, 1, 1, D) is also (B, T=1, 1, D)
+    if (step_table_.defined()) {  // one gather: (B, 2, H, D)
+      const Tensor t = step_table_.index_select(0, pos_);
+      ctx.cos_all = t.slice(1, 0, 1);  // (B, T=1, H, D)
+      ctx.sin_all = t.slice(1, 1, 2);
+      ctx.cos = ctx.cos_all.slice(2, 0, 1);  // (B, 1, 1, D): a query head's row is cos[pos]
+      ctx.sin = ctx.sin_all.slice(2, 0, 1);
+    } else {
+      ctx.cos = cos_.index_select(0, pos_).view({B_, 1, 1, D});
+      ctx.sin = sin_.index_select(0, pos_).view({B_, 1, 1, D});
+      rope_all(ctx, ctx.cos, ctx.sin);  // (B, 1, 1, D) is also (B, T=1, 1, D)
+    }
     ctx.cache = &cache_;
     ctx.write_pos = pos_;
     ctx.kv_len = kv_len;
@@ -182,6 +191,24 @@ class Decoder {
     ctx.mask = positions_.slice(1, 0, kv_len).le(pos_.view({B_, 1})).view({B_, 1, 1, kv_len});
     Tensor h = m_.hidden_states(ids_, ctx);  // (B, 1, hidden)
     return m_.logits(h.view({B_, h.size(-1)}));
+  }
+
+  // The decode steps' rope tables for every position, (capacity, 2, H, D) with H = Hq + 2 Hkv:
+  // cos over the query and key heads then 1 over the value heads, and sin then 0.  A step then
+  // gathers its rows with one index_select instead of two gathers and two concatenations.  Only
+  // for the fused projection (no q/k norm) and up to 64 MiB; otherwise steps build them as prefill does.
+  void step_table(int64_t capacity) {
+    const QwenConfig& c = m_.config;
+    const int64_t hkv = c.num_key_value_heads, hqk = c.num_attention_heads + hkv, D = c.head_dim;
+    const int64_t bytes = capacity * 2 * (hqk + hkv) * D * static_cast<int64_t>(gn_dtype_size(static_cast<int32_t>(cos_.dtype())));
+    if (c.qk_norm || bytes > (int64_t{64} << 20)) return;
+    const Options o{.dtype = cos_.dtype(), .device = dev_};
+    const Tensor cs = cos_.slice(0, 0, capacity).view({capacity, 1, 1, D}).expand({capacity, 1, hqk, D});
+    const Tensor sn = sin_.slice(0, 0, capacity).view({capacity, 1, 1, D}).expand({capacity, 1, hqk, D});
+    namespace F = nn::functional;
+    step_table_ = F::cat({F::cat({cs, ones({capacity, 1, hkv, D}, o)}, 2), F::cat({sn, zeros({capacity, 1, hkv, D}, o)}, 2)},
+                         1)
+                      .contiguous();
   }
 
   void rope_all_tables(int64_t T) {
@@ -208,7 +235,7 @@ class Decoder {
   int64_t B_, cap_;
   Device dev_;
   KVCache cache_;
-  Tensor cos_, sin_, positions_, ids_, pos_, ones_, one_v_, zero_v_;
+  Tensor cos_, sin_, positions_, ids_, pos_, ones_, one_v_, zero_v_, step_table_;
   Tensor logits_, next_;
   gn_graph* graph_ = nullptr;
   bool greedy_graph_ = false;
