@@ -20,8 +20,10 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -218,11 +220,55 @@ EvalResult evaluate(nn::Module& model, const gs::data::TensorDataset& ds) {
   return r;
 }
 
+// ----------------------------------------------------------- number fields
+//
+// Every number the program reads, from the command line or from a checkpoint,
+// goes through these: the whole text must be the number, in range, and an
+// error names the field (a bare std::stod would say only "stod").
+
+// An integer in [lo, hi]; `field` names it in the error.
+int64_t parse_int(const std::string& field, const std::string& text, int64_t lo, int64_t hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno == ERANGE || v < lo || v > hi)
+    throw gs::Error(GN_ERR_INVALID_ARGUMENT, field + " must be an integer in [" + std::to_string(lo) + ", " +
+                                                 std::to_string(hi) + "], got '" + text + "'");
+  return v;
+}
+
+// A non-negative 64-bit integer (seeds).
+uint64_t parse_u64(const std::string& field, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || *end || errno == ERANGE)
+    throw gs::Error(GN_ERR_INVALID_ARGUMENT, field + " must be an integer in [0, 2^64), got '" + text + "'");
+  return v;
+}
+
+// A finite number > 0 (learning rates).
+double parse_positive(const std::string& field, const std::string& text) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end || errno == ERANGE || !std::isfinite(v) || v <= 0)
+    throw gs::Error(GN_ERR_INVALID_ARGUMENT, field + " must be a finite number > 0, got '" + text + "'");
+  return v;
+}
+
+constexpr int64_t kMaxCount = INT64_MAX;
+
 std::string ckpt_value(const gs::Checkpoint& ck, const std::string& key) {
   auto it = ck.user.find(key);
   if (it == ck.user.end())
     throw gs::Error(GN_ERR_IO, "checkpoint has no '" + key + "' entry: not written by this program");
   return it->second;
+}
+
+// A checkpoint's settings are checked like the command line's.
+std::string ckpt_field(const std::string& file, const std::string& key) {
+  return "checkpoint " + file + ": entry '" + key + "'";
 }
 
 // ------------------------------------------------------------------ training
@@ -238,13 +284,19 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
     ck = gs::load_checkpoint(cfg.resume, device);
     const std::string model = ckpt_value(*ck, "model");
     if (given.at("model") && model != cfg.model)
-      throw gs::Error(GN_ERR_INVALID_ARGUMENT, cfg.resume + " holds a '" + model + "' model, not '" + cfg.model + "'");
+      throw gs::Error(GN_ERR_INVALID_ARGUMENT, cfg.resume + " holds a '" + model + "' model, not '" + cfg.model +
+                                                   "': resume without --model, or with --model " + model);
+    if (model != "mlp" && model != "cnn")
+      throw gs::Error(GN_ERR_INVALID_ARGUMENT, ckpt_field(cfg.resume, "model") + " is '" + model + "', not mlp or cnn");
     cfg.model = model;
-    if (!given.at("epochs")) cfg.epochs = std::stoll(ckpt_value(*ck, "epochs"));
-    if (!given.at("batch-size")) cfg.batch_size = std::stoll(ckpt_value(*ck, "batch_size"));
-    if (!given.at("seed")) cfg.seed = std::stoull(ckpt_value(*ck, "seed"));
-    if (!given.at("lr")) cfg.lr = std::stod(ckpt_value(*ck, "lr"));
-    if (!given.at("limit-train")) cfg.limit_train = std::stoll(ckpt_value(*ck, "limit_train"));
+    auto field = [&](const char* key) { return ckpt_field(cfg.resume, key); };
+    if (!given.at("epochs")) cfg.epochs = parse_int(field("epochs"), ckpt_value(*ck, "epochs"), 1, kMaxCount);
+    if (!given.at("batch-size"))
+      cfg.batch_size = parse_int(field("batch_size"), ckpt_value(*ck, "batch_size"), 1, kMaxCount);
+    if (!given.at("seed")) cfg.seed = parse_u64(field("seed"), ckpt_value(*ck, "seed"));
+    if (!given.at("lr")) cfg.lr = parse_positive(field("lr"), ckpt_value(*ck, "lr"));
+    if (!given.at("limit-train"))
+      cfg.limit_train = parse_int(field("limit_train"), ckpt_value(*ck, "limit_train"), 0, kMaxCount);
   }
   if (cfg.epochs < 1) throw gs::Error(GN_ERR_INVALID_ARGUMENT, "--epochs must be >= 1");
   if (cfg.checkpoint.empty()) cfg.checkpoint = "fashion_mnist_" + cfg.model + ".ckpt.safetensors";
@@ -275,7 +327,14 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
   // What the checkpoint holds: model, optimizer, scheduler, RNG states, step, epoch.
   gs::TrainingState state{.model = model.get(), .optimizer = &opt, .scheduler = &sched};
   if (ck) {
-    gs::restore_training_state(*ck, state);  // checked first: all or nothing
+    // The model tag matched, so a mismatch here means the file was changed or
+    // written by another build: say so before the state-dict details.
+    try {
+      gs::restore_training_state(*ck, state);  // checked first: all or nothing
+    } catch (const gs::Error& e) {
+      throw gs::Error(e.code(), cfg.resume + " does not fit this program's '" + cfg.model + "' model (" +
+                                    model->name() + "): " + e.what());
+    }
     std::printf("resumed from %s: epoch %" PRId64 ", step %" PRId64 "\n", cfg.resume.c_str(), state.epoch,
                 state.step);
   }
@@ -379,21 +438,27 @@ int main(int argc, char** argv) {
                "test accuracy, a checkpoint every epoch, --resume)."};
   std::map<std::string, CLI::Option*> opts;
   opts["model"] = app.add_option("--model", cfg.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
-  opts["epochs"] = app.add_option("--epochs", cfg.epochs, "epochs in all")->capture_default_str();
-  opts["batch-size"] = app.add_option("--batch-size", cfg.batch_size, "examples per step")->capture_default_str();
-  opts["lr"] = app.add_option("--lr", cfg.lr, "Adam's initial learning rate")->capture_default_str();
-  opts["seed"] = app.add_option("--seed", cfg.seed, "seed of the initialisation, dropout and shuffling")
-                     ->capture_default_str();
-  app.add_option("--threads", cfg.threads, "CPU threads (default: every core)");
+  // Numbers are taken as text and converted by parse_* (named errors, no NaN,
+  // no negative counts); a leading '-' must not read as an option name.
+  std::map<std::string, std::string> num;  // option -> text given
+  auto number = [&](const char* name, const std::string& fallback, const std::string& help) {
+    num[name] = fallback;
+    return app.add_option(std::string("--") + name, num[name], help)->capture_default_str();
+  };
+  opts["epochs"] = number("epochs", std::to_string(cfg.epochs), "epochs in all (>= 1)");
+  opts["batch-size"] = number("batch-size", std::to_string(cfg.batch_size), "examples per step (>= 1)");
+  opts["lr"] = number("lr", "0.001", "Adam's initial learning rate (finite, > 0)");
+  opts["seed"] = number("seed", "0", "seed of the initialisation, dropout and shuffling (>= 0)");
+  number("threads", "0", "CPU threads (default 0: every core)");
   app.add_option("--device", cfg.device, "cpu, cuda, cuda:1, ... (default: cuda when available)");
   app.add_option("--data", cfg.data, "directory of the IDX files (plain or .gz)")->capture_default_str();
   app.add_option("--checkpoint", cfg.checkpoint,
                  "checkpoint written after every epoch (default: fashion_mnist_<model>.ckpt.safetensors; "
                  "'none': no checkpoint)");
   app.add_option("--resume", cfg.resume, "continue the run saved in this checkpoint");
-  opts["limit-train"] = app.add_option("--limit-train", cfg.limit_train, "use only the first N training images");
-  app.add_option("--limit-test", cfg.limit_test, "use only the first N test images");
-  app.add_option("--stop-after", cfg.stop_after, "stop after N epochs of this run (as if interrupted)");
+  opts["limit-train"] = number("limit-train", "0", "use only the first N training images (0: all)");
+  number("limit-test", "0", "use only the first N test images (0: all)");
+  number("stop-after", "0", "stop after N epochs of this run (as if interrupted; 0: never)");
   app.add_option("--log", cfg.log, "write every step's loss (hex float) and per-epoch results to this file");
   app.add_option("--profile", cfg.profile, "profile the first epoch: Chrome trace to this file + op summary");
   app.add_flag("--no-eval", cfg.no_eval, "skip the test-set evaluation");
@@ -402,6 +467,19 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   std::map<std::string, bool> given;
   for (const auto& [k, o] : opts) given[k] = o->count() > 0;
+  try {
+    cfg.epochs = parse_int("--epochs", num["epochs"], 1, kMaxCount);
+    cfg.batch_size = parse_int("--batch-size", num["batch-size"], 1, kMaxCount);
+    cfg.lr = parse_positive("--lr", num["lr"]);
+    cfg.seed = parse_u64("--seed", num["seed"]);
+    cfg.threads = static_cast<int>(parse_int("--threads", num["threads"], 0, 4096));
+    cfg.limit_train = parse_int("--limit-train", num["limit-train"], 0, kMaxCount);
+    cfg.limit_test = parse_int("--limit-test", num["limit-test"], 0, kMaxCount);
+    cfg.stop_after = parse_int("--stop-after", num["stop-after"], 0, kMaxCount);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_fashion_mnist: %s\n", e.what());
+    return 2;
+  }
   try {
     return run(cfg, given);
   } catch (const std::exception& e) {

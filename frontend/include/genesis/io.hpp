@@ -56,6 +56,8 @@ void save_safetensors(const std::string& path, const TensorMap& tensors, const S
 SafetensorsFile load_safetensors(const std::string& path, const Device& device = Device());
 /** Only the "__metadata__" of a file (reads the header, not the data). */
 StringMap load_safetensors_metadata(const std::string& path);
+/** Most entries (tensors, plus "__metadata__") a safetensors header may hold; more is refused. */
+size_t safetensors_max_tensors();
 
 /** Saves a state dict as safetensors (torch.save for state dicts; metadata "format": "pt"). */
 void save(const TensorMap& state_dict, const std::string& path);

@@ -6,7 +6,9 @@
 // data start) plus an optional "__metadata__" of string -> string.  Like HF's
 // reader we require the tensors to tile the data exactly (no overlap, no gap,
 // no trailing bytes).
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <unordered_set>
 
 #include "genesis/io.hpp"
 
@@ -26,11 +29,18 @@
 
 namespace genesis {
 
-using json = nlohmann::ordered_json;
+// Headers are parsed into nlohmann::json (a std::map per object): an
+// ordered_json object finds keys by linear search, so a header of n keys
+// took O(n^2) time.  Tensors are kept by name anyway (TensorMap).
+using json = nlohmann::json;
 
 namespace {
 
 constexpr uint64_t kMaxHeader = 100ull << 20;  // HF's limit: 100 MB of header
+// Entries of one header at most.  The largest real shards hold a few
+// thousand tensors; the bound keeps a hostile header from costing seconds
+// and gigabytes before anything is checked.
+constexpr size_t kMaxEntries = size_t(1) << 20;
 
 [[noreturn]] void fail(const std::string& file, const std::string& problem) {
   throw Error(GN_ERR_IO, "[safetensors] " + file + ": " + problem);
@@ -65,27 +75,32 @@ struct Layout {
 
 Layout layout(const TensorMap& tensors, const StringMap& metadata, const std::string& file) {
   Layout L;
-  json h = json::object();
-  if (!metadata.empty()) {
-    json m = json::object();
-    for (const auto& [k, v] : metadata) m[k] = v;
-    h["__metadata__"] = std::move(m);
-  }
-  for (const auto& [name, t] : tensors) {
-    if (name == "__metadata__") fail(file, "a tensor cannot be named '__metadata__'");
-    if (!t.defined()) fail(file, "tensor '" + name + "' is undefined");
-    const uint64_t n = static_cast<uint64_t>(t.numel()) * gn_dtype_size(static_cast<int32_t>(t.dtype()));
-    json e = json::object();
-    e["dtype"] = safetensors_dtype(t.dtype());
-    e["shape"] = t.shape();
-    e["data_offsets"] = {L.data_bytes, L.data_bytes + n};
-    h[name] = std::move(e);
-    L.order.emplace_back(&name, &t);
-    L.bytes.push_back(n);
-    L.data_bytes += n;
-  }
+  if (tensors.size() + !metadata.empty() > kMaxEntries)
+    fail(file, std::to_string(tensors.size()) + " tensors are more than a header may hold (" +
+                   std::to_string(kMaxEntries) + " entries)");
+  // The header text is joined entry by entry, in linear time (see `json`).
   try {
-    L.header = h.dump();
+    L.header = "{";
+    if (!metadata.empty()) {
+      json m = json::object();
+      for (const auto& [k, v] : metadata) m[k] = v;
+      L.header += "\"__metadata__\":" + m.dump();
+    }
+    for (const auto& [name, t] : tensors) {
+      if (name == "__metadata__") fail(file, "a tensor cannot be named '__metadata__'");
+      if (!t.defined()) fail(file, "tensor '" + name + "' is undefined");
+      const uint64_t n = static_cast<uint64_t>(t.numel()) * gn_dtype_size(static_cast<int32_t>(t.dtype()));
+      json e = json::object();
+      e["dtype"] = safetensors_dtype(t.dtype());
+      e["shape"] = t.shape();
+      e["data_offsets"] = {L.data_bytes, L.data_bytes + n};
+      if (L.header.size() > 1) L.header += ',';
+      L.header += json(name).dump() + ':' + e.dump();
+      L.order.emplace_back(&name, &t);
+      L.bytes.push_back(n);
+      L.data_bytes += n;
+    }
+    L.header += '}';
   } catch (const json::exception& e) {
     fail(file, std::string("cannot encode the header (names and metadata must be UTF-8): ") + e.what());
   }
@@ -122,15 +137,43 @@ struct Fd {
   }
 };
 
+// Removes ".<base>.tmp.XXXXXX" files of earlier writes of the same file that
+// were killed before their rename.  A writer holds an exclusive flock on its
+// temporary file until the rename, and the kernel drops it when the writer
+// dies, so a file whose lock can be taken is stale.  (Two processes writing
+// the same path at once were never safe: the last rename wins.)
+void remove_stale_temps(const std::string& dir, const std::string& base) {
+  const std::string prefix = "." + base + ".tmp.";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string p = dir + "/" + name;
+    Fd t;
+    t.fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat s {};
+    if (t.fd < 0 || ::fstat(t.fd, &s) != 0 || !S_ISREG(s.st_mode)) continue;
+    if (::flock(t.fd, LOCK_EX | LOCK_NB) == 0) ::unlink(p.c_str());
+  }
+  ::closedir(d);
+}
+
 void atomic_write_impl(const std::string& path, const std::function<void(const Sink&)>& body) {
   const size_t slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   if (base.empty()) fail(path, "the path names a directory, not a file");
+  remove_stale_temps(dir, base);
   std::string tmp = dir + "/." + base + ".tmp.XXXXXX";
   Fd f;
   f.fd = ::mkstemp(tmp.data());
   if (f.fd < 0) fail(path, std::string("cannot create a temporary file in ") + dir + ": " + std::strerror(errno));
+  // The lock marks the file as live (remove_stale_temps) until after the
+  // rename; a second descriptor keeps it while f is closed before the rename.
+  Fd lock;
+  lock.fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (lock.fd >= 0) ::flock(lock.fd, LOCK_EX);
   try {
     ::fchmod(f.fd, 0644);
     std::vector<char> buf;
@@ -179,18 +222,56 @@ struct Entry {
   uint64_t begin, end;
 };
 
-// Validates the whole file image; returns entries in header order and the metadata.
+// SAX handler of the first header pass: top-level key count and repeats.
+class HeaderScan {
+ public:
+  explicit HeaderScan(const std::string& file) : file_(file) {}
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const std::string&) { return true; }
+  bool string(std::string&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool start_object(std::size_t) { return ++depth_, true; }
+  bool end_object() { return --depth_, true; }
+  bool start_array(std::size_t) { return ++depth_, true; }
+  bool end_array() { return --depth_, true; }
+  bool key(std::string& k) {
+    if (depth_ != 1) return true;
+    if (keys_.size() >= kMaxEntries)
+      fail(file_, "the header has more than " + std::to_string(kMaxEntries) + " entries");
+    if (!keys_.insert(k).second) fail(file_, "tensor '" + k + "' appears twice in the header");
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    fail(file_, std::string("bad JSON header: ") + e.what());
+  }
+
+ private:
+  const std::string& file_;
+  int depth_ = 0;
+  std::unordered_set<std::string> keys_;
+};
+
+// Validates the whole file image; returns entries in name order and the metadata.
 std::vector<Entry> parse_header(const unsigned char* data, size_t size, const std::string& file,
                                 StringMap* metadata, size_t* data_start) {
   if (size < 8)
     fail(file, "truncated: " + std::to_string(size) + " bytes, but a safetensors file starts with an 8-byte header length");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(data[i]) << (8 * i);
+  if (n > kMaxHeader) fail(file, "header length " + std::to_string(n) + " is larger than the 100 MB limit");
   if (n > size - 8)
     fail(file, "header length " + std::to_string(n) + " exceeds the file size (" + std::to_string(size) +
                " bytes): truncated or not a safetensors file");
-  if (n > kMaxHeader) fail(file, "header length " + std::to_string(n) + " is larger than the 100 MB limit");
   if (n < 2 || data[8] != '{') fail(file, "the header is not a JSON object (it must start with '{')");
+  // A first pass without building anything counts the top-level keys and
+  // finds repeats, so a hostile header stops at the bound.  (nlohmann's parse
+  // callback cannot do this: it rescans the parent object whenever a child
+  // object ends, quadratic again.)
+  HeaderScan scan(file);
+  json::sax_parse(data + 8, data + 8 + n, &scan);
   json h;
   try {
     h = json::parse(data + 8, data + 8 + n);
@@ -298,19 +379,21 @@ SafetensorsFile parse(const unsigned char* data, size_t size, const Device& devi
   return r;
 }
 
-// A read-only mapping of a whole file.
+// A read-only mapping of a whole regular file.
 struct Mapped {
   const unsigned char* p = nullptr;
   size_t size = 0;
   std::string path;
   explicit Mapped(const std::string& file) : path(file) {
     Fd f;
-    f.fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+    f.fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (f.fd < 0) throw Error(errno == ENOENT ? GN_ERR_NOT_FOUND : GN_ERR_IO,
                               "[safetensors] " + file + ": cannot open: " + std::strerror(errno));
     struct stat s {};
     if (::fstat(f.fd, &s) != 0) fail(file, std::string("cannot stat: ") + std::strerror(errno));
     if (S_ISDIR(s.st_mode)) fail(file, "is a directory");
+    if (!S_ISREG(s.st_mode)) fail(file, "is not a regular file (a FIFO, device or socket cannot be read)");
     size = static_cast<size_t>(s.st_size);
     if (size == 0) return;
     void* m = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, f.fd, 0);
@@ -359,6 +442,8 @@ SafetensorsFile load_safetensors(const std::string& path, const Device& device) 
   Mapped m(path);
   return parse(m.p, m.size, device, path);
 }
+
+size_t safetensors_max_tensors() { return kMaxEntries; }
 
 StringMap load_safetensors_metadata(const std::string& path) {
   Mapped m(path);
