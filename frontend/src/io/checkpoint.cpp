@@ -17,7 +17,9 @@
 
 namespace genesis {
 
-using json = nlohmann::ordered_json;
+// Plain (std::map) objects: an ordered_json object finds keys by linear search,
+// quadratic in a hostile manifest.
+using json = nlohmann::json;
 
 namespace {
 

@@ -1,5 +1,6 @@
 // optimizer.cpp - Optimizer base: groups, zero_grad, state_dict, flat form.
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "../internal.h"
@@ -35,6 +36,34 @@ int64_t parse_index(const std::string& s, const std::string& key) {
   } catch (const std::exception&) {
   }
   throw invalid("load_flat_state: bad index in key '" + key + "'");
+}
+
+// The optimizer step count of a "state.<i>.step" entry.  flat_state writes it
+// as float64; other writers use integers, read exactly here (not through a
+// double).  Anything that is not a count in [0, 2^53] is refused, such as a
+// float64's bits read as int64 (3.0 -> 4.6e18).
+int64_t parse_step(const Tensor& t, const std::string& key) {
+  constexpr int64_t kMaxStep = int64_t(1) << 53;
+  if (t.numel() != 1)
+    throw invalid("load_flat_state: '" + key + "' must hold one number, not " + std::to_string(t.numel()));
+  const DType d = t.dtype();
+  int64_t step = -1;
+  if (d == DType::i8 || d == DType::u8 || d == DType::i32 || d == DType::i64) {
+    gn_tensor* as_i64 = nullptr;
+    check(gn_tensor_to_dtype(t.handle(), GN_I64, &as_i64), "load_flat_state");
+    const Tensor owned = Tensor::adopt(as_i64);
+    check(gn_tensor_to_host(as_i64, &step, sizeof step), "load_flat_state");
+    if (step < 0 || step > kMaxStep)
+      throw invalid("load_flat_state: '" + key + "' = " + std::to_string(step) + " is not a step count in [0, 2^53]");
+  } else if (is_floating(d)) {
+    const double v = t.item<double>();
+    if (!(v >= 0 && v <= double(kMaxStep)) || v != std::floor(v))
+      throw invalid("load_flat_state: '" + key + "' = " + std::to_string(v) + " is not a step count in [0, 2^53]");
+    step = static_cast<int64_t>(v);
+  } else {
+    throw invalid("load_flat_state: '" + key + "' must be an integer or floating tensor, not " + dtype_name(d));
+  }
+  return step;
 }
 
 Options f64() {
@@ -187,7 +216,7 @@ OptimizerStateDict Optimizer::check_flat_state(const std::map<std::string, Tenso
     int64_t i = parse_index(parts[1], key);
     if (!t.defined()) throw invalid("load_flat_state: undefined tensor for '" + key + "'");
     if (parts[0] == "state") {
-      if (parts[2] == "step") sd.state[i].step = (int64_t)t.item<double>();
+      if (parts[2] == "step") sd.state[i].step = parse_step(t, key);
       else sd.state[i].tensors[parts[2]] = t;
     } else if (parts[2] == "params") {
       std::vector<int64_t> ids;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <memory>
 
@@ -190,6 +191,57 @@ TEST(Optim, StateDictRoundTrip) {
   bad = flat;
   bad["bogus"] = genesis::zeros({1});
   EXPECT_THROW(b->load_flat_state(bad), genesis::Error);
+}
+
+// "state.<i>.step" is a count: as float64 (what flat_state writes) or as an
+// integer tensor (what other writers use) it loads exactly; a value that is
+// no count (negative, fractional, beyond 2^53, such as the bits of a float64
+// read as int64: 3.0 -> 4613937818241073152) is refused naming the key.
+TEST(Optim, StepEntryLoadsAsACountOrIsRefused) {
+  Factory adam = [](std::vector<Tensor>& ps) { return OptPtr(new Adam(ps, {.lr = 0.01})); };
+  auto ps = make_params();
+  auto a = adam(ps);
+  for (int k = 1; k <= 3; ++k) {
+    set_grads(ps, k);
+    a->step();
+  }
+  const auto flat = a->flat_state();
+  ASSERT_EQ(flat.at("state.0.step").item<double>(), 3.0);
+  auto load_step = [&](const Tensor& step) {
+    auto qs = make_params();
+    auto b = adam(qs);
+    auto f = flat;
+    f["state.0.step"] = step;
+    b->load_flat_state(f);
+    return b->state_dict().state.at(0).step;
+  };
+  EXPECT_EQ(load_step(genesis::tensor(std::vector<int64_t>{3}, {}, {.dtype = genesis::int64})), 3);
+  EXPECT_EQ(load_step(genesis::tensor(std::vector<int64_t>{3}, {1}, {.dtype = genesis::int64})), 3);
+  EXPECT_EQ(load_step(genesis::scalar_tensor(3, {.dtype = genesis::int32})), 3);
+  EXPECT_EQ(load_step(genesis::scalar_tensor(3, {.dtype = genesis::float64})), 3);
+  // Exact beyond float64's integers would be wrong through a double: 2^53 + 1.
+  EXPECT_EQ(load_step(genesis::tensor(std::vector<int64_t>{(int64_t(1) << 53) - 1}, {}, {.dtype = genesis::int64})),
+            (int64_t(1) << 53) - 1);
+  int64_t bits = 0;
+  const double three = 3.0;
+  std::memcpy(&bits, &three, sizeof bits);
+  const std::vector<Tensor> bad = {
+      genesis::tensor(std::vector<int64_t>{bits}, {}, {.dtype = genesis::int64}),
+      genesis::tensor(std::vector<int64_t>{(int64_t(1) << 53) + 1}, {}, {.dtype = genesis::int64}),
+      genesis::scalar_tensor(-1, {.dtype = genesis::float64}),
+      genesis::scalar_tensor(2.5, {.dtype = genesis::float64}),
+      genesis::scalar_tensor(std::nan(""), {.dtype = genesis::float64}),
+      genesis::tensor(std::vector<int64_t>{1, 2}, {2}, {.dtype = genesis::int64}),
+      genesis::scalar_tensor(1, {.dtype = genesis::boolean}),
+  };
+  for (const Tensor& t : bad) {
+    try {
+      load_step(t);
+      ADD_FAILURE() << "accepted a " << genesis::dtype_name(t.dtype()) << " step of " << t.numel() << " element(s)";
+    } catch (const genesis::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'state.0.step'"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // ------------------------------------------------------------ schedulers
