@@ -37,7 +37,8 @@ cp -r "$here/c" "$here/cpp" "$here/plugin" "$work/"
 configure() {  # configure <source> <binary dir>
   "$cmake" --no-warn-unused-cli -S "$1" -B "$2" -G "$generator" -DCMAKE_MAKE_PROGRAM="$make_program" \
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_INSTALL_PREFIX="$prefix" > "$2.log" ||
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR="$libdir" \
+    > "$2.log" ||
     { cat "$2.log"; fail "configuring $1 failed"; }
 }
 
