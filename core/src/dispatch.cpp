@@ -194,6 +194,7 @@ void op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* in_given, size_t
   gn_device dev{-1, 0};
   for (size_t i = 0; i < n_in; ++i) {
     if (!in_given[i]) op_fail(op, GN_ERR_INVALID_ARGUMENT, "input " + std::to_string(i) + " is NULL");
+    check_live(in_given[i], kTensorMagic, op->name.c_str(), "input tensor");
     if (in_given[i]->storage->rt != rt) op_fail(op, GN_ERR_INVALID_ARGUMENT, "input " + std::to_string(i) + " belongs to another runtime");
     in[i] = in_given[i];
     if (dev.type < 0 && in[i]->ndim > 0) dev = in[i]->storage->device;

@@ -20,13 +20,13 @@ void runtime_release(gn_runtime* rt) {
     if (it->loaded && it->shutdown) it->shutdown(it->ctx);
   for (auto& dt : rt->device_types)
     for (auto& d : dt.devices)
-      if (d->current) delete d->current;
+      if (d->current) retire(d->current);
   std::vector<std::shared_ptr<void>> libs;
   for (auto& p : rt->plugins) {
     host_link_detach(p.host_link);
     libs.push_back(std::move(p.library));
   }
-  delete rt;
+  retire(rt);
   libs.clear();
 }
 
@@ -46,7 +46,10 @@ std::string device_str(const gn_runtime* rt, gn_device dev) {
 }
 
 DeviceType& device_type_of(gn_runtime* rt, gn_device dev, const char* what) {
-  require_non_null(what, {{"rt", rt}});
+  // Not require_non_null: tensors keep a destroyed runtime alive and usable,
+  // and they reach it through here; only a runtime that is gone is misuse.
+  if (!rt) fail(GN_ERR_INVALID_ARGUMENT, std::string(what) + ": rt is NULL");
+  check_live(rt, kRuntimeMagic, what, "runtime");
   if (dev.type < 0 || dev.type >= (int)rt->device_types.size())
     fail(GN_ERR_DEVICE, std::string(what) + ": invalid device type id " + std::to_string(dev.type));
   DeviceType& dt = rt->device_types[dev.type];
@@ -290,7 +293,12 @@ gn_status* gn_runtime_create(const gn_runtime_options* options, gn_runtime** out
 }
 
 void gn_runtime_destroy(gn_runtime* rt) {
-  if (!rt || rt->destroyed) return;
+  if (!rt) return;
+  check_live(rt, kRuntimeMagic, "gn_runtime_destroy", "runtime");
+  if (rt->destroyed) {
+    if (checked_mode()) checked_abort("gn_runtime_destroy", "runtime", rt, "was destroyed twice");
+    return;
+  }
   rt->destroyed = true;
   runtime_release(rt);
 }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "checked.h"
 #include "genesis/genesis.h"
 #include "profiler.h"
 #include "status.h"
@@ -88,6 +89,7 @@ struct gn_op {
 };
 
 struct gn_runtime {
+  uint32_t magic = genesis::core::kRuntimeMagic;  // first: see checked.h
   std::atomic<int64_t> refs{1};  // 1 for the creator + 1 per live storage
   uint32_t flags = 0;
   std::unordered_map<std::string, std::string> options;   // plugin options
@@ -127,6 +129,7 @@ struct Storage {
 
 // A tensor handle: a view of a storage.
 struct gn_tensor {
+  uint32_t magic = genesis::core::kTensorMagic;  // first: see checked.h
   std::atomic<int64_t> refs{1};
   genesis::core::Storage* storage = nullptr;
   int32_t dtype = GN_F32;
@@ -138,12 +141,14 @@ struct gn_tensor {
 };
 
 struct gn_stream {
+  uint32_t magic;  // kStreamMagic; first: see checked.h
   gn_runtime* rt;
   gn_device device;
   void* native;
 };
 
 struct gn_event {
+  uint32_t magic;  // kEventMagic; first: see checked.h
   gn_runtime* rt;
   gn_device device;
   void* native;
@@ -167,6 +172,9 @@ void runtime_retain(gn_runtime* rt);
 void runtime_release(gn_runtime* rt);
 // Device type id by name, creating an empty entry if absent (registration only).
 int device_type_intern(gn_runtime* rt, const std::string& name);
+// In checked mode, aborts when rt is gone or was passed to gn_runtime_destroy
+// (the check every entry point with a runtime argument makes).
+void check_runtime_arg(const gn_runtime* rt, const char* fn);
 // Validated device: its type and state, or throw naming `what`.
 DeviceType& device_type_of(gn_runtime* rt, gn_device dev, const char* what);
 DeviceState& device_state(gn_runtime* rt, gn_device dev);

@@ -1,9 +1,12 @@
 // core/src/status.cpp - statuses.
 #include "status.h"
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <new>
 
-#include "genesis/runtime.h"
+#include "runtime.h"
 
 namespace genesis::core {
 
@@ -14,8 +17,33 @@ gn_status* make_status(int32_t code, std::string msg) {
 void fail(int32_t code, std::string msg) { throw Error(code, std::move(msg)); }
 
 void require_non_null(const char* fn, std::initializer_list<std::pair<const char*, const void*>> args) {
-  for (const auto& a : args)
+  for (const auto& a : args) {
     if (!a.second) fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + a.first + " is NULL");
+    // Every entry point names its runtime argument "rt": the place to catch a
+    // runtime used after gn_runtime_destroy.
+    if (checked_mode() && a.first[0] == 'r' && a.first[1] == 't' && !a.first[2])
+      check_runtime_arg(static_cast<const gn_runtime*>(a.second), fn);
+  }
+}
+
+bool checked_mode() {
+  static const bool on = [] {
+    const char* v = std::getenv("GENESIS_CHECKED");
+    return v && *v && std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
+void checked_abort(const char* fn, const char* kind, const void* p, const char* what) {
+  std::fprintf(stderr, "genesis: GENESIS_CHECKED: %s: %s %p %s\n", fn, kind, p, what);
+  std::fflush(stderr);
+  std::abort();
+}
+
+void check_runtime_arg(const gn_runtime* rt, const char* fn) {
+  if (!rt || !checked_mode()) return;
+  check_live(rt, kRuntimeMagic, fn, "runtime");
+  if (rt->destroyed) checked_abort(fn, "runtime", rt, "is used after gn_runtime_destroy");
 }
 
 void throw_if(gn_status* st) {

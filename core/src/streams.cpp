@@ -22,27 +22,30 @@ extern "C" {
 gn_status* gn_stream_create(gn_runtime* rt, gn_device dev, gn_stream** out) {
   return guarded([&] {
     require_non_null("gn_stream_create", {{"out", out}});
+    check_runtime_arg(rt, "gn_stream_create");
     DeviceType& dt = device_type_of(rt, dev, "gn_stream_create");
     void* native = nullptr;
     throw_if(need(dt.vt->stream_create, dt, "streams")(dt.vt->ctx, dev.index, &native));
-    *out = new gn_stream{rt, dev, native};
+    *out = new gn_stream{kStreamMagic, rt, dev, native};
   });
 }
 
 gn_status* gn_stream_destroy(gn_stream* s) {
   return guarded([&] {
     if (!s) return;
+    check_live(s, kStreamMagic, "gn_stream_destroy", "stream");
     DeviceType& dt = device_type_of(s->rt, s->device, "gn_stream_destroy");
     if (device_state(s->rt, s->device).current == s)
       fail(GN_ERR_INVALID_ARGUMENT, "gn_stream_destroy: the stream is current; set another first");
     if (dt.vt->stream_destroy) throw_if(dt.vt->stream_destroy(dt.vt->ctx, s->device.index, s->native));
-    delete s;
+    retire(s);
   });
 }
 
 gn_status* gn_stream_synchronize(gn_stream* s) {
   return guarded([&] {
     require_non_null("gn_stream_synchronize", {{"s", s}});
+    check_live(s, kStreamMagic, "gn_stream_synchronize", "stream");
     DeviceType& dt = device_type_of(s->rt, s->device, "gn_stream_synchronize");
     if (dt.vt->stream_synchronize) throw_if(dt.vt->stream_synchronize(dt.vt->ctx, s->device.index, s->native));
   });
@@ -50,6 +53,8 @@ gn_status* gn_stream_synchronize(gn_stream* s) {
 
 gn_status* gn_stream_set_current(gn_runtime* rt, gn_device dev, gn_stream* s) {
   return guarded([&] {
+    check_runtime_arg(rt, "gn_stream_set_current");
+    check_live(s, kStreamMagic, "gn_stream_set_current", "stream");
     device_type_of(rt, dev, "gn_stream_set_current");
     if (s && (s->device.type != dev.type || s->device.index != dev.index))
       fail(GN_ERR_DEVICE, "gn_stream_set_current: stream belongs to " + device_str(rt, s->device) +
@@ -61,6 +66,7 @@ gn_status* gn_stream_set_current(gn_runtime* rt, gn_device dev, gn_stream* s) {
 gn_stream* gn_stream_get_current(gn_runtime* rt, gn_device dev) {
   gn_stream* s = nullptr;
   gn_status* st = guarded([&] {
+    check_runtime_arg(rt, "gn_stream_get_current");
     device_type_of(rt, dev, "gn_stream_get_current");
     s = device_state(rt, dev).current;
   });
@@ -73,25 +79,29 @@ void* gn_stream_native(const gn_stream* s) { return s ? s->native : nullptr; }
 gn_status* gn_event_create(gn_runtime* rt, gn_device dev, gn_event** out) {
   return guarded([&] {
     require_non_null("gn_event_create", {{"out", out}});
+    check_runtime_arg(rt, "gn_event_create");
     DeviceType& dt = device_type_of(rt, dev, "gn_event_create");
     void* native = nullptr;
     throw_if(need(dt.vt->event_create, dt, "events")(dt.vt->ctx, dev.index, &native));
-    *out = new gn_event{rt, dev, native};
+    *out = new gn_event{kEventMagic, rt, dev, native};
   });
 }
 
 gn_status* gn_event_destroy(gn_event* e) {
   return guarded([&] {
     if (!e) return;
+    check_live(e, kEventMagic, "gn_event_destroy", "event");
     DeviceType& dt = device_type_of(e->rt, e->device, "gn_event_destroy");
     if (dt.vt->event_destroy) throw_if(dt.vt->event_destroy(dt.vt->ctx, e->device.index, e->native));
-    delete e;
+    retire(e);
   });
 }
 
 gn_status* gn_event_record(gn_event* e, gn_stream* s) {
   return guarded([&] {
     require_non_null("gn_event_record", {{"e", e}});
+    check_live(e, kEventMagic, "gn_event_record", "event");
+    check_live(s, kStreamMagic, "gn_event_record", "stream");
     DeviceType& dt = device_type_of(e->rt, e->device, "gn_event_record");
     void* stream = s ? s->native : current_stream(e->rt, e->device);
     throw_if(need(dt.vt->event_record, dt, "events")(dt.vt->ctx, e->device.index, e->native, stream));
@@ -101,6 +111,8 @@ gn_status* gn_event_record(gn_event* e, gn_stream* s) {
 gn_status* gn_stream_wait_event(gn_stream* s, gn_event* e) {
   return guarded([&] {
     require_non_null("gn_stream_wait_event", {{"e", e}});
+    check_live(e, kEventMagic, "gn_stream_wait_event", "event");
+    check_live(s, kStreamMagic, "gn_stream_wait_event", "stream");
     DeviceType& dt = device_type_of(e->rt, e->device, "gn_stream_wait_event");
     void* stream = s ? s->native : current_stream(e->rt, e->device);
     throw_if(need(dt.vt->stream_wait_event, dt, "events")(dt.vt->ctx, e->device.index, stream, e->native));
@@ -110,6 +122,7 @@ gn_status* gn_stream_wait_event(gn_stream* s, gn_event* e) {
 gn_status* gn_event_query(gn_event* e, int32_t* done) {
   return guarded([&] {
     require_non_null("gn_event_query", {{"e", e}, {"done", done}});
+    check_live(e, kEventMagic, "gn_event_query", "event");
     DeviceType& dt = device_type_of(e->rt, e->device, "gn_event_query");
     throw_if(need(dt.vt->event_query, dt, "events")(dt.vt->ctx, e->device.index, e->native, done));
   });
@@ -118,6 +131,7 @@ gn_status* gn_event_query(gn_event* e, int32_t* done) {
 gn_status* gn_event_synchronize(gn_event* e) {
   return guarded([&] {
     require_non_null("gn_event_synchronize", {{"e", e}});
+    check_live(e, kEventMagic, "gn_event_synchronize", "event");
     DeviceType& dt = device_type_of(e->rt, e->device, "gn_event_synchronize");
     throw_if(need(dt.vt->event_synchronize, dt, "events")(dt.vt->ctx, e->device.index, e->native));
   });

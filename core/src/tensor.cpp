@@ -99,9 +99,10 @@ gn_tensor* tensor_empty(gn_runtime* rt, int32_t ndim, const int64_t* shape, int3
 }
 
 void tensor_release(gn_tensor* t) {
+  check_live(t, kTensorMagic, "gn_tensor_release", "tensor");
   if (!t || t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   storage_release(t->storage);
-  delete t;
+  retire(t);
 }
 
 bool tensor_is_contiguous(const gn_tensor* t) {
@@ -144,6 +145,7 @@ static char* tensor_ptr(const gn_tensor* t) {
 
 static void check_tensor(const gn_tensor* t, const char* fn, const char* name = "t") {
   if (!t) fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + name + " is NULL");
+  check_live(t, kTensorMagic, fn, "tensor");
 }
 
 }  // namespace genesis::core
@@ -205,6 +207,7 @@ gn_status* gn_tensor_scalar(gn_runtime* rt, double value, int32_t dtype, gn_devi
 }
 
 void gn_tensor_retain(gn_tensor* t) {
+  check_live(t, kTensorMagic, "gn_tensor_retain", "tensor");
   if (t) t->refs.fetch_add(1, std::memory_order_relaxed);
 }
 

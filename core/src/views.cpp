@@ -16,6 +16,7 @@ int64_t wrap(int64_t dim, int32_t ndim, const char* fn) {
 }
 
 gn_tensor* view_of(gn_tensor* t, int32_t ndim, const int64_t* shape, const int64_t* strides, int64_t offset) {
+  check_live(t, kTensorMagic, "view", "tensor");
   if (ndim > GN_MAX_DIMS) fail(GN_ERR_SHAPE, "view rank exceeds " + std::to_string(GN_MAX_DIMS));
   t->storage->refs.fetch_add(1, std::memory_order_relaxed);
   return tensor_new(t->storage, t->dtype, ndim, shape, strides, offset);
