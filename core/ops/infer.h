@@ -67,6 +67,7 @@ GN_INFER_DECL(multi_sum_sq)
 GN_INFER_DECL(kv_cache_write)
 GN_INFER_DECL(add_rms_norm)
 GN_INFER_DECL(linear)
+GN_INFER_DECL(linear_swiglu)
 #undef GN_INFER_DECL
 
 // PyTorch's promote_types for two dtypes (u8+i8 -> i32 since i16 is absent;

@@ -1,7 +1,8 @@
 // core/ops/infer_llm.cpp - inference of the LLM inference ops: the in-place
 // KV-cache write of a decode/prefill step, the fused residual add + RMS norm
-// of a transformer block and the projection with its bias (linear).  None is
-// differentiable.
+// of a transformer block, the projection with its bias (linear) and the
+// SwiGLU MLP's gate/up projection with its activation (linear_swiglu).  None
+// is differentiable.
 #include "infer_common.h"
 
 namespace genesis::core {
@@ -87,6 +88,27 @@ GN_DEFINE_INFER(linear) {
   }
   Dims d = dims_of(x, 0, x.ndim - 1);
   d.push(w.shape[0]);
+  a.set_n_out(1);
+  a.set_out(0, make_meta(x.dtype, d));
+  a.set_kernel(x.dtype);
+}
+
+// linear_swiglu(x (*, K), weight (2I, K)) -> (*, I), one float dtype.
+GN_DEFINE_INFER(linear_swiglu) {
+  a.need_inputs(2, 2);
+  const gn_tensor_meta& x = a.at(0);
+  const gn_tensor_meta& w = a.at(1);
+  need_float(x, "x");
+  if (x.ndim < 1) fail(GN_ERR_SHAPE, "x must have at least 1 dim, got shape " + shape_str(x));
+  if (w.ndim != 2 || w.shape[0] % 2 != 0)
+    fail(GN_ERR_SHAPE, "weight must be 2-D (2I, K) with an even number of rows, got shape " + shape_str(w));
+  if (w.shape[1] != x.shape[x.ndim - 1])
+    fail(GN_ERR_SHAPE, "weight shape " + shape_str(w) + " does not match x shape " + shape_str(x) +
+                           " (weight's dim 1 must equal x's last dim)");
+  if (w.dtype != x.dtype)
+    fail(GN_ERR_DTYPE, std::string("weight dtype ") + dtype_str(w.dtype) + " must equal x dtype " + dtype_str(x.dtype));
+  Dims d = dims_of(x, 0, x.ndim - 1);
+  d.push(w.shape[0] / 2);
   a.set_n_out(1);
   a.set_out(0, make_meta(x.dtype, d));
   a.set_kernel(x.dtype);

@@ -20,6 +20,6 @@ void register_loss(const gn::sdk::Registrar& r);       // loss.cpp: cross_entrop
 void register_attention(const gn::sdk::Registrar& r);  // attention.cpp: scaled_dot_product_attention and backward
 void register_conv(const gn::sdk::Registrar& r);       // conv.cpp: conv2d, pooling and backward
 void register_optim(const gn::sdk::Registrar& r);      // optim.cpp: sgd_step, adamw_step, multi_* helpers
-void register_llm(const gn::sdk::Registrar& r);        // llm.cpp: kv_cache_write_, add_rms_norm, linear
+void register_llm(const gn::sdk::Registrar& r);        // llm.cpp: kv_cache_write_, add_rms_norm, linear, linear_swiglu
 
 }  // namespace ref

@@ -1,7 +1,8 @@
 // plugins/reference/llm.cpp - the LLM inference ops: kv_cache_write_ (the
 // in-place KV-cache update of a prefill or decode step), add_rms_norm (a
-// transformer block's residual add fused with the next RMS norm) and linear
-// (a projection with its bias).
+// transformer block's residual add fused with the next RMS norm), linear
+// (a projection with its bias) and linear_swiglu (a SwiGLU MLP's gate and up
+// projections with the activation).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -130,10 +131,39 @@ GN_SDK_KERNEL(linear_kernel) {
   store_all(out[0], y);
 }
 
+// in: x (*, K), weight (2I, K); out (*, I) = silu(g) * u with g = x @ Wg^T,
+// u = x @ Wu^T (rows [0, I) and [I, 2I) of weight), all in double, rounded once.
+GN_SDK_KERNEL(linear_swiglu_kernel) {
+  const char* op = "linear_swiglu";
+  expect_io(op, n_in, 2, n_out, 1);
+  const Shape xs = shape_of(in[0]);
+  if (xs.empty() || in[1].ndim != 2 || in[1].shape[0] % 2 != 0)
+    fail(GN_ERR_SHAPE, std::string("[") + op + "] x must be >= 1-D, weight 2-D with an even number of rows");
+  const int64_t K = xs.back(), I = in[1].shape[0] / 2;
+  expect_shape(op, "weight", in[1], {2 * I, K});
+  Shape os(xs.begin(), xs.end() - 1);
+  os.push_back(I);
+  expect_shape(op, "out", out[0], os);
+  const int64_t R = I ? numel(out[0]) / I : 0;
+  const Vec x = load_all(in[0]), w = load_all(in[1]);
+  Vec y((size_t)(R * I));
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t i = 0; i < I; ++i) {
+      double g = 0.0, u = 0.0;
+      for (int64_t k = 0; k < K; ++k) {
+        g += x[(size_t)(r * K + k)] * w[(size_t)(i * K + k)];
+        u += x[(size_t)(r * K + k)] * w[(size_t)((I + i) * K + k)];
+      }
+      y[(size_t)(r * I + i)] = g / (1.0 + std::exp(-g)) * u;
+    }
+  store_all(out[0], y);
+}
+
 }  // namespace
 
 void register_llm(const gn::sdk::Registrar& r) {
   r.kernel("linear", kFloatDtypes, linear_kernel);
+  r.kernel("linear_swiglu", kFloatDtypes, linear_swiglu_kernel);
   r.kernel("kv_cache_write_", kFloatDtypes, kv_cache_write_kernel);
   r.kernel("add_rms_norm", kFloatDtypes, add_rms_norm_kernel);
 }

@@ -6,6 +6,8 @@
 //    rest), K 8 to 4100 (4100: no 16-byte rows), N 1 to 1152, with and
 //    without bias, 1-D and 3-D x, a transposed x (made dense by the core);
 //    matmul's tolerance for K.
+//  * linear_swiglu the same way (weight (2I, K)), I 1 to 4864; bf16/f16 one
+//    more rounding step of tolerance (the products may be rounded first).
 //  * add_rms_norm against the reference, case by case: f32/f16/bf16/f64, last
 //    dims 1, 7, 64, 896 (Qwen2-0.5B's hidden size), 4096 (16-byte vectors)
 //    and 4099 (not a multiple of the vector width), 1 to 3 leading dims, x
@@ -81,10 +83,35 @@ std::vector<Case> linear_cases() {
   return cs;
 }
 
+std::vector<Case> linear_swiglu_cases() {
+  std::vector<Case> cs;
+  struct S {
+    std::vector<int64_t> x;
+    int64_t I;
+    Layout layout;
+  };
+  const std::vector<S> shapes = {{{1, 896}, 4864, kContig}, {{3, 64}, 7, kContig},  {{4, 1, 136}, 33, kContig},
+                                 {{5, 72}, 16, kContig},    {{2, 3, 40}, 9, kContig}, {{4100}, 5, kContig},
+                                 {{6, 8}, 1, kTransposed},   {{1, 8}, 1, kContig}};
+  for (int32_t dt : {GN_F32, GN_F16, GN_BF16, GN_F64})
+    for (const S& s : shapes) {
+      const int64_t K = s.x.back();
+      Case c;
+      c.name = "linear_swiglu_" + dname(dt) + "_" + sname(s.x) + lname(s.layout) + "_i" + std::to_string(s.I);
+      c.op = "linear_swiglu";
+      c.inputs = {{s.x, dt, s.layout, -1, 1}, {{2 * s.I, K}, dt, kContig, -1, 1}};
+      const Tol t = matmul_tol(dt, K);
+      c.tol = (dt == GN_F16 || dt == GN_BF16) ? Tol{2 * t.rtol, 2 * t.atol} : t;
+      cs.push_back(c);
+    }
+  return cs;
+}
+
 }  // namespace
 
 OPC_SUITE(OpConsistencyAddRmsNorm, AddRmsNorm, add_rms_norm_cases)
 OPC_SUITE(OpConsistencyLinear, Linear, linear_cases)
+OPC_SUITE(OpConsistencyLinearSwiglu, LinearSwiglu, linear_swiglu_cases)
 
 namespace {
 

@@ -1,4 +1,5 @@
-// backends/cpu/ops/matmul.cpp - matmul, bmm and linear through oneDNN matmul primitives.
+// backends/cpu/ops/matmul.cpp - matmul, bmm, linear and linear_swiglu through oneDNN matmul
+// primitives.
 //
 // out (batch..., M, N) = a (batch..., M, K) @ b (batch..., K, N) with torch.matmul
 // semantics: a 1-D a is (1, K) and its M dim is absent from out, a 1-D b is
@@ -9,6 +10,8 @@
 // AVX512-FP16), f64, i32/i64 and K == 0 run the C++ loops below.  Primitives
 // are cached by dtype and the dims/strides of all three operands.
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "loops.h"
 
@@ -225,6 +228,41 @@ GN_SDK_KERNEL(linear_kernel) {
   if (!ok) GN_UNSUPPORTED("[linear] dtype");
 }
 
+// linear_swiglu(x (R.., K), weight (2I, K)) -> (R.., I), dense: the (R, 2I)
+// product into a scratch buffer through the same matmul path, then
+// silu(g) * u per element (the product rounded to the dtype first).
+GN_SDK_KERNEL(linear_swiglu_kernel) {
+  if (n_in != 2 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, "linear_swiglu", "expects 2 inputs and 1 output");
+  const gn_tensor_view& o = out[0];
+  if (in[0].ndim < 1 || in[1].ndim != 2 || o.ndim < 1) GN_UNSUPPORTED("[linear_swiglu] rank");
+  const int64_t I = in[1].shape[0] / 2, R = I ? gn_view_numel(&o) / I : 0;
+  std::vector<int64_t> shape(o.shape, o.shape + o.ndim), strides(o.ndim);
+  shape.back() = 2 * I;
+  for (int64_t d = o.ndim - 1, st = 1; d >= 0; --d) {
+    strides[d] = st;
+    st *= shape[d];
+  }
+  const bool ok = dispatch_float_h(o.dtype, [&](auto t) {
+    using T = decltype(t);
+    std::vector<T> tmp((size_t)(R * 2 * I));
+    gn_tensor_view tv = o;
+    tv.data = tmp.data();
+    tv.byte_offset = 0;
+    tv.shape = shape.data();
+    tv.strides = strides.data();
+    matmul_run("linear_swiglu", ctx, in[0], in[1], tv, false, true);
+    T* y = (T*)data_of(o);
+    parallel_for(R, 2 * I, [&](int64_t r) {
+      const T* g = tmp.data() + r * 2 * I;
+      for (int64_t i = 0; i < I; ++i) {
+        const double a = ld(g + i);
+        y[r * I + i] = to_t<T>(a / (1.0 + std::exp(-a)) * ld(g + I + i));
+      }
+    });
+  });
+  if (!ok) GN_UNSUPPORTED("[linear_swiglu] dtype");
+}
+
 }  // namespace
 
 void register_matmul(const gn::sdk::Registrar& r) {
@@ -233,6 +271,7 @@ void register_matmul(const gn::sdk::Registrar& r) {
   r.kernel("bmm", dtypes, bmm_kernel);
   const int32_t float_dtypes[] = {GN_F32, GN_BF16, GN_F16, GN_F64};
   r.kernel("linear", float_dtypes, linear_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("linear_swiglu", float_dtypes, linear_swiglu_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cpu

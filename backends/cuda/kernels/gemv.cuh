@@ -71,7 +71,10 @@ __device__ __forceinline__ void gemv_unpack(const uint4& v, float (&f)[8]) {
 }
 
 // grid: ceil(N / NR) groups, kGemvWarps / KS groups per block; block 128 threads.
-template <class T, int R>
+// kSwiglu (linear_swiglu): W is (2N, K), gate rows then up rows; a group owns
+// NR / 2 outputs i and reads gate rows i and up rows N + i, and the epilogue
+// writes silu(g) * u from the f32 sums.
+template <class T, int R, bool kSwiglu>
 __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const T* __restrict__ w, int64_t ldw,
                                                                     GemvRows<T> rows, const T* __restrict__ bias,
                                                                     int64_t N, int64_t K, int ks) {
@@ -80,7 +83,8 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const T* __r
   __shared__ float red[kGemvWarps][R * kGemvNR];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int group = warp / ks, kw = warp % ks;
-  const int64_t n0 = ((int64_t)blockIdx.x * (kGemvWarps / ks) + group) * kGemvNR;
+  constexpr int kOut = kSwiglu ? kGemvNR / 2 : kGemvNR;  // outputs per group
+  const int64_t n0 = ((int64_t)blockIdx.x * (kGemvWarps / ks) + group) * kOut;
   float acc[R][kGemvNR];
 #pragma unroll
   for (int r = 0; r < R; ++r)
@@ -89,7 +93,11 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const T* __r
   // rows past N read row n0 again (in bounds, discarded) so loads stay unconditional
   const T* wr[kGemvNR];
 #pragma unroll
-  for (int j = 0; j < kGemvNR; ++j) wr[j] = w + (n0 + j < N ? n0 + j : n0) * ldw;
+  for (int j = 0; j < kGemvNR; ++j) {
+    const int jo = j % kOut;  // output of the group this row serves
+    const int64_t row = n0 + jo < N ? n0 + jo : n0;
+    wr[j] = w + (kSwiglu && j >= kOut ? N + row : row) * ldw;
+  }
   // Two steps of K per round; the next round's loads are issued before this
   // round's products, so each thread keeps up to 4 * NR 16-byte loads in flight
   // and a short K (a few rounds) costs about one memory latency, not one a round.
@@ -147,10 +155,15 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const T* __r
       for (int j = 0; j < kGemvNR; ++j) red[warp][r * kGemvNR + j] = acc[r][j];
   }
   __syncthreads();
-  if (kw == 0 && lane < R * kGemvNR) {
-    const int r = lane / kGemvNR, j = lane % kGemvNR;
-    float v = red[warp][lane];
-    for (int i = 1; i < ks; ++i) v += red[warp + i][lane];
+  if (kw == 0 && lane < R * kOut) {
+    const int r = lane / kOut, j = lane % kOut;
+    float v = red[warp][r * kGemvNR + j];
+    for (int i = 1; i < ks; ++i) v += red[warp + i][r * kGemvNR + j];
+    if constexpr (kSwiglu) {
+      float u = red[warp][r * kGemvNR + kOut + j];
+      for (int i = 1; i < ks; ++i) u += red[warp + i][r * kGemvNR + kOut + j];
+      v = v / (1.f + expf(-v)) * u;
+    }
     T* out = rows.out[0];  // selected without indexing the parameter (no local copy)
 #pragma unroll
     for (int i = 1; i < R; ++i)
@@ -164,10 +177,12 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const T* __r
 
 // out rows = x rows @ W^T (+ bias, when not null) for R = 1..4 rows; no
 // allocation, no sync.
+// swiglu: N outputs from a (2N, K) gate/up weight (linear_swiglu).
 template <class T>
 void launch_gemv_rows(const T* w, int64_t ldw, const GemvRows<T>& rows, const T* bias, int R, int64_t N, int64_t K,
-                      int num_sms, cudaStream_t st) {
-  const int64_t groups = (N + kGemvNR - 1) / kGemvNR;
+                      int num_sms, cudaStream_t st, bool swiglu = false) {
+  const int per = swiglu ? kGemvNR / 2 : kGemvNR;
+  const int64_t groups = (N + per - 1) / per;
   // split K over 2 or 4 warps while there are fewer than two blocks per SM
   // and each warp of the split still gets a full step (256 values) of K
   int ks = 1;
@@ -177,8 +192,11 @@ void launch_gemv_rows(const T* w, int64_t ldw, const GemvRows<T>& rows, const T*
   const unsigned blocks = (unsigned)((groups + gpb - 1) / gpb);
   const dim3 block(kGemvWarps * 32);
   switch (R) {
-#define GN_GEMV_CASE(n) \
-  case n: launch_pdl<gemv_rows_kernel<T, n>>(dim3(blocks), block, 0, st, w, ldw, rows, bias, N, K, ks); break;
+#define GN_GEMV_CASE(n)                                                                                  \
+  case n:                                                                                                \
+    if (swiglu) launch_pdl<gemv_rows_kernel<T, n, true>>(dim3(blocks), block, 0, st, w, ldw, rows, bias, N, K, ks); \
+    else launch_pdl<gemv_rows_kernel<T, n, false>>(dim3(blocks), block, 0, st, w, ldw, rows, bias, N, K, ks);       \
+    break;
     GN_GEMV_CASE(1) GN_GEMV_CASE(2) GN_GEMV_CASE(3) GN_GEMV_CASE(4)
 #undef GN_GEMV_CASE
     default: break;

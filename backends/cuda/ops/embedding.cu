@@ -27,6 +27,8 @@ namespace {
 template <class U>
 __global__ void embedding_fwd_kernel(const U* __restrict__ w, nn::IndexPtr ids, U* __restrict__ out, int64_t n,
                                      int64_t upr, int64_t V, nn::BadIndex bad) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   const int64_t total = n * upr;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t r = i / upr, c = i - r * upr;
@@ -66,11 +68,26 @@ GN_SDK_KERNEL(embedding_kernel) {
   nn::IndexCheck check(ctx);
   const unsigned grid = nn::grid_for(ctx, n * upr);
   switch (u) {
-    case 16: embedding_fwd_kernel<uint4><<<grid, kThreads, 0, stream(ctx)>>>((const uint4*)wp, ip, (uint4*)op_, n, upr, V, check.dev); break;
-    case 8: embedding_fwd_kernel<uint2><<<grid, kThreads, 0, stream(ctx)>>>((const uint2*)wp, ip, (uint2*)op_, n, upr, V, check.dev); break;
-    case 4: embedding_fwd_kernel<uint32_t><<<grid, kThreads, 0, stream(ctx)>>>((const uint32_t*)wp, ip, (uint32_t*)op_, n, upr, V, check.dev); break;
-    case 2: embedding_fwd_kernel<uint16_t><<<grid, kThreads, 0, stream(ctx)>>>((const uint16_t*)wp, ip, (uint16_t*)op_, n, upr, V, check.dev); break;
-    default: embedding_fwd_kernel<uint8_t><<<grid, kThreads, 0, stream(ctx)>>>((const uint8_t*)wp, ip, (uint8_t*)op_, n, upr, V, check.dev); break;
+    case 16:
+      launch_pdl_ptr(embedding_fwd_kernel<uint4>, grid, kThreads, 0, stream(ctx), (const uint4*)wp, ip, (uint4*)op_, n,
+                     upr, V, check.dev);
+      break;
+    case 8:
+      launch_pdl_ptr(embedding_fwd_kernel<uint2>, grid, kThreads, 0, stream(ctx), (const uint2*)wp, ip, (uint2*)op_, n,
+                     upr, V, check.dev);
+      break;
+    case 4:
+      launch_pdl_ptr(embedding_fwd_kernel<uint32_t>, grid, kThreads, 0, stream(ctx), (const uint32_t*)wp, ip,
+                     (uint32_t*)op_, n, upr, V, check.dev);
+      break;
+    case 2:
+      launch_pdl_ptr(embedding_fwd_kernel<uint16_t>, grid, kThreads, 0, stream(ctx), (const uint16_t*)wp, ip,
+                     (uint16_t*)op_, n, upr, V, check.dev);
+      break;
+    default:
+      launch_pdl_ptr(embedding_fwd_kernel<uint8_t>, grid, kThreads, 0, stream(ctx), (const uint8_t*)wp, ip,
+                     (uint8_t*)op_, n, upr, V, check.dev);
+      break;
   }
   GN_CUDA_CHECK_LAUNCH();
   check.finish(op, V);

@@ -308,6 +308,8 @@ GN_SDK_KERNEL(scatter_add_kernel_fn) { scatter_impl(ctx, "scatter_add", true, in
 template <class U>
 __global__ void index_select_kernel(const U* __restrict__ x, IndexPtr idx, U* __restrict__ out, int64_t outer,
                                     int64_t k, int64_t size, int64_t upi, BadIndex bad) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   const int64_t n = outer * k * upi;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t c = i % upi, j = (i / upi) % k, o = i / (upi * k);
@@ -397,8 +399,8 @@ GN_SDK_KERNEL(index_select_kernel_fn) {
   const unsigned grid = nn::grid_for(ctx, outer * k * upi);
   auto go = [&](auto tag) {
     using U = typename decltype(tag)::type;
-    index_select_kernel<U><<<grid, kThreads, 0, stream(ctx)>>>(data_ptr<const U>(x), ip, data_ptr<U>(o), outer, k, size,
-                                                               upi, check.dev);
+    launch_pdl_ptr(index_select_kernel<U>, grid, kThreads, 0, stream(ctx), data_ptr<const U>(x), ip, data_ptr<U>(o),
+                   outer, k, size, upi, check.dev);
   };
   switch (u) {
     case 16: go(Tag<uint4>{}); break;

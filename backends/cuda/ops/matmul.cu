@@ -1,5 +1,6 @@
-// backends/cuda/ops/matmul.cu - matmul (torch.matmul semantics), bmm and linear
-// (x @ W^T + bias) through cuBLASLt.
+// backends/cuda/ops/matmul.cu - matmul (torch.matmul semantics), bmm, linear
+// (x @ W^T + bias) and linear_swiglu (a SwiGLU MLP's gate/up projection and
+// activation) through cuBLASLt.
 //
 // out (batch..., M, N) = a (batch..., M, K) @ b (batch..., K, N); a 1-D a is
 // (1, K) and its M dim is absent from out, a 1-D b is (K, 1); batch dims
@@ -311,7 +312,7 @@ void launch_naive(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, co
 // long as each row of a is contiguous along K and 16-byte aligned.
 template <class T>
 bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const Batch& bt, int64_t nbatch,
-              int64_t M, int64_t N, int64_t K, int64_t ors, int64_t ocs, const T* bias) {
+              int64_t M, int64_t N, int64_t K, int64_t ors, int64_t ocs, const T* bias, bool swiglu = false) {
   static const bool off = [] {  // GENESIS_NO_GEMV=1: cuBLASLt for these too (comparisons)
     const char* e = std::getenv("GENESIS_NO_GEMV");
     return e && e[0] == '1';
@@ -340,7 +341,8 @@ bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const 
       rows.out[bi * M + m] = o + oo + m * ors;
     }
   }
-  launch_gemv_rows<T>(reinterpret_cast<const T*>(b.base), ldw, rows, bias, (int)R, N, K, sm_count(ctx), stream(ctx));
+  launch_gemv_rows<T>(reinterpret_cast<const T*>(b.base), ldw, rows, bias, (int)R, swiglu ? N / 2 : N, K,
+                      sm_count(ctx), stream(ctx), swiglu);
   GN_CUDA_CHECK_LAUNCH();
   return true;
 }
@@ -589,6 +591,61 @@ void linear_typed(const gn_kernel_ctx* ctx, const gn_tensor_view& x, const gn_te
   launch_pdl<bias_rows_kernel<T>>(blocks_for(n), kThreads, 0, stream(ctx), data_ptr<T>(o), bias, n, N);
 }
 
+// t (R, 2I) dense -> y (R, I) = silu(t[:, :I]) * t[:, I:], in acc_t
+template <class T>
+__global__ void swiglu_rows_kernel(const T* __restrict__ t, T* __restrict__ y, int64_t n, int64_t I) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
+  using A = acc_t<T>;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = e / I, i = e - r * I;
+    const A g = convert<A>(t[r * 2 * I + i]), u = convert<A>(t[r * 2 * I + I + i]);
+    y[e] = convert<T>(g / (A(1) + exp(-g)) * u);
+  }
+}
+
+// linear_swiglu(x (*, K), weight (2I, K)) -> (*, I), dense operands: the
+// few-rows path applies the activation in its epilogue (one rounding), else
+// cuBLASLt's (R, 2I) product in workspace, then swiglu_rows_kernel.
+template <class T>
+void linear_swiglu_typed(const gn_kernel_ctx* ctx, const gn_tensor_view& x, const gn_tensor_view& w,
+                         const gn_tensor_view& o) {
+  const int64_t I = w.shape[0] / 2, n = numel(o), R = I ? n / I : 0;
+  if (n == 0) return;
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
+    // x rows as one (R, K) matrix against the (2I, K) weight: the gemv's row list
+    const int64_t K = w.shape[1];
+    Mat a{}, b{};
+    a.base = data_ptr<char>(x); a.rows = R; a.cols = K; a.rs = K; a.cs = 1;
+    b.base = data_ptr<char>(w); b.rows = K; b.cols = 2 * I; b.rs = 1; b.cs = K;
+    Batch bt{};
+    bt.nb = 0;
+    if (try_gemv<T>(ctx, a, b, data_ptr<T>(o), bt, 1, R, 2 * I, K, I, 1, nullptr, true)) return;
+  }
+  T* t = static_cast<T*>(workspace(ctx, (size_t)(R * 2 * I) * sizeof(T)));
+  const int64_t tshape[2] = {R, 2 * I}, tstr[2] = {2 * I, 1}, xshape[2] = {R, w.shape[1]}, xstr[2] = {w.shape[1], 1};
+  gn_tensor_view tv = o, xv = x;
+  tv.data = t; tv.byte_offset = 0; tv.ndim = 2; tv.shape = tshape; tv.strides = tstr;
+  xv.ndim = 2; xv.shape = xshape; xv.strides = xstr;  // dense x as (R, K)
+  matmul_typed<T>("linear_swiglu", ctx, xv, w, tv, false, true);
+  launch_pdl<swiglu_rows_kernel<T>>(blocks_for(n), kThreads, 0, stream(ctx), t, data_ptr<T>(o), n, I);
+}
+
+GN_SDK_KERNEL(linear_swiglu_kernel) {
+  const char* op = "linear_swiglu";
+  need_io(op, n_in, 2, n_out, 1);
+  DeviceGuard guard(ctx);
+  if (in[1].ndim != 2 || in[1].shape[0] % 2 != 0)
+    fail_op(GN_ERR_SHAPE, op, "weight must be 2-D with an even number of rows, got " + shape_str(in[1]));
+  switch (out[0].dtype) {
+    case GN_F32: linear_swiglu_typed<float>(ctx, in[0], in[1], out[0]); break;
+    case GN_F16: linear_swiglu_typed<__half>(ctx, in[0], in[1], out[0]); break;
+    case GN_BF16: linear_swiglu_typed<__nv_bfloat16>(ctx, in[0], in[1], out[0]); break;
+    case GN_F64: linear_swiglu_typed<double>(ctx, in[0], in[1], out[0]); break;
+    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(out[0].dtype) + " is not supported");
+  }
+}
+
 GN_SDK_KERNEL(linear_kernel) {
   const char* op = "linear";
   if (n_in < 2 || n_in > 3 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, op, "expects 2 or 3 inputs and 1 output");
@@ -627,6 +684,7 @@ GN_CUDA_FAMILY(matmul) {
   r.kernel("bmm", dtypes, bmm_kernel);
   const int32_t float_dtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
   r.kernel("linear", float_dtypes, linear_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("linear_swiglu", float_dtypes, linear_swiglu_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cuda

@@ -251,6 +251,8 @@ struct Layout {
 template <class T, class R, int VEC>
 __global__ void __launch_bounds__(256) reduce_kernel(const T* __restrict__ x, typename R::Out* __restrict__ y,
                                                      typename R::State* __restrict__ partial, Layout L, R r) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   using S = typename R::State;
   __shared__ alignas(16) unsigned char smem_raw[256 * sizeof(S)];
   S* smem = reinterpret_cast<S*>(smem_raw);
@@ -348,9 +350,20 @@ __global__ void __launch_bounds__(256) reduce_kernel(const T* __restrict__ x, ty
 template <class R>
 __global__ void reduce_finish_kernel(const typename R::State* __restrict__ partial, typename R::Out* __restrict__ y,
                                      Layout L, R r) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
   for (int64_t o = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; o < L.n_out; o += (int64_t)gridDim.x * blockDim.x) {
+    // loads in batches of 8 (independent, in flight together), combined in split order
     typename R::State s = partial[o];
-    for (int k = 1; k < L.splits; ++k) s = r.combine(s, partial[(int64_t)k * L.n_out + o]);
+    for (int k0 = 1; k0 < L.splits; k0 += 8) {
+      typename R::State v[8];
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+        if (k0 + u < L.splits) v[u] = partial[(int64_t)(k0 + u) * L.n_out + o];
+#pragma unroll
+      for (int u = 0; u < 8; ++u)
+        if (k0 + u < L.splits) s = r.combine(s, v[u]);
+    }
     y[L.y_offset(o)] = r.finalize(s, L.n_in);
   }
 }
@@ -450,13 +463,13 @@ void run_reduce(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& 
   const T* xp = data_ptr<const T>(x);
   Out* yp = data_ptr<Out>(y);
   cudaStream_t st = stream(ctx);
-  if (vec > 1) reduce_kernel<T, R, V><<<grid, block, 0, st>>>(xp, yp, partial, L, r);
-  else reduce_kernel<T, R, 1><<<grid, block, 0, st>>>(xp, yp, partial, L, r);
+  if (vec > 1) launch_pdl_ptr(reduce_kernel<T, R, V>, grid, block, 0, st, xp, yp, partial, L, r);
+  else launch_pdl_ptr(reduce_kernel<T, R, 1>, grid, block, 0, st, xp, yp, partial, L, r);
   GN_CUDA_CHECK_LAUNCH();
   if (L.splits > 1) {
     unsigned b = blocks_for(L.n_out);
     if (b > (unsigned)sms * 8) b = (unsigned)sms * 8;
-    reduce_finish_kernel<R><<<b, kThreads, 0, st>>>(partial, yp, L, r);
+    launch_pdl_ptr(reduce_finish_kernel<R>, b, kThreads, 0, st, partial, yp, L, r);
     GN_CUDA_CHECK_LAUNCH();
   }
 }

@@ -387,6 +387,7 @@ const std::map<std::string, const char*>& no_gradient() {
       {"kv_cache_write_", "inference KV-cache update (in place)"},
       {"add_rms_norm", "inference fast path (training uses add + rms_norm)"},
       {"linear", "inference fast path of nn::functional::linear (training records matmul + add)"},
+      {"linear_swiglu", "inference fast path of a SwiGLU MLP (training records matmul + swiglu)"},
   };
   return m;
 }

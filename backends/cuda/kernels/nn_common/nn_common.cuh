@@ -153,9 +153,13 @@ struct BadIndex {
 struct IndexCheck {
   const gn_kernel_ctx* ctx;
   BadIndex dev{};
+  // Under stream capture nothing reads the flag (finish() returns), so no
+  // memset node goes into the graph.
   explicit IndexCheck(const gn_kernel_ctx* c) : ctx(c) {
     dev.flag = static_cast<unsigned long long*>(workspace(ctx, 16));
-    GN_CUDA_CHECK(cudaMemsetAsync(dev.flag, 0, 16, stream(ctx)));
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    GN_CUDA_CHECK(cudaStreamIsCapturing(stream(ctx), &cs));
+    if (cs == cudaStreamCaptureStatusNone) GN_CUDA_CHECK(cudaMemsetAsync(dev.flag, 0, 16, stream(ctx)));
   }
   // After the kernels: fail when one saw an index outside [0, size).
   void finish(const char* op, int64_t size) const {

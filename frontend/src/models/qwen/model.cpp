@@ -187,9 +187,8 @@ QwenMLP::QwenMLP(const QwenConfig& c, const Options& f)
 
 Tensor QwenMLP::forward(const Tensor& x) {
   if (inference_mode(gate_proj.weight) && still_fused(gate_up_weight_, {&gate_proj.weight, &up_proj.weight})) {
-    const int64_t I = gate_proj.out_features;
-    Tensor gu = F::linear(x, gate_up_weight_);  // (B, T, 2I)
-    return down_proj(F::swiglu(gu.slice(-1, 0, I), gu.slice(-1, I, 2 * I)));
+    // silu(x Wg^T) * (x Wu^T) in one op: the backends apply the activation in the product's epilogue
+    return down_proj(call1(GN_OP_HANDLE("linear_swiglu"), {&x, &gate_up_weight_}));  // (B, T, I)
   }
   return down_proj(F::swiglu(gate_proj(x), up_proj(x)));
 }
