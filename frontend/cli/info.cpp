@@ -109,7 +109,9 @@ size_t print_plugins(const gn_runtime* rt, bool filtered) {
     else
       std::printf("  %s: REJECTED: %s\n", name.c_str(), str(r.error).c_str());
     std::printf("      path:  %s\n", str(r.path).c_str());
-    if (r.abi_major == 0)
+    // Major 0 is also what a plugin claims when it forgets to set it: only a
+    // plugin without a name (its init never ran) has an unknown ABI.
+    if (r.abi_major == 0 && str(r.name).empty())
       std::printf("      ABI:   unknown (rejected before init)\n");
     else if (r.loaded)
       std::printf("      ABI:   %u.%u claimed, %u.%u negotiated\n", r.abi_major, r.abi_minor, r.abi_major,

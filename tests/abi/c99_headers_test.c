@@ -31,6 +31,37 @@ static gn_status* noop_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in, 
   return NULL;
 }
 
+/* gn_view_broadcast_strides against an independent oracle: for every index of
+ * the broadcast shape, the element it addresses must be the one reached by
+ * clamping each aligned index to the input's size-1 dims. */
+static void check_broadcast_strides(void) {
+  const int64_t out_shape[3] = {2, 3, 4};
+  const int64_t in_shape[2] = {3, 1};
+  const int64_t in_strides[2] = {5, 7};
+  const int64_t bad_shape[1] = {2};
+  const int64_t too_long[4] = {1, 2, 3, 4};
+  int64_t bs[4];
+  int64_t i, j, l;
+  gn_tensor_view in;
+  memset(&in, 0, sizeof in);
+  in.ndim = 2;
+  in.shape = in_shape;
+  in.strides = in_strides;
+  CHECK(gn_view_broadcast_strides(&in, 3, out_shape, bs) == 1);
+  for (i = 0; i < out_shape[0]; ++i)
+    for (j = 0; j < out_shape[1]; ++j)
+      for (l = 0; l < out_shape[2]; ++l) {
+        const int64_t ij = in_shape[0] == 1 ? 0 : j, il = in_shape[1] == 1 ? 0 : l;
+        CHECK(i * bs[0] + j * bs[1] + l * bs[2] == ij * in_strides[0] + il * in_strides[1]);
+      }
+  in.ndim = 1;
+  in.shape = bad_shape; /* (2) does not broadcast to (2, 3, 4) */
+  CHECK(gn_view_broadcast_strides(&in, 3, out_shape, bs) == 0);
+  in.ndim = 4;
+  in.shape = too_long;
+  CHECK(gn_view_broadcast_strides(&in, 3, out_shape, bs) == 0);
+}
+
 int main(void) {
   int64_t shape[2] = {2, 3};
   int64_t strides[2] = {3, 1};
@@ -104,6 +135,8 @@ int main(void) {
   CHECK(sizeof(&gn_runtime_create) == sizeof(void (*)(void)));
   CHECK(sizeof(gn_op_call(NULL, NULL, NULL, 0, NULL, 0, NULL, 0)) == sizeof(gn_status*));
   CHECK(sizeof(gn_status_message(NULL)) == sizeof(const char*));
+
+  check_broadcast_strides();
 
   if (g_failures) {
     fprintf(stderr, "c99_headers_test: %d check(s) failed\n", g_failures);

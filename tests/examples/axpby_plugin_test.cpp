@@ -150,6 +150,23 @@ TEST_F(AxpbyPlugin, ComputesWithDefaultAndGivenAttributes) {
   EXPECT_DOUBLE_EQ(got[1], 4.0);
 }
 
+// The README's promise: the plugin needs no backend, the core's own host
+// memory serves "cpu" when it is loaded alone.
+TEST(AxpbyPluginAlone, RunsOnTheCoresHostMemory) {
+  unsetenv("GENESIS_PLUGIN_PATH");
+  unsetenv("GENESIS_PLUGINS");
+  Runtime rt = make_runtime(kPluginDir, GN_RUNTIME_NO_DEFAULT_PATHS, "example_axpby");
+  ASSERT_TRUE(rt);
+  ASSERT_TRUE(axpby_loaded(rt.get()));
+  ASSERT_EQ(gn_runtime_plugin_count(rt.get()), 1u) << "only the example plugin may be loaded";
+  Tensor x = make<float>(rt.get(), {1, 2, 3}, {3}, GN_F32);
+  Tensor y = make<float>(rt.get(), {10, 20, 30}, {3}, GN_F32);
+  Tensor out;
+  Status st = axpby(rt.get(), x.get(), y.get(), {gn_attr_float(2), gn_attr_float(0.5)}, &out);
+  ASSERT_EQ(st, nullptr) << msg(st);
+  EXPECT_EQ(values<float>(out.get()), (std::vector<float>{7, 14, 21}));
+}
+
 TEST_F(AxpbyPlugin, NonContiguousInputsAreMadeDense) {
   gn_runtime* rt = rt_.get();
   Tensor x = make<float>(rt, {1, 2, 3, 4, 5, 6}, {2, 3}, GN_F32);

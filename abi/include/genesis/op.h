@@ -71,7 +71,9 @@ typedef struct gn_infer_result {
   int32_t* in_dtypes;    /* n_in entries preset to each input's dtype; set one
                             to ask the core to cast that input first */
   int32_t kernel_dtype;  /* dtype used to pick the kernel; preset to input 0's
-                            dtype (after casts) or output 0's when no inputs */
+                            dtype as given (output 0's when no inputs).  Left
+                            unchanged, it follows a cast of input 0 asked for
+                            in in_dtypes; set it to pick another dtype. */
 } gn_infer_result;
 
 /* Infer outputs from input metadata and the attributes (all present, defaults

@@ -56,7 +56,10 @@ typedef struct gn_host_api {
   void (*log)(void* host_ctx, int32_t level, const char* msg);
 } gn_host_api;
 
-/* What a plugin tells the host about itself. */
+/* What a plugin tells the host about itself.  The host zero-fills it and
+ * presets struct_size to its own sizeof before calling gn_plugin_init; a
+ * plugin built against a newer minor writes only the fields that end within
+ * struct_size (GN_STRUCT_END). */
 typedef struct gn_plugin_info {
   size_t struct_size;
   uint32_t abi_major;      /* GN_ABI_VERSION_MAJOR the plugin was built with */

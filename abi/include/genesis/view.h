@@ -56,6 +56,27 @@ static inline int gn_view_is_contiguous(const gn_tensor_view* v) {
   return 1;
 }
 
+/* Strides that address v with the index of a rank-`ndim` tensor of `shape`
+ * that v broadcasts to (trailing dims align; size-1 and missing dims get
+ * stride 0).  Kernels receive their inputs with their own shapes, not
+ * broadcast: this maps an output index to an input element.  Returns 1, or 0
+ * (out_strides partly written) when v does not broadcast to shape. */
+static inline int gn_view_broadcast_strides(const gn_tensor_view* v, int32_t ndim, const int64_t* shape,
+                                            int64_t* out_strides) {
+  int32_t d;
+  if (v->ndim > ndim) return 0;
+  for (d = 0; d < ndim; ++d) {
+    const int32_t vd = d - (ndim - v->ndim);
+    if (vd < 0 || v->shape[vd] == 1)
+      out_strides[d] = 0;
+    else if (v->shape[vd] == shape[d])
+      out_strides[d] = v->strides[vd];
+    else
+      return 0;
+  }
+  return 1;
+}
+
 /* Address of the first element. */
 static inline void* gn_view_ptr(const gn_tensor_view* v) {
   return (char*)v->data + v->byte_offset;
