@@ -223,7 +223,9 @@ static std::vector<std::string> split_list(const char* s, char sep) {
 // Every options.backends entry must name a device type and a loaded plugin
 // that provides it: a typo would otherwise silently leave the default backend.
 static void check_backends(gn_runtime* rt) {
-  for (const auto& [type, plugin] : rt->backends) {
+  for (const auto& entry : rt->backends) {
+    const std::string& type = entry.first;  // not a structured binding: captured below
+    const std::string& plugin = entry.second;
     auto dt = std::find_if(rt->device_types.begin(), rt->device_types.end(),
                            [&](const DeviceType& d) { return d.name == type; });
     const std::string head = "gn_runtime_create: backends names plugin '" + plugin + "' for device type '" + type + "'";

@@ -1,6 +1,7 @@
 // idx.cpp - IDX reader/writer (MNIST format), gzip through zlib.
 #include "genesis/data/idx.hpp"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -21,6 +22,10 @@ namespace {
 
 // The whole (decompressed) content; gzread passes plain files through.
 std::string slurp(const std::string& path) {
+  // Opening a FIFO would wait for a writer: only regular files are read.
+  struct stat s {};
+  if (::stat(path.c_str(), &s) == 0 && !S_ISREG(s.st_mode))
+    fail(path, S_ISDIR(s.st_mode) ? "is a directory" : "is not a regular file (a FIFO, device or socket cannot be read)");
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
   std::string out;

@@ -1,7 +1,15 @@
 // data_test.cpp - IDX round trips (plain, gzip, corrupt), the real
 // Fashion-MNIST test set, TensorDataset and DataLoader batching/shuffling.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include <algorithm>
 #include <cstdlib>
@@ -113,6 +121,41 @@ TEST_F(Data, IdxCorruptFiles) {
   ss << in.rdbuf();
   expect(ss.str().substr(0, ss.str().size() / 2), "");
   EXPECT_THROW(read_idx(dir + "/missing"), Error);
+}
+
+// A FIFO (or device) named like a data file is refused at once: opening one
+// for reading used to wait for a writer forever.  A helper thread opens the
+// write side after 5 s so that a regression fails instead of hanging.
+TEST_F(Data, IdxRefusesFilesThatAreNotRegular) {
+  const std::string fifo = dir + "/train-images-idx3-ubyte";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread rescue([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return done; })) {
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) ::close(fd);
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string what;
+  try {
+    read_idx(fifo);
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  rescue.join();
+  EXPECT_NE(what.find("not a regular file"), std::string::npos) << what;
+  EXPECT_NE(what.find(fifo), std::string::npos) << what;
+  EXPECT_LT(s, 4.0) << "the reader waited on the FIFO";
 }
 
 TEST_F(Data, RealFashionMnistTestSet) {

@@ -21,7 +21,9 @@
 #define LIFECYCLE_MODE 0
 #endif
 
+#if LIFECYCLE_MODE != 2
 HOSTDEV_UNARY_F32(life_neg, -x)
+#endif
 
 static char g_log[1024];
 
@@ -41,8 +43,6 @@ static void life_shutdown(void* ctx) {
 
 GN_PLUGIN_EXPORT gn_status* gn_plugin_init(const gn_host_api* host, gn_plugin_info* info) {
   const char* log = host->option_get(host->host_ctx, "lifecycle_log");
-  gn_device_vtable vt;
-  gn_status* st;
   g_host = host;
   g_log[0] = '\0';
   if (log && strlen(log) < sizeof g_log) strcpy(g_log, log);
@@ -52,7 +52,8 @@ GN_PLUGIN_EXPORT gn_status* gn_plugin_init(const gn_host_api* host, gn_plugin_in
   log_event("init-failed");
   return host->status_new(GN_ERR_DEVICE, "lifedev hardware is missing (deliberate)");
 #else
-  vt = hostdev_vtable("lifedev", 10);
+  gn_device_vtable vt = hostdev_vtable("lifedev", 10);
+  gn_status* st;
   if ((st = host->register_device_type(host->host_ctx, &vt)) != NULL) return st;
   if ((st = hostdev_kernel("neg", "lifedev", life_neg)) != NULL) return st;
 #if LIFECYCLE_MODE == 1
