@@ -124,7 +124,7 @@ TEST_F(Data, IdxCorruptFiles) {
 }
 
 // A FIFO (or device) named like a data file is refused at once: opening one
-// for reading used to wait for a writer forever.  A helper thread opens the
+// for reading used to wait for a writer forever.  A second thread opens the
 // write side after 5 s so that a regression fails instead of hanging.
 TEST_F(Data, IdxRefusesFilesThatAreNotRegular) {
   const std::string fifo = dir + "/train-images-idx3-ubyte";
