@@ -6,8 +6,8 @@
 //    rest), K 8 to 4100 (4100: no 16-byte rows), N 1 to 1152, with and
 //    without bias, 1-D and 3-D x, a transposed x (made dense by the core);
 //    matmul's tolerance for K.
-//  * linear_swiglu the same way (weight (2I, K)), I 1 to 4864; bf16/f16 one
-//    more rounding step of tolerance (the products may be rounded first).
+//  * linear_swiglu the same way (weight (2I, K)), I 1 to 4864, three times
+//    matmul's tolerance (the errors of both products meet in silu(g) * u).
 //  * add_rms_norm against the reference, case by case: f32/f16/bf16/f64, last
 //    dims 1, 7, 64, 896 (Qwen2-0.5B's hidden size), 4096 (16-byte vectors)
 //    and 4099 (not a multiple of the vector width), 1 to 3 leading dims, x
@@ -100,8 +100,9 @@ std::vector<Case> linear_swiglu_cases() {
       c.name = "linear_swiglu_" + dname(dt) + "_" + sname(s.x) + lname(s.layout) + "_i" + std::to_string(s.I);
       c.op = "linear_swiglu";
       c.inputs = {{s.x, dt, s.layout, -1, 1}, {{2 * s.I, K}, dt, kContig, -1, 1}};
+      // g's and u's errors add in the product, and silu passes g's through
       const Tol t = matmul_tol(dt, K);
-      c.tol = (dt == GN_F16 || dt == GN_BF16) ? Tol{2 * t.rtol, 2 * t.atol} : t;
+      c.tol = Tol{3 * t.rtol, 3 * t.atol};
       cs.push_back(c);
     }
   return cs;
