@@ -23,8 +23,8 @@
 //    view strided in D, pos mixed per batch row with out-of-range rows
 //    (negative, past S, 2^62: skipped), prefill (T > 1, T > S) and decode
 //    (T = 1); the write happens in the cache's own storage.
-//  * bad input on both runtimes: the same gn_code and a message naming the
-//    values.
+//  * bad input for every op of the file on both runtimes: the same gn_code
+//    and a message naming the values.
 //  * (cuda) a captured graph replayed with new positions writes the new rows.
 #include <cstring>
 
@@ -432,6 +432,15 @@ std::vector<Bad> bad_inputs() {
       {"0-d x", "add_rms_norm", {{{}, f}, {{}, f}, {{1}, f}}, GN_ERR_SHAPE, {"x", "at least 1 dim"}},
       {"eps", "add_rms_norm", {{{3, 8}, f}, {{3, 8}, f}, {{8}, f}}, GN_ERR_INVALID_ARGUMENT, {"eps", "-1"},
        false, {gn_attr_float(-1.0)}},
+      {"weight 1-D", "linear", {{{3, 8}, f}, {{8}, f}}, GN_ERR_SHAPE, {"weight", "2-D", "(8)"}},
+      {"K differs", "linear", {{{3, 8}, f}, {{4, 7}, f}}, GN_ERR_SHAPE, {"(4, 7)", "(3, 8)"}},
+      {"weight dtype", "linear", {{{3, 8}, f}, {{4, 8}, GN_BF16}}, GN_ERR_DTYPE, {"weight", "bfloat16", "float32"}},
+      {"bias length", "linear", {{{3, 8}, f}, {{4, 8}, f}, {{3}, f}}, GN_ERR_SHAPE, {"bias", "(3)", "(4)"}},
+      {"bias dtype", "linear", {{{3, 8}, f}, {{4, 8}, f}, {{4}, GN_F64}}, GN_ERR_DTYPE, {"bias", "float64", "float32"}},
+      {"int x", "linear", {{{3, 8}, GN_I32}, {{4, 8}, GN_I32}}, GN_ERR_DTYPE, {"x", "int32"}},
+      {"odd rows", "linear_swiglu", {{{3, 8}, f}, {{3, 8}, f}}, GN_ERR_SHAPE, {"weight", "even", "(3, 8)"}},
+      {"K differs", "linear_swiglu", {{{3, 8}, f}, {{4, 7}, f}}, GN_ERR_SHAPE, {"(4, 7)", "(3, 8)"}},
+      {"weight dtype", "linear_swiglu", {{{3, 8}, f}, {{4, 8}, GN_F16}}, GN_ERR_DTYPE, {"weight", "float16", "float32"}},
   };
 }
 
@@ -452,7 +461,8 @@ TEST(LlmBadInput, SameCodeAndAClearMessageOnBothBackends) {
         raw.push_back(ins.back().t);
       }
       const std::string tag = rt_name(r) + ": " + bad.what;
-      gt::Err e = call(*r, bad.op, raw, bad.attrs, std::string(bad.op) == "add_rms_norm" ? 2 : 0);
+      const std::string op = bad.op;
+      gt::Err e = call(*r, bad.op, raw, bad.attrs, op == "add_rms_norm" ? 2 : op == "kv_cache_write_" ? 0 : 1);
       EXPECT_EQ(e.code, bad.code) << tag << ": " << e.msg;
       EXPECT_EQ(e.msg.rfind(std::string("[") + bad.op + "]", 0), 0u) << tag << ": " << e.msg;
       for (const std::string& w : bad.words) EXPECT_NE(e.msg.find(w), std::string::npos) << tag << ": " << e.msg;
