@@ -10,8 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 BUILD=${GENESIS_BUILD_DIR:-build}
-# The runtime, without the op table (awk reads to the end: no SIGPIPE under pipefail).
-"$BUILD/bin/genesis" info --quiet | awk '/^Ops/ { stop = 1 } !stop'
+# The runtime, without the op table.
+"$BUILD/bin/genesis" info --quiet --no-ops
 # Defaults the caller's arguments may replace: the model and where the checkpoint goes.
 model=(--model mlp)
 checkpoint=(--checkpoint "$BUILD/fashion_mnist_mlp.ckpt.safetensors")

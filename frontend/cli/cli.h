@@ -54,7 +54,7 @@ std::vector<SearchDir> plugin_search_dirs(const GlobalOptions& opts);
 std::string library_path();
 
 // `genesis info`: versions, plugins, device types, ops.
-int run_info(const GlobalOptions& opts);
+int run_info(const GlobalOptions& opts, bool with_ops = true);
 
 // Options of `genesis tokenize` (exactly one of text, file, decode).
 struct TokenizeOptions {

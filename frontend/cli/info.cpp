@@ -234,7 +234,7 @@ void print_ops(gn_runtime* rt) {
 
 }  // namespace
 
-int run_info(const GlobalOptions& opts) {
+int run_info(const GlobalOptions& opts, bool with_ops) {
   print_versions();
   print_search_path(opts);
   std::fflush(stdout);  // keep our text ahead of the loader's stderr notes
@@ -242,7 +242,7 @@ int run_info(const GlobalOptions& opts) {
   if (!create_runtime(opts, rt)) return 1;
   print_plugins(rt.get(), opts.has_plugins || std::getenv("GENESIS_PLUGINS"));
   print_device_types(rt.get());
-  print_ops(rt.get());
+  if (with_ops) print_ops(rt.get());
   return 0;
 }
 

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
               "device types and every op with the backends and dtypes implementing it");
   // Let the global options also follow the subcommand: `genesis info --quiet`.
   info->fallthrough();
+  bool no_ops = false;
+  info->add_flag("--no-ops", no_ops, "leave out the op table (versions, plugins and devices only)");
 
   genesis::cli::LlmCommands llm(app);
   genesis::cli::TokenizeOptions tokenize_opts;
@@ -36,7 +38,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   opts.has_plugins = plugins->count() > 0;
 
-  if (*info) return genesis::cli::run_info(opts);
+  if (*info) return genesis::cli::run_info(opts, !no_ops);
   if (*tokenize) return genesis::cli::run_tokenize(tokenize_opts);
   if (int rc = llm.run(opts); rc >= 0) return rc;
   return 1;  // unreachable: require_subcommand(1)
