@@ -1,4 +1,4 @@
-// quickstart.cpp - the quick start of the docs (the seeds' Python code), in C++.
+// quickstart.cpp - the Python quick start of the docs, in C++.
 // Each block quotes the Python it mirrors; the C++ reads almost the same.
 //
 //   build/bin/quickstart            (runs on CUDA when available, else the CPU)

@@ -7,7 +7,7 @@ namespace {
 using namespace nn_test;
 namespace nn = genesis::nn;
 
-// The seeds' quick-start network, in C++.
+// The quick-start network of the Python docs, in C++.
 struct SimpleNet : nn::Module {
   nn::Linear fc1{4, 10};
   nn::ReLU relu;
