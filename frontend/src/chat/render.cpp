@@ -187,7 +187,8 @@ class Renderer {
     Scope* saved_scope = scope_;
     scope_ = &s;
     for (size_t k = 0; k < m.params.size(); ++k) {
-      const auto& [param, dflt] = m.params[k];
+      const std::string& param = m.params[k].first;
+      const auto& dflt = m.params[k].second;
       auto kw = std::find_if(kwargs.begin(), kwargs.end(), [&](const auto& p) { return p.first == param; });
       if (k < args.size()) {
         if (kw != kwargs.end()) fail("macro '" + name + "' got multiple values for argument '" + param + "'", line);
@@ -200,9 +201,11 @@ class Renderer {
         s.vars[param] = Value::undefined("parameter '" + param + "' was not provided");
       }
     }
-    for (const auto& [key, v] : kwargs)
+    for (const auto& kwarg : kwargs) {
+      const std::string& key = kwarg.first;
       if (std::none_of(m.params.begin(), m.params.end(), [&](const auto& p) { return p.first == key; }))
         fail("macro '" + name + "' takes no keyword argument '" + key + "'", line);
+    }
     std::string text;
     std::string* saved_out = out_;
     out_ = &text;
