@@ -64,21 +64,37 @@ GN_DEFINE_INFER(add_rms_norm) {
   a.set_kernel(x.dtype);
 }
 
-// linear(x (*, K), weight (N, K), [bias (N)]) -> (*, N), all of one float
-// dtype: PyTorch's F.linear refuses mixed dtypes too, and a cast here would
-// hide a copy of the weight on every call.
-GN_DEFINE_INFER(linear) {
-  a.need_inputs(2, 3);
-  const gn_tensor_meta& x = a.at(0);
-  const gn_tensor_meta& w = a.at(1);
+namespace {
+// The checks linear and linear_swiglu share: x (*, K) floating, weight (rows, K)
+// 2-D of x's dtype.  PyTorch's F.linear refuses mixed dtypes too, and a cast
+// here would hide a copy of the weight on every call.
+void check_projection(const gn_tensor_meta& x, const gn_tensor_meta& w) {
   need_float(x, "x");
   if (x.ndim < 1) fail(GN_ERR_SHAPE, "x must have at least 1 dim, got shape " + shape_str(x));
-  if (w.ndim != 2) fail(GN_ERR_SHAPE, "weight must be 2-D (N, K), got shape " + shape_str(w));
+  if (w.ndim != 2) fail(GN_ERR_SHAPE, "weight must be 2-D, got shape " + shape_str(w));
   if (w.shape[1] != x.shape[x.ndim - 1])
     fail(GN_ERR_SHAPE, "weight shape " + shape_str(w) + " does not match x shape " + shape_str(x) +
                            " (weight's dim 1 must equal x's last dim)");
   if (w.dtype != x.dtype)
     fail(GN_ERR_DTYPE, std::string("weight dtype ") + dtype_str(w.dtype) + " must equal x dtype " + dtype_str(x.dtype));
+}
+
+// out (*, n) of x's dtype for x (*, K).
+void set_projection_out(const Args& a, const gn_tensor_meta& x, int64_t n) {
+  Dims d = dims_of(x, 0, x.ndim - 1);
+  d.push(n);
+  a.set_n_out(1);
+  a.set_out(0, make_meta(x.dtype, d));
+  a.set_kernel(x.dtype);
+}
+}  // namespace
+
+// linear(x (*, K), weight (N, K), [bias (N)]) -> (*, N), all of one float dtype.
+GN_DEFINE_INFER(linear) {
+  a.need_inputs(2, 3);
+  const gn_tensor_meta& x = a.at(0);
+  const gn_tensor_meta& w = a.at(1);
+  check_projection(x, w);
   if (a.n_in == 3) {
     const gn_tensor_meta& b = a.at(2);
     if (!same_shape(b, dims_of({w.shape[0]})))
@@ -86,11 +102,7 @@ GN_DEFINE_INFER(linear) {
     if (b.dtype != x.dtype)
       fail(GN_ERR_DTYPE, std::string("bias dtype ") + dtype_str(b.dtype) + " must equal x dtype " + dtype_str(x.dtype));
   }
-  Dims d = dims_of(x, 0, x.ndim - 1);
-  d.push(w.shape[0]);
-  a.set_n_out(1);
-  a.set_out(0, make_meta(x.dtype, d));
-  a.set_kernel(x.dtype);
+  set_projection_out(a, x, w.shape[0]);
 }
 
 // linear_swiglu(x (*, K), weight (2I, K)) -> (*, I), one float dtype.
@@ -98,20 +110,10 @@ GN_DEFINE_INFER(linear_swiglu) {
   a.need_inputs(2, 2);
   const gn_tensor_meta& x = a.at(0);
   const gn_tensor_meta& w = a.at(1);
-  need_float(x, "x");
-  if (x.ndim < 1) fail(GN_ERR_SHAPE, "x must have at least 1 dim, got shape " + shape_str(x));
-  if (w.ndim != 2 || w.shape[0] % 2 != 0)
-    fail(GN_ERR_SHAPE, "weight must be 2-D (2I, K) with an even number of rows, got shape " + shape_str(w));
-  if (w.shape[1] != x.shape[x.ndim - 1])
-    fail(GN_ERR_SHAPE, "weight shape " + shape_str(w) + " does not match x shape " + shape_str(x) +
-                           " (weight's dim 1 must equal x's last dim)");
-  if (w.dtype != x.dtype)
-    fail(GN_ERR_DTYPE, std::string("weight dtype ") + dtype_str(w.dtype) + " must equal x dtype " + dtype_str(x.dtype));
-  Dims d = dims_of(x, 0, x.ndim - 1);
-  d.push(w.shape[0] / 2);
-  a.set_n_out(1);
-  a.set_out(0, make_meta(x.dtype, d));
-  a.set_kernel(x.dtype);
+  check_projection(x, w);
+  if (w.shape[0] % 2 != 0)
+    fail(GN_ERR_SHAPE, "weight must have an even number of rows (gate then up), got shape " + shape_str(w));
+  set_projection_out(a, x, w.shape[0] / 2);
 }
 
 }  // namespace genesis::core
