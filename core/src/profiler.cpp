@@ -1,4 +1,5 @@
-// core/src/profiler.cpp - op-call recording, Chrome-trace export, summary.
+// core/src/profiler.cpp - op-call recording, Chrome-trace export (written atomically by
+// support/atomic_file.h, as the frontend writes its files), summary.
 #include "profiler.h"
 
 #include <algorithm>
@@ -7,8 +8,8 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
+#include "atomic_file.h"
 #include "runtime.h"
 
 namespace genesis::core {
@@ -79,21 +80,6 @@ std::string Profiler::summary() const {
   return out;
 }
 
-// Write `data` to `path` atomically: temp file in the same dir, fsync, rename.
-void write_file_atomic(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) fail(GN_ERR_IO, "cannot open '" + tmp + "' for writing");
-  bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
-  ok = (std::fflush(f) == 0) && ok;
-  ok = (::fsync(::fileno(f)) == 0) && ok;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail(GN_ERR_IO, "cannot write '" + path + "'");
-  }
-}
-
 }  // namespace genesis::core
 
 using namespace genesis::core;
@@ -101,6 +87,11 @@ using namespace genesis::core;
 extern "C" gn_status* gn_profiler_export_chrome_trace(gn_runtime* rt, const char* path) {
   return guarded([&] {
     require_non_null("gn_profiler_export_chrome_trace", {{"rt", rt}, {"path", path}});
-    write_file_atomic(path, rt->profiler.chrome_trace_json());
+    const std::string json = rt->profiler.chrome_trace_json();
+    try {
+      genesis::support::write_file_atomic(path, json);
+    } catch (const genesis::support::FileError& e) {
+      fail(GN_ERR_IO, std::string("gn_profiler_export_chrome_trace: cannot write '") + path + "': " + e.what());
+    }
   });
 }

@@ -14,8 +14,11 @@
 //
 // Writes are atomic: a temp file in the target's directory is written, fsynced
 // and renamed over the target, so the target is either the old or the new
-// file.  Reads validate the whole header before creating any tensor; every
-// problem raises genesis::Error (GN_ERR_IO) naming the file.
+// file.  Every file written here stores a CRC-32 of each tensor's bytes in its
+// metadata ("genesis.crc32"); reads verify it when present (files without it,
+// such as Hugging Face's, load as before), and validate the whole header before
+// creating any tensor.  Every problem raises genesis::Error (GN_ERR_IO) naming
+// the file (and, for a checksum mismatch, the tensor and its bytes).
 #pragma once
 
 #include <cstdint>
@@ -50,9 +53,9 @@ std::string safetensors_serialize(const TensorMap& tensors, const StringMap& met
 SafetensorsFile safetensors_deserialize(const std::string& bytes, const Device& device = Device(),
                                         const std::string& name = "<memory>");
 
-/** Writes tensors and metadata to path as safetensors, atomically. */
+/** Writes tensors and metadata to path as safetensors, atomically, with per-tensor checksums. */
 void save_safetensors(const std::string& path, const TensorMap& tensors, const StringMap& metadata = {});
-/** Reads a safetensors file onto device (validated; clear errors; nothing partial). */
+/** Reads a safetensors file onto device (validated, checksums verified when stored; clear errors; nothing partial). */
 SafetensorsFile load_safetensors(const std::string& path, const Device& device = Device());
 /** Only the "__metadata__" of a file (reads the header, not the data). */
 StringMap load_safetensors_metadata(const std::string& path);

@@ -6,21 +6,30 @@
 // data start) plus an optional "__metadata__" of string -> string.  Like HF's
 // reader we require the tensors to tile the data exactly (no overlap, no gap,
 // no trailing bytes).
-#include <dirent.h>
+//
+// Integrity: every file written here carries "genesis.crc32" in __metadata__, the CRC-32 (zlib)
+// of each tensor's bytes in data order, as 8 hex digits separated by spaces.  The header is
+// written first with a placeholder of the same width, filled in once the data is out, so each
+// tensor is read from its device once.  Loading verifies it when present and names the tensor
+// whose bytes changed; files without it (older files, Hugging Face's) load as before.  The entry
+// belongs to the format: it is never returned as metadata, and a caller's entry of that name is
+// replaced.
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 
+#include "atomic_file.h"
 #include "genesis/io.hpp"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -41,6 +50,8 @@ constexpr uint64_t kMaxHeader = 100ull << 20;  // HF's limit: 100 MB of header
 // thousand tensors; the bound keeps a hostile header from costing seconds
 // and gigabytes before anything is checked.
 constexpr size_t kMaxEntries = size_t(1) << 20;
+// The checksum entry of __metadata__ (see the top of the file).
+constexpr const char* kCrcKey = "genesis.crc32";
 
 [[noreturn]] void fail(const std::string& file, const std::string& problem) {
   throw Error(GN_ERR_IO, "[safetensors] " + file + ": " + problem);
@@ -71,21 +82,37 @@ struct Layout {
   std::vector<std::pair<const std::string*, const Tensor*>> order;
   std::vector<uint64_t> bytes;
   uint64_t data_bytes = 0;
+  size_t crc_pos = 0;  // where in the header the checksum placeholder starts (bytes)
 };
+
+uint32_t crc32_of(const void* p, size_t n) {
+  return static_cast<uint32_t>(::crc32_z(::crc32_z(0, nullptr, 0), static_cast<const Bytef*>(p), n));
+}
+
+std::string hex8(uint32_t v) {
+  char b[9];
+  std::snprintf(b, sizeof b, "%08x", v);
+  return b;
+}
 
 Layout layout(const TensorMap& tensors, const StringMap& metadata, const std::string& file) {
   Layout L;
-  if (tensors.size() + !metadata.empty() > kMaxEntries)
+  if (tensors.size() + 1 > kMaxEntries)
     fail(file, std::to_string(tensors.size()) + " tensors are more than a header may hold (" +
                    std::to_string(kMaxEntries) + " entries)");
   // The header text is joined entry by entry, in linear time (see `json`).
   try {
-    L.header = "{";
-    if (!metadata.empty()) {
-      json m = json::object();
-      for (const auto& [k, v] : metadata) m[k] = v;
-      L.header += "\"__metadata__\":" + m.dump();
-    }
+    // The checksums lead __metadata__ as a placeholder of their final width (9 bytes a tensor
+    // but the last), filled in by emit's caller.
+    json m = json::object();
+    for (const auto& [k, v] : metadata)
+      if (k != kCrcKey) m[k] = v;
+    const std::string rest = m.dump();  // "{...}"
+    L.header = std::string("{\"__metadata__\":{\"") + kCrcKey + "\":\"";
+    L.crc_pos = L.header.size();
+    L.header += std::string(tensors.empty() ? 0 : 9 * tensors.size() - 1, '0') + "\"";
+    if (rest.size() > 2) L.header += ',';
+    L.header.append(rest, 1, std::string::npos);  // the caller's entries and the closing brace
     for (const auto& [name, t] : tensors) {
       if (name == "__metadata__") fail(file, "a tensor cannot be named '__metadata__'");
       if (!t.defined()) fail(file, "tensor '" + name + "' is undefined");
@@ -94,7 +121,7 @@ Layout layout(const TensorMap& tensors, const StringMap& metadata, const std::st
       e["dtype"] = safetensors_dtype(t.dtype());
       e["shape"] = t.shape();
       e["data_offsets"] = {L.data_bytes, L.data_bytes + n};
-      if (L.header.size() > 1) L.header += ',';
+      L.header += ',';
       L.header += json(name).dump() + ':' + e.dump();
       L.order.emplace_back(&name, &t);
       L.bytes.push_back(n);
@@ -108,25 +135,31 @@ Layout layout(const TensorMap& tensors, const StringMap& metadata, const std::st
   return L;
 }
 
-// Streams the file image into sink (one tensor's host copy at a time).
-void emit(const Layout& L, const Sink& sink, const std::string& file) {
+// Streams the file image into sink (one tensor's host copy at a time); returns the checksum
+// text that replaces the header's placeholder.
+std::string emit(const Layout& L, const Sink& sink, const std::string& file) {
   uint64_t n = L.header.size();
   unsigned char len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
   sink(len, 8);
   sink(L.header.data(), L.header.size());
   std::vector<char> buf;
+  std::string crcs;
   for (size_t i = 0; i < L.order.size(); ++i) {
-    if (!L.bytes[i]) continue;
+    if (i) crcs += ' ';
     buf.resize(L.bytes[i]);
-    gn_status* st = gn_tensor_to_host(L.order[i].second->handle(), buf.data(), buf.size());
-    if (st) {
-      std::string msg = gn_status_message(st);
-      gn_status_free(st);
-      fail(file, "cannot read tensor '" + *L.order[i].first + "': " + msg);
+    if (L.bytes[i]) {
+      gn_status* st = gn_tensor_to_host(L.order[i].second->handle(), buf.data(), buf.size());
+      if (st) {
+        std::string msg = gn_status_message(st);
+        gn_status_free(st);
+        fail(file, "cannot read tensor '" + *L.order[i].first + "': " + msg);
+      }
+      sink(buf.data(), buf.size());
     }
-    sink(buf.data(), buf.size());
+    crcs += hex8(crc32_of(buf.data(), buf.size()));
   }
+  return crcs;
 }
 
 // Closes fd on scope exit.
@@ -137,81 +170,16 @@ struct Fd {
   }
 };
 
-// Removes ".<base>.tmp.XXXXXX" files of earlier writes of the same file that
-// were killed before their rename.  A writer holds an exclusive flock on its
-// temporary file until the rename, and the kernel drops it when the writer
-// dies, so a file whose lock can be taken is stale.  (Two processes writing
-// the same path at once were never safe: the last rename wins.)
-void remove_stale_temps(const std::string& dir, const std::string& base) {
-  const std::string prefix = "." + base + ".tmp.";
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  while (dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string p = dir + "/" + name;
-    Fd t;
-    t.fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    struct stat s {};
-    if (t.fd < 0 || ::fstat(t.fd, &s) != 0 || !S_ISREG(s.st_mode)) continue;
-    if (::flock(t.fd, LOCK_EX | LOCK_NB) == 0) ::unlink(p.c_str());
-  }
-  ::closedir(d);
-}
-
-void atomic_write_impl(const std::string& path, const std::function<void(const Sink&)>& body) {
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (base.empty()) fail(path, "the path names a directory, not a file");
-  remove_stale_temps(dir, base);
-  std::string tmp = dir + "/." + base + ".tmp.XXXXXX";
-  Fd f;
-  f.fd = ::mkstemp(tmp.data());
-  if (f.fd < 0) fail(path, std::string("cannot create a temporary file in ") + dir + ": " + std::strerror(errno));
-  // The lock marks the file as live (remove_stale_temps) until after the
-  // rename; a second descriptor keeps it while f is closed before the rename.
-  Fd lock;
-  lock.fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
-  if (lock.fd >= 0) ::flock(lock.fd, LOCK_EX);
+// Writes path atomically (support/atomic_file.h): body gets the writer and may throw.
+template <class F>
+void write_atomically(const std::string& path, F body) {
   try {
-    ::fchmod(f.fd, 0644);
-    std::vector<char> buf;
-    buf.reserve(1 << 20);
-    auto flush = [&] {
-      size_t done = 0;
-      while (done < buf.size()) {
-        ssize_t w = ::write(f.fd, buf.data() + done, buf.size() - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) fail(path, std::string("write failed: ") + std::strerror(errno));
-        done += static_cast<size_t>(w);
-      }
-      buf.clear();
-    };
-    Sink sink = [&](const void* p, size_t n) {
-      const char* c = static_cast<const char*>(p);
-      if (buf.size() + n > buf.capacity()) flush();
-      if (n >= buf.capacity()) {
-        buf.assign(c, c + n);
-        flush();
-      } else {
-        buf.insert(buf.end(), c, c + n);
-      }
-    };
-    body(sink);
-    flush();
-    if (::fsync(f.fd) != 0) fail(path, std::string("fsync failed: ") + std::strerror(errno));
-    const int fd = f.fd;
-    f.fd = -1;
-    if (::close(fd) != 0) fail(path, std::string("close failed: ") + std::strerror(errno));
-    if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, std::string("rename failed: ") + std::strerror(errno));
-  } catch (...) {
-    ::unlink(tmp.c_str());
-    throw;
+    support::AtomicFileWriter w(path);
+    body(w);
+    w.commit();
+  } catch (const support::FileError& e) {
+    fail(path, e.what());
   }
-  Fd d;  // make the rename durable
-  d.fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (d.fd >= 0) ::fsync(d.fd);
 }
 
 // One validated header entry.
@@ -359,10 +327,43 @@ std::vector<Entry> parse_header(const unsigned char* data, size_t size, const st
   return out;
 }
 
+// Checks the "genesis.crc32" entry, when there is one, against the data, and takes it out of the
+// metadata.  data: the data region (after the header).
+void verify_checksums(const unsigned char* data, const std::vector<Entry>& entries, StringMap* metadata,
+                      const std::string& file) {
+  auto it = metadata->find(kCrcKey);
+  if (it == metadata->end()) return;
+  const std::string text = it->second;
+  metadata->erase(it);
+  std::vector<const Entry*> order;  // data order, as written
+  for (const Entry& e : entries) order.push_back(&e);
+  std::sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  const size_t want = order.empty() ? 0 : 9 * order.size() - 1;
+  if (text.size() != want)
+    fail(file, std::string("the '") + kCrcKey + "' metadata has " + std::to_string(text.size()) + " characters, but " +
+                   std::to_string(order.size()) + " tensors need " + std::to_string(want) +
+                   " (8 hex digits each, separated by spaces): corrupt file");
+  for (size_t i = 0; i < order.size(); ++i) {
+    const std::string stored = text.substr(9 * i, 8);
+    if ((i && text[9 * i - 1] != ' ') || stored.find_first_not_of("0123456789abcdef") != std::string::npos)
+      fail(file, std::string("the '") + kCrcKey + "' metadata is not 8 lower-case hex digits per tensor separated by spaces (entry " +
+                     std::to_string(i) + ": '" + stored + "'): corrupt file");
+    const Entry& e = *order[i];
+    const std::string computed = hex8(crc32_of(data + e.begin, e.end - e.begin));
+    if (computed != stored)
+      fail(file, "the data of tensor '" + e.name + "' (bytes " + std::to_string(e.begin) + ".." + std::to_string(e.end) +
+                     " of the data region) does not match its checksum (CRC-32 " + computed + ", stored " + stored +
+                     "): the file is corrupt");
+  }
+}
+
 SafetensorsFile parse(const unsigned char* data, size_t size, const Device& device, const std::string& file) {
   SafetensorsFile r;
   size_t start = 0;
   const std::vector<Entry> entries = parse_header(data, size, file, &r.metadata, &start);
+  verify_checksums(data + start, entries, &r.metadata, file);
   // Everything is validated: only now are tensors created.
   for (const Entry& e : entries) {
     gn_tensor* h = nullptr;
@@ -425,7 +426,8 @@ std::string safetensors_serialize(const TensorMap& tensors, const StringMap& met
   const Layout L = layout(tensors, metadata, "<memory>");
   std::string out;
   out.reserve(8 + L.header.size() + L.data_bytes);
-  emit(L, [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }, "<memory>");
+  const std::string crcs = emit(L, [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }, "<memory>");
+  out.replace(8 + L.crc_pos, crcs.size(), crcs);
   return out;
 }
 
@@ -435,7 +437,10 @@ SafetensorsFile safetensors_deserialize(const std::string& bytes, const Device& 
 
 void save_safetensors(const std::string& path, const TensorMap& tensors, const StringMap& metadata) {
   const Layout L = layout(tensors, metadata, path);  // validates before the temp file exists
-  atomic_write_impl(path, [&](const Sink& sink) { emit(L, sink, path); });
+  write_atomically(path, [&](support::AtomicFileWriter& w) {
+    const std::string crcs = emit(L, [&](const void* p, size_t n) { w.write(p, n); }, path);
+    w.overwrite(8 + L.crc_pos, crcs.data(), crcs.size());
+  });
 }
 
 SafetensorsFile load_safetensors(const std::string& path, const Device& device) {
@@ -450,6 +455,7 @@ StringMap load_safetensors_metadata(const std::string& path) {
   StringMap meta;
   size_t start = 0;
   parse_header(m.p, m.size, path, &meta, &start);
+  meta.erase(kCrcKey);  // checked when the data is read (load_safetensors)
   return meta;
 }
 
@@ -460,7 +466,7 @@ void save(const TensorMap& state_dict, const std::string& path) {
 TensorMap load(const std::string& path, const Device& device) { return load_safetensors(path, device).tensors; }
 
 void atomic_write_file(const std::string& path, const std::string& bytes) {
-  atomic_write_impl(path, [&](const Sink& sink) { sink(bytes.data(), bytes.size()); });
+  write_atomically(path, [&](support::AtomicFileWriter& w) { w.write(bytes.data(), bytes.size()); });
 }
 
 }  // namespace genesis

@@ -122,6 +122,29 @@ TEST_F(CheckpointTest, MismatchedFilesGiveClearErrors) {
   expect_error([&] { save_checkpoint(dir + "/clash.safetensors", clash); }, {"clashes"});
 }
 
+TEST_F(CheckpointTest, AFlippedDataBitFailsTheLoadNamingTheTensor) {
+  const std::string path = dir + "/flip.safetensors";
+  save_checkpoint(path, sample());
+  std::string bytes = iotest::read_file(path);
+  // The file offset of "model.fc1.weight"'s data, read from the header by hand: the length
+  // prefix, then the entry's data_offsets (relative to the end of the header).
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  const std::string header = bytes.substr(8, n);
+  const size_t at = header.find("\"model.fc1.weight\"");
+  ASSERT_NE(at, std::string::npos);
+  const size_t offsets = header.find("\"data_offsets\":[", at) + 16;
+  const uint64_t begin = std::stoull(header.substr(offsets));
+  const uint64_t end = std::stoull(header.substr(header.find(',', offsets) + 1));
+  ASSERT_EQ(end - begin, 4u * 3 * 4);  // (4, 3) float32
+  bytes[8 + n + begin + 13] = static_cast<char>(bytes[8 + n + begin + 13] ^ 0x01);
+  iotest::write_file(path, bytes);
+  expect_error([&] { load_checkpoint(path); },
+               {path, "tensor 'model.fc1.weight'",
+                "(bytes " + std::to_string(begin) + ".." + std::to_string(end) + " of the data region)",
+                "does not match its checksum"});
+}
+
 TEST_F(CheckpointTest, AtomicOverwrite) {
   const std::string path = dir + "/a.safetensors";
   save_checkpoint(path, sample());

@@ -159,7 +159,7 @@ TEST_F(Safetensors, PythonReadsOurFile) {
                           {"b", arange(6).reshape({2, 3})}}, {{"k", "v"}});
   const std::string script = dir + "/check.py";
   iotest::write_file(script, R"PY(
-import json, struct, sys
+import json, struct, sys, zlib
 p = sys.argv[1]
 try:
     from safetensors.numpy import load_file
@@ -173,8 +173,12 @@ except ImportError:
 b = open(p, "rb").read()
 n = struct.unpack("<Q", b[:8])[0]
 h = json.loads(b[8:8 + n])
+crcs = h["__metadata__"].pop("genesis.crc32").split(" ")
 assert n % 8 == 0 and h["__metadata__"] == {"k": "v"}, h
 d = b[8 + n:]
+# One zlib CRC-32 per tensor, in data order.
+spans = sorted(e["data_offsets"] for k, e in h.items() if k != "__metadata__")
+assert crcs == ["%08x" % zlib.crc32(d[s:e]) for s, e in spans], crcs
 a = h["a"]; s, e = a["data_offsets"]
 bits = struct.unpack("<3H", d[s:e])
 vals = [struct.unpack("<f", struct.pack("<I", x << 16))[0] for x in bits]
@@ -273,13 +277,17 @@ TEST_F(Safetensors, PythonReadsEveryDtype) {
   iotest::write_file(dir + "/want.json", want.dump());
   const std::string script = dir + "/every.py";
   iotest::write_file(script, R"PY(
-import json, struct, sys
+import json, struct, sys, zlib
 b = open(sys.argv[1], "rb").read()
 want = json.load(open(sys.argv[2]))
 n = struct.unpack("<Q", b[:8])[0]
 h = json.loads(b[8:8 + n])
 data = b[8 + n:]
-assert n % 8 == 0 and h.pop("__metadata__") == {"format": "pt", "k": "v"}
+meta = h.pop("__metadata__")
+crcs = meta.pop("genesis.crc32").split(" ")
+assert n % 8 == 0 and meta == {"format": "pt", "k": "v"}
+spans = sorted(e["data_offsets"] for e in h.values())
+assert crcs == ["%08x" % zlib.crc32(data[s:t]) for s, t in spans], crcs
 fmt = {"F32": "f", "F16": "e", "F64": "d", "I8": "b", "U8": "B", "I32": "i", "I64": "q", "BOOL": "?"}
 ends = []
 for k, e in h.items():
@@ -332,4 +340,60 @@ print(json.dumps({"shape": e["shape"], "sum": sum(v), "head": v[:5]}))
   for (double x : v) sum += x;
   EXPECT_NEAR(py["sum"].get<double>(), sum, 1e-9 * (1 + std::fabs(sum)));
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(py["head"][i].get<double>(), v[i]) << i;
+}
+
+// ---------------------------------------------------------------- checksums
+
+TEST_F(Safetensors, AFlippedDataBitFailsTheLoadNamingFileAndTensor) {
+  const TensorMap sd = {{"a.weight", tensor(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3})},
+                        {"b.bias", arange(7)},
+                        {"c", tensor(std::vector<double>{0.5, -1, 2, 8}, {4}).to(DType::bf16)}};
+  const std::string path = dir + "/flip.safetensors";
+  for (const auto& [name, t] : sd) {
+    save(sd, path);
+    ASSERT_EQ(load(path).size(), 3u);  // intact, it loads
+    const Raw r = raw_read(path);
+    const uint64_t begin = r.header[name]["data_offsets"][0], end = r.header[name]["data_offsets"][1];
+    std::string bytes = r.bytes;
+    const size_t pos = 8 + r.n + (begin + end) / 2;
+    bytes[pos] = static_cast<char>(bytes[pos] ^ 0x20);
+    iotest::write_file(path, bytes);
+    const std::string region = "(bytes " + std::to_string(begin) + ".." + std::to_string(end) + " of the data region)";
+    expect_error([&] { load(path); }, {path, "tensor '" + name + "'", region, "does not match its checksum"});
+    expect_error([&] { safetensors_deserialize(bytes, Device(), "image"); }, {"image", "tensor '" + name + "'", region});
+  }
+}
+
+TEST_F(Safetensors, ChecksumsStayOutOfTheMetadata) {
+  const std::string path = dir + "/meta.safetensors";
+  // A caller's entry of the checksum's name is replaced by the real one.
+  save_safetensors(path, {{"w", ones({3})}}, {{"k", "v"}, {"genesis.crc32", "not a checksum"}});
+  const StringMap want = {{"k", "v"}};
+  EXPECT_EQ(load_safetensors(path).metadata, want);
+  EXPECT_EQ(load_safetensors_metadata(path), want);
+  // Stored: one CRC-32 of the 12 bytes of three float32 ones (zlib's crc32, worked out with Python).
+  EXPECT_EQ(raw_read(path).header["__metadata__"]["genesis.crc32"], "dc7c4e94");
+  EXPECT_EQ(safetensors_deserialize(safetensors_serialize({{"w", ones({3})}}, {{"k", "v"}})).metadata, want);
+}
+
+TEST_F(Safetensors, FilesWithoutChecksumsStillLoad) {
+  // As Hugging Face writes them: no "genesis.crc32"; a changed byte goes unnoticed, as before.
+  std::string data(8, '\0');
+  const float v[2] = {1.5f, -2.0f};
+  std::memcpy(data.data(), v, 8);
+  const std::string path = dir + "/hf.safetensors";
+  iotest::write_file(path, craft(R"({"__metadata__":{"format":"pt"},"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", data));
+  SafetensorsFile f = load_safetensors(path);
+  EXPECT_EQ(f.tensors.at("x").tolist(), (std::vector<double>{1.5, -2.0}));
+  EXPECT_EQ(f.metadata, (StringMap{{"format", "pt"}}));
+}
+
+TEST_F(Safetensors, AMalformedChecksumEntryIsRefused) {
+  const std::string data(4, '\0');
+  for (const std::string crc : {"", "0000000", "00000000 00000000", "0000000g", "0000000A"}) {
+    const std::string path = dir + "/badcrc.safetensors";
+    iotest::write_file(path, craft(R"({"__metadata__":{"genesis.crc32":")" + crc +
+                                       R"("},"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", data));
+    expect_error([&] { load_safetensors(path); }, {path, "'genesis.crc32' metadata", "corrupt file"});
+  }
 }

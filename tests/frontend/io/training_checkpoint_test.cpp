@@ -181,6 +181,11 @@ TEST_F(TrainingCheckpoint, BadFilesChangeNothing) {
   bad[12] = '\x01';
   iotest::write_file(dir + "/corrupt.safetensors", bad);
   expect_unchanged(dir + "/corrupt.safetensors", {"corrupt.safetensors"});
+  // One flipped bit in the data region (the file's last byte): the stored checksum catches it.
+  std::string flipped = good;
+  flipped.back() = static_cast<char>(flipped.back() ^ 0x10);
+  iotest::write_file(dir + "/flipped.safetensors", flipped);
+  expect_unchanged(dir + "/flipped.safetensors", {"flipped.safetensors", "does not match its checksum"});
   // Not a checkpoint at all.
   save_safetensors(dir + "/plain.safetensors", {{"w", ones({2})}});
   expect_unchanged(dir + "/plain.safetensors", {"not a Genesis checkpoint"});
