@@ -1,5 +1,6 @@
 // RNG state, generators, DLPack, memory statistics, profiler, introspection.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -146,6 +147,33 @@ TEST(Profiler, RecordsOpsAndWritesChromeTrace) {
   EXPECT_NE(table.find("exp"), std::string::npos);
   EXPECT_NE(table.find(" 3 "), std::string::npos) << table;
   std::remove(path.c_str());
+}
+
+TEST(Profiler, TraceExportReplacesTheFileAndRemovesStaleTemporaries) {
+  // The export writes through the same atomic writer as the frontend's files: a killed
+  // export's temporary file (no lock held) is removed by the next one.
+  Runtime r;
+  const std::string dir = std::string(GENESIS_TEST_BINARY_DIR) + "/profiler_stale";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/trace.json", stale = dir + "/.trace.json.tmp.Ab12Cd";
+  std::ofstream(stale) << "{\"traceEv";
+  std::ofstream(path) << "old";
+  GN_OK_OR_FAIL(gn_profiler_export_chrome_trace(r.rt, path.c_str()));
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{"trace.json"});
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_NE(ss.str().find("\"traceEvents\""), std::string::npos) << ss.str();
+  // A directory that does not exist: GN_ERR_IO naming the file.
+  const std::string missing = dir + "/no/such/dir/trace.json";
+  Err e = take(gn_profiler_export_chrome_trace(r.rt, missing.c_str()));
+  EXPECT_EQ(e.code, GN_ERR_IO);
+  EXPECT_NE(e.msg.find("cannot write '" + missing + "'"), std::string::npos) << e.msg;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Introspection, ReferenceServesCpuAndListsKernels) {
