@@ -87,4 +87,20 @@ class LlmCommands {
   std::unique_ptr<State> s_;
 };
 
+// `genesis train-tokenizer`, `genesis train-sft` and `genesis eval-chat` (train.cpp).
+class TrainCommands {
+ public:
+  // Adds the subcommands and their options to app.
+  explicit TrainCommands(CLI::App& app);
+  ~TrainCommands();
+  TrainCommands(const TrainCommands&) = delete;
+  TrainCommands& operator=(const TrainCommands&) = delete;
+  // Runs the chosen one of these subcommands and returns its exit code; -1 when none was chosen.
+  int run(const GlobalOptions& opts);
+  struct State;
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
 }  // namespace genesis::cli

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   info->add_flag("--no-ops", no_ops, "leave out the op table (versions, plugins and devices only)");
 
   genesis::cli::LlmCommands llm(app);
+  genesis::cli::TrainCommands train(app);
   genesis::cli::TokenizeOptions tokenize_opts;
   CLI::App* tokenize = genesis::cli::add_tokenize(app, tokenize_opts);
 
@@ -41,5 +42,6 @@ int main(int argc, char** argv) {
   if (*info) return genesis::cli::run_info(opts, !no_ops);
   if (*tokenize) return genesis::cli::run_tokenize(tokenize_opts);
   if (int rc = llm.run(opts); rc >= 0) return rc;
+  if (int rc = train.run(opts); rc >= 0) return rc;
   return 1;  // unreachable: require_subcommand(1)
 }

@@ -99,7 +99,8 @@ struct AttentionContext {
   KVCache* cache = nullptr;   ///< null: no cache (training, scoring)
   Tensor write_pos;           ///< (B) int64 on the device: cache offset of this pass's first position
   int64_t kv_len = 0;         ///< cache positions attended (the first kv_len)
-  Tensor mask;                ///< (B, 1, T, kv_len) bool keep-mask; undefined = causal (see causal_offset)
+  Tensor mask;                ///< (B, 1, T, kv_len) bool keep-mask (without a cache: (B, 1, T, T), the causal
+                              ///< rule included, e.g. packed sequences); undefined = causal
   bool prefill_from_zero = false;  ///< cache mode, every row starts at 0: attend causally to this pass's k/v
 };
 

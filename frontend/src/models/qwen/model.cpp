@@ -157,7 +157,8 @@ Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int6
 
   Tensor out;
   if (!ctx.cache) {
-    out = F::scaled_dot_product_attention(q, k, v, {}, 0, true);
+    // A mask (packed conversations) already holds the causal rule.
+    out = F::scaled_dot_product_attention(q, k, v, ctx.mask, 0, !ctx.mask.defined());
   } else {
     if (!kv.defined()) kv = F::cat({k, v}, 1);
     // cache[b, :, write_pos[b] + t] = kv[b, :, t] (device-side offsets: graph-replayable)

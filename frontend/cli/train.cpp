@@ -1,0 +1,233 @@
+// train.cpp - `genesis train-tokenizer` (byte-level BPE from text files), `genesis train-sft`
+// (supervised fine-tuning of a Qwen model, or training one from a config) and `genesis eval-chat`
+// (held-out exact match of greedy answers).
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "genesis/chat_template.hpp"
+#include "genesis/models/qwen.hpp"
+#include "genesis/nn/init.hpp"
+#include "genesis/profiler.hpp"
+#include "genesis/tokenizer.hpp"
+#include "genesis/train/bpe_trainer.hpp"
+#include "genesis/train/sft.hpp"
+
+namespace genesis::cli {
+
+namespace M = genesis::models;
+namespace T = genesis::train;
+namespace fs = std::filesystem;
+
+struct TrainCommands::State {
+  CLI::App *tokenizer = nullptr, *sft = nullptr, *eval = nullptr;
+  // train-tokenizer
+  std::vector<std::string> files;
+  std::string out_dir;
+  T::BpeTrainerOptions bpe;
+  std::string chat_template_file;
+  // train-sft and eval-chat
+  std::string model_dir, config, tokenizer_dir, device, dtype;
+  T::SftOptions sft_opts;
+  uint64_t seed = 0;
+  int64_t exact_match = 0, max_new_tokens = 64, show = 3;
+  bool profile = false;
+  std::string data;
+};
+
+namespace {
+
+void init_runtime(const GlobalOptions& g) {
+  genesis::init({.plugin_path = g.plugin_path,
+                 .plugins = g.has_plugins ? g.plugins : std::string(),
+                 .backends = g.backends,
+                 .no_default_paths = g.no_default_paths,
+                 .quiet = g.quiet});
+}
+
+Device pick_device(const std::string& d) {
+  if (!d.empty()) return Device(d);
+  return cuda_available() ? Device("cuda") : Device("cpu");
+}
+
+std::optional<DType> pick_dtype(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  if (s == "float32" || s == "f32") return DType::f32;
+  if (s == "bfloat16" || s == "bf16") return DType::bf16;
+  if (s == "float16" || s == "f16") return DType::f16;
+  throw Error(GN_ERR_INVALID_ARGUMENT, "--dtype must be float32, bfloat16 or float16, got '" + s + "'");
+}
+
+int run_train_tokenizer(TrainCommands::State& s) {
+  if (!s.chat_template_file.empty()) s.bpe.chat_template = M::read_text_file(s.chat_template_file);
+  s.bpe.log = [](const std::string& line) { std::fprintf(stderr, "train-tokenizer: %s\n", line.c_str()); };
+  const auto t0 = std::chrono::steady_clock::now();
+  T::BpeTrainingResult r = T::train_bpe_tokenizer(s.files, s.out_dir, s.bpe);
+  std::fprintf(stderr, "train-tokenizer: %lld ids from %lld bytes in %.1f s\n", static_cast<long long>(r.vocab_size),
+               static_cast<long long>(r.bytes),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return 0;
+}
+
+// The model to train: an HF folder (--model), or new weights of a config.json file or a named
+// shape (--config) sized to the tokenizer's vocabulary.
+std::unique_ptr<M::QwenForCausalLM> make_model(TrainCommands::State& s, const Tokenizer& tok, const Device& d) {
+  const std::optional<DType> dt = pick_dtype(s.dtype);
+  if (!s.model_dir.empty()) {
+    if (!s.config.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "give --model or --config, not both");
+    return M::QwenForCausalLM::from_pretrained(s.model_dir, {.device = d, .dtype = dt.value_or(DType::f32)});
+  }
+  if (s.config.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "give --model DIR (fine-tune) or --config FILE|NAME (new model)");
+  struct stat st{};
+  M::QwenConfig c = ::stat(s.config.c_str(), &st) == 0 ? M::QwenConfig::from_file(s.config) : M::QwenConfig::preset(s.config);
+  c.vocab_size = tok.vocab_size();
+  c.eos_token_ids.clear();
+  if (tok.eos_token_id >= 0) c.eos_token_ids.push_back(tok.eos_token_id);
+  c.dtype = "float32";
+  manual_seed(s.seed);
+  auto m = std::make_unique<M::QwenForCausalLM>(c, Options{.dtype = dt.value_or(DType::f32), .device = d});
+  m->generation_defaults.eos_token_ids = c.eos_token_ids;
+  return m;
+}
+
+int run_train_sft(const GlobalOptions& go, TrainCommands::State& s) {
+  init_runtime(go);
+  const Device d = pick_device(s.device);
+  T::SftOptions& o = s.sft_opts;
+  if (s.tokenizer_dir.empty()) s.tokenizer_dir = s.model_dir;
+  if (s.tokenizer_dir.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "--tokenizer DIR is needed with --config");
+  Tokenizer tok = Tokenizer::from_pretrained(s.tokenizer_dir);
+  auto model = make_model(s, tok, d);
+  std::fprintf(stderr, "train-sft: %s (%s, %.2fM parameters) on %s, %s\n",
+               s.model_dir.empty() ? ("new model from " + s.config).c_str() : s.model_dir.c_str(),
+               model->config.model_type.c_str(), static_cast<double>(model->config.num_parameters()) / 1e6,
+               d.str().c_str(), o.autocast.empty() ? dtype_name(model->model.embed_tokens.weight.dtype()) : o.autocast.c_str());
+  o.tokenizer_dir = s.tokenizer_dir;
+  o.batches.seed = s.seed;
+  std::unique_ptr<Profiler> prof;
+  if (s.profile) prof = std::make_unique<Profiler>("", true);
+  T::SftResult r = T::train_sft(*model, tok, o);
+  prof.reset();
+  std::fprintf(stderr, "train-sft: %lld steps in %.1f s, %.0f tokens/s, peak memory %.1f MB%s\n",
+               static_cast<long long>(r.steps), r.seconds, r.tokens_per_second, static_cast<double>(r.peak_memory) / 1e6,
+               r.eval_loss >= 0 ? (", eval loss " + std::to_string(r.eval_loss)).c_str() : "");
+  if (!r.final_dir.empty()) std::fprintf(stderr, "train-sft: saved %s\n", r.final_dir.c_str());
+  if (s.exact_match > 0) {
+    const std::string file = o.eval_file.empty() ? o.train_file : o.eval_file;
+    auto convs = T::read_chat_jsonl(file);
+    if (static_cast<int64_t>(convs.size()) > s.exact_match) convs.resize(static_cast<size_t>(s.exact_match));
+    ChatTemplate tmpl(tok.chat_template());
+    const double acc = T::exact_match(*model, tok, tmpl, convs, s.max_new_tokens);
+    std::printf("exact match: %.1f%% of %zu held-out conversations (%s)\n", 100.0 * acc, convs.size(), file.c_str());
+  }
+  return 0;
+}
+
+int run_eval_chat(const GlobalOptions& go, TrainCommands::State& s) {
+  init_runtime(go);
+  const Device d = pick_device(s.device);
+  Tokenizer tok = Tokenizer::from_pretrained(s.model_dir);
+  if (tok.chat_template().empty()) throw Error(GN_ERR_NOT_FOUND, s.model_dir + ": the tokenizer has no chat template");
+  auto model = M::QwenForCausalLM::from_pretrained(s.model_dir, {.device = d, .dtype = pick_dtype(s.dtype)});
+  auto convs = T::read_chat_jsonl(s.data);
+  if (s.exact_match > 0 && static_cast<int64_t>(convs.size()) > s.exact_match) convs.resize(static_cast<size_t>(s.exact_match));
+  ChatTemplate tmpl(tok.chat_template());
+  int64_t shown = 0;
+  const double acc = T::exact_match(*model, tok, tmpl, convs, s.max_new_tokens, [&](size_t i, const std::string& answer, bool ok) {
+    if (ok || shown >= s.show || convs[i].size() < 2) return;
+    ++shown;
+    std::printf("miss: %s\n  expected: %s\n  answered: %s\n", convs[i].end()[-2].content.c_str(),
+                convs[i].back().content.c_str(), answer.c_str());
+  });
+  std::printf("exact match: %.1f%% of %zu conversations (%s)\n", 100.0 * acc, convs.size(), s.data.c_str());
+  return 0;
+}
+
+}  // namespace
+
+TrainCommands::TrainCommands(CLI::App& app) : s_(std::make_unique<State>()) {
+  State& s = *s_;
+  T::SftOptions& o = s.sft_opts;
+
+  s.tokenizer = app.add_subcommand("train-tokenizer", "learn a byte-level BPE tokenizer from text or chat JSONL files");
+  s.tokenizer->add_option("files", s.files, "text files (.jsonl: the messages' contents)")->required()->check(CLI::ExistingFile);
+  s.tokenizer->add_option("--out", s.out_dir, "output folder (tokenizer.json, tokenizer_config.json)")->required();
+  s.tokenizer->add_option("--vocab-size", s.bpe.vocab_size, "ids in all, special tokens included")
+      ->check(CLI::Range(int64_t{257}, int64_t{1} << 24));
+  s.tokenizer->add_option("--min-frequency", s.bpe.min_frequency, "merge only pairs seen this often")
+      ->check(CLI::PositiveNumber);
+  s.tokenizer->add_option("--special-tokens", s.bpe.special_tokens, "special tokens, in id order")->delimiter(',');
+  s.tokenizer->add_option("--eos-token", s.bpe.eos_token, "end-of-turn token (one of the special tokens)");
+  s.tokenizer->add_option("--pad-token", s.bpe.pad_token, "padding token (one of the special tokens)");
+  s.tokenizer->add_option("--chat-template", s.chat_template_file, "Jinja chat template file (default: ChatML)")
+      ->check(CLI::ExistingFile);
+  s.tokenizer->fallthrough();
+
+  s.sft = app.add_subcommand("train-sft", "supervised fine-tuning on chat JSONL (assistant turns learned)");
+  s.sft->add_option("--model", s.model_dir, "Hugging Face model folder to fine-tune");
+  s.sft->add_option("--config", s.config, "train a new model: a config.json file or a named shape (qwen3-0.6b, ...)");
+  s.sft->add_option("--tokenizer", s.tokenizer_dir, "folder with tokenizer.json (default: --model)");
+  s.sft->add_option("--data", o.train_file, "training conversations (JSONL)")->required()->check(CLI::ExistingFile);
+  s.sft->add_option("--eval-data", o.eval_file, "held-out conversations (JSONL)")->check(CLI::ExistingFile);
+  s.sft->add_option("--eval-fraction", o.eval_fraction, "hold out this share of --data when --eval-data is not given")
+      ->check(CLI::Range(0.0, 0.9));
+  s.sft->add_option("--out", o.output_dir, "output folder: checkpoint, metrics.jsonl, final/ (HF folder)");
+  s.sft->add_option("--epochs", o.epochs, "passes over the data")->check(CLI::PositiveNumber);
+  s.sft->add_option("--max-steps", o.max_steps, "optimizer steps (overrides --epochs)")->check(CLI::NonNegativeNumber);
+  s.sft->add_option("--batch-size", o.batches.batch_size, "rows per micro-batch")->check(CLI::PositiveNumber);
+  s.sft->add_option("--grad-accum", o.grad_accum, "micro-batches per optimizer step")->check(CLI::PositiveNumber);
+  s.sft->add_option("--max-length", o.batches.max_length, "tokens per row (longer conversations are cut)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  s.sft->add_flag("--packing", o.batches.packing, "pack several conversations per row (attention stays within each)");
+  s.sft->add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber);
+  s.sft->add_option("--weight-decay", o.weight_decay, "AdamW weight decay (matrices only)")->check(CLI::NonNegativeNumber);
+  s.sft->add_option("--warmup-ratio", o.warmup_ratio, "share of steps warming up")->check(CLI::Range(0.0, 1.0));
+  s.sft->add_option("--warmup-steps", o.warmup_steps, "warm-up steps (overrides --warmup-ratio)")->check(CLI::NonNegativeNumber);
+  s.sft->add_option("--max-grad-norm", o.max_grad_norm, "clip the gradient norm (0 = off)")->check(CLI::NonNegativeNumber);
+  s.sft->add_option("--autocast", o.autocast, "none, bf16 or fp16 mixed precision");
+  s.sft->add_flag("--activation-checkpointing", o.activation_checkpointing, "recompute decoder layers in backward");
+  s.sft->add_option("--eval-every", o.eval_every, "steps between evaluations (0 = at the end)")->check(CLI::NonNegativeNumber);
+  s.sft->add_option("--save-every", o.save_every, "steps between checkpoints (0 = none)")->check(CLI::NonNegativeNumber);
+  s.sft->add_option("--log-every", o.log_every, "steps between metrics.jsonl lines")->check(CLI::PositiveNumber);
+  s.sft->add_option("--resume", o.resume, "checkpoint to continue from")->check(CLI::ExistingFile);
+  s.sft->add_option("--progress", o.progress, "auto, bar, lines or none");
+  s.sft->add_option("--seed", s.seed, "seed of the initial weights and the data order");
+  s.sft->add_option("--exact-match", s.exact_match, "after training, score greedy answers on this many held-out conversations")
+      ->check(CLI::NonNegativeNumber);
+  s.sft->add_option("--max-new-tokens", s.max_new_tokens, "answer length limit of --exact-match")->check(CLI::PositiveNumber);
+  s.sft->add_flag("--profile", s.profile, "print a per-op time table of the training run");
+  s.sft->add_option("--device", s.device, "device (default: cuda when available, else cpu)");
+  s.sft->add_option("--dtype", s.dtype, "parameter dtype (default float32; see --autocast)");
+  s.sft->fallthrough();
+
+  s.eval = app.add_subcommand("eval-chat", "exact match of greedy answers to the last assistant turn of each conversation");
+  s.eval->add_option("--model", s.model_dir, "Hugging Face model folder with tokenizer files")->required();
+  s.eval->add_option("--data", s.data, "conversations (JSONL)")->required()->check(CLI::ExistingFile);
+  s.eval->add_option("--limit", s.exact_match, "score at most this many (0 = all)")->check(CLI::NonNegativeNumber);
+  s.eval->add_option("--max-new-tokens", s.max_new_tokens, "answer length limit")->check(CLI::PositiveNumber);
+  s.eval->add_option("--show", s.show, "print this many misses")->check(CLI::NonNegativeNumber);
+  s.eval->add_option("--device", s.device, "device (default: cuda when available, else cpu)");
+  s.eval->add_option("--dtype", s.dtype, "float32, bfloat16 or float16 (default: the config's)");
+  s.eval->fallthrough();
+}
+
+TrainCommands::~TrainCommands() = default;
+
+int TrainCommands::run(const GlobalOptions& opts) {
+  State& s = *s_;
+  try {
+    if (*s.tokenizer) return run_train_tokenizer(s);
+    if (*s.sft) return run_train_sft(opts, s);
+    if (*s.eval) return run_eval_chat(opts, s);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "genesis: %s\n", e.what());
+    return 1;
+  }
+  return -1;
+}
+
+}  // namespace genesis::cli
