@@ -219,6 +219,46 @@ TEST(CudaAllocator, OutOfMemoryIsAClearErrorAfterOneRetry) {
   step("done");
 }
 
+// The retry that works: a 60% block freed on another stream stays cached for that stream (blocks
+// are reused only by the stream they were allocated on), so a 60% request on the default stream
+// misses the cache and cudaMalloc fails; the allocator then releases the cached segment and the
+// retry succeeds (oom_retries + 1, no error).  The data written survives, and the process goes on.
+TEST(CudaAllocator, OutOfMemoryReleasesTheCacheAndTheRetrySucceeds) {
+  CUDA_REQUIRE_DEVICE();
+  gn_device_props p{};
+  p.struct_size = sizeof(p);
+  cudat::ok(gn_device_properties(crt().rt, crt().dev, &p), "properties");
+  const int64_t n = (int64_t)(p.total_memory * 6 / 10 / 4);
+  cudat::ok(gn_memory_empty_cache(crt().rt, crt().dev), "empty_cache");
+  gn_stream* s1 = nullptr;
+  cudat::ok(gn_stream_create(crt().rt, crt().dev, &s1), "stream");
+  cudat::ok(gn_stream_set_current(crt().rt, crt().dev, s1), "set s1");
+  {
+    gt::T on_s1 = cudat::empty({n}, GN_F32, crt().dev);
+    ASSERT_NE(on_s1.t, nullptr);
+  }  // freed: cached for s1, still reserved
+  cudat::ok(gn_stream_synchronize(s1), "sync s1");
+  cudat::ok(gn_stream_set_current(crt().rt, crt().dev, nullptr), "reset current");
+  const gn_memory_stats s0 = cudat::stats();
+  EXPECT_GE(s0.reserved, DeviceBytes(n)) << "the freed block should still be cached";
+  {
+    gt::T big = cudat::empty({n}, GN_F32, crt().dev);  // must not fail
+    ASSERT_NE(big.t, nullptr);
+    const gn_memory_stats s1s = cudat::stats();
+    EXPECT_EQ(s1s.oom_retries, s0.oom_retries + 1);
+    EXPECT_LT(s1s.reserved, s0.reserved + DeviceBytes(n));  // the cached segment was given back
+    cudat::fill(big, 2.5);
+    gt::T mx = cudat::call("max", {big.t}, {gn_attr_ints(nullptr, 0)});
+    EXPECT_EQ(cudat::to_host(mx)[0], 2.5f);
+  }
+  cudat::ok(gn_stream_destroy(s1), "destroy s1");
+  cudat::ok(gn_memory_empty_cache(crt().rt, crt().dev), "empty_cache");
+  gt::T after = cudat::empty({1 << 20}, GN_F32, crt().dev);
+  cudat::fill(after, -1.0);
+  gt::T mn = cudat::call("min", {after.t}, {gn_attr_ints(nullptr, 0)});
+  EXPECT_EQ(cudat::to_host(mn)[0], -1.0f);
+}
+
 // Host -> device copies from pageable memory are staged: the caller may
 // overwrite its buffer as soon as the call returns.
 TEST(CudaCopy, StagedHostToDeviceCopiesSnapshotTheSource) {
