@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <mutex>
 #include <set>
-#include <sstream>
 
 #include "builtin.h"
 #include "runtime.h"
@@ -390,15 +389,6 @@ void load_one(gn_runtime* rt, const std::string& path, const std::string& file_n
   commit(staging);
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  std::istringstream in(s);
-  while (std::getline(in, cur, sep))
-    if (!cur.empty()) out.push_back(cur);
-  return out;
-}
-
 }  // namespace
 
 const gn_host_api& host_api_template() {
@@ -451,11 +441,11 @@ void load_plugin_file(gn_runtime* rt, const std::string& path) { load_one(rt, pa
 
 void load_plugins(gn_runtime* rt, const gn_runtime_options* o) {
   std::vector<std::string> dirs;
-  if (o && o->plugin_path) dirs = split(o->plugin_path, ':');
+  if (o && o->plugin_path) dirs = split_list(o->plugin_path, ':');
   bool defaults = !(o && (o->flags & GN_RUNTIME_NO_DEFAULT_PATHS));
   if (defaults) {
     if (const char* env = std::getenv("GENESIS_PLUGIN_PATH"))
-      for (auto& d : split(env, ':')) dirs.push_back(d);
+      for (auto& d : split_list(env, ':')) dirs.push_back(d);
     // The plugin dir sits next to libgenesis.so: <libdir>/genesis/plugins.
     boost::dll::fs::path self = boost::dll::symbol_location(gn_runtime_create);
     dirs.push_back((fs::path(self.parent_path().string()) / "genesis" / "plugins").string());
@@ -463,7 +453,7 @@ void load_plugins(gn_runtime* rt, const gn_runtime_options* o) {
   std::set<std::string> allow;
   const char* allow_list = (o && o->plugins) ? o->plugins : std::getenv("GENESIS_PLUGINS");
   if (allow_list)
-    for (auto& n : split(allow_list, ',')) allow.insert(n);
+    for (auto& n : split_list(allow_list, ',')) allow.insert(n);
 
   const std::string prefix = "libgenesis_plugin_", suffix = ".so";
   std::set<std::string> seen;

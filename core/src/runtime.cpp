@@ -210,7 +210,7 @@ void rebuild_dispatch(gn_runtime* rt) {
   }
 }
 
-static std::vector<std::string> split_list(const char* s, char sep) {
+std::vector<std::string> split_list(const char* s, char sep) {
   std::vector<std::string> out;
   if (!s) return out;
   std::string cur;

@@ -234,4 +234,7 @@ gn_tensor* make_contiguous(gn_tensor* t);
 // t converted to dtype (new tensor).
 gn_tensor* cast_to(gn_tensor* t, int32_t dtype);
 
+// The non-empty fields of a separated list ("a,,b" -> {"a", "b"}); NULL gives none.
+std::vector<std::string> split_list(const char* s, char sep);
+
 }  // namespace genesis::core
