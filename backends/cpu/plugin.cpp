@@ -10,11 +10,14 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <set>
 #include <string>
 #include <thread>
 
 #include "allocator.h"
 #include "common.h"
+#include "tiers.h"
 #include "genesis/sdk/host_device.h"
 
 namespace gn::cpu {
@@ -201,6 +204,35 @@ void pin_openmp_runtime() {
     dlopen(where.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
+// The order in which the kernels of one (op, dtype) are tried.  The core runs
+// a cell's candidates in registration order, and a kernel that answers
+// GN_ERR_UNSUPPORTED passes the call to the next (then to the reference
+// plugin).  So oneDNN primitives register first, the vectorised C++ loops
+// (f32/f64) next, the generic C++ paths (every other dtype and layout, the
+// reference's formulas) last.  A family file registers each of its dtypes in
+// one tier; docs/architecture.md describes the tiers.
+struct KernelTier {
+  const char* name;
+  std::initializer_list<void (*)(const gn::sdk::Registrar&)> families;
+};
+const KernelTier kTiers[] = {
+    {"oneDNN", {register_matmul, register_eltwise, register_binary, register_softmax, register_norm, register_conv}},
+    {"SIMD loops", {register_convert, register_unary, register_reduce, register_nn, register_random, register_loss,
+                    register_optim, register_indexing, register_pool, register_shape, register_sort,
+                    register_attention, register_llm}},
+    {"generic", {register_elementwise, register_binary_generic}},
+};
+
+// (op, dtype) pairs registered so far: the host's register_kernel, recorded.
+std::set<std::pair<std::string, int32_t>> g_registered;
+gn_host_api g_recording_host;
+gn_status* (*g_recording_host_next)(void* host_ctx, const gn_kernel_desc* kernel) = nullptr;
+gn_status* record_kernel(void* host_ctx, const gn_kernel_desc* k) {
+  gn_status* st = g_recording_host_next(host_ctx, k);
+  if (!st) g_registered.emplace(k->op, k->dtype);
+  return st;
+}
+
 void init(const gn_host_api* h, gn_plugin_info* info) {
   pin_openmp_runtime();
   // Threads: runtime option first, then the environment, else all cores.
@@ -235,31 +267,19 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
   vt.memset = dev_memset;
   gn::sdk::throw_if(h, h->register_device_type(h->host_ctx, &vt));
 
-  gn::sdk::Registrar r(h, "cpu");
-  register_matmul(r);
-  register_eltwise(r);
-  register_binary(r);
-  register_softmax(r);
-  register_norm(r);
-  register_convert(r);
-  register_unary(r);
-  register_reduce(r);
-  register_conv(r);
-  register_nn(r);
-  register_random(r);
-  register_loss(r);
-  register_optim(r);
-  register_indexing(r);
-  register_pool(r);
-  register_shape(r);
-  register_elementwise(r);
-  register_binary_generic(r);
-  register_sort(r);
-  register_attention(r);
-  register_llm(r);
+  g_registered.clear();
+  g_recording_host = *h;
+  g_recording_host_next = h->register_kernel;
+  g_recording_host.register_kernel = record_kernel;
+  gn::sdk::Registrar r(&g_recording_host, "cpu");
+  for (const KernelTier& tier : kTiers)
+    for (void (*reg)(const gn::sdk::Registrar&) : tier.families) reg(r);
 }
 
 }  // namespace
+
+bool tier_serves(const char* op, int32_t dtype) { return g_registered.count({op, dtype}) > 0; }
+
 }  // namespace gn::cpu
 
 GN_SDK_PLUGIN("cpu", "0.1.0", "oneDNN CPU backend", gn::cpu::init)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "families.h"
+#include "genesis/sdk/reductions.h"
 #include "util.h"
 
 namespace ref {
@@ -18,18 +19,9 @@ namespace {
 
 using gn::sdk::load;
 
-enum class Red { sum, mean, prod, max, min, argmax, argmin, var, std, logsumexp, norm };
-
-struct ReduceDef {
-  const char* name;
-  Red kind;
-};
-
-const ReduceDef kReduce[] = {
-    {"sum", Red::sum},       {"mean", Red::mean},     {"prod", Red::prod},          {"max", Red::max},
-    {"min", Red::min},       {"argmax", Red::argmax}, {"argmin", Red::argmin},      {"var", Red::var},
-    {"std", Red::std},       {"logsumexp", Red::logsumexp}, {"norm", Red::norm},
-};
+using Red = gn::sdk::Reduction;
+using ReduceDef = gn::sdk::ReductionDef;
+constexpr const auto& kReduce = gn::sdk::kReductions;
 
 const ReduceDef* find_reduce(const char* name) {
   for (const ReduceDef& d : kReduce)
@@ -48,16 +40,14 @@ int64_t arg_extreme(const std::vector<const char*>& p, int32_t dtype, bool is_ma
     int64_t bv = gn::sdk::load_int(p[0], dtype);
     for (size_t j = 1; j < p.size(); ++j) {
       int64_t v = gn::sdk::load_int(p[j], dtype);
-      if (is_max ? v > bv : v < bv) { bv = v; best = (int64_t)j; }
+      if (gn::sdk::scalar::beats(v, bv, is_max)) { bv = v; best = (int64_t)j; }
     }
     return best;
   }
   double bv = load(p[0], dtype);
-  if (std::isnan(bv)) return 0;
   for (size_t j = 1; j < p.size(); ++j) {
     double v = load(p[j], dtype);
-    if (std::isnan(v)) return (int64_t)j;
-    if (is_max ? v > bv : v < bv) { bv = v; best = (int64_t)j; }
+    if (gn::sdk::scalar::beats(v, bv, is_max)) { bv = v; best = (int64_t)j; }
   }
   return best;
 }
@@ -84,7 +74,7 @@ double float_reduce(Red kind, const std::vector<const char*>& p, int32_t dtype, 
         double d = load(e, dtype) - mean;
         ss += d * d;
       }
-      double v = ss / std::fmax(0.0, n - param);  // param = correction
+      double v = gn::sdk::scalar::var_finish(ss, n, param);  // param = correction
       return kind == Red::var ? v : std::sqrt(v);
     }
     case Red::logsumexp: {
@@ -111,16 +101,8 @@ double float_reduce(Red kind, const std::vector<const char*>& p, int32_t dtype, 
         }
         return acc;
       }
-      for (const char* e : p) {
-        double a = std::fabs(load(e, dtype));
-        if (pw == 0.0) acc += (a != 0.0) ? 1.0 : 0.0;  // NaN != 0 counts
-        else if (pw == 1.0) acc += a;
-        else if (pw == 2.0) acc += a * a;
-        else acc += std::pow(a, pw);
-      }
-      if (pw == 0.0 || pw == 1.0) return acc;
-      if (pw == 2.0) return std::sqrt(acc);
-      return std::pow(acc, 1.0 / pw);
+      for (const char* e : p) acc += gn::sdk::scalar::norm_term(std::fabs(load(e, dtype)), pw);
+      return gn::sdk::scalar::norm_finish(acc, pw);
     }
     default: return 0.0;
   }

@@ -98,9 +98,9 @@ inline void convert_elem(void* dst, int32_t dst_dtype, const void* src, int32_t 
 }
 
 // Wrapping int64 arithmetic (two's complement, as torch's integer kernels).
-inline int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-inline int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
-inline int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+using gn::sdk::wrap_add;
+using gn::sdk::wrap_mul;
+using gn::sdk::wrap_sub;
 
 // ----------------------------------------------------------------------------
 // views

@@ -10,7 +10,7 @@
 // (plugins/reference/binary.cpp): floats are loaded as double, computed in
 // double and stored once through the SDK's conversions; integer operands
 // (and an integer out for arithmetic) take the int64 path, wrapping like
-// torch; compiled with -ffp-contract=off so x + alpha*y is not fused.
+// torch; the formulas are the shared ones (genesis/sdk/scalar_ops.h); compiled with -ffp-contract=off so x + alpha*y is not fused.
 // Errors the reference raises (integer division by zero, negative integer
 // powers, a fractional alpha on integers) are raised with the same code.
 #include <atomic>
@@ -27,70 +27,20 @@ using gn::sdk::load_int;
 using gn::sdk::store;
 using gn::sdk::store_int;
 
-enum class Op { add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge, logical_and, logical_or };
+namespace sc = gn::sdk::scalar;
 
 struct Def {
   const char* name;
-  Op op;
+  int op;  // gn::sdk::scalar::BinaryOp
 };
 
 const Def kDefs[] = {
-    {"add", Op::add},         {"sub", Op::sub}, {"mul", Op::mul}, {"div", Op::div}, {"pow", Op::pow},
-    {"maximum", Op::maximum}, {"minimum", Op::minimum}, {"eq", Op::eq}, {"ne", Op::ne}, {"lt", Op::lt},
-    {"le", Op::le},           {"gt", Op::gt},  {"ge", Op::ge},  {"logical_and", Op::logical_and},
-    {"logical_or", Op::logical_or},
+#define GN_CPU_BINARY(name, F) {#name, sc::kBin_##name},
+    GN_SCALAR_BINARY_OPS(GN_CPU_BINARY) GN_SCALAR_COMPARE_OPS(GN_CPU_BINARY)
+#undef GN_CPU_BINARY
 };
 
 bool intlike(int32_t dt) { return dt == GN_I8 || dt == GN_U8 || dt == GN_I32 || dt == GN_I64 || dt == GN_BOOL; }
-bool is_compare(Op op) { return op >= Op::eq; }
-
-int64_t wadd(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
-int64_t wsub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
-int64_t wmul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
-
-// torch's div_floor_floating (the reference's formula).
-double div_floor(double a, double b) {
-  if (b == 0.0) return a / b;
-  double mod = std::fmod(a, b);
-  double div = (a - mod) / b;
-  if (mod != 0.0 && (b < 0.0) != (mod < 0.0)) div -= 1.0;
-  if (div == 0.0) return std::copysign(0.0, a / b);
-  double fl = std::floor(div);
-  if (div - fl > 0.5) fl += 1.0;
-  return fl;
-}
-
-int64_t idiv(int64_t a, int64_t b, int64_t mode) {
-  if (b == -1) return wsub(0, a);
-  int64_t q = a / b;
-  if (mode == 2 && (a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
-  return q;
-}
-
-int64_t ipow(int64_t a, int64_t b) {
-  int64_t r = 1;
-  while (b > 0) {
-    if (b & 1) r = wmul(r, a);
-    a = wmul(a, a);
-    b >>= 1;
-  }
-  return r;
-}
-
-template <class V>
-V compare(Op op, V a, V b) {
-  switch (op) {
-    case Op::eq: return a == b;
-    case Op::ne: return a != b;
-    case Op::lt: return a < b;
-    case Op::le: return a <= b;
-    case Op::gt: return a > b;
-    case Op::ge: return a >= b;
-    case Op::logical_and: return a != V(0) && b != V(0);
-    case Op::logical_or: return a != V(0) || b != V(0);
-    default: return V(0);
-  }
-}
 
 // v's element strides broadcast to out (0 where broadcast).
 std::vector<int64_t> bstrides(const gn_tensor_view& v, const gn_tensor_view& out) {
@@ -110,17 +60,17 @@ void binary_generic(const char* name, const gn_tensor_view& a, const gn_tensor_v
   for (const Def& d : kDefs)
     if (std::string(d.name) == name) def = &d;
   if (!def) GN_UNSUPPORTED(std::string("[") + name + "] in the generic binary path");
-  const Op op = def->op;
+  const int op = def->op;
   if (a.ndim > o.ndim || b.ndim > o.ndim) fail_op(GN_ERR_SHAPE, name, "operand rank exceeds the output's");
   for (int32_t d = 0; d < o.ndim; ++d)
     if (o.shape[d] > 1 && o.strides[d] <= 0) GN_UNSUPPORTED(std::string("[") + name + "] output layout");
-  const double alpha = (op == Op::add || op == Op::sub) ? attr_d(attrs, n_attrs, 0, 1.0) : 1.0;
-  const int64_t mode = op == Op::div ? attr_i(attrs, n_attrs, 0, 0) : 0;
+  const double alpha = (op == sc::kBin_add || op == sc::kBin_sub) ? attr_d(attrs, n_attrs, 0, 1.0) : 1.0;
+  const int64_t mode = op == sc::kBin_div ? attr_i(attrs, n_attrs, 0, 0) : 0;
   if (mode < 0 || mode > 2) fail_op(GN_ERR_INVALID_ARGUMENT, name, "rounding_mode must be 0, 1 or 2, got " + std::to_string(mode));
   const bool int_in = intlike(a.dtype) && intlike(b.dtype);
-  const bool int_path = !is_compare(op) && int_in && intlike(o.dtype) && !(op == Op::div && mode == 0);
+  const bool int_path = !sc::is_compare(op) && int_in && intlike(o.dtype) && !(op == sc::kBin_div && mode == 0);
   int64_t ialpha = 1;
-  if (int_path && (op == Op::add || op == Op::sub)) {
+  if (int_path && (op == sc::kBin_add || op == sc::kBin_sub)) {
     if (alpha != std::trunc(alpha) || std::fabs(alpha) > 9.2e18)
       fail_op(GN_ERR_INVALID_ARGUMENT, name, "alpha must be an integer for integer tensors, got " + std::to_string(alpha));
     ialpha = (int64_t)alpha;
@@ -149,43 +99,17 @@ void binary_generic(const char* name, const gn_tensor_view& a, const gn_tensor_v
       const char* x = pa + (oa + j * la) * (int64_t)ea;
       const char* y = pb + (ob + j * lb) * (int64_t)eb;
       char* z = po + (oo + j * lo) * (int64_t)eo;
-      if (is_compare(op)) {
-        if (int_in) store_int(z, o.dtype, compare<int64_t>(op, load_int(x, a.dtype), load_int(y, b.dtype)));
-        else store(z, o.dtype, compare<double>(op, load(x, a.dtype), load(y, b.dtype)));
+      if (sc::is_compare(op)) {
+        const bool w = int_in ? sc::compare(op, load_int(x, a.dtype), load_int(y, b.dtype))
+                              : sc::compare(op, load(x, a.dtype), load(y, b.dtype));
+        store_int(z, o.dtype, w);
       } else if (int_path) {
         const int64_t u = load_int(x, a.dtype), v = load_int(y, b.dtype);
-        int64_t w = 0;
-        switch (op) {
-          case Op::add: w = wadd(u, wmul(ialpha, v)); break;
-          case Op::sub: w = wsub(u, wmul(ialpha, v)); break;
-          case Op::mul: w = wmul(u, v); break;
-          case Op::div:
-            if (v == 0) { err = 1; break; }
-            w = idiv(u, v, mode);
-            break;
-          case Op::pow:
-            if (v < 0) { err = 2; break; }
-            w = ipow(u, v);
-            break;
-          case Op::maximum: w = u > v ? u : v; break;
-          case Op::minimum: w = u < v ? u : v; break;
-          default: break;
-        }
-        store_int(z, o.dtype, w);
+        if (op == sc::kBin_div && v == 0) { err = 1; continue; }
+        if (op == sc::kBin_pow && v < 0) { err = 2; continue; }
+        store_int(z, o.dtype, sc::binary_exact(op, u, v, ialpha, (int)mode));
       } else {
-        const double u = load(x, a.dtype), v = load(y, b.dtype);
-        double w = 0.0;
-        switch (op) {
-          case Op::add: w = u + alpha * v; break;
-          case Op::sub: w = u - alpha * v; break;
-          case Op::mul: w = u * v; break;
-          case Op::div: w = mode == 0 ? u / v : mode == 1 ? std::trunc(u / v) : div_floor(u, v); break;
-          case Op::pow: w = std::pow(u, v); break;
-          case Op::maximum: w = (std::isnan(u) || std::isnan(v)) ? NAN : (u > v ? u : v); break;
-          case Op::minimum: w = (std::isnan(u) || std::isnan(v)) ? NAN : (u < v ? u : v); break;
-          default: break;
-        }
-        store(z, o.dtype, w);
+        store(z, o.dtype, sc::binary(op, load(x, a.dtype), load(y, b.dtype), alpha, (int)mode));
       }
     }
   });

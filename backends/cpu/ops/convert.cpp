@@ -26,10 +26,6 @@ inline auto load_val(typename Storage<SD>::T s) {
   else return (int64_t)s;
 }
 
-inline int64_t trunc_i64(double v) {
-  return (v == v && v < 9.2233720368547758e18 && v >= -9.2233720368547758e18) ? (int64_t)v : 0;
-}
-
 template <int32_t SD, int32_t DD>
 inline typename Storage<DD>::T conv(typename Storage<SD>::T s) {
   using D = typename Storage<DD>::T;
@@ -47,7 +43,7 @@ inline typename Storage<DD>::T conv(typename Storage<SD>::T s) {
     else if constexpr (DD == GN_BF16) return bf16_t{gn::sdk::float_to_bf16((float)(double)v)};
     else if constexpr (DD == GN_F16) return f16_t{gn::sdk::float_to_half((float)(double)v)};
     else if constexpr (std::is_same_v<decltype(v), int64_t>) return (D)(uint64_t)v;
-    else return (D)(uint64_t)trunc_i64(v);
+    else return (D)(uint64_t)gn::sdk::to_int64(v);
   }
 }
 

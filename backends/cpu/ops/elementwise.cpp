@@ -8,10 +8,11 @@
 //
 // x (dense) -> y (dense, same numel).  Each element is loaded as double,
 // computed with the reference's formula in double and stored once in y's
-// dtype through the SDK's conversions, so results are bit-identical to the
-// reference kernel (compiled with -ffp-contract=off: no FMA contraction); integer inputs of ops with an integer form (neg, abs,
-// sign, relu, square, floor, ceil, round, logical_not, clamp) use int64
-// arithmetic that wraps like the reference's.  Split over threads above 32K
+// dtype through the SDK's conversions with the reference's formulas
+// (genesis/sdk/scalar_ops.h), so results are bit-identical to the reference
+// kernel (compiled with -ffp-contract=off: no FMA contraction); integer
+// inputs of ops with an integer form (neg, abs, sign, relu, square, floor,
+// ceil, round, logical_not, clamp) use the same wrapping int64 forms.  Split over threads above 32K
 // elements.  Speed: f64 runs the libm double functions per element (glibc
 // declares no vector variants without -ffast-math); the f32/bf16 fast paths
 // stay in oneDNN.
@@ -19,6 +20,7 @@
 #include <string>
 
 #include "loops.h"
+#include "tiers.h"
 
 namespace gn::cpu {
 namespace {
@@ -28,52 +30,31 @@ using gn::sdk::load_int;
 using gn::sdk::store;
 using gn::sdk::store_int;
 
-int64_t wrap_neg(int64_t x) { return (int64_t)(0 - (uint64_t)x); }
-int64_t wrap_sq(int64_t x) { return (int64_t)((uint64_t)x * (uint64_t)x); }
-double sigm(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+namespace sc = gn::sdk::scalar;
 
 struct Fn {
   const char* name;
   double (*f)(double);
   int64_t (*fi)(int64_t);  // nullptr: no integer form
+  bool takes_bool;
 };
 
-// The reference's table (plugins/reference/unary.cpp), formula for formula.
+template <class F>
+double float_form(double x) { return F{}(x); }
+template <class F>
+int64_t exact_form(int64_t x) { return F{}.exact(x); }
+
+// The shared formulas (genesis/sdk/scalar_ops.h), as the reference uses them;
+// gelu and clamp depend on attributes: below.
 const Fn kFns[] = {
-    {"neg", [](double x) { return -x; }, wrap_neg},
-    {"abs", [](double x) { return std::fabs(x); }, [](int64_t x) { return x < 0 ? wrap_neg(x) : x; }},
-    {"sign", [](double x) { return (double)((0.0 < x) - (x < 0.0)); }, [](int64_t x) -> int64_t { return (0 < x) - (x < 0); }},
-    {"exp", [](double x) { return std::exp(x); }, nullptr},
-    {"log", [](double x) { return std::log(x); }, nullptr},
-    {"log1p", [](double x) { return std::log1p(x); }, nullptr},
-    {"sqrt", [](double x) { return std::sqrt(x); }, nullptr},
-    {"rsqrt", [](double x) { return 1.0 / std::sqrt(x); }, nullptr},
-    {"sin", [](double x) { return std::sin(x); }, nullptr},
-    {"cos", [](double x) { return std::cos(x); }, nullptr},
-    {"tanh", [](double x) { return std::tanh(x); }, nullptr},
-    {"sigmoid", sigm, nullptr},
-    {"relu", [](double x) { return std::isnan(x) ? x : (x > 0.0 ? x : 0.0); }, [](int64_t x) { return x > 0 ? x : (int64_t)0; }},
-    {"silu", [](double x) { return x * sigm(x); }, nullptr},
-    {"reciprocal", [](double x) { return 1.0 / x; }, nullptr},
-    {"square", [](double x) { return x * x; }, wrap_sq},
-    {"floor", [](double x) { return std::floor(x); }, [](int64_t x) { return x; }},
-    {"ceil", [](double x) { return std::ceil(x); }, [](int64_t x) { return x; }},
-    {"round", [](double x) { return std::nearbyint(x); }, [](int64_t x) { return x; }},
-    {"logical_not", [](double x) { return x == 0.0 ? 1.0 : 0.0; }, [](int64_t x) -> int64_t { return x == 0; }},
-    {"isnan", [](double x) { return std::isnan(x) ? 1.0 : 0.0; }, nullptr},
-    {"isinf", [](double x) { return std::isinf(x) ? 1.0 : 0.0; }, nullptr},
-    {"isfinite", [](double x) { return std::isfinite(x) ? 1.0 : 0.0; }, nullptr},
-    {"gelu", nullptr, nullptr},   // attribute-dependent: below
-    {"clamp", nullptr, nullptr},  // attribute-dependent: below
+#define GN_CPU_UNARY(op, F) {#op, float_form<sc::F>, sc::F::kExact ? exact_form<sc::F> : nullptr, sc::F::kBool},
+    GN_SCALAR_UNARY_OPS(GN_CPU_UNARY)
+#undef GN_CPU_UNARY
+    {"gelu", nullptr, nullptr, false},
+    {"clamp", nullptr, nullptr, false},
 };
 
 bool intlike(int32_t dt) { return dt == GN_I8 || dt == GN_U8 || dt == GN_I32 || dt == GN_I64 || dt == GN_BOOL; }
-
-int64_t saturate_i64(double v) {
-  if (v >= 9.2233720368547758e18) return INT64_MAX;
-  if (v <= -9.2233720368547758e18) return INT64_MIN;
-  return (int64_t)v;
-}
 
 // y[i] = g(x[i]) through double (or int64 when `ints`), over threads.
 template <class G>
@@ -100,32 +81,20 @@ void unary_generic(const char* name, const gn_tensor_view& x, const gn_tensor_vi
   const bool ints = intlike(xd) && intlike(yd);
   if (std::string(name) == "gelu") {
     const bool tanh_form = attr_i(attrs, n_attrs, 0, 0) != 0;
-    const double k = std::sqrt(2.0 / M_PI), r2 = std::sqrt(2.0);
     apply(x, y, [&](char* o, const char* p) {
       const double v = load(p, xd);
-      store(o, yd, tanh_form ? 0.5 * v * (1.0 + std::tanh(k * (v + 0.044715 * v * v * v)))
-                             : 0.5 * v * (1.0 + std::erf(v / r2)));
+      store(o, yd, tanh_form ? sc::GeluTanh{}(v) : sc::GeluErf{}(v));
     });
     return;
   }
   if (std::string(name) == "clamp") {
     const double lo = attr_d(attrs, n_attrs, 0, -INFINITY), hi = attr_d(attrs, n_attrs, 1, INFINITY);
-    const bool nan_bound = std::isnan(lo) || std::isnan(hi);
-    if (ints && !nan_bound) {
-      const int64_t ilo = saturate_i64(std::ceil(lo)), ihi = saturate_i64(std::floor(hi));
-      apply(x, y, [&](char* o, const char* p) {
-        int64_t v = load_int(p, xd);
-        if ((double)v < lo) v = ilo;
-        if ((double)v > hi) v = ihi;
-        store_int(o, yd, v);
-      });
+    if (ints && !std::isnan(lo) && !std::isnan(hi)) {
+      const int64_t ilo = gn::sdk::saturate_i64(std::ceil(lo)), ihi = gn::sdk::saturate_i64(std::floor(hi));
+      apply(x, y, [&](char* o, const char* p) { store_int(o, yd, sc::Clamp{}.exact(load_int(p, xd), lo, hi, ilo, ihi)); });
       return;
     }
-    apply(x, y, [&](char* o, const char* p) {
-      double v = nan_bound ? NAN : load(p, xd);
-      if (!std::isnan(v)) v = v < lo ? lo : v > hi ? hi : v;
-      store(o, yd, v);
-    });
+    apply(x, y, [&](char* o, const char* p) { store(o, yd, sc::Clamp{}(load(p, xd), lo, hi)); });
     return;
   }
   if (fn->fi && ints) {
@@ -154,20 +123,13 @@ GN_SDK_KERNEL(unary_generic_kernel) {
 }  // namespace
 
 void register_elementwise(const gn::sdk::Registrar& r) {
-  // ops with oneDNN kernels for f32/bf16/f16 (eltwise.cpp): the other dtypes
-  // (bool only where the op takes bool: not neg, abs, relu, clamp, floor, ceil, round)
-  const int32_t rest_dnnl[] = {GN_F64, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
-  const int32_t rest_dnnl_nb[] = {GN_F64, GN_I8, GN_U8, GN_I32, GN_I64};
-  for (const char* op : {"exp", "sqrt", "tanh", "sigmoid", "gelu", "silu", "square"})
-    r.kernel(op, rest_dnnl, unary_generic_kernel, GN_KERNEL_CONTIGUOUS);
-  for (const char* op : {"neg", "abs", "relu", "clamp"}) r.kernel(op, rest_dnnl_nb, unary_generic_kernel, GN_KERNEL_CONTIGUOUS);
-  // ops with f32/f64 loops (unary.cpp): the other dtypes
-  const int32_t rest_loops[] = {GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
-  const int32_t rest_loops_nb[] = {GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
-  for (const char* op : {"log", "log1p", "sin", "cos", "rsqrt", "reciprocal", "sign", "logical_not", "isnan", "isinf",
-                         "isfinite"})
-    r.kernel(op, rest_loops, unary_generic_kernel, GN_KERNEL_CONTIGUOUS);
-  for (const char* op : {"floor", "ceil", "round"}) r.kernel(op, rest_loops_nb, unary_generic_kernel, GN_KERNEL_CONTIGUOUS);
+  // The last tier (plugin.cpp, kTiers): every dtype of every op of the shared
+  // list that the oneDNN (eltwise.cpp) and SIMD (unary.cpp) tiers left.
+  const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
+  for (const Fn& f : kFns)
+    for (int32_t dt : all)
+      if ((f.takes_bool || dt != GN_BOOL) && !tier_serves(f.name, dt))
+        r.kernel(f.name, dt, unary_generic_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cpu

@@ -16,23 +16,15 @@
 // Bad dims, empty max/min/argmax/argmin and float x summed into an integer
 // dtype answer "unsupported": the reference then reports or computes them, so
 // the errors are exactly the reference's.
+#include "genesis/sdk/reductions.h"
 #include "loops.h"
 
 namespace gn::cpu {
 namespace {
 
-enum class Red { sum, mean, prod, max, min, argmax, argmin, var, std, logsumexp, norm };
-
-struct ReduceDef {
-  const char* name;
-  Red kind;
-};
-
-const ReduceDef kReduce[] = {
-    {"sum", Red::sum}, {"mean", Red::mean}, {"prod", Red::prod},     {"max", Red::max},
-    {"min", Red::min}, {"argmax", Red::argmax}, {"argmin", Red::argmin}, {"var", Red::var},
-    {"std", Red::std}, {"logsumexp", Red::logsumexp}, {"norm", Red::norm},
-};
+using Red = gn::sdk::Reduction;
+using ReduceDef = gn::sdk::ReductionDef;
+constexpr const auto& kReduce = gn::sdk::kReductions;
 
 struct Plan {
   std::vector<int64_t> oshape, ostr, ishape, istr;
@@ -144,7 +136,7 @@ double reduce_group(Red kind, const Group<T>& g, int64_t n, double param, int64_
           for (int64_t i = 0; i < len; ++i) ss += ((double)x[i * st] - mean) * ((double)x[i * st] - mean);
         }
       });
-      const double v = ss / std::fmax(0.0, (double)n - param);
+      const double v = gn::sdk::scalar::var_finish(ss, (double)n, param);
       return kind == Red::var ? v : std::sqrt(v);
     }
     case Red::logsumexp: {
@@ -184,11 +176,9 @@ double reduce_group(Red kind, const Group<T>& g, int64_t n, double param, int64_
       g.each_row([&](const T* x, int64_t len, int64_t st, int64_t) {
         if (k >= 0) acc += row_sum(x, len, st, k);
         else
-          for (int64_t i = 0; i < len; ++i) acc += std::pow(std::fabs((double)x[i * st]), pw);
+          for (int64_t i = 0; i < len; ++i) acc += gn::sdk::scalar::norm_term(std::fabs((double)x[i * st]), pw);
       });
-      if (k == 3 || k == 1) return acc;
-      if (k == 2) return std::sqrt(acc);
-      return std::pow(acc, 1.0 / pw);
+      return gn::sdk::scalar::norm_finish(acc, pw);
     }
   }
   return 0.0;

@@ -16,6 +16,10 @@
 
 namespace gn::sdk {
 
+// 2^63 as a double: the bound of the int64 range (INT64_MAX rounds up to it),
+// used by every float -> int64 conversion and saturation.
+inline constexpr double kInt64Bound = 9.2233720368547758e18;
+
 GN_HD float bits_to_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 GN_HD uint32_t float_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
@@ -96,7 +100,7 @@ GN_HD int64_t load_int(const void* p, int32_t dtype) {
 // Saturating-free float->int as C++/PyTorch do (truncation toward zero);
 // NaN/out-of-range give an unspecified but defined value (0 here).
 GN_HD int64_t to_int64(double v) {
-  if (!(v == v) || v >= 9.2233720368547758e18 || v < -9.2233720368547758e18) return 0;
+  if (!(v == v) || v >= kInt64Bound || v < -kInt64Bound) return 0;
   return (int64_t)v;
 }
 

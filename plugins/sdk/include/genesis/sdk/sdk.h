@@ -4,5 +4,6 @@
 #include "genesis/sdk/error.h"
 #include "genesis/sdk/iter.h"
 #include "genesis/sdk/philox.h"
+#include "genesis/sdk/scalar_ops.h"
 #include "genesis/sdk/host_device.h"
 #include "genesis/sdk/plugin.h"
