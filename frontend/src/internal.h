@@ -25,6 +25,9 @@ std::vector<Tensor> call(const gn_op* op, std::initializer_list<const Tensor*> i
 // Calls op with a tensor list (variadic inputs).
 std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in,
                          std::initializer_list<gn_attr_value> attrs, size_t n_out);
+// Calls op with a tensor list and an attribute vector (a rule's backward call, Node::attrs_for).
+std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in, const std::vector<gn_attr_value>& attrs,
+                         size_t n_out);
 // One-output shorthand.
 Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in,
              std::initializer_list<gn_attr_value> attrs = {});

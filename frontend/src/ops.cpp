@@ -80,37 +80,54 @@ Tensor view_result(gn_status* st, gn_tensor* const& out, const char* name, const
 
 }  // namespace
 
-#define GN_UNARY(fn, rule, sx, sy) \
-  Tensor Tensor::fn() const { return unary(GN_OP_HANDLE(#fn), *this, rule, sx, sy); }
-GN_UNARY(neg, R::neg, false, false)
-GN_UNARY(abs, R::abs, true, false)
-GN_UNARY(exp, R::exp, false, true)
-GN_UNARY(log, R::log, true, false)
-GN_UNARY(log1p, R::log1p, true, false)
-GN_UNARY(sqrt, R::sqrt, false, true)
-GN_UNARY(rsqrt, R::rsqrt, false, true)
-GN_UNARY(sin, R::sin, true, false)
-GN_UNARY(cos, R::cos, true, false)
-GN_UNARY(tanh, R::tanh, false, true)
-GN_UNARY(sigmoid, R::sigmoid, false, true)
-GN_UNARY(relu, R::relu, false, true)
-GN_UNARY(silu, R::silu, true, false)
-GN_UNARY(reciprocal, R::reciprocal, false, true)
-GN_UNARY(square, R::square, true, false)
-// Piecewise-constant ops: zero gradient almost everywhere, not recorded.
-GN_UNARY(sign, nullptr, false, false)
-GN_UNARY(floor, nullptr, false, false)
-GN_UNARY(ceil, nullptr, false, false)
-GN_UNARY(round, nullptr, false, false)
-GN_UNARY(logical_not, nullptr, false, false)
-GN_UNARY(isnan, nullptr, false, false)
-GN_UNARY(isinf, nullptr, false, false)
-GN_UNARY(isfinite, nullptr, false, false)
+namespace {
+// y = op(x) recorded with its GN_UNARY_GRAD row of derivatives.def (not recorded without one).
+Tensor unary_by_row(const gn_op* op, const Tensor& x, const autograd::rules::UnaryGrad* row) {
+  return row ? unary(op, x, row->rule, row->save_x, row->save_out) : unary(op, x, nullptr, false, false);
+}
+}  // namespace
+
+Tensor call_unary(const std::string& op, const Tensor& x) {
+  return unary_by_row(detail::find_op(op.c_str()), x, autograd::rules::find_unary_grad(op));
+}
+
+// The Tensor methods of the one-input ops: handle and row found once per method.
+#define GN_UNARY(fn)                                                                      \
+  Tensor Tensor::fn() const {                                                             \
+    static const autograd::rules::UnaryGrad* row = autograd::rules::find_unary_grad(#fn); \
+    return unary_by_row(GN_OP_HANDLE(#fn), *this, row);                                   \
+  }
+GN_UNARY(neg)
+GN_UNARY(abs)
+GN_UNARY(exp)
+GN_UNARY(log)
+GN_UNARY(log1p)
+GN_UNARY(sqrt)
+GN_UNARY(rsqrt)
+GN_UNARY(sin)
+GN_UNARY(cos)
+GN_UNARY(tanh)
+GN_UNARY(sigmoid)
+GN_UNARY(relu)
+GN_UNARY(reciprocal)
+GN_UNARY(square)
+Tensor Tensor::silu() const { return unary(GN_OP_HANDLE("silu"), *this, R::silu, true, false); }
+// Piecewise-constant and bool ops: no GN_UNARY_GRAD row, not recorded.
+GN_UNARY(sign)
+GN_UNARY(floor)
+GN_UNARY(ceil)
+GN_UNARY(round)
+GN_UNARY(logical_not)
+GN_UNARY(isnan)
+GN_UNARY(isinf)
+GN_UNARY(isfinite)
 #undef GN_UNARY
 
 Tensor Tensor::gelu(bool tanh_approx) const {
-  Tensor y = unary(GN_OP_HANDLE("gelu"), *this, R::gelu, true, true, {gn_attr_int(tanh_approx ? 1 : 0)});
-  if (auto& n = y.impl()->grad_fn) n->ints = {tanh_approx ? 1 : 0};
+  const gn_op* op = GN_OP_HANDLE("gelu");
+  const auto attrs = {gn_attr_int(tanh_approx ? 1 : 0)};
+  Tensor y = unary(op, *this, R::gelu, true, true, attrs);
+  if (auto& n = y.impl()->grad_fn) n->keep_attrs(op, attrs);
   return y;
 }
 
@@ -207,13 +224,15 @@ Tensor Tensor::norm(double p, Dims d, bool keepdim) const {
 }
 
 Tensor Tensor::softmax(int64_t dim) const {
-  Tensor y = unary(GN_OP_HANDLE("softmax"), *this, R::softmax, false, true, {gn_attr_int(dim)});
-  if (auto n = y.grad_fn()) n->ints = {dim};
+  const gn_op* op = GN_OP_HANDLE("softmax");
+  Tensor y = unary(op, *this, R::softmax, false, true, {gn_attr_int(dim)});
+  if (auto n = y.grad_fn()) n->keep_attrs(op, {gn_attr_int(dim)});
   return y;
 }
 Tensor Tensor::log_softmax(int64_t dim) const {
-  Tensor y = unary(GN_OP_HANDLE("log_softmax"), *this, R::log_softmax, false, true, {gn_attr_int(dim)});
-  if (auto n = y.grad_fn()) n->ints = {dim};
+  const gn_op* op = GN_OP_HANDLE("log_softmax");
+  Tensor y = unary(op, *this, R::log_softmax, false, true, {gn_attr_int(dim)});
+  if (auto n = y.grad_fn()) n->keep_attrs(op, {gn_attr_int(dim)});
   return y;
 }
 Tensor softmax(const Tensor& x, int64_t dim) { return x.softmax(dim); }
@@ -229,12 +248,14 @@ Tensor layer_norm(const Tensor& x_, const Tensor& weight_, const Tensor& bias_, 
   std::vector<Tensor> in = {x};
   if (weight.defined()) in.push_back(weight);
   if (bias.defined()) in.push_back(bias);
-  auto out = call(GN_OP_HANDLE("layer_norm"), in, {gn_attr_int(normalized_ndim), gn_attr_float(eps)}, 3);
+  const gn_op* op = GN_OP_HANDLE("layer_norm");
+  const auto attrs = {gn_attr_int(normalized_ndim), gn_attr_float(eps)};
+  auto out = call(op, in, attrs, 3);
   if (auto n = record("layer_norm", R::layer_norm, in, out[0])) {
     // saved: x, mean, rstd, [weight]
     n->saved = {x.detach(), out[1], out[2]};
     if (weight.defined()) n->saved.push_back(weight.detach());
-    n->ints = {normalized_ndim};
+    n->keep_attrs(op, attrs);
   }
   return out[0];
 }
@@ -256,12 +277,12 @@ Tensor cross_entropy(const Tensor& logits_, const Tensor& target, int64_t ignore
                      int64_t reduction) {
   Tensor logits = logits_;
   GN_AUTOCAST("cross_entropy", &logits);  // AMP hook
-  auto out = call(GN_OP_HANDLE("cross_entropy"), {&logits, &target},
-                  {gn_attr_int(ignore_index), gn_attr_float(label_smoothing), gn_attr_int(reduction)}, 2);
+  const gn_op* op = GN_OP_HANDLE("cross_entropy");
+  const auto attrs = {gn_attr_int(ignore_index), gn_attr_float(label_smoothing), gn_attr_int(reduction)};
+  auto out = call(op, {&logits, &target}, attrs, 2);
   if (auto n = record("cross_entropy", R::cross_entropy, {logits, target}, out[0])) {
     n->saved = {logits.detach(), target.detach(), out[1]};  // logits, target, lse
-    n->ints = {ignore_index, reduction};
-    n->f = label_smoothing;
+    n->keep_attrs(op, attrs);
   }
   return out[0];
 }

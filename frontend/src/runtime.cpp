@@ -107,11 +107,11 @@ const gn_op* find_op(const char* name) {
 
 namespace {
 
-std::vector<Tensor> call_raw(const gn_op* op, gn_tensor* const* in, size_t n_in,
-                             std::initializer_list<gn_attr_value> attrs, size_t n_out) {
+std::vector<Tensor> call_raw(const gn_op* op, gn_tensor* const* in, size_t n_in, const gn_attr_value* attrs,
+                             size_t n_attrs, size_t n_out) {
   gn_tensor* out[8] = {};
   if (n_out > 8) throw Error(GN_ERR_INTERNAL, "too many outputs");
-  check(gn_op_call(runtime(), op, in, n_in, attrs.begin(), attrs.size(), out, n_out), gn_op_name(op));
+  check(gn_op_call(runtime(), op, in, n_in, attrs, n_attrs, out, n_out), gn_op_name(op));
   std::vector<Tensor> r;
   r.reserve(n_out);
   for (size_t i = 0; i < n_out; ++i) r.push_back(Tensor::adopt(out[i]));
@@ -125,14 +125,21 @@ std::vector<Tensor> call(const gn_op* op, std::initializer_list<const Tensor*> i
   gn_tensor* h[8];
   size_t n = 0;
   for (const Tensor* t : in) h[n++] = t->handle();
-  return call_raw(op, h, n, attrs, n_out);
+  return call_raw(op, h, n, attrs.begin(), attrs.size(), n_out);
 }
 
 std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in,
                          std::initializer_list<gn_attr_value> attrs, size_t n_out) {
   std::vector<gn_tensor*> h;
   for (const Tensor& t : in) h.push_back(t.handle());
-  return call_raw(op, h.data(), h.size(), attrs, n_out);
+  return call_raw(op, h.data(), h.size(), attrs.begin(), attrs.size(), n_out);
+}
+
+std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in, const std::vector<gn_attr_value>& attrs,
+                         size_t n_out) {
+  std::vector<gn_tensor*> h;
+  for (const Tensor& t : in) h.push_back(t.handle());
+  return call_raw(op, h.data(), h.size(), attrs.data(), attrs.size(), n_out);
 }
 
 Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in,

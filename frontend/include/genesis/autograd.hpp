@@ -30,13 +30,26 @@ struct Node {
   std::vector<std::shared_ptr<Node>> next;  ///< per input: its grad_fn / accumulator, or null
   std::vector<InputMeta> inputs;            ///< per input: shape/dtype/device for reduction and casts
   std::vector<Tensor> saved;                ///< detached tensors the rule reads (freed after use)
-  std::vector<int64_t> ints;                ///< integer attributes (dims, flags)
-  double f = 0;                             ///< one float attribute (alpha, exponent, eps)
+  std::vector<int64_t> ints;                ///< integer attributes of frontend views and reductions (dims, flags)
+  double f = 0;                             ///< one float attribute (alpha, exponent)
+  const gn_op* op = nullptr;                ///< the recorded op, whose schema names `attrs`
+  std::vector<gn_attr_value> attrs;         ///< the op's attributes, completed with the schema's defaults
+  std::vector<std::vector<int64_t>> attr_storage;  ///< the data of the ints attributes in `attrs`
   std::vector<Hook> pre_hooks;              ///< hooks on the output's gradient (non-leaf register_hook/retain_grad)
   std::shared_ptr<Tensor::Impl> leaf;       ///< AccumulateGrad: the leaf it writes
   bool released = false;                    ///< saved tensors were freed by a backward
   /** Frees the chain of input nodes iteratively (deep graphs would overflow the stack). */
   ~Node();
+  /** Keeps the attributes of a call of op: `given` (positional) completed with the schema's defaults. */
+  void keep_attrs(const gn_op* recorded, std::initializer_list<gn_attr_value> given);
+  /** The kept attribute named `name` in op's schema (throws when there is none). */
+  const gn_attr_value& attr(const char* name) const;
+  /** attr(name) as an integer. */
+  int64_t attr_int(const char* name) const { return attr(name).u.i; }
+  /** attr(name) as a float. */
+  double attr_float(const char* name) const { return attr(name).u.f; }
+  /** The attributes of `backward` taken by name from the kept ones (defaults where not kept). */
+  std::vector<gn_attr_value> attrs_for(const gn_op* backward) const;
 };
 
 /** Whether ops record for autograd on this thread. */

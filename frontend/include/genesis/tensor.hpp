@@ -468,6 +468,9 @@ Tensor empty_like(const Tensor& t, Options opts = {});
 Tensor matmul(const Tensor& a, const Tensor& b);
 /** cond ? a : b (broadcast). */
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+/** A one-input op by its ops.def name (any op, a new one too), recorded for autograd when
+ * frontend/src/autograd/derivatives.def gives it a GN_UNARY_GRAD row. */
+Tensor call_unary(const std::string& op, const Tensor& x);
 /** Softmax along dim. */
 Tensor softmax(const Tensor& x, int64_t dim);
 /** Log-softmax along dim. */

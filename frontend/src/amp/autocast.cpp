@@ -18,27 +18,25 @@ namespace {
 
 using P = CastPolicy;
 
-// THE policy table: op name (as used by the frontend op wrappers) -> policy.
-constexpr std::pair<std::string_view, CastPolicy> kPolicy[] = {
-    // low precision: the matrix-multiply family
-    {"matmul", P::lower_precision}, {"bmm", P::lower_precision}, {"mm", P::lower_precision},
-    {"linear", P::lower_precision}, {"addmm", P::lower_precision}, {"conv1d", P::lower_precision},
-    {"conv2d", P::lower_precision}, {"scaled_dot_product_attention", P::lower_precision},
-    {"multi_head_attention", P::lower_precision},
-    // float32: numerically sensitive ops
-    {"softmax", P::fp32}, {"log_softmax", P::fp32}, {"layer_norm", P::fp32}, {"rms_norm", P::fp32},
-    {"group_norm", P::fp32}, {"batch_norm", P::fp32}, {"sum", P::fp32}, {"mean", P::fp32}, {"prod", P::fp32},
-    {"var", P::fp32}, {"std", P::fp32}, {"logsumexp", P::fp32}, {"norm", P::fp32}, {"cross_entropy", P::fp32},
-    {"nll_loss", P::fp32}, {"mse_loss", P::fp32}, {"l1_loss", P::fp32}, {"smooth_l1_loss", P::fp32},
-    {"binary_cross_entropy", P::fp32}, {"binary_cross_entropy_with_logits", P::fp32}, {"kl_div", P::fp32},
-    {"exp", P::fp32}, {"log", P::fp32}, {"log1p", P::fp32}, {"pow", P::fp32}, {"rsqrt", P::fp32},
-    {"reciprocal", P::fp32},
-    // promote: mixed floating inputs to the widest
-    {"add", P::promote}, {"sub", P::promote}, {"mul", P::promote}, {"div", P::promote},
-    {"maximum", P::promote}, {"minimum", P::promote}, {"where", P::promote}, {"cat", P::promote},
-    {"stack", P::promote}, {"eq", P::promote}, {"ne", P::promote}, {"lt", P::promote}, {"le", P::promote},
-    {"gt", P::promote}, {"ge", P::promote}, {"index_add", P::promote}, {"scatter_add", P::promote},
+// The policy of every op and frontend function: the rows of derivatives.def.
+constexpr std::pair<std::string_view, CastPolicy> kRows[] = {
+#define GN_UNARY_GRAD(op, saves, policy, formula) {#op, P::policy},
+#define GN_GRAD(op, rule, saves, policy) {#op, P::policy},
+#define GN_NO_GRAD(op, policy, reason) {#op, P::policy},
+#define GN_FRONTEND(name, rule, policy) {#name, P::policy},
+#include "../autograd/derivatives.def"
 };
+
+// The rows with a policy other than none (the ones cast_policy searches).
+const std::vector<std::pair<std::string_view, CastPolicy>>& policies() {
+  static const std::vector<std::pair<std::string_view, CastPolicy>> v = [] {
+    std::vector<std::pair<std::string_view, CastPolicy>> r;
+    for (const auto& row : kRows)
+      if (row.second != P::none) r.push_back(row);
+    return r;
+  }();
+  return v;
+}
 
 struct Slot {
   bool enabled = false;
@@ -86,7 +84,7 @@ Tensor cast(const Tensor& t, DType to, bool may_cache) {
 }  // namespace
 
 CastPolicy cast_policy(std::string_view name) {
-  for (const auto& [n, p] : kPolicy)
+  for (const auto& [n, p] : policies())
     if (n == name) return p;
   return CastPolicy::none;
 }

@@ -7,6 +7,7 @@
 // topological order, summing gradients per node and freeing saved tensors
 // and gradient buffers as soon as they are used.
 #include <cctype>
+#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -74,6 +75,45 @@ Node::~Node() {
     n.reset();  // its destructor parks its own inputs
   }
   draining = false;
+}
+
+void Node::keep_attrs(const gn_op* recorded, std::initializer_list<gn_attr_value> given) {
+  op = recorded;
+  const gn_op_schema* s = gn_op_get_schema(recorded);
+  attrs.assign(given.begin(), given.end());
+  for (size_t i = attrs.size(); i < s->n_attrs; ++i) attrs.push_back(s->attrs[i].default_value);
+  // Own the ints data: the caller's arrays die with the call.
+  attr_storage.clear();
+  attr_storage.reserve(attrs.size());
+  for (gn_attr_value& a : attrs)
+    if (a.kind == GN_ATTR_INTS) {
+      attr_storage.emplace_back(a.u.ints.data, a.u.ints.data + a.u.ints.size);
+      a.u.ints.data = attr_storage.back().data();
+    }
+}
+
+const gn_attr_value& Node::attr(const char* attr_name) const {
+  if (op) {
+    const gn_op_schema* s = gn_op_get_schema(op);
+    for (size_t i = 0; i < s->n_attrs && i < attrs.size(); ++i)
+      if (std::strcmp(s->attrs[i].name, attr_name) == 0) return attrs[i];
+  }
+  throw Error(GN_ERR_INTERNAL, std::string("[") + name + "] the recorded node has no attribute '" + attr_name + "'");
+}
+
+std::vector<gn_attr_value> Node::attrs_for(const gn_op* backward) const {
+  const gn_op_schema* s = gn_op_get_schema(backward);
+  std::vector<gn_attr_value> r;
+  for (size_t i = 0; i < s->n_attrs; ++i) {
+    gn_attr_value v = s->attrs[i].default_value;
+    if (op) {
+      const gn_op_schema* f = gn_op_get_schema(op);
+      for (size_t j = 0; j < f->n_attrs && j < attrs.size(); ++j)
+        if (std::strcmp(f->attrs[j].name, s->attrs[i].name) == 0) v = attrs[j];
+    }
+    r.push_back(v);
+  }
+  return r;
 }
 
 bool grad_enabled() { return g_grad_enabled; }

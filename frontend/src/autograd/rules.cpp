@@ -41,23 +41,18 @@ double reduced_count(const Node& n) {
 
 }  // namespace
 
-// ---- elementwise unary: saved = {x, y} (either may be undefined)
-V neg(Node&, const Tensor& g) { return {-g}; }
-V abs(Node& n, const Tensor& g) { return {g * n.saved[0].sign()}; }
-V exp(Node& n, const Tensor& g) { return {g * n.saved[1]}; }
-V log(Node& n, const Tensor& g) { return {g / n.saved[0]}; }
-V log1p(Node& n, const Tensor& g) { return {g / (n.saved[0] + 1)}; }
-V sqrt(Node& n, const Tensor& g) { return {g / (n.saved[1] * 2)}; }
-V rsqrt(Node& n, const Tensor& g) { return {g * n.saved[1].pow(3) * -0.5}; }  // d x^-1/2 = -x^-3/2 / 2
-V sin(Node& n, const Tensor& g) { return {g * n.saved[0].cos()}; }
-V cos(Node& n, const Tensor& g) { return {-g * n.saved[0].sin()}; }
-V tanh(Node& n, const Tensor& g) { return {g * (1 - n.saved[1].square())}; }
-V sigmoid(Node& n, const Tensor& g) { return {g * n.saved[1] * (1 - n.saved[1])}; }
-// y = relu(x) >= 0, so sign(y) is the 0/1 mask of x > 0, in g's floating dtype: one
-// fast unary op and a same-dtype mul instead of a compare and a bool-promoting mul.
-V relu(Node& n, const Tensor& g) { return {g * n.saved[1].sign()}; }
-V reciprocal(Node& n, const Tensor& g) { return {-g * n.saved[1].square()}; }
-V square(Node& n, const Tensor& g) { return {g * n.saved[0] * 2}; }
+// ---- elementwise unary: saved = {x, out} (either may be undefined)
+// The GN_UNARY_GRAD rows of derivatives.def: {formula} of g, x and out.
+#define GN_UNARY_GRAD(op, saves, policy, formula) \
+  V op(Node& n, const Tensor& g) {                \
+    const Tensor& x = n.saved[0];                 \
+    const Tensor& out = n.saved[1];               \
+    (void)x;                                      \
+    (void)out;                                    \
+    return {formula};                             \
+  }
+#include "derivatives.def"
+
 V silu(Node& n, const Tensor& g) {
   const Tensor& x = n.saved[0];
   Tensor s = x.sigmoid();
@@ -65,7 +60,7 @@ V silu(Node& n, const Tensor& g) {
 }
 V gelu(Node& n, const Tensor& g) {
   const Tensor& x = n.saved[0];
-  if (n.ints.at(0)) {  // tanh form: 0.5*x*(1+tanh(u)), u = c*(x + 0.044715x^3)
+  if (n.attr_int("approximate")) {  // tanh form: 0.5*x*(1+tanh(u)), u = c*(x + 0.044715x^3)
     const double c = std::sqrt(2.0 / M_PI);
     Tensor t = ((x + x.pow(3) * 0.044715) * c).tanh();
     Tensor du = (1 + x.square() * (3 * 0.044715)) * c;
@@ -123,7 +118,7 @@ V matmul(Node& n, const Tensor& g) {
   if (a.dim() == 1 && b.dim() == 1) G = g.reshape({1, 1});
   else if (a.dim() == 1) G = g.unsqueeze(-2);
   else if (b.dim() == 1) G = g.unsqueeze(-1);
-  static const gn_op* mm = detail::find_op("matmul");
+  const gn_op* mm = GN_OP_HANDLE("matmul");
   Tensor ga, gb;
   if (needs(n, 0)) {  // G @ B^T: (..., M, K)
     ga = detail::call1(mm, {&G, &B}, {gn_attr_int(0), gn_attr_int(1)});
@@ -171,30 +166,32 @@ V norm(Node& n, const Tensor& g) {  // sign(x) |x|^(p-1) / y^(p-1)
 
 // ---- softmax family and fused NN ops (their backward ops live in the core)
 V softmax(Node& n, const Tensor& g) {
-  return {detail::call1(detail::find_op("softmax_backward"), {&g, &n.saved[1]}, {gn_attr_int(n.ints[0])})};
+  const gn_op* op = GN_OP_HANDLE("softmax_backward");
+  return detail::call(op, {g, n.saved[1]}, n.attrs_for(op), 1);
 }
 V log_softmax(Node& n, const Tensor& g) {
-  return {detail::call1(detail::find_op("log_softmax_backward"), {&g, &n.saved[1]}, {gn_attr_int(n.ints[0])})};
+  const gn_op* op = GN_OP_HANDLE("log_softmax_backward");
+  return detail::call(op, {g, n.saved[1]}, n.attrs_for(op), 1);
 }
 V layer_norm(Node& n, const Tensor& g) {  // saved = {x, mean, rstd, [weight]}
   std::vector<Tensor> in = {g, n.saved[0], n.saved[1], n.saved[2]};
   if (n.saved.size() > 3) in.push_back(n.saved[3]);
-  auto r = detail::call(detail::find_op("layer_norm_backward"), in, {gn_attr_int(n.ints[0])}, 3);
+  const gn_op* op = GN_OP_HANDLE("layer_norm_backward");
+  auto r = detail::call(op, in, n.attrs_for(op), 3);
   return {r[0], n.next.size() > 1 ? r[1] : Tensor(), n.next.size() > 2 ? r[2] : Tensor()};
 }
 V rms_norm(Node& n, const Tensor& g) {  // saved = {x, rstd, [weight]}
   std::vector<Tensor> in = {g, n.saved[0], n.saved[1]};
   if (n.saved.size() > 2) in.push_back(n.saved[2]);
-  auto r = detail::call(detail::find_op("rms_norm_backward"), in, {}, 2);
+  auto r = detail::call(GN_OP_HANDLE("rms_norm_backward"), in, {}, 2);
   return {r[0], n.next.size() > 1 ? r[1] : Tensor()};
 }
-V cross_entropy(Node& n, const Tensor& g) {  // saved = {logits, target, lse}; ints = {ignore, reduction}
-  Tensor gl = detail::call1(detail::find_op("cross_entropy_backward"), {&g, &n.saved[0], &n.saved[1], &n.saved[2]},
-                            {gn_attr_int(n.ints[0]), gn_attr_float(n.f), gn_attr_int(n.ints[1])});
-  return {gl, Tensor()};
+V cross_entropy(Node& n, const Tensor& g) {  // saved = {logits, target, lse}
+  const gn_op* op = GN_OP_HANDLE("cross_entropy_backward");
+  return {detail::call(op, {g, n.saved[0], n.saved[1], n.saved[2]}, n.attrs_for(op), 1)[0], Tensor()};
 }
 V embedding(Node& n, const Tensor& g) {  // inputs (weight (V, D), ids); saved = {ids}
-  Tensor gw = detail::call1(detail::find_op("embedding_backward"), {&g, &n.saved[0]},
+  Tensor gw = detail::call1(GN_OP_HANDLE("embedding_backward"), {&g, &n.saved[0]},
                             {gn_attr_int(n.inputs[0].shape.at(0))});
   return {gw, Tensor()};
 }
@@ -222,47 +219,43 @@ V select(Node& n, const Tensor& g) {  // ints = {dim, index}
 }
 
 // ---- convolution, pooling, attention and fused activations (genesis::nn::functional)
-V conv2d(Node& n, const Tensor& g) {  // inputs (x, w, [bias]); saved = {x, w}; ints = {stride2, padding2, dilation2, groups}
-  const int64_t* i = n.ints.data();
-  auto r = detail::call(detail::find_op("conv2d_backward"), {&g, &n.saved[0], &n.saved[1]},
-                        {gn_attr_ints(i, 2), gn_attr_ints(i + 2, 2), gn_attr_ints(i + 4, 2), gn_attr_int(i[6])}, 3);
+// The backward ops take the forward's attributes by name (Node::attrs_for).
+V conv2d(Node& n, const Tensor& g) {  // inputs (x, w, [bias]); saved = {x, w}
+  const gn_op* op = GN_OP_HANDLE("conv2d_backward");
+  auto r = detail::call(op, {g, n.saved[0], n.saved[1]}, n.attrs_for(op), 3);
   return {r[0], r[1], n.next.size() > 2 ? r[2] : Tensor()};
 }
-V max_pool2d(Node& n, const Tensor& g) {  // saved = {x, indices}; ints = {kernel2, stride2, padding2, dilation2, ceil}
-  const int64_t* i = n.ints.data();
-  return {detail::call1(detail::find_op("max_pool2d_backward"), {&g, &n.saved[0], &n.saved[1]},
-                        {gn_attr_ints(i, 2), gn_attr_ints(i + 2, 2), gn_attr_ints(i + 4, 2), gn_attr_ints(i + 6, 2),
-                         gn_attr_int(i[8])})};
+V max_pool2d(Node& n, const Tensor& g) {  // saved = {x, indices}
+  const gn_op* op = GN_OP_HANDLE("max_pool2d_backward");
+  return detail::call(op, {g, n.saved[0], n.saved[1]}, n.attrs_for(op), 1);
 }
-V avg_pool2d(Node& n, const Tensor& g) {  // saved = {x}; ints = {kernel2, stride2, padding2, ceil, count_include_pad}
-  const int64_t* i = n.ints.data();
-  return {detail::call1(detail::find_op("avg_pool2d_backward"), {&g, &n.saved[0]},
-                        {gn_attr_ints(i, 2), gn_attr_ints(i + 2, 2), gn_attr_ints(i + 4, 2), gn_attr_int(i[6]),
-                         gn_attr_int(i[7])})};
+V avg_pool2d(Node& n, const Tensor& g) {  // saved = {x}
+  const gn_op* op = GN_OP_HANDLE("avg_pool2d_backward");
+  return detail::call(op, {g, n.saved[0]}, n.attrs_for(op), 1);
 }
-V sdpa(Node& n, const Tensor& g) {  // inputs (q, k, v, [mask]); saved = {q, k, v, out, lse, [mask]}; ints = {causal}; f = scale
+V sdpa(Node& n, const Tensor& g) {  // inputs (q, k, v, [mask]); saved = {q, k, v, out, lse, [mask]}
   std::vector<Tensor> in = {g};
   in.insert(in.end(), n.saved.begin(), n.saved.end());
-  auto r = detail::call(detail::find_op("scaled_dot_product_attention_backward"), in,
-                        {gn_attr_int(n.ints[0]), gn_attr_float(n.f)}, 3);
+  const gn_op* op = GN_OP_HANDLE("scaled_dot_product_attention_backward");
+  auto r = detail::call(op, in, n.attrs_for(op), 3);
   if (n.next.size() > 3) r.push_back(Tensor());  // no gradient for the mask
   return r;
 }
 V rope(Node& n, const Tensor& g) {  // inputs (x, cos, sin); saved = {cos, sin}
-  return {detail::call1(detail::find_op("rope_backward"), {&g, &n.saved[0], &n.saved[1]}), Tensor(), Tensor()};
+  return {detail::call1(GN_OP_HANDLE("rope_backward"), {&g, &n.saved[0], &n.saved[1]}), Tensor(), Tensor()};
 }
 V swiglu(Node& n, const Tensor& g) {  // inputs (gate, up); saved = {gate, up}
-  return detail::call(detail::find_op("swiglu_backward"), {&g, &n.saved[0], &n.saved[1]}, {}, 2);
+  return detail::call(GN_OP_HANDLE("swiglu_backward"), {&g, &n.saved[0], &n.saved[1]}, {}, 2);
 }
 
 // ---- indexing and joining
 V gather(Node& n, const Tensor& g) {  // inputs (x, index); saved = {index}; ints = {dim}: scatter-add g back
   Tensor z = zeros(n.inputs[0].shape, {.dtype = g.dtype(), .device = g.device()});
-  return {detail::call1(detail::find_op("scatter_add"), {&z, &n.saved[0], &g}, {gn_attr_int(n.ints[0])}), Tensor()};
+  return {detail::call1(GN_OP_HANDLE("scatter_add"), {&z, &n.saved[0], &g}, {gn_attr_int(n.ints[0])}), Tensor()};
 }
 V index_select(Node& n, const Tensor& g) {  // inputs (x, index); saved = {index}; ints = {dim}
   Tensor z = zeros(n.inputs[0].shape, {.dtype = g.dtype(), .device = g.device()});
-  return {detail::call1(detail::find_op("index_add"), {&z, &n.saved[0], &g}, {gn_attr_int(n.ints[0]), gn_attr_float(1)}),
+  return {detail::call1(GN_OP_HANDLE("index_add"), {&z, &n.saved[0], &g}, {gn_attr_int(n.ints[0]), gn_attr_float(1)}),
           Tensor()};
 }
 V cat(Node& n, const Tensor& g) {  // ints = {dim}: each input gets its slice of g
@@ -299,9 +292,8 @@ V prod(Node& n, const Tensor& g) {
 V bmm(Node& n, const Tensor& g) {  // saved = {a, b}; ints = {trans_a, trans_b}; g (B, M, N)
   const Tensor &a = n.saved[0], &b = n.saved[1];
   const bool ta = n.ints[0] != 0, tb = n.ints[1] != 0;
-  static const gn_op* op = detail::find_op("bmm");
   auto mm = [](const Tensor& l, const Tensor& r, int ta_, int tb_) {
-    return detail::call1(op, {&l, &r}, {gn_attr_int(ta_), gn_attr_int(tb_)});
+    return detail::call1(GN_OP_HANDLE("bmm"), {&l, &r}, {gn_attr_int(ta_), gn_attr_int(tb_)});
   };
   Tensor ga, gb;
   // out = A B with A = a or a^T, B = b or b^T: dA = g B^T, dB = A^T g, then
@@ -341,7 +333,7 @@ V take_along(Node& n, const Tensor& g) {  // topk/sort values: saved = {indices}
 
 V linear(Node& n, const Tensor& g) {  // y = x @ w^T: inputs (x (*, in), w (out, in)); saved = {x, w}
   const Tensor &x = n.saved[0], &w = n.saved[1];
-  static const gn_op* mm = detail::find_op("matmul");
+  const gn_op* mm = GN_OP_HANDLE("matmul");
   Tensor gx, gw;
   if (needs(n, 0)) gx = detail::call1(mm, {&g, &w});  // (*, out) @ (out, in)
   if (needs(n, 1)) {  // g^T @ x over every leading dim: (out, in), dense, as the weight
@@ -352,26 +344,37 @@ V linear(Node& n, const Tensor& g) {  // y = x @ w^T: inputs (x (*, in), w (out,
   return {gx, gw};
 }
 
-// ---- the op -> rule table (ops.def names; several ops share a rule)
+// ---- the op -> rule table: the GN_UNARY_GRAD and GN_GRAD rows of derivatives.def
 const std::vector<OpRule>& rule_table() {
   static const std::vector<OpRule> table = {
-      {"neg", neg}, {"abs", abs}, {"exp", exp}, {"log", log}, {"log1p", log1p}, {"sqrt", sqrt},
-      {"rsqrt", rsqrt}, {"sin", sin}, {"cos", cos}, {"tanh", tanh}, {"sigmoid", sigmoid}, {"relu", relu},
-      {"gelu", gelu}, {"silu", silu}, {"reciprocal", reciprocal}, {"square", square}, {"clamp", clamp},
-      {"cast", identity}, {"copy", identity},
-      {"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}, {"pow", pow}, {"maximum", maximum},
-      {"minimum", minimum}, {"where", where},
-      {"sum", sum}, {"mean", mean}, {"prod", prod}, {"max", amax}, {"min", amax}, {"var", var}, {"std", std},
-      {"logsumexp", logsumexp}, {"norm", norm},
-      {"softmax", softmax}, {"log_softmax", log_softmax}, {"matmul", matmul}, {"bmm", bmm},
-      {"layer_norm", layer_norm}, {"rms_norm", rms_norm}, {"rope", rope}, {"swiglu", swiglu},
-      {"cross_entropy", cross_entropy}, {"scaled_dot_product_attention", sdpa}, {"embedding", embedding},
-      {"gather", gather}, {"scatter", scatter}, {"scatter_add", scatter_add}, {"index_select", index_select},
-      {"index_add", index_add}, {"masked_fill", masked_fill}, {"cat", cat}, {"stack", stack}, {"split", slice},
-      {"triu", triu}, {"tril", tril}, {"topk", take_along}, {"sort", take_along},
-      {"conv2d", conv2d}, {"max_pool2d", max_pool2d}, {"avg_pool2d", avg_pool2d},
+#define GN_UNARY_GRAD(op, saves, policy, formula) {#op, op},
+#define GN_GRAD(op, rule, saves, policy) {#op, rule},
+#include "derivatives.def"
   };
   return table;
+}
+
+namespace {
+// Whether the space-separated list `saves` names `word`.
+constexpr bool names(std::string_view saves, std::string_view word) {
+  for (size_t i = 0; i < saves.size();) {
+    size_t j = saves.find(' ', i);
+    if (j == std::string_view::npos) j = saves.size();
+    if (saves.substr(i, j - i) == word) return true;
+    i = j + 1;
+  }
+  return false;
+}
+constexpr UnaryGrad kUnaryGrads[] = {
+#define GN_UNARY_GRAD(op, saves, policy, formula) {#op, op, names(saves, "x"), names(saves, "out")},
+#include "derivatives.def"
+};
+}  // namespace
+
+const UnaryGrad* find_unary_grad(std::string_view op) {
+  for (const UnaryGrad& u : kUnaryGrads)
+    if (op == u.op) return &u;
+  return nullptr;
 }
 
 }  // namespace genesis::autograd::rules

@@ -101,12 +101,12 @@ Tensor conv2d(const Tensor& x_, const Tensor& weight_, const Tensor& bias_, IntP
   std::vector<int64_t> a = {stride.h, stride.w, padding.h, padding.w, dilation.h, dilation.w, groups};
   std::vector<Tensor> in = {x, weight};
   if (bias.defined()) in.push_back(bias);
-  Tensor y = std::move(call(GN_OP_HANDLE("conv2d"), in,
-                            {gn_attr_ints(&a[0], 2), gn_attr_ints(&a[2], 2), gn_attr_ints(&a[4], 2), gn_attr_int(groups)},
-                            1)[0]);
+  const gn_op* op = GN_OP_HANDLE("conv2d");
+  const auto attrs = {gn_attr_ints(&a[0], 2), gn_attr_ints(&a[2], 2), gn_attr_ints(&a[4], 2), gn_attr_int(groups)};
+  Tensor y = std::move(call(op, in, attrs, 1)[0]);
   if (auto n = record("conv2d", R::conv2d, in, y)) {
     n->saved = {x.detach(), weight.detach()};
-    n->ints = a;
+    n->keep_attrs(op, attrs);
   }
   return y;
 }
@@ -116,13 +116,13 @@ Tensor max_pool2d(const Tensor& x, IntPair kernel, std::optional<IntPair> stride
   IntPair stride = stride_.value_or(kernel);
   std::vector<int64_t> a = {kernel.h, kernel.w, stride.h,   stride.w,  padding.h,
                             padding.w, dilation.h, dilation.w, ceil_mode ? 1 : 0};
-  auto out = call(GN_OP_HANDLE("max_pool2d"), {&x},
-                  {gn_attr_ints(&a[0], 2), gn_attr_ints(&a[2], 2), gn_attr_ints(&a[4], 2), gn_attr_ints(&a[6], 2),
-                   gn_attr_int(a[8])},
-                  2);
+  const gn_op* op = GN_OP_HANDLE("max_pool2d");
+  const auto attrs = {gn_attr_ints(&a[0], 2), gn_attr_ints(&a[2], 2), gn_attr_ints(&a[4], 2), gn_attr_ints(&a[6], 2),
+                      gn_attr_int(a[8])};
+  auto out = call(op, {&x}, attrs, 2);
   if (auto n = record("max_pool2d", R::max_pool2d, {x}, out[0])) {
     n->saved = {x.detach(), out[1]};  // x, indices
-    n->ints = a;
+    n->keep_attrs(op, attrs);
   }
   return out[0];
 }
@@ -132,12 +132,13 @@ Tensor avg_pool2d(const Tensor& x, IntPair kernel, std::optional<IntPair> stride
   IntPair stride = stride_.value_or(kernel);
   std::vector<int64_t> a = {kernel.h,  kernel.w,  stride.h,         stride.w,
                             padding.h, padding.w, ceil_mode ? 1 : 0, count_include_pad ? 1 : 0};
-  Tensor y = call1(GN_OP_HANDLE("avg_pool2d"), {&x},
-                   {gn_attr_ints(&a[0], 2), gn_attr_ints(&a[2], 2), gn_attr_ints(&a[4], 2), gn_attr_int(a[6]),
-                    gn_attr_int(a[7])});
+  const gn_op* op = GN_OP_HANDLE("avg_pool2d");
+  const auto attrs = {gn_attr_ints(&a[0], 2), gn_attr_ints(&a[2], 2), gn_attr_ints(&a[4], 2), gn_attr_int(a[6]),
+                      gn_attr_int(a[7])};
+  Tensor y = call1(op, {&x}, attrs);
   if (auto n = record("avg_pool2d", R::avg_pool2d, {x}, y)) {
     n->saved = {x.detach()};
-    n->ints = a;
+    n->keep_attrs(op, attrs);
   }
   return y;
 }
@@ -161,12 +162,13 @@ Tensor scaled_dot_product_attention(const Tensor& q_, const Tensor& k_, const Te
   std::vector<Tensor> in = {q, k, v};
   if (mask.defined()) in.push_back(mask);
   const double sc = scale ? *scale : std::nan("");
-  auto out = call(GN_OP_HANDLE("scaled_dot_product_attention"), in, {gn_attr_int(is_causal ? 1 : 0), gn_attr_float(sc)}, 2);
+  const gn_op* op = GN_OP_HANDLE("scaled_dot_product_attention");
+  const auto attrs = {gn_attr_int(is_causal ? 1 : 0), gn_attr_float(sc)};
+  auto out = call(op, in, attrs, 2);
   if (auto n = record("scaled_dot_product_attention", R::sdpa, in, out[0])) {
     n->saved = {q.detach(), k.detach(), v.detach(), out[0].detach(), out[1]};
     if (mask.defined()) n->saved.push_back(mask.detach());
-    n->ints = {is_causal ? 1 : 0};
-    n->f = sc;
+    n->keep_attrs(op, attrs);
   }
   return three_d ? out[0].squeeze(0) : out[0];
 }
