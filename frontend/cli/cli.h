@@ -56,6 +56,20 @@ std::string library_path();
 // `genesis info`: versions, plugins, device types, ops.
 int run_info(const GlobalOptions& opts, bool with_ops = true);
 
+// Options of `genesis test-ops`.
+struct TestOpsOptions {
+  std::string backend;        // plugin under test
+  std::string op;             // only this op ("" = all)
+  std::string mode = "test";  // test | perf
+  bool verbose = false;
+};
+
+// Registers the `test-ops` subcommand and its options on app.
+CLI::App* add_test_ops(CLI::App& app, TestOpsOptions& opts);
+
+// `genesis test-ops`: a plugin's ops against the reference backend (test_ops.cpp); 1 when a case fails.
+int run_test_ops(const GlobalOptions& opts, const TestOpsOptions& test_opts);
+
 // Options of `genesis tokenize` (exactly one of text, file, decode).
 struct TokenizeOptions {
   std::string model;          // folder with tokenizer.json

@@ -35,12 +35,15 @@ int main(int argc, char** argv) {
   genesis::cli::TrainCommands train(app);
   genesis::cli::TokenizeOptions tokenize_opts;
   CLI::App* tokenize = genesis::cli::add_tokenize(app, tokenize_opts);
+  genesis::cli::TestOpsOptions test_ops_opts;
+  CLI::App* test_ops = genesis::cli::add_test_ops(app, test_ops_opts);
 
   CLI11_PARSE(app, argc, argv);
   opts.has_plugins = plugins->count() > 0;
 
   if (*info) return genesis::cli::run_info(opts, !no_ops);
   if (*tokenize) return genesis::cli::run_tokenize(tokenize_opts);
+  if (*test_ops) return genesis::cli::run_test_ops(opts, test_ops_opts);
   if (int rc = llm.run(opts); rc >= 0) return rc;
   if (int rc = train.run(opts); rc >= 0) return rc;
   return 1;  // unreachable: require_subcommand(1)
