@@ -7,9 +7,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "genesis/autograd.hpp"
 #include "genesis/chat_template.hpp"
+#include "genesis/io.hpp"
 #include "genesis/models/qwen.hpp"
 #include "genesis/nn/init.hpp"
 #include "genesis/profiler.hpp"
@@ -24,7 +27,11 @@ namespace T = genesis::train;
 namespace fs = std::filesystem;
 
 struct TrainCommands::State {
-  CLI::App *tokenizer = nullptr, *sft = nullptr, *eval = nullptr;
+  CLI::App *tokenizer = nullptr, *sft = nullptr, *eval = nullptr, *bench = nullptr;
+  // bench train
+  std::string bench_config = "qwen2.5-0.5b";
+  int64_t bench_batch = 8, bench_seq = 512, bench_steps = 10, bench_warmup = 3;
+  bool bench_json = false;
   // train-tokenizer
   std::vector<std::string> files;
   std::string out_dir;
@@ -36,7 +43,7 @@ struct TrainCommands::State {
   uint64_t seed = 0;
   int64_t exact_match = 0, max_new_tokens = 64, show = 3;
   bool profile = false;
-  std::string data;
+  std::string data, logits_out;
 };
 
 namespace {
@@ -136,6 +143,15 @@ int run_eval_chat(const GlobalOptions& go, TrainCommands::State& s) {
   auto convs = T::read_chat_jsonl(s.data);
   if (s.exact_match > 0 && static_cast<int64_t>(convs.size()) > s.exact_match) convs.resize(static_cast<size_t>(s.exact_match));
   ChatTemplate tmpl(tok.chat_template());
+  if (!s.logits_out.empty()) {  // the first conversation's ids and logits, for comparison with other frameworks
+    const std::vector<int64_t> ids = tok.encode(tmpl.apply(convs.at(0), false, false), false);
+    NoGradGuard no_grad;
+    model->eval();
+    Tensor t = tensor(ids, {1, static_cast<int64_t>(ids.size())}, {.dtype = DType::i64, .device = d});
+    Tensor logits = model->forward(t).to(DType::f32).to(Device("cpu"));
+    save_safetensors(s.logits_out, {{"input_ids", t.to(Device("cpu"))}, {"logits", logits}});
+    std::fprintf(stderr, "eval-chat: wrote %s (%zu tokens)\n", s.logits_out.c_str(), ids.size());
+  }
   int64_t shown = 0;
   const double acc = T::exact_match(*model, tok, tmpl, convs, s.max_new_tokens, [&](size_t i, const std::string& answer, bool ok) {
     if (ok || shown >= s.show || convs[i].size() < 2) return;
@@ -144,6 +160,63 @@ int run_eval_chat(const GlobalOptions& go, TrainCommands::State& s) {
                 convs[i].back().content.c_str(), answer.c_str());
   });
   std::printf("exact match: %.1f%% of %zu conversations (%s)\n", 100.0 * acc, convs.size(), s.data.c_str());
+  return 0;
+}
+
+// Training throughput: random tokens (every position a target), AdamW, autocast as asked; the
+// mean of the timed steps after warm-up, and the peak memory of the whole run.
+int run_bench_train(const GlobalOptions& go, TrainCommands::State& s) {
+  init_runtime(go);
+  const Device d = pick_device(s.device);
+  struct stat st{};
+  M::QwenConfig c = ::stat(s.bench_config.c_str(), &st) == 0 ? M::QwenConfig::from_file(s.bench_config)
+                                                               : M::QwenConfig::preset(s.bench_config);
+  manual_seed(0);
+  M::QwenForCausalLM model(c, Options{.dtype = DType::f32, .device = d});
+  std::vector<T::ChatExample> rows;
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (int64_t r = 0; r < s.bench_batch * (s.bench_warmup + s.bench_steps); ++r) {
+    T::ChatExample e;
+    for (int64_t t = 0; t < s.bench_seq; ++t) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      e.ids.push_back(static_cast<int64_t>(x % static_cast<uint64_t>(c.vocab_size)));
+    }
+    e.labels = e.ids;
+    rows.push_back(std::move(e));
+  }
+  T::BatchOptions bo;
+  bo.batch_size = s.bench_batch;
+  bo.max_length = s.bench_seq;
+  bo.shuffle = false;
+  T::SftBatcher data(rows, bo);
+  T::SftOptions o = s.sft_opts;
+  o.output_dir = (fs::temp_directory_path() / ("genesis_bench_train_" + std::to_string(::getpid()))).string();
+  o.max_steps = s.bench_warmup + s.bench_steps;
+  o.warmup_steps = 0;
+  o.progress = "none";
+  o.lr = 1e-5;
+  // Time the steps after warm-up from the per-step metrics (each step ends with a host sync).
+  std::vector<double> stamps;
+  o.on_step = [&](int64_t) { stamps.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count()); };
+  T::SftResult r = T::train_sft(model, data, nullptr, o);
+  fs::remove_all(o.output_dir);
+  const double secs = stamps.back() - stamps[static_cast<size_t>(s.bench_warmup - 1)];
+  const double tps = static_cast<double>(s.bench_steps * s.bench_batch * s.bench_seq) / secs;
+  const double peak_gb = static_cast<double>(r.peak_memory) / 1e9;
+  if (s.bench_json) {
+    std::printf("{\"config\": \"%s\", \"device\": \"%s\", \"batch\": %lld, \"seq\": %lld, \"autocast\": \"%s\", "
+                "\"tokens_per_second\": %.1f, \"step_ms\": %.2f, \"peak_gb\": %.3f, \"last_loss\": %.4f}\n",
+                s.bench_config.c_str(), d.str().c_str(), static_cast<long long>(s.bench_batch),
+                static_cast<long long>(s.bench_seq), o.autocast.c_str(), tps, 1e3 * secs / static_cast<double>(s.bench_steps),
+                peak_gb, r.losses.back());
+  } else {
+    std::printf("train %s on %s, batch %lld x %lld, autocast %s: %.0f tokens/s (%.1f ms a step), peak %.2f GB\n",
+                s.bench_config.c_str(), d.str().c_str(), static_cast<long long>(s.bench_batch),
+                static_cast<long long>(s.bench_seq), o.autocast.empty() ? "none" : o.autocast.c_str(), tps,
+                1e3 * secs / static_cast<double>(s.bench_steps), peak_gb);
+  }
   return 0;
 }
 
@@ -194,6 +267,8 @@ TrainCommands::TrainCommands(CLI::App& app) : s_(std::make_unique<State>()) {
   s.sft->add_option("--save-every", o.save_every, "steps between checkpoints (0 = none)")->check(CLI::NonNegativeNumber);
   s.sft->add_option("--log-every", o.log_every, "steps between metrics.jsonl lines")->check(CLI::PositiveNumber);
   s.sft->add_option("--resume", o.resume, "checkpoint to continue from")->check(CLI::ExistingFile);
+  s.sft->add_option("--stop-after", o.stop_after, "end after this many steps with a checkpoint (resume later)")
+      ->check(CLI::NonNegativeNumber);
   s.sft->add_option("--progress", o.progress, "auto, bar, lines or none");
   s.sft->add_option("--seed", s.seed, "seed of the initial weights and the data order");
   s.sft->add_option("--exact-match", s.exact_match, "after training, score greedy answers on this many held-out conversations")
@@ -204,12 +279,27 @@ TrainCommands::TrainCommands(CLI::App& app) : s_(std::make_unique<State>()) {
   s.sft->add_option("--dtype", s.dtype, "parameter dtype (default float32; see --autocast)");
   s.sft->fallthrough();
 
+  if (CLI::App* bench = app.get_subcommand("bench")) {
+    s.bench = bench->add_subcommand("train", "training tokens/s and peak memory of a Qwen shape (random weights and tokens)");
+    s.bench->add_option("--config", s.bench_config, "named shape (qwen2.5-0.5b, ...) or config.json");
+    s.bench->add_option("--batch", s.bench_batch, "rows per step")->check(CLI::PositiveNumber);
+    s.bench->add_option("--seq", s.bench_seq, "tokens per row")->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+    s.bench->add_option("--steps", s.bench_steps, "timed steps")->check(CLI::PositiveNumber);
+    s.bench->add_option("--warmup", s.bench_warmup, "untimed steps first")->check(CLI::PositiveNumber);
+    s.bench->add_option("--autocast", o.autocast, "none, bf16 or fp16");
+    s.bench->add_flag("--activation-checkpointing", o.activation_checkpointing, "recompute decoder layers in backward");
+    s.bench->add_option("--device", s.device, "device (default: cuda when available, else cpu)");
+    s.bench->add_flag("--json", s.bench_json, "one JSON line");
+    s.bench->fallthrough();
+  }
+
   s.eval = app.add_subcommand("eval-chat", "exact match of greedy answers to the last assistant turn of each conversation");
   s.eval->add_option("--model", s.model_dir, "Hugging Face model folder with tokenizer files")->required();
   s.eval->add_option("--data", s.data, "conversations (JSONL)")->required()->check(CLI::ExistingFile);
   s.eval->add_option("--limit", s.exact_match, "score at most this many (0 = all)")->check(CLI::NonNegativeNumber);
   s.eval->add_option("--max-new-tokens", s.max_new_tokens, "answer length limit")->check(CLI::PositiveNumber);
   s.eval->add_option("--show", s.show, "print this many misses")->check(CLI::NonNegativeNumber);
+  s.eval->add_option("--logits-out", s.logits_out, "also write the first conversation's ids and logits (safetensors)");
   s.eval->add_option("--device", s.device, "device (default: cuda when available, else cpu)");
   s.eval->add_option("--dtype", s.dtype, "float32, bfloat16 or float16 (default: the config's)");
   s.eval->fallthrough();
@@ -223,6 +313,7 @@ int TrainCommands::run(const GlobalOptions& opts) {
     if (*s.tokenizer) return run_train_tokenizer(s);
     if (*s.sft) return run_train_sft(opts, s);
     if (*s.eval) return run_eval_chat(opts, s);
+    if (s.bench && *s.bench) return run_bench_train(opts, s);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "genesis: %s\n", e.what());
     return 1;

@@ -87,6 +87,7 @@ void validate(const SftOptions& o) {
   if (!(o.weight_decay >= 0) || !std::isfinite(o.weight_decay)) bad("weight_decay must be >= 0");
   if (!(o.max_grad_norm >= 0) || !std::isfinite(o.max_grad_norm)) bad("max_grad_norm must be >= 0");
   if (!(o.warmup_ratio >= 0 && o.warmup_ratio <= 1)) bad("warmup_ratio must be in [0, 1]");
+  if (o.stop_after < 0) bad("stop_after must be >= 0");
   if (o.eval_every < 0 || o.save_every < 0 || o.log_every < 1) bad("eval_every/save_every must be >= 0, log_every >= 1");
   if (o.progress != "auto" && o.progress != "bar" && o.progress != "lines" && o.progress != "none")
     bad("progress must be auto, bar, lines or none");
@@ -196,7 +197,9 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
     bar.message("step " + std::to_string(step) + (final ? "  final" : "") + "  eval loss " + format_number(r.eval_loss));
   };
 
+  const int64_t first = step;
   while (step < total) {
+    if (o.stop_after > 0 && step - first >= o.stop_after) break;
     // One optimizer step over grad_accum micro-batches, the loss normalised by the step's targets.
     std::vector<SftBatch> micro;
     int64_t targets = 0, tokens = 0;
@@ -232,6 +235,7 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
     const double loss = loss_sum.defined() ? loss_sum.item<double>() / static_cast<double>(std::max<int64_t>(targets, 1))
                                            : 0.0;
     r.losses.push_back(loss);
+    if (o.on_step) o.on_step(step);
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     const double tps = secs > 0 ? static_cast<double>(tokens_seen) / secs : 0.0;
     if (step % o.log_every == 0 || step == total) {
@@ -247,10 +251,12 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
   }
   bar.finish();
   r.steps = step;
+  r.total_steps = total;
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.tokens_per_second = r.seconds > 0 ? static_cast<double>(tokens_seen) / r.seconds : 0.0;
   r.peak_memory = max_memory_allocated(dev);
-  if (o.save_every > 0) save();
+  if (o.save_every > 0 || o.stop_after > 0) save();
+  if (step < total) return r;  // stopped early: no final evaluation
   run_eval(true);
   return r;
 }
@@ -293,7 +299,7 @@ SftResult train_sft(models::QwenForCausalLM& model, const Tokenizer& tok, const 
     eval_b.emplace(load(held), eo);
   }
   SftResult r = train_sft(model, train_b, eval_b ? &*eval_b : nullptr, o);
-  if (o.save_final) {
+  if (o.save_final && (o.stop_after == 0 || r.steps >= r.total_steps)) {
     r.final_dir = (fs::path(o.output_dir) / "final").string();
     model.save_pretrained(r.final_dir);
     if (!o.tokenizer_dir.empty()) {

@@ -133,14 +133,17 @@ struct SftOptions {
   int64_t save_every = 0;            ///< steps between checkpoints (0 = none)
   int64_t log_every = 1;             ///< steps between metrics lines
   std::string resume;                ///< checkpoint to resume from ("" = start fresh)
+  int64_t stop_after = 0;            ///< end this process after so many steps, checkpoint saved (0 = run to the end)
   std::string progress = "auto";     ///< "auto" (a bar on a terminal), "bar", "lines" or "none"
   bool save_final = true;            ///< write output_dir/final as an HF folder with the tokenizer
   std::string tokenizer_dir;         ///< tokenizer files copied into final/ ("" = none)
+  std::function<void(int64_t)> on_step;  ///< called after each optimizer step with its number (after the loss is read)
 };
 
 /** What a run did. */
 struct SftResult {
   int64_t steps = 0;                 ///< optimizer steps taken (in total, resumed ones included)
+  int64_t total_steps = 0;           ///< steps the whole run takes
   std::vector<double> losses;        ///< per step of this process: mean loss per target token
   double eval_loss = -1;             ///< last evaluation (-1 = none)
   double seconds = 0, tokens_per_second = 0;
