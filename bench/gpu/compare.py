@@ -15,24 +15,9 @@ import time
 
 import torch
 import torch.nn.functional as F
+from torch_timing import time_ms
 
 dev = "cuda"
-
-
-def time_ms(fn, reps=20, warm=3):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def torch_cases():

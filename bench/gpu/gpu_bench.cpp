@@ -3,11 +3,10 @@
 // stdout (or the file named by --out); bench/gpu/compare.py times the same cases
 // in PyTorch and prints the ratio table.  bench/gpu/run.sh builds and runs both.
 //
-// Device timing: CUDA events recorded on the native stream of Genesis' current
-// cuda stream around each call (outputs allocated per call, as PyTorch does),
-// after warm-up; the median of the reps.  Host-side cases (allocation, tiny-op
-// overhead) use the wall clock over many calls.  Built with nvcc (one empty
-// kernel for the launch floor): see run.sh.
+// Device timing: bench_util.h (CUDA events around each call, median of the
+// reps).  Host-side cases (allocation, tiny-op overhead) use the wall clock
+// over many calls.  Built with nvcc (one empty kernel for the launch floor):
+// see run.sh.
 //
 //   gpu_bench <plugin dir> [--out file] [--only substring]
 #include <cuda_runtime.h>
@@ -23,89 +22,14 @@
 #include <string>
 #include <vector>
 
-#include "genesis/genesis.h"
+#include "bench_util.h"
 
 namespace {
 
-gn_runtime* rt = nullptr;
-gn_device dev{};
+using namespace bench;
+
 FILE* out_file = stdout;
 const char* only = nullptr;
-
-// Failures throw; main() reports them per case and goes on with the next.
-void check(gn_status* st, const char* what) {
-  if (!st) return;
-  std::string msg = std::string(what) + ": " + gn_status_message(st);
-  gn_status_free(st);
-  throw std::runtime_error(msg);
-}
-void cuda_check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-cudaStream_t native_stream() { return static_cast<cudaStream_t>(gn_stream_native(gn_stream_get_current(rt, dev))); }
-
-const gn_op* op(const char* name) {
-  const gn_op* o = nullptr;
-  check(gn_op_find(rt, name, &o), name);
-  return o;
-}
-
-gn_attr_value ai(int64_t v) { gn_attr_value a{}; a.kind = GN_ATTR_INT; a.u.i = v; return a; }
-gn_attr_value af(double v) { gn_attr_value a{}; a.kind = GN_ATTR_FLOAT; a.u.f = v; return a; }
-gn_attr_value aints(const std::vector<int64_t>& v) {
-  gn_attr_value a{}; a.kind = GN_ATTR_INTS; a.u.ints.data = v.data(); a.u.ints.size = v.size(); return a;
-}
-gn_attr_value adev(gn_device d) { gn_attr_value a{}; a.kind = GN_ATTR_DEVICE; a.u.device = d; return a; }
-
-// randn(shape) on the device in dtype (scaled by `scale` through mul when != 1).
-gn_tensor* randn(std::vector<int64_t> shape, int32_t dtype) {
-  gn_attr_value at[3] = {aints(shape), ai(dtype), adev(dev)};
-  gn_tensor* t = nullptr;
-  check(gn_op_call(rt, op("randn"), nullptr, 0, at, 3, &t, 1), "randn");
-  return t;
-}
-gn_tensor* randint(int64_t lo, int64_t hi, std::vector<int64_t> shape) {
-  gn_attr_value at[5] = {ai(lo), ai(hi), aints(shape), ai(GN_I64), adev(dev)};
-  gn_tensor* t = nullptr;
-  check(gn_op_call(rt, op("randint"), nullptr, 0, at, 5, &t, 1), "randint");
-  return t;
-}
-
-// Call op; release the outputs (or keep them in `keep`).
-void call(const gn_op* o, std::vector<gn_tensor*> in, std::vector<gn_attr_value> at, size_t n_out,
-          std::vector<gn_tensor*>* keep = nullptr) {
-  std::vector<gn_tensor*> outs(n_out, nullptr);
-  check(gn_op_call(rt, o, in.data(), in.size(), at.data(), at.size(), outs.data(), n_out), gn_op_name(o));
-  if (keep) *keep = outs;
-  else
-    for (gn_tensor* t : outs) gn_tensor_release(t);
-}
-
-// Median device time (ms) of fn over reps, after warm-up.
-double time_ms(const std::function<void()>& fn, int reps = 20, int warm = 3) {
-  cudaStream_t s = native_stream();
-  cudaEvent_t a, b;
-  cuda_check(cudaEventCreate(&a), "event");
-  cuda_check(cudaEventCreate(&b), "event");
-  for (int i = 0; i < warm; ++i) fn();
-  check(gn_device_synchronize(rt, dev), "sync");
-  std::vector<double> ts;
-  for (int i = 0; i < reps; ++i) {
-    cuda_check(cudaEventRecord(a, s), "record");
-    fn();
-    cuda_check(cudaEventRecord(b, s), "record");
-    cuda_check(cudaEventSynchronize(b), "sync");
-    float ms = 0;
-    cuda_check(cudaEventElapsedTime(&ms, a, b), "elapsed");
-    ts.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(ts.begin(), ts.end());
-  return ts[ts.size() / 2];
-}
 
 bool want(const std::string& name) { return !only || name.find(only) != std::string::npos; }
 
@@ -424,19 +348,7 @@ int main(int argc, char** argv) {
       only = argv[++i];
     }
   }
-  gn_runtime_options o{};
-  o.struct_size = sizeof(o);
-  o.plugin_path = plugin_dir;
-  gn_status* st = gn_runtime_create(&o, &rt);
-  if (st) {
-    std::fprintf(stderr, "gpu_bench: runtime: %s\n", gn_status_message(st));
-    return 1;
-  }
-  if (gn_device_count(rt, "cuda") < 1) {
-    std::fprintf(stderr, "gpu_bench: no cuda device (see `genesis info`)\n");
-    return 2;
-  }
-  if (gn_device_parse(rt, "cuda:0", &dev)) return 1;
+  if (!open_cuda(plugin_dir, "gpu_bench")) return 2;
   gn_rng_manual_seed(rt, 1234);
   // each case in its own guard so one failure does not hide the rest
   std::pair<const char*, void (*)()> cases[] = {

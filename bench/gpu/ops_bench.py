@@ -5,14 +5,9 @@
 speedup = torch ms / genesis ms (>= 1: Genesis as fast or faster)."""
 import json, sys, torch
 import torch.nn.functional as F
+from torch_timing import time_ms as _time_ms
 dev = "cuda"
-def time_ms(fn, reps=30, warm=5):
-    for _ in range(warm): fn()
-    torch.cuda.synchronize(); ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); b.synchronize(); ts.append(a.elapsed_time(b))
-    ts.sort(); return ts[len(ts) // 2]
+def time_ms(fn): return _time_ms(fn, reps=30, warm=5)
 g = torch.Generator(device=dev).manual_seed(0)
 def randn(*s, dtype=torch.float32): return torch.randn(*s, device=dev, dtype=dtype, generator=g)
 r = {}

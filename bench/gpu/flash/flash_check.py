@@ -2,8 +2,8 @@
 """Check and time the raw flash attention kernels against PyTorch (GPU machine).
 
     nvcc -arch=sm_90 -O3 -std=c++17 --shared -Xcompiler -fPIC \
-         -o /tmp/flash_harness.so tests/backends/cuda_perf/flash_harness.cu
-    python3 tests/backends/cuda_perf/flash_check.py /tmp/flash_harness.so [--perf]
+         -o /tmp/flash_harness.so bench/gpu/flash/flash_harness.cu
+    python3 bench/gpu/flash/flash_check.py /tmp/flash_harness.so [--perf]
 
 Correctness: relative L2 error ||x - ref|| / ||ref|| of out, lse, dq, dk, dv against
 a float64 reference built from explicit masks (fresh random inputs per case,
@@ -17,6 +17,9 @@ import sys
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, str(__import__('pathlib').Path(__file__).resolve().parent.parent))
+from torch_timing import time_ms  # noqa: E402
 
 lib = ctypes.CDLL(sys.argv[1])
 P = ctypes.c_void_p
@@ -130,18 +133,7 @@ def check():
 
 
 def bench(fn, reps=30):
-    for _ in range(5):
-        fn()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
+    return time_ms(fn, reps=reps, warm=5)
 
 
 def perf():

@@ -1,4 +1,4 @@
-// tests/backends/cuda_perf/flash_harness.cu - extern "C" entry points over the raw
+// bench/gpu/flash/flash_harness.cu - extern "C" entry points over the raw
 // flash attention kernels for flash_check.py (ctypes + torch on the GPU machine):
 // lets the kernels be checked against torch and timed against SDPA without the
 // plugin.  Tensors are contiguous (B,H,S,D); dtype 0 = f16, 1 = bf16.
