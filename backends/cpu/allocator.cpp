@@ -112,10 +112,29 @@ gn_memory_stats HostAllocator::stats() const {
   return s;
 }
 
-HostAllocator& host_allocator() {
-  // Leaked on purpose: tensors freed during static destruction still find it.
-  static HostAllocator* a = new HostAllocator();
-  return *a;
+// One allocator per loaded copy of the plugin, shared by the runtimes that loaded it.  Not a
+// function-local static: the pointer would live in this library, so a copy unloaded after its
+// last runtime would lose the allocator (a leak per load, which LeakSanitizer reports).  The
+// last shutdown frees it instead; until then, frees during static destruction still find it.
+namespace {
+std::mutex g_users_mu;
+HostAllocator* g_allocator = nullptr;
+int g_users = 0;
+}  // namespace
+
+void host_allocator_acquire() {
+  std::lock_guard<std::mutex> lock(g_users_mu);
+  if (g_users++ == 0) g_allocator = new HostAllocator();
 }
+
+void host_allocator_release() {
+  std::lock_guard<std::mutex> lock(g_users_mu);
+  if (--g_users == 0) {
+    delete g_allocator;
+    g_allocator = nullptr;
+  }
+}
+
+HostAllocator& host_allocator() { return *g_allocator; }
 
 }  // namespace gn::cpu

@@ -43,6 +43,9 @@ class HostAllocator {
   uint64_t num_allocs_ = 0, num_frees_ = 0, hits_ = 0, misses_ = 0, oom_retries_ = 0;
 };
 
+// The plugin's allocator: acquired by each init, released by each shutdown (the last frees it).
+void host_allocator_acquire();
+void host_allocator_release();
 HostAllocator& host_allocator();
 
 }  // namespace gn::cpu

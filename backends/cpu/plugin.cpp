@@ -193,7 +193,10 @@ std::string g_description;
 // The runtime that loaded the plugin is gone, and with it every tensor: hand
 // the cached blocks back.  The library may be unloaded next, and a cache left
 // in it would be lost (the next load starts a new allocator).
-void shutdown(void*) { host_allocator().empty_cache(); }
+void shutdown(void*) {
+  host_allocator().empty_cache();
+  host_allocator_release();
+}
 
 // The OpenMP runtime's worker threads outlive every parallel region and cannot
 // be stopped; unmapping the runtime under them (this plugin unloaded, with
@@ -233,7 +236,19 @@ gn_status* record_kernel(void* host_ctx, const gn_kernel_desc* k) {
   return st;
 }
 
+void init_tables(const gn_host_api* h, gn_plugin_info* info);
+
 void init(const gn_host_api* h, gn_plugin_info* info) {
+  host_allocator_acquire();  // released by shutdown, or here when init fails (no shutdown then)
+  try {
+    init_tables(h, info);
+  } catch (...) {
+    host_allocator_release();
+    throw;
+  }
+}
+
+void init_tables(const gn_host_api* h, gn_plugin_info* info) {
   pin_openmp_runtime();
   // Threads: runtime option first, then the environment, else all cores.
   int n = parse_threads(h->option_get ? h->option_get(h->host_ctx, "num_threads") : nullptr);

@@ -45,7 +45,7 @@ json parse_object(const std::string& text, const char* what) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax, and numbers beyond a double (out_of_range)
     chat::fail(std::string(what) + " is not valid JSON: " + e.what());
   }
   if (!j.is_object()) chat::fail(std::string(what) + " must be a JSON object, got " + j.type_name());

@@ -67,7 +67,7 @@ json read_json(const std::string& path) {
   if (f.bad()) fail(GN_ERR_IO, path + ": read error");
   try {
     return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax, and numbers beyond a double (out_of_range)
     fail(GN_ERR_INVALID_ARGUMENT, path + ": not valid JSON (" + e.what() + ")");
   }
 }

@@ -102,6 +102,43 @@ TEST(CpuBackend, RuntimeCyclesKeepMemoryFlat) {
       << " runtime cycles";
 }
 
+// Runtimes that load the plugin share its one loaded copy, and so its allocator: the first
+// runtime's shutdown must leave it to the second, and the last one frees it (the plugin keeps a
+// count of its loads; a function-local allocator was lost with each unload, which
+// LeakSanitizer reports in scripts/sanitize.sh).
+TEST(CpuBackend, RuntimesSharingThePluginShareItsAllocatorUntilTheLastShutdown) {
+  auto make = [](gn_runtime** rt, gn_device* dev) {
+    gn_runtime_options o{};
+    o.struct_size = sizeof(o);
+    o.flags = GN_RUNTIME_NO_DEFAULT_PATHS | GN_RUNTIME_QUIET;
+    o.plugin_path = GENESIS_TEST_PLUGIN_DIR;
+    o.plugins = "cpu";
+    GN_OK_OR_FAIL(gn_runtime_create(&o, rt));
+    GN_OK_OR_FAIL(gn_device_parse(*rt, "cpu", dev));
+  };
+  gn_runtime *a = nullptr, *b = nullptr;
+  gn_device da{}, db{};
+  ASSERT_NO_FATAL_FAILURE(make(&a, &da));
+  ASSERT_NO_FATAL_FAILURE(make(&b, &db));
+  const std::vector<float> v = {1, 2, 3, 4};
+  const int64_t shape[] = {4};
+  gn_tensor* tb = nullptr;
+  GN_OK_OR_FAIL(gn_tensor_from_host(b, v.data(), shape, 1, GN_F32, db, &tb));
+  gn_runtime_destroy(a);  // its shutdown runs: b's allocator and tensor must live on
+  gn_tensor* tb2 = nullptr;
+  GN_OK_OR_FAIL(gn_tensor_from_host(b, v.data(), shape, 1, GN_F32, db, &tb2));
+  std::vector<float> back(4);
+  GN_OK_OR_FAIL(gn_tensor_to_host(tb, back.data(), back.size() * sizeof(float)));
+  EXPECT_EQ(back, v);
+  gn_memory_stats s{};
+  s.struct_size = sizeof(s);
+  GN_OK_OR_FAIL(gn_memory_stats_get(b, db, &s));
+  EXPECT_EQ(s.active_blocks, 2u);
+  gn_tensor_release(tb);
+  gn_tensor_release(tb2);
+  gn_runtime_destroy(b);
+}
+
 // ---------------------------------------------------------------- threads
 //
 // The thread count comes from the runtime option "num_threads", else the

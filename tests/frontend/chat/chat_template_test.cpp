@@ -181,6 +181,7 @@ TEST(ChatTemplateErrors, BadContext) {
   ChatTemplate tpl("{{ x }}");
   EXPECT_THROW(tpl.render("[1, 2]"), genesis::Error);
   EXPECT_THROW(tpl.render("{not json"), genesis::Error);
+  EXPECT_THROW(tpl.render(R"({"n": 1E999999})"), genesis::Error);  // beyond a double: out_of_range
   EXPECT_THROW(tpl.apply({}, true, {}, "[]"), genesis::Error);
 }
 

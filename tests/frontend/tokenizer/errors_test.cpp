@@ -78,6 +78,9 @@ TEST_F(TokenizerErrors, TruncatedJsonNamesTheFile) {
   const std::string real = read_file(kQwen3Dir + "/tokenizer.json");
   fails_path(file("cut.json", real.substr(0, 5000)), GN_ERR_INVALID_ARGUMENT, {"cut.json", "not valid JSON"});
   fails_path(file("empty.json", ""), GN_ERR_INVALID_ARGUMENT, {"empty.json", "not valid JSON"});
+  // A number no double holds: nlohmann throws out_of_range, not parse_error (it escaped once).
+  fails_path(file("huge.json", R"({"version": 8888888888E88888888888})"), GN_ERR_INVALID_ARGUMENT,
+             {"huge.json", "not valid JSON", "number overflow"});
 }
 
 TEST_F(TokenizerErrors, BrokenMergesNameTheMergeIndex) {
