@@ -320,7 +320,7 @@ __host__ __device__ __forceinline__ To convert(From v) {
     return __float2bfloat16_rn((float)v);
   } else if constexpr (std::is_integral_v<To> && (std::is_same_v<From, float> || std::is_same_v<From, double>)) {
     // float -> int truncates as C++/torch; NaN/out of range -> 0 (matches gn::sdk::to_int64).
-    if (!(v == v) || v >= (From)9.2233720368547758e18 || v < (From)-9.2233720368547758e18) return To(0);
+    if (!(v == v) || v >= (From)gn::sdk::kInt64Bound || v < (From)-gn::sdk::kInt64Bound) return To(0);
     return (To)(int64_t)v;
   } else {
     return static_cast<To>(v);

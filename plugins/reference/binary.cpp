@@ -9,6 +9,7 @@
 #include <string>
 
 #include "families.h"
+#include "genesis/sdk/scalar_tables.h"
 #include "util.h"
 
 namespace ref {
@@ -21,23 +22,8 @@ using gn::sdk::store_int;
 
 namespace sc = gn::sdk::scalar;
 
-struct BinaryDef {
-  const char* name;
-  int op;  // gn::sdk::scalar::BinaryOp
-};
-
-// One row per op of GN_SCALAR_BINARY_OPS and GN_SCALAR_COMPARE_OPS (genesis/sdk/scalar_ops.h).
-const BinaryDef kBinary[] = {
-#define GN_REF_BINARY(name, F) {#name, sc::kBin_##name},
-    GN_SCALAR_BINARY_OPS(GN_REF_BINARY) GN_SCALAR_COMPARE_OPS(GN_REF_BINARY)
-#undef GN_REF_BINARY
-};
-
-const BinaryDef* find_binary(const char* name) {
-  for (const BinaryDef& d : kBinary)
-    if (std::string(d.name) == name) return &d;
-  return nullptr;
-}
+// A row of gn::sdk::scalar::kBinaryOps: the op's name and code.
+using BinaryDef = sc::BinaryOpName;
 
 // ----------------------------------------------------------------------------
 // kernel
@@ -107,7 +93,7 @@ GN_SDK_KERNEL(where_kernel) {
 
 void register_binary(const gn::sdk::Registrar& r) {
   auto reg = [&](const char* name, auto& dtypes) {
-    r.kernel(name, dtypes, binary_kernel, 0, (void*)find_binary(name));
+    r.kernel(name, dtypes, binary_kernel, 0, (void*)sc::find_binary_op(name));
   };
   reg("add", kAllDtypes);  // bool: logical or
   reg("sub", kNumericDtypes);  // torch refuses bool subtraction

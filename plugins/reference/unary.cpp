@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "families.h"
+#include "genesis/sdk/scalar_tables.h"
 #include "util.h"
 
 namespace ref {
@@ -19,26 +20,8 @@ using gn::sdk::store;
 // ----------------------------------------------------------------------------
 // the table: one row per op
 
-struct UnaryDef {
-  const char* name;
-  double (*f)(double);
-  int64_t (*fi)(int64_t);  // nullptr: no exact integer form
-  bool takes_bool;
-};
-
-template <class F>
-double float_form(double x) { return F{}(x); }
-template <class F>
-int64_t exact_form(int64_t x) { return F{}.exact(x); }
-
 // One row per op of GN_SCALAR_UNARY_OPS (genesis/sdk/scalar_ops.h).
-const UnaryDef kUnary[] = {
-#define GN_REF_UNARY(op, F) \
-  {#op, float_form<gn::sdk::scalar::F>, gn::sdk::scalar::F::kExact ? exact_form<gn::sdk::scalar::F> : nullptr, \
-   gn::sdk::scalar::F::kBool},
-    GN_SCALAR_UNARY_OPS(GN_REF_UNARY)
-#undef GN_REF_UNARY
-};
+using UnaryDef = gn::sdk::scalar::UnaryFormula;
 
 // ----------------------------------------------------------------------------
 // kernels
@@ -50,9 +33,9 @@ GN_SDK_KERNEL(unary_kernel) {
   const gn_tensor_view& x = in[0];
   const gn_tensor_view& y = out[0];
   const gn_tensor_view* ins[] = {&x};
-  if (def.fi && is_intlike(x.dtype) && is_intlike(y.dtype)) {
+  if (def.exact && is_intlike(x.dtype) && is_intlike(y.dtype)) {
     for_each_bcast(def.name, y, ins, [&](char* o, const char* const* p) {
-      gn::sdk::store_int(o, y.dtype, def.fi(gn::sdk::load_int(p[0], x.dtype)));
+      gn::sdk::store_int(o, y.dtype, def.exact(gn::sdk::load_int(p[0], x.dtype)));
     });
   } else {
     for_each_bcast(def.name, y, ins, [&](char* o, const char* const* p) { store(o, y.dtype, def.f(load(p[0], x.dtype))); });
@@ -112,7 +95,7 @@ GN_SDK_KERNEL(clamp_kernel) {
 
 void register_unary(const gn::sdk::Registrar& r) {
   // Every op of the shared list; float math takes int/bool inputs too (computed in double).
-  for (const UnaryDef& d : kUnary) {
+  for (const UnaryDef& d : gn::sdk::scalar::kUnaryFormulas) {
     if (d.takes_bool) r.kernel(d.name, kAllDtypes, unary_kernel, 0, (void*)&d);
     else r.kernel(d.name, kNumericDtypes, unary_kernel, 0, (void*)&d);
   }

@@ -16,7 +16,9 @@
 #include <atomic>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
+#include "genesis/sdk/scalar_tables.h"
 #include "loops.h"
 
 namespace gn::cpu {
@@ -29,18 +31,21 @@ using gn::sdk::store_int;
 
 namespace sc = gn::sdk::scalar;
 
-struct Def {
-  const char* name;
-  int op;  // gn::sdk::scalar::BinaryOp
-};
-
-const Def kDefs[] = {
-#define GN_CPU_BINARY(name, F) {#name, sc::kBin_##name},
-    GN_SCALAR_BINARY_OPS(GN_CPU_BINARY) GN_SCALAR_COMPARE_OPS(GN_CPU_BINARY)
-#undef GN_CPU_BINARY
-};
-
 bool intlike(int32_t dt) { return dt == GN_I8 || dt == GN_U8 || dt == GN_I32 || dt == GN_I64 || dt == GN_BOOL; }
+
+// fn(std::integral_constant<int, op>) for a run-time op code.
+template <class Fn>
+void with_op_code(int op, Fn&& fn) {
+  switch (op) {
+#define GN_CPU_OP_CASE(name, F)                               \
+  case sc::kBin_##name:                                       \
+    fn(std::integral_constant<int, sc::kBin_##name>{});       \
+    break;
+    GN_SCALAR_BINARY_OPS(GN_CPU_OP_CASE) GN_SCALAR_COMPARE_OPS(GN_CPU_OP_CASE)
+#undef GN_CPU_OP_CASE
+    default: break;
+  }
+}
 
 // v's element strides broadcast to out (0 where broadcast).
 std::vector<int64_t> bstrides(const gn_tensor_view& v, const gn_tensor_view& out) {
@@ -56,9 +61,7 @@ std::vector<int64_t> bstrides(const gn_tensor_view& v, const gn_tensor_view& out
 
 void binary_generic(const char* name, const gn_tensor_view& a, const gn_tensor_view& b, const gn_tensor_view& o,
                     const gn_attr_value* attrs, size_t n_attrs) {
-  const Def* def = nullptr;
-  for (const Def& d : kDefs)
-    if (std::string(d.name) == name) def = &d;
+  const sc::BinaryOpName* def = sc::find_binary_op(name);
   if (!def) GN_UNSUPPORTED(std::string("[") + name + "] in the generic binary path");
   const int op = def->op;
   if (a.ndim > o.ndim || b.ndim > o.ndim) fail_op(GN_ERR_SHAPE, name, "operand rank exceeds the output's");
@@ -86,31 +89,44 @@ void binary_generic(const char* name, const gn_tensor_view& a, const gn_tensor_v
   const char* pb = (const char*)data_of(b);
   char* po = (char*)data_of(o);
   std::atomic<int> err{0};  // 1: integer division by zero, 2: negative integer power
-  parallel_for(rows, N, [&](int64_t r) {
-    int64_t oa = 0, ob = 0, oo = 0, rem = r;
-    for (int32_t d = R - 2; d >= 0; --d) {
-      const int64_t i = rem % o.shape[d];
-      rem /= o.shape[d];
-      oa += i * as[(size_t)d];
-      ob += i * bs[(size_t)d];
-      oo += i * o.strides[d];
-    }
-    for (int64_t j = 0; j < N; ++j) {
-      const char* x = pa + (oa + j * la) * (int64_t)ea;
-      const char* y = pb + (ob + j * lb) * (int64_t)eb;
-      char* z = po + (oo + j * lo) * (int64_t)eo;
-      if (sc::is_compare(op)) {
-        const bool w = int_in ? sc::compare(op, load_int(x, a.dtype), load_int(y, b.dtype))
-                              : sc::compare(op, load(x, a.dtype), load(y, b.dtype));
-        store_int(z, o.dtype, w);
-      } else if (int_path) {
-        const int64_t u = load_int(x, a.dtype), v = load_int(y, b.dtype);
-        if (op == sc::kBin_div && v == 0) { err = 1; continue; }
-        if (op == sc::kBin_pow && v < 0) { err = 2; continue; }
-        store_int(z, o.dtype, sc::binary_exact(op, u, v, ialpha, (int)mode));
-      } else {
-        store(z, o.dtype, sc::binary(op, load(x, a.dtype), load(y, b.dtype), alpha, (int)mode));
+  // Walk out's rows, calling elem(x, y, z) on each element's addresses.
+  auto walk = [&](auto&& elem) {
+    parallel_for(rows, N, [&](int64_t r) {
+      int64_t oa = 0, ob = 0, oo = 0, rem = r;
+      for (int32_t d = R - 2; d >= 0; --d) {
+        const int64_t i = rem % o.shape[d];
+        rem /= o.shape[d];
+        oa += i * as[(size_t)d];
+        ob += i * bs[(size_t)d];
+        oo += i * o.strides[d];
       }
+      for (int64_t j = 0; j < N; ++j)
+        elem(pa + (oa + j * la) * (int64_t)ea, pb + (ob + j * lb) * (int64_t)eb, po + (oo + j * lo) * (int64_t)eo);
+    });
+  };
+  // The op becomes a constant of the row loop, so one formula is inlined there.
+  with_op_code(op, [&](auto code) {
+    constexpr int kOp = decltype(code)::value;
+    if constexpr (kOp >= sc::kBin_eq) {
+      if (int_in)
+        walk([&](const char* x, const char* y, char* z) {
+          store_int(z, o.dtype, sc::compare(kOp, load_int(x, a.dtype), load_int(y, b.dtype)));
+        });
+      else
+        walk([&](const char* x, const char* y, char* z) {
+          store_int(z, o.dtype, sc::compare(kOp, load(x, a.dtype), load(y, b.dtype)));
+        });
+    } else if (int_path) {
+      walk([&](const char* x, const char* y, char* z) {
+        const int64_t u = load_int(x, a.dtype), v = load_int(y, b.dtype);
+        if (kOp == sc::kBin_div && v == 0) { err = 1; return; }
+        if (kOp == sc::kBin_pow && v < 0) { err = 2; return; }
+        store_int(z, o.dtype, sc::binary_exact(kOp, u, v, ialpha, (int)mode));
+      });
+    } else {
+      walk([&](const char* x, const char* y, char* z) {
+        store(z, o.dtype, sc::binary(kOp, load(x, a.dtype), load(y, b.dtype), alpha, (int)mode));
+      });
     }
   });
   if (err == 1) fail_op(GN_ERR_INVALID_ARGUMENT, name, "ZeroDivisionError: integer division by zero");

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <string>
 
+#include "genesis/sdk/scalar_tables.h"
 #include "loops.h"
 #include "tiers.h"
 
@@ -31,28 +32,6 @@ using gn::sdk::store;
 using gn::sdk::store_int;
 
 namespace sc = gn::sdk::scalar;
-
-struct Fn {
-  const char* name;
-  double (*f)(double);
-  int64_t (*fi)(int64_t);  // nullptr: no integer form
-  bool takes_bool;
-};
-
-template <class F>
-double float_form(double x) { return F{}(x); }
-template <class F>
-int64_t exact_form(int64_t x) { return F{}.exact(x); }
-
-// The shared formulas (genesis/sdk/scalar_ops.h), as the reference uses them;
-// gelu and clamp depend on attributes: below.
-const Fn kFns[] = {
-#define GN_CPU_UNARY(op, F) {#op, float_form<sc::F>, sc::F::kExact ? exact_form<sc::F> : nullptr, sc::F::kBool},
-    GN_SCALAR_UNARY_OPS(GN_CPU_UNARY)
-#undef GN_CPU_UNARY
-    {"gelu", nullptr, nullptr, false},
-    {"clamp", nullptr, nullptr, false},
-};
 
 bool intlike(int32_t dt) { return dt == GN_I8 || dt == GN_U8 || dt == GN_I32 || dt == GN_I64 || dt == GN_BOOL; }
 
@@ -73,10 +52,6 @@ void apply(const gn_tensor_view& x, const gn_tensor_view& y, G&& g) {
 void unary_generic(const char* name, const gn_tensor_view& x, const gn_tensor_view& y, const gn_attr_value* attrs,
                    size_t n_attrs) {
   if (gn_view_numel(&x) != gn_view_numel(&y)) fail_op(GN_ERR_SHAPE, name, "x and y sizes differ");
-  const Fn* fn = nullptr;
-  for (const Fn& f : kFns)
-    if (std::string(f.name) == name) fn = &f;
-  if (!fn) GN_UNSUPPORTED(std::string("[") + name + "] in the generic elementwise path");
   const int32_t xd = x.dtype, yd = y.dtype;
   const bool ints = intlike(xd) && intlike(yd);
   if (std::string(name) == "gelu") {
@@ -97,8 +72,11 @@ void unary_generic(const char* name, const gn_tensor_view& x, const gn_tensor_vi
     apply(x, y, [&](char* o, const char* p) { store(o, yd, sc::Clamp{}(load(p, xd), lo, hi)); });
     return;
   }
-  if (fn->fi && ints) {
-    apply(x, y, [&](char* o, const char* p) { store_int(o, yd, fn->fi(load_int(p, xd))); });
+  // The plain ops: the shared formulas' table.
+  const sc::UnaryFormula* fn = sc::find_unary_formula(name);
+  if (!fn) GN_UNSUPPORTED(std::string("[") + name + "] in the generic elementwise path");
+  if (fn->exact && ints) {
+    apply(x, y, [&](char* o, const char* p) { store_int(o, yd, fn->exact(load_int(p, xd))); });
     return;
   }
   if (xd == GN_F64 && yd == GN_F64) {  // the common case without conversions
@@ -125,11 +103,15 @@ GN_SDK_KERNEL(unary_generic_kernel) {
 void register_elementwise(const gn::sdk::Registrar& r) {
   // The last tier (plugin.cpp, kTiers): every dtype of every op of the shared
   // list that the oneDNN (eltwise.cpp) and SIMD (unary.cpp) tiers left.
+  // gelu and clamp (attributes) are served by unary_generic too.
   const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
-  for (const Fn& f : kFns)
+  auto reg = [&](const char* op, bool takes_bool) {
     for (int32_t dt : all)
-      if ((f.takes_bool || dt != GN_BOOL) && !tier_serves(f.name, dt))
-        r.kernel(f.name, dt, unary_generic_kernel, GN_KERNEL_CONTIGUOUS);
+      if ((takes_bool || dt != GN_BOOL) && !tier_serves(op, dt)) r.kernel(op, dt, unary_generic_kernel, GN_KERNEL_CONTIGUOUS);
+  };
+  for (const sc::UnaryFormula& f : sc::kUnaryFormulas) reg(f.name, f.takes_bool);
+  reg("gelu", false);
+  reg("clamp", false);
 }
 
 }  // namespace gn::cpu

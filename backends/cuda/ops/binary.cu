@@ -16,27 +16,23 @@
 namespace gn::cuda {
 namespace {
 
-enum BinOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr };
+namespace sc = gn::sdk::scalar;
+
+// Op codes: gn::sdk::scalar::BinaryOp (the shared formulas' order).
+enum BinOp : int {
+  kAdd = sc::kBin_add, kSub = sc::kBin_sub, kMul = sc::kBin_mul, kDiv = sc::kBin_div, kPow = sc::kBin_pow,
+  kMax = sc::kBin_maximum, kMin = sc::kBin_minimum, kEq = sc::kBin_eq
+};
 
 int bin_code(const std::string& n) {
-  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq",
-                                "ne",  "lt",  "le",  "gt",  "ge",  "logical_and", "logical_or"};
-  for (int i = 0; i < 15; ++i)
+  static const char* names[] = {
+#define GN_CUDA_BIN_NAME(name, F) #name,
+      GN_SCALAR_BINARY_OPS(GN_CUDA_BIN_NAME) GN_SCALAR_COMPARE_OPS(GN_CUDA_BIN_NAME)
+#undef GN_CUDA_BIN_NAME
+  };
+  for (int i = 0; i < sc::kBinCount; ++i)
     if (n == names[i]) return i;
   fail(GN_ERR_INTERNAL, "[cuda] unknown binary op " + n);
-}
-
-// torch's floor division for floats (exact floor of the real quotient).
-template <class A>
-__device__ __forceinline__ A div_floor(A a, A b) {
-  if (b == A(0)) return a / b;
-  A mod = fmod(a, b);
-  A div = (a - mod) / b;
-  if (mod != A(0) && (b < A(0)) != (mod < A(0))) div -= A(1);
-  if (div == A(0)) return copysign(A(0), a / b);
-  A fl = floor(div);
-  if (div - fl > A(0.5)) fl += A(1);
-  return fl;
 }
 
 // Math: double for f64; float for f32 except pow (double, rounded once like
@@ -46,15 +42,7 @@ __device__ __forceinline__ A div_floor(A a, A b) {
 
 template <class A>
 __device__ __forceinline__ A arith(int op, int mode, A a, A b, A alpha) {
-  switch (op) {
-    case kAdd: return a + alpha * b;
-    case kSub: return a - alpha * b;
-    case kMul: return a * b;
-    case kDiv: return mode == 0 ? a / b : (mode == 1 ? trunc(a / b) : div_floor(a, b));
-    case kPow: return pow(a, b);
-    case kMax: return (isnan(a) || isnan(b)) ? a + b : (a > b ? a : b);
-    default: return (isnan(a) || isnan(b)) ? a + b : (a < b ? a : b);
-  }
+  return sc::binary<A>(op, a, b, alpha, mode);
 }
 
 // round_checked for one correctly rounded float operation (add, sub, mul,
@@ -122,39 +110,10 @@ struct IntBinF {
   int64_t alpha;
   __device__ __forceinline__ T operator()(T av, T bv) const {
     const int64_t a = (int64_t)av, b = (int64_t)bv;
-    const uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-    int64_t r = 0;
-    switch (op) {
-      case kAdd: r = (int64_t)(ua + (uint64_t)alpha * ub); break;
-      case kSub: r = (int64_t)(ua - (uint64_t)alpha * ub); break;
-      case kMul: r = (int64_t)(ua * ub); break;
-      case kDiv:
-        if (b == 0) r = 0;
-        else if (b == -1) r = (int64_t)(0ull - ua);
-        else {
-          r = a / b;
-          if (mode == 2 && (a % b != 0) && ((a < 0) != (b < 0))) r -= 1;
-        }
-        break;
-      case kPow: {
-        uint64_t res = 1, base = ua;
-        int64_t e = b;
-        if (e < 0) {  // torch errors; 1**neg = 1, -1**neg = +-1, else 0 (integer truncation)
-          res = a == 1 ? 1 : (a == -1 ? ((e & 1) ? (uint64_t)-1 : 1) : 0);
-        } else {
-          while (e > 0) {
-            if (e & 1) res *= base;
-            base *= base;
-            e >>= 1;
-          }
-        }
-        r = (int64_t)res;
-        break;
-      }
-      case kMax: r = a > b ? a : b; break;
-      default: r = a < b ? a : b; break;
-    }
-    return convert<T>(r);
+    // Division by zero is an error raised beforehand (check_int_operand);
+    // under graph capture, where it cannot be, 0 stands.
+    if (op == kDiv && b == 0) return convert<T>((int64_t)0);
+    return convert<T>(sc::binary_exact(op, a, b, alpha, mode));
   }
 };
 
@@ -163,17 +122,7 @@ struct CompareF {
   int op;
   __device__ __forceinline__ bool operator()(T av, T bv) const {
     using A = std::conditional_t<is_float_v<T>, acc_t<T>, int64_t>;
-    const A a = convert<A>(av), b = convert<A>(bv);
-    switch (op) {
-      case kEq: return a == b;
-      case kNe: return a != b;
-      case kLt: return a < b;
-      case kLe: return a <= b;
-      case kGt: return a > b;
-      case kGe: return a >= b;
-      case kAnd: return a != A(0) && b != A(0);
-      default: return a != A(0) || b != A(0);
-    }
+    return sc::compare<A>(op, convert<A>(av), convert<A>(bv));
   }
 };
 

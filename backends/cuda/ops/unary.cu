@@ -15,9 +15,14 @@
 namespace gn::cuda {
 namespace {
 
+namespace sc = gn::sdk::scalar;
+
+// Op codes: the plain unary ops of GN_SCALAR_UNARY_OPS (genesis/sdk/scalar_ops.h), then the ones with attributes.
 enum UnaryOp : int {
-  kNeg, kAbs, kSign, kExp, kLog, kLog1p, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kRelu, kSilu,
-  kReciprocal, kSquare, kFloor, kCeil, kRound, kGeluErf, kGeluTanh, kClamp
+#define GN_CUDA_UNARY_ENUM(name, F) kUn_##name,
+  GN_SCALAR_UNARY_OPS(GN_CUDA_UNARY_ENUM)
+#undef GN_CUDA_UNARY_ENUM
+  kGeluErf, kGeluTanh, kClamp
 };
 
 struct OpName {
@@ -25,10 +30,9 @@ struct OpName {
   int op;
 };
 constexpr OpName kOps[] = {
-    {"neg", kNeg},     {"abs", kAbs},         {"sign", kSign},     {"exp", kExp},       {"log", kLog},
-    {"log1p", kLog1p}, {"sqrt", kSqrt},       {"rsqrt", kRsqrt},   {"sin", kSin},       {"cos", kCos},
-    {"tanh", kTanh},   {"sigmoid", kSigmoid}, {"relu", kRelu},     {"silu", kSilu},     {"reciprocal", kReciprocal},
-    {"square", kSquare}, {"floor", kFloor},   {"ceil", kCeil},     {"round", kRound},
+#define GN_CUDA_UNARY_NAME(name, F) {#name, kUn_##name},
+    GN_SCALAR_UNARY_OPS(GN_CUDA_UNARY_NAME)
+#undef GN_CUDA_UNARY_NAME
 };
 
 int op_code(const char* name) {
@@ -37,49 +41,22 @@ int op_code(const char* name) {
   fail(GN_ERR_INTERNAL, std::string("[cuda] unknown unary op ") + name);
 }
 
-// Float math in A (float or double).
+// Float math in A (float or double): the shared formulas.  gelu takes the
+// erfc form (GeluErf::tail) except in f32 unless exact_gelu.
 template <class A>
 __device__ __forceinline__ A unary_float(int op, A x, A lo, A hi, bool exact_gelu = true) {
   switch (op) {
-    case kNeg: return -x;
-    case kAbs: return fabs(x);
-    case kSign: return (A)((A(0) < x) - (x < A(0)));  // sign(NaN) = 0 as torch
-    case kExp: return exp(x);
-    case kLog: return log(x);
-    case kLog1p: return log1p(x);
-    case kSqrt: return sqrt(x);
-    case kRsqrt: return A(1) / sqrt(x);
-    case kSin: return sin(x);
-    case kCos: return cos(x);
-    case kTanh: return tanh(x);
-    case kSigmoid: return A(1) / (A(1) + exp(-x));
-    case kRelu: return isnan(x) ? x : (x > A(0) ? x : A(0));
-    case kSilu: return x / (A(1) + exp(-x));
-    case kReciprocal: return A(1) / x;
-    case kSquare: return x * x;
-    case kFloor: return floor(x);
-    case kCeil: return ceil(x);
-    case kRound: return rint(x);  // half to even
-    // 0.5*x*(1+erf(x/sqrt2)) = 0.5*x*erfc(-x/sqrt2): no cancellation for
-    // x << 0 (double, and the f16/bf16 float path, whose result must be within
-    // round_checked's window).  f32 uses the erf form, as torch does: cheaper,
-    // and its absolute error near x = -5 (~1e-13) is far inside f32 tolerances.
+#define GN_CUDA_UNARY_CASE(name, F) \
+  case kUn_##name: return sc::F{}(x);
+    GN_SCALAR_UNARY_OPS(GN_CUDA_UNARY_CASE)
+#undef GN_CUDA_UNARY_CASE
     case kGeluErf:
       if constexpr (std::is_same_v<A, float>) {
-        if (!exact_gelu) return A(0.5) * x * (A(1) + erf(x * A(0.70710678118654752440)));
+        if (!exact_gelu) return sc::GeluErf{}(x);  // f32: the erf form, as torch
       }
-      return A(0.5) * x * erfc(-x * A(0.70710678118654752440));
-    case kGeluTanh: {
-      // 0.5*x*(1+tanh(u)) = x / (1 + exp(-2u)): no cancellation for u << 0.
-      const A k = A(0.79788456080286535588);  // sqrt(2/pi)
-      const A u = k * (x + A(0.044715) * x * x * x);
-      return x / (A(1) + exp(A(-2) * u));
-    }
-    case kClamp: {
-      if (isnan(lo) || isnan(hi)) return lo + hi;  // NaN bound -> NaN
-      if (isnan(x)) return x;
-      return x < lo ? lo : (x > hi ? hi : x);
-    }
+      return sc::GeluErf{}.tail(x);
+    case kGeluTanh: return sc::GeluTanh{}(x);
+    case kClamp: return sc::Clamp{}(x, lo, hi);
     default: return x;
   }
 }
@@ -100,7 +77,7 @@ struct FloatUnaryF {
     if constexpr (std::is_same_v<T, double>) {
       return unary_float<double>(op, x, lo, hi);
     } else if constexpr (std::is_same_v<T, float>) {
-      if (op == kRsqrt) return (float)(1.0 / sqrt((double)x));
+      if (op == kUn_rsqrt) return (float)(1.0 / sqrt((double)x));
       return unary_float<float>(op, x, (float)lo, (float)hi, false);
     } else {
       // f16/bf16: float math, double only near a rounding midpoint (round_checked).
@@ -112,22 +89,22 @@ struct FloatUnaryF {
   }
 };
 
-// Exact integer forms (int64 math, wrapping through uint64).
+// Exact integer forms of the shared formulas (int64 math, wrapping through uint64).
 template <class T>
 struct IntUnaryF {
   int op;
-  int64_t lo, hi;  // clamp bounds (already integral, saturated)
+  double lo, hi;      // clamp's bounds
+  int64_t ilo, ihi;   // the same, made integral and saturated
   __device__ __forceinline__ T operator()(T xv) const {
     const int64_t x = (int64_t)xv;
     int64_t r;
     switch (op) {
-      case kNeg: r = (int64_t)(0ull - (uint64_t)x); break;
-      case kAbs: r = x < 0 ? (int64_t)(0ull - (uint64_t)x) : x; break;
-      case kSign: r = (0 < x) - (x < 0); break;
-      case kRelu: r = x > 0 ? x : 0; break;
-      case kSquare: r = (int64_t)((uint64_t)x * (uint64_t)x); break;
-      case kClamp: r = x < lo ? lo : (x > hi ? hi : x); break;
-      default: r = x; break;  // floor ceil round: identity
+#define GN_CUDA_UNARY_EXACT(name, F) \
+  case kUn_##name: r = sc::F{}.exact(x); break;
+      GN_SCALAR_UNARY_OPS(GN_CUDA_UNARY_EXACT)
+#undef GN_CUDA_UNARY_EXACT
+      case kClamp: r = sc::Clamp{}.exact(x, lo, hi, ilo, ihi); break;
+      default: r = x; break;
     }
     return (T)r;
   }
@@ -136,30 +113,25 @@ struct IntUnaryF {
 template <>
 struct IntUnaryF<bool> {  // sign(bool) = x
   int op;
-  int64_t lo, hi;
+  double lo, hi;
+  int64_t ilo, ihi;
   __device__ __forceinline__ bool operator()(bool x) const { return x; }
 };
 
-enum PredOp : int { kLogicalNot, kIsNan, kIsInf, kIsFinite };
-
+// logical_not isnan isinf isfinite: the shared predicates, bool out.
 template <class T>
 struct PredF {
   int op;
   __device__ __forceinline__ bool operator()(T xv) const {
     if constexpr (is_float_v<T>) {
-      const acc_t<T> x = convert<acc_t<T>>(xv);
-      switch (op) {
-        case kLogicalNot: return x == acc_t<T>(0);
-        case kIsNan: return isnan(x);
-        case kIsInf: return isinf(x);
-        default: return isfinite(x);
-      }
+      return unary_float<acc_t<T>>(op, convert<acc_t<T>>(xv), acc_t<T>(0), acc_t<T>(0)) != acc_t<T>(0);
     } else {
+      const int64_t x = (int64_t)xv;
       switch (op) {
-        case kLogicalNot: return xv == T(0);
-        case kIsNan: return false;
-        case kIsInf: return false;
-        default: return true;
+        case kUn_logical_not: return sc::LogicalNot{}.exact(x) != 0;
+        case kUn_isnan: return sc::IsNan{}.exact(x) != 0;
+        case kUn_isinf: return sc::IsInf{}.exact(x) != 0;
+        default: return sc::IsFinite{}.exact(x) != 0;
       }
     }
   }
@@ -176,24 +148,18 @@ void run_unary(const gn_kernel_ctx* ctx, const gn_tensor_view& x, const gn_tenso
       elementwise<T, T, 1>(ctx, y, ins, FloatUnaryF<T>{op, lo, hi});
     });
   } else {
-    if (op != kNeg && op != kAbs && op != kSign && op != kRelu && op != kSquare && op != kFloor && op != kCeil &&
-        op != kRound && op != kClamp)
+    if (op != kUn_neg && op != kUn_abs && op != kUn_sign && op != kUn_relu && op != kUn_square && op != kUn_floor &&
+        op != kUn_ceil && op != kUn_round && op != kClamp)
       fail_op(GN_ERR_DTYPE, name, std::string("dtype ") + gn_dtype_name(x.dtype) + " is not supported");
     // clamp bounds for integers: ceil(lo), floor(hi), saturated to int64.
-    auto sat = [](double v) -> int64_t {
-      if (std::isnan(v)) return 0;
-      if (v >= 9.2233720368547758e18) return INT64_MAX;
-      if (v <= -9.2233720368547758e18) return INT64_MIN;
-      return (int64_t)v;
-    };
-    const int64_t ilo = sat(std::ceil(lo)), ihi = sat(std::floor(hi));
+    const int64_t ilo = gn::sdk::saturate_i64(std::ceil(lo)), ihi = gn::sdk::saturate_i64(std::floor(hi));
     if (x.dtype == GN_BOOL) {
-      elementwise<bool, bool, 1>(ctx, y, ins, IntUnaryF<bool>{op, ilo, ihi});
+      elementwise<bool, bool, 1>(ctx, y, ins, IntUnaryF<bool>{op, lo, hi, ilo, ihi});
       return;
     }
     dispatch_int(x.dtype, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      elementwise<T, T, 1>(ctx, y, ins, IntUnaryF<T>{op, ilo, ihi});
+      elementwise<T, T, 1>(ctx, y, ins, IntUnaryF<T>{op, lo, hi, ilo, ihi});
     });
   }
 }
@@ -225,8 +191,7 @@ GN_SDK_KERNEL(pred_kernel) {
   const char* name = ctx->op_name ? ctx->op_name : "predicate";
   need_io(name, n_in, 1, n_out, 1);
   DeviceGuard g(ctx);
-  const std::string n(name);
-  const int op = n == "logical_not" ? kLogicalNot : n == "isnan" ? kIsNan : n == "isinf" ? kIsInf : kIsFinite;
+  const int op = (int)(intptr_t)ctx->kernel_data;  // op code from registration
   const gn_tensor_view* ins[1] = {&in[0]};
   if (out[0].dtype != GN_BOOL) fail_op(GN_ERR_DTYPE, name, "output must be bool");
   dispatch_all(in[0].dtype, name, [&](auto tag) {
@@ -237,19 +202,27 @@ GN_SDK_KERNEL(pred_kernel) {
 
 }  // namespace
 
+// Traits of each functor of the shared list: which kernel and dtypes serve it.
+struct UnaryTraits {
+  const char* name;
+  bool exact, takes_bool, predicate;
+};
+constexpr UnaryTraits kTraits[] = {
+#define GN_CUDA_UNARY_TRAITS(name, F) {#name, sc::F::kExact, sc::F::kBool, sc::F::kPredicate},
+    GN_SCALAR_UNARY_OPS(GN_CUDA_UNARY_TRAITS)
+#undef GN_CUDA_UNARY_TRAITS
+};
+
 GN_CUDA_FAMILY(unary) {
-  auto reg = [&](const char* name, auto& dtypes) {
-    r.kernel(name, dtypes, unary_kernel, 0, (void*)(intptr_t)op_code(name));
-  };
-  for (const char* name : {"neg", "abs", "relu", "floor", "ceil", "round"}) reg(name, kNumericDtypes);
-  reg("sign", kAllDtypes);
-  reg("square", kNumericDtypes);  // bool is cast to int64 by inference
-  // Float math: inference casts int/bool inputs to float32 first.
-  for (const char* name : {"exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "silu", "reciprocal"})
-    reg(name, kFloatDtypes);
+  for (const UnaryTraits& t : kTraits) {
+    void* code = (void*)(intptr_t)op_code(t.name);
+    if (t.predicate) r.kernel(t.name, kAllDtypes, pred_kernel, 0, code);  // bool out
+    else if (!t.exact) r.kernel(t.name, kFloatDtypes, unary_kernel, 0, code);  // inference casts int/bool to f32
+    else if (t.takes_bool) r.kernel(t.name, kAllDtypes, unary_kernel, 0, code);
+    else r.kernel(t.name, kNumericDtypes, unary_kernel, 0, code);
+  }
   r.kernel("gelu", kFloatDtypes, gelu_kernel);
   r.kernel("clamp", kNumericDtypes, clamp_kernel);
-  for (const char* name : {"logical_not", "isnan", "isinf", "isfinite"}) r.kernel(name, kAllDtypes, pred_kernel);
 }
 
 }  // namespace gn::cuda

@@ -140,12 +140,13 @@ struct IsFinite : PredicateForm {
   GN_HD int64_t exact(int64_t) const { return 1; }
 };
 
-// gelu, exact: x * Phi(x) = 0.5 x erfc(-x / sqrt 2), no cancellation for x << 0.
+// gelu, exact: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
 struct GeluErf : NoExact {
-  template <class A> GN_HD A operator()(A x) const { return A(0.5) * x * m::erfc(-x * A(0.70710678118654752440)); }
-  // 0.5 x (1 + erf(x / sqrt 2)): cheaper in float, and its absolute error near
-  // x = -5 (~1e-13) is far inside float tolerances (cuda's f32 path).
-  GN_HD float fast(float x) const { return 0.5f * x * (1.0f + m::erf(x * 0.70710678118654752440f)); }
+  template <class A> GN_HD A operator()(A x) const { return A(0.5) * x * (A(1) + m::erf(x * A(0.70710678118654752440))); }
+  // The same as 0.5 x erfc(-x / sqrt 2): no cancellation for x << 0, where the
+  // form above rounds to 0; cuda's f64 and f16/bf16 paths use it (a float result
+  // must lie within round_checked's window of the exact one).
+  template <class A> GN_HD A tail(A x) const { return A(0.5) * x * m::erfc(-x * A(0.70710678118654752440)); }
 };
 // gelu, tanh form: 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
 struct GeluTanh : NoExact {
