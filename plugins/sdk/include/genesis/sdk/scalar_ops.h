@@ -43,6 +43,7 @@ using std::cos;
 using std::erf;
 using std::erfc;
 using std::exp;
+using std::expm1;
 using std::fabs;
 using std::floor;
 using std::fmod;
@@ -140,6 +141,8 @@ struct IsFinite : PredicateForm {
   GN_HD int64_t exact(int64_t) const { return 1; }
 };
 
+struct Expm1 : NoExact { template <class A> GN_HD A operator()(A x) const { return m::expm1(x); } };
+
 // gelu, exact: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
 struct GeluErf : NoExact {
   template <class A> GN_HD A operator()(A x) const { return A(0.5) * x * (A(1) + m::erf(x * A(0.70710678118654752440))); }
@@ -176,7 +179,8 @@ struct Clamp {
   X(neg, Neg) X(abs, Abs) X(sign, Sign) X(exp, Exp) X(log, Log) X(log1p, Log1p) X(sqrt, Sqrt)       \
   X(rsqrt, Rsqrt) X(sin, Sin) X(cos, Cos) X(tanh, Tanh) X(sigmoid, Sigmoid) X(relu, Relu)           \
   X(silu, Silu) X(reciprocal, Reciprocal) X(square, Square) X(floor, Floor) X(ceil, Ceil)           \
-  X(round, Round) X(logical_not, LogicalNot) X(isnan, IsNan) X(isinf, IsInf) X(isfinite, IsFinite)
+  X(round, Round) X(logical_not, LogicalNot) X(isnan, IsNan) X(isinf, IsInf) X(isfinite, IsFinite)    \
+  X(expm1, Expm1)
 
 // ---- binary arithmetic: a, b in one dtype; alpha (add, sub) and the div rounding mode are attributes
 
