@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "genesis/chat_template.hpp"
@@ -234,6 +235,7 @@ int run_chat(const GlobalOptions& go, LlmCommands::State& s) {
     std::fputs("\n>>> ", stdout);
     std::fflush(stdout);
     if (!std::getline(std::cin, line)) break;
+    if (!isatty(STDIN_FILENO)) std::printf("%s\n", line.c_str());  // piped input: show what was asked
     if (line == "/exit" || line == "/quit") break;
     if (line == "/reset") {
       reset();

@@ -14,6 +14,7 @@
 //             in the reference's order, so dk/dv accumulate in the same order
 //             without atomics; dq rows are private.
 // f32, f64, bf16, f16 (the reference's dtypes).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -119,6 +120,14 @@ double row_probs(double* P, const double* q, const double* k, const Mask& mask, 
   return lse;
 }
 
+// Keys past this one are dropped by the causal rule for query row i (all kept without one): their
+// probabilities are exactly 0, so products with them are skipped.
+int64_t causal_end(const Dims& d, int64_t causal, int64_t i) {
+  if (causal == 1) return std::min(d.Sk, i + 1);
+  if (causal == 2) return std::max<int64_t>(0, std::min(d.Sk, i + d.Sk - d.Sq + 1));
+  return d.Sk;
+}
+
 bool float_dtype(int32_t dt) { return dt == GN_F32 || dt == GN_F64 || dt == GN_F16 || dt == GN_BF16; }
 
 GN_SDK_KERNEL(sdpa_kernel) {
@@ -145,7 +154,8 @@ GN_SDK_KERNEL(sdpa_kernel) {
     const double* vh = v.data() + (b * d.Hkv + h / group) * d.Sk * d.Dv;
     double* orow = o.data() + row * d.Dv;
     for (int64_t c = 0; c < d.Dv; ++c) orow[c] = 0.0;
-    for (int64_t j = 0; j < d.Sk; ++j)  // per c, the terms arrive in j order, as in the reference
+    const int64_t end = causal_end(d, causal, i);
+    for (int64_t j = 0; j < end; ++j)  // per c, the terms arrive in j order, as in the reference
       for (int64_t c = 0; c < d.Dv; ++c) orow[c] += P[(size_t)j] * vh[j * d.Dv + c];
   });
   narrow(o, out[0]);
@@ -181,7 +191,8 @@ GN_SDK_KERNEL(sdpa_backward_kernel) {
         row_probs(P.data(), q.data(), k.data(), mask, d, b, h, i, causal, scale);
         const double* dOi = dO.data() + row * d.Dv;
         double rowdot = 0.0;
-        for (int64_t j = 0; j < d.Sk; ++j) {
+        const int64_t end = causal_end(d, causal, i);
+        for (int64_t j = 0; j < end; ++j) {
           double acc = 0.0;
           for (int64_t c = 0; c < d.Dv; ++c) {
             acc += dOi[c] * v[(size_t)((kv + j) * d.Dv + c)];
@@ -191,7 +202,7 @@ GN_SDK_KERNEL(sdpa_backward_kernel) {
           rowdot += P[(size_t)j] * acc;
         }
         double* dqi = dq.data() + row * d.D;
-        for (int64_t j = 0; j < d.Sk; ++j) {
+        for (int64_t j = 0; j < end; ++j) {
           const double dS = P[(size_t)j] * (dP[(size_t)j] - rowdot);
           if (dS == 0.0) continue;
           for (int64_t c = 0; c < d.D; ++c) {

@@ -38,6 +38,7 @@ struct Node {
   std::vector<Hook> pre_hooks;              ///< hooks on the output's gradient (non-leaf register_hook/retain_grad)
   std::shared_ptr<Tensor::Impl> leaf;       ///< AccumulateGrad: the leaf it writes
   bool released = false;                    ///< saved tensors were freed by a backward
+  std::function<std::vector<Tensor>(const Tensor&)> closure;  ///< the rule of a checkpointed region (see checkpoint)
   /** Frees the chain of input nodes iteratively (deep graphs would overflow the stack). */
   ~Node();
   /** Keeps the attributes of a call of op: `given` (positional) completed with the schema's defaults. */
@@ -87,6 +88,13 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
 std::vector<std::string> differentiable_ops();
 /** "<MulBackward0>" for a node named "mul". */
 std::string node_display_name(const Node& n);
+
+/** Activation checkpointing (torch.utils.checkpoint, non-reentrant semantics): runs fn(inputs)
+ * without recording and keeps only the inputs; backward runs fn again with recording, under the
+ * autocast state of the first call, and backpropagates through it, so the gradients of the
+ * inputs and of every parameter fn uses are those of an ordinary call.  fn must compute the same
+ * function both times (no random ops). */
+Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs);
 
 /** Options of gradcheck. */
 struct GradcheckOptions {

@@ -141,6 +141,7 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
                                              : static_cast<int64_t>(std::ceil(o.warmup_ratio * static_cast<double>(total)));
 
   model.train();
+  model.model.gradient_checkpointing = o.activation_checkpointing;
   std::vector<Tensor> params;
   for (auto& [name, p] : model.named_parameters()) {
     p.requires_grad_(true);

@@ -3,7 +3,7 @@
 
     python3 tests/frontend/train/check_hf_sft.py --genesis build/bin/genesis [--device cuda]
 
-Makes a small arithmetic chat task (examples/sft/make_arithmetic.py), learns a tokenizer, trains a
+Makes a small arithmetic chat task (examples/sft/make_task.py), learns a tokenizer, trains a
 tiny Qwen3 for a few dozen steps and saves it; then, in transformers:
   - AutoTokenizer loads the tokenizer folder and encodes a set of strings to the same ids as
     `genesis tokenize`, and apply_chat_template renders the same text;
@@ -39,8 +39,8 @@ def main():
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="genesis_hf_sft_")
     failures = 0
-    run([sys.executable, os.path.join(ROOT, "examples/sft/make_arithmetic.py"), work, "--train", "2000", "--test", "50",
-         "--digits", "2"])
+    run([sys.executable, os.path.join(ROOT, "examples/sft/make_task.py"), work, "--train", "2000", "--test", "50",
+         "--task", "arithmetic"])
     tok_dir = os.path.join(work, "tok")
     run([a.genesis, "-q", "train-tokenizer", os.path.join(work, "train.jsonl"), "--out", tok_dir, "--vocab-size", "320"])
     hf_tok = transformers.AutoTokenizer.from_pretrained(tok_dir)

@@ -162,6 +162,7 @@ class QwenModel : public nn::Module {
   nn::Embedding embed_tokens;
   std::vector<std::shared_ptr<QwenDecoderLayer>> layers;  ///< registered as layers.0, layers.1, ...
   nn::RMSNorm norm;
+  bool gradient_checkpointing = false;  ///< training: each layer keeps only its input and recomputes in backward
 
  private:
   nn::ModuleList layer_list_;  // the layers again, registered under the name "layers"

@@ -236,7 +236,16 @@ std::pair<Tensor, Tensor> add_norm(const Tensor& x, const Tensor& residual, cons
 Tensor QwenModel::forward(const Tensor& ids, const AttentionContext& ctx) {
   Tensor h = embed_tokens(ids);
   if (!inference_mode(embed_tokens.weight)) {
-    for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->forward(h, ctx, static_cast<int64_t>(i));
+    for (size_t i = 0; i < layers.size(); ++i) {
+      if (gradient_checkpointing) {  // keep only the layer's input; backward recomputes the rest
+        auto layer = layers[i];
+        const int64_t at = static_cast<int64_t>(i);
+        h = autograd::checkpoint([layer, ctx, at](const std::vector<Tensor>& x) { return layer->forward(x[0], ctx, at); },
+                                 {h});
+      } else {
+        h = layers[i]->forward(h, ctx, static_cast<int64_t>(i));
+      }
+    }
     return norm(h);
   }
   // Inference: each residual add is fused with the norm that follows it, so the hidden state
