@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "families.h"
-#include "genesis/sdk/reductions.h"
+#include "genesis/sdk/scalar_tables.h"
 #include "util.h"
 
 namespace ref {
@@ -19,9 +19,9 @@ namespace {
 
 using gn::sdk::load;
 
-using Red = gn::sdk::Reduction;
-using ReduceDef = gn::sdk::ReductionDef;
-constexpr const auto& kReduce = gn::sdk::kReductions;
+using Red = gn::sdk::scalar::Reduction;
+using ReduceDef = gn::sdk::scalar::ReductionDef;
+constexpr const auto& kReduce = gn::sdk::scalar::kReductions;
 
 const ReduceDef* find_reduce(const char* name) {
   for (const ReduceDef& d : kReduce)
@@ -120,7 +120,7 @@ GN_SDK_KERNEL(reduce_kernel) {
 
   Dims dims;
   double param = 0.0;
-  switch (def.kind) {
+  switch (def.op) {
     case Red::argmax: case Red::argmin: {
       int64_t dim = attr_int(op, attrs, n_attrs, 0);
       if (dim != GN_DIM_NONE) dims = {dim};
@@ -142,8 +142,8 @@ GN_SDK_KERNEL(reduce_kernel) {
   if (numel(y) != g.outer_n)
     fail_op(GN_ERR_SHAPE, op, "output " + shape_str(y) + " does not match the reduction of " + shape_str(x));
 
-  const bool needs_elems = def.kind == Red::max || def.kind == Red::min || def.kind == Red::argmax ||
-                           def.kind == Red::argmin;
+  const bool needs_elems = def.op == Red::max || def.op == Red::min || def.op == Red::argmax ||
+                           def.op == Red::argmin;
   if (needs_elems && g.inner_n == 0 && g.outer_n > 0)
     fail_op(GN_ERR_INVALID_ARGUMENT, op, "cannot reduce over an empty dimension of input " + shape_str(x));
 
@@ -151,30 +151,30 @@ GN_SDK_KERNEL(reduce_kernel) {
   for (int64_t o = 0; o < g.outer_n; ++o) {
     g.pointers(o, p);
     char* dst = gn::sdk::elem_ptr(y, o);
-    switch (def.kind) {
+    switch (def.op) {
       case Red::argmax: case Red::argmin:
-        gn::sdk::store_int(dst, y.dtype, arg_extreme(p, x.dtype, def.kind == Red::argmax));
+        gn::sdk::store_int(dst, y.dtype, arg_extreme(p, x.dtype, def.op == Red::argmax));
         break;
       case Red::max: case Red::min: {
-        int64_t j = arg_extreme(p, x.dtype, def.kind == Red::max);
+        int64_t j = arg_extreme(p, x.dtype, def.op == Red::max);
         convert_elem(dst, y.dtype, p[(size_t)j], x.dtype);
         break;
       }
       case Red::sum: case Red::prod:
         if (is_intlike(y.dtype)) {
           // Each element converted to an integer first (torch casts x to dtype).
-          int64_t acc = def.kind == Red::sum ? 0 : 1;
+          int64_t acc = def.op == Red::sum ? 0 : 1;
           for (const char* e : p) {
             int64_t v = load_i64(e, x.dtype);
-            acc = def.kind == Red::sum ? wrap_add(acc, v) : wrap_mul(acc, v);
+            acc = def.op == Red::sum ? wrap_add(acc, v) : wrap_mul(acc, v);
           }
           gn::sdk::store_int(dst, y.dtype, acc);
         } else {
-          gn::sdk::store(dst, y.dtype, float_reduce(def.kind, p, x.dtype, param));
+          gn::sdk::store(dst, y.dtype, float_reduce(def.op, p, x.dtype, param));
         }
         break;
       default:
-        gn::sdk::store(dst, y.dtype, float_reduce(def.kind, p, x.dtype, param));
+        gn::sdk::store(dst, y.dtype, float_reduce(def.op, p, x.dtype, param));
         break;
     }
   }

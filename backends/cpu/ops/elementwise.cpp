@@ -17,6 +17,7 @@
 // declares no vector variants without -ffast-math); the f32/bf16 fast paths
 // stay in oneDNN.
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "genesis/sdk/scalar_tables.h"
@@ -34,6 +35,19 @@ using gn::sdk::store_int;
 namespace sc = gn::sdk::scalar;
 
 bool intlike(int32_t dt) { return dt == GN_I8 || dt == GN_U8 || dt == GN_I32 || dt == GN_I64 || dt == GN_BOOL; }
+
+// fn(F{}) for the functor F of the shared list (GN_SCALAR_UNARY_OPS) named `name`; false when none.
+template <class Fn>
+bool with_formula(const char* name, Fn&& fn) {
+#define GN_CPU_UNARY_CASE(op, F)      \
+  if (std::strcmp(name, #op) == 0) { \
+    fn(sc::F{});                      \
+    return true;                      \
+  }
+  GN_SCALAR_UNARY_OPS(GN_CPU_UNARY_CASE)
+#undef GN_CPU_UNARY_CASE
+  return false;
+}
 
 // y[i] = g(x[i]) through double (or int64 when `ints`), over threads.
 template <class G>
@@ -72,22 +86,26 @@ void unary_generic(const char* name, const gn_tensor_view& x, const gn_tensor_vi
     apply(x, y, [&](char* o, const char* p) { store(o, yd, sc::Clamp{}(load(p, xd), lo, hi)); });
     return;
   }
-  // The plain ops: the shared formulas' table.
-  const sc::UnaryFormula* fn = sc::find_unary_formula(name);
-  if (!fn) GN_UNSUPPORTED(std::string("[") + name + "] in the generic elementwise path");
-  if (fn->exact && ints) {
-    apply(x, y, [&](char* o, const char* p) { store_int(o, yd, fn->exact(load_int(p, xd))); });
-    return;
-  }
-  if (xd == GN_F64 && yd == GN_F64) {  // the common case without conversions
-    const double* px = (const double*)data_of(x);
-    double* py = (double*)data_of(y);
-    parallel_range(gn_view_numel(&x), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) py[i] = fn->f(px[i]);
-    });
-    return;
-  }
-  apply(x, y, [&](char* o, const char* p) { store(o, yd, fn->f(load(p, xd))); });
+  // The plain ops: the functor itself in the loops (inlined, no call per element).
+  const bool found = with_formula(name, [&](auto f) {
+    using F = decltype(f);
+    if constexpr (F::kExact) {
+      if (ints) {
+        apply(x, y, [&](char* o, const char* p) { store_int(o, yd, f.exact(load_int(p, xd))); });
+        return;
+      }
+    }
+    if (xd == GN_F64 && yd == GN_F64) {  // the common case without conversions
+      const double* px = (const double*)data_of(x);
+      double* py = (double*)data_of(y);
+      parallel_range(gn_view_numel(&x), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) py[i] = f(px[i]);
+      });
+      return;
+    }
+    apply(x, y, [&](char* o, const char* p) { store(o, yd, f(load(p, xd))); });
+  });
+  if (!found) GN_UNSUPPORTED(std::string("[") + name + "] in the generic elementwise path");
 }
 
 namespace {

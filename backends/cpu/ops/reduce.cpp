@@ -16,15 +16,15 @@
 // Bad dims, empty max/min/argmax/argmin and float x summed into an integer
 // dtype answer "unsupported": the reference then reports or computes them, so
 // the errors are exactly the reference's.
-#include "genesis/sdk/reductions.h"
+#include "genesis/sdk/scalar_tables.h"
 #include "loops.h"
 
 namespace gn::cpu {
 namespace {
 
-using Red = gn::sdk::Reduction;
-using ReduceDef = gn::sdk::ReductionDef;
-constexpr const auto& kReduce = gn::sdk::kReductions;
+using Red = gn::sdk::scalar::Reduction;
+using ReduceDef = gn::sdk::scalar::ReductionDef;
+constexpr const auto& kReduce = gn::sdk::scalar::kReductions;
 
 struct Plan {
   std::vector<int64_t> oshape, ostr, ishape, istr;
@@ -262,7 +262,7 @@ GN_SDK_KERNEL(reduce_kernel) {
   std::vector<int64_t> dims;
   double param = 0.0;
   bool all = false;
-  switch (def.kind) {
+  switch (def.op) {
     case Red::argmax: case Red::argmin: {
       const int64_t dim = attr_i(attrs, n_attrs, 0, GN_DIM_NONE);
       if (dim == GN_DIM_NONE) all = true;
@@ -281,14 +281,14 @@ GN_SDK_KERNEL(reduce_kernel) {
       dims = attr_v(attrs, n_attrs, 0);
       break;
   }
-  const bool arg = def.kind == Red::argmax || def.kind == Red::argmin;
+  const bool arg = def.op == Red::argmax || def.op == Red::argmin;
   // Output dtypes: argmax/argmin int64; max/min x's; sum/prod into an integer
   // dtype from integer x take the exact int path; everything else is computed
   // in double and stored once into y's float dtype.
   const bool x_int = x.dtype == GN_I8 || x.dtype == GN_U8 || x.dtype == GN_I32 || x.dtype == GN_I64 || x.dtype == GN_BOOL;
   const bool y_int = y.dtype == GN_I8 || y.dtype == GN_U8 || y.dtype == GN_I32 || y.dtype == GN_I64 || y.dtype == GN_BOOL;
-  const bool extreme = def.kind == Red::max || def.kind == Red::min;
-  const bool int_path = x_int && (arg || extreme || ((def.kind == Red::sum || def.kind == Red::prod) && y_int));
+  const bool extreme = def.op == Red::max || def.op == Red::min;
+  const bool int_path = x_int && (arg || extreme || ((def.op == Red::sum || def.op == Red::prod) && y_int));
   bool ok = arg ? y.dtype == GN_I64 : extreme ? y.dtype == x.dtype : (int_path || !y_int);
   if (!ok) GN_UNSUPPORTED(std::string("[") + op + "] " + gn_dtype_name(x.dtype) + " -> " + gn_dtype_name(y.dtype));
   std::vector<bool> red((size_t)x.ndim, dims.empty() || all);
@@ -310,7 +310,7 @@ GN_SDK_KERNEL(reduce_kernel) {
     (red[(size_t)d] ? p.inner_n : p.outer_n) *= x.shape[d];
   }
   if (gn_view_numel(&y) != p.outer_n) GN_UNSUPPORTED(std::string("[") + op + "] output shape");
-  const bool needs_elems = def.kind == Red::max || def.kind == Red::min || arg;
+  const bool needs_elems = def.op == Red::max || def.op == Red::min || arg;
   if (needs_elems && p.inner_n == 0 && p.outer_n > 0) GN_UNSUPPORTED(std::string("[") + op + "] empty reduction");
   if (p.outer_n == 0) return;
   if (p.inner_n > 0) {
@@ -321,7 +321,7 @@ GN_SDK_KERNEL(reduce_kernel) {
     p.istr = {1};
   }
   if (!dispatch_dtype(x.dtype, [&](auto tag) {
-        reduce_run<typename Storage<decltype(tag)::value>::T>(def.kind, x, y, p, param, int_path);
+        reduce_run<typename Storage<decltype(tag)::value>::T>(def.op, x, y, p, param, int_path);
       }))
     GN_UNSUPPORTED(std::string("[") + op + "] dtype");
 }
