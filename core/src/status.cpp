@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <vector>
 
 #include "runtime.h"
 
@@ -32,6 +34,13 @@ bool checked_mode() {
     return v && *v && std::strcmp(v, "0") != 0;
   }();
   return on;
+}
+
+void keep_retired(void* p) {
+  static auto* mu = new std::mutex;                      // never destroyed: retiring may happen
+  static auto* kept = new std::vector<void*>;            // during static destruction
+  std::lock_guard<std::mutex> lock(*mu);
+  kept->push_back(p);
 }
 
 void checked_abort(const char* fn, const char* kind, const void* p, const char* what) {

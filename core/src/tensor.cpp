@@ -58,10 +58,10 @@ int64_t checked_numel(int32_t ndim, const int64_t* shape, size_t item_size, cons
   for (int32_t d = 0; d < ndim; ++d) {
     if (shape[d] < 0)
       fail(GN_ERR_SHAPE, std::string(fn) + ": negative dimension in shape " + shape_string(ndim, shape));
-    numel *= shape[d];  // cannot overflow while extent (>= numel) does not
     if (__builtin_mul_overflow(extent, shape[d] > 1 ? shape[d] : 1, &extent))
       fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": shape " + shape_string(ndim, shape) + " of " +
                                         std::to_string(item_size) + "-byte elements is too large (size overflows)");
+    numel *= shape[d];  // after the check: cannot overflow while extent (>= numel) does not
   }
   return numel;
 }

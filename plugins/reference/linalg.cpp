@@ -106,8 +106,10 @@ void matmul_forward(const char* op, const gn_tensor_view& av, const gn_tensor_vi
     for (size_t d = 0; d < nb; ++d) { offa += idx[d] * sa[d]; offb += idx[d] * sb[d]; offo += idx[d] * ostr[d]; }
     for (int64_t m = 0; m < M; ++m) {
       for (int64_t n = 0; n < N; ++n) {
-        const char* pa = a.base + (offa + m * a.row_stride) * ea;
-        const char* pb = b.base + (offb + n * b.col_stride) * eb;
+        // K == 0: the inputs are empty and may have no memory at all (NULL data), so no
+        // address is formed (an offset from NULL is undefined); the sums below are then 0.
+        const char* pa = K ? a.base + (offa + m * a.row_stride) * ea : nullptr;
+        const char* pb = K ? b.base + (offb + n * b.col_stride) * eb : nullptr;
         char* po = obase + (offo + m * om + n * on) * eo;
         if (ints) {
           uint64_t acc = 0;  // wraps like torch's integer matmul
