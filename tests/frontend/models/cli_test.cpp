@@ -117,8 +117,9 @@ TEST(GenesisCli, ChatRendersTheTemplateKeepsHistoryAndResets) {
                                       " --device cpu --system 'Be brief.' --no-thinking --max-new-tokens 5 --temperature 0",
                                   "hi\nand then?\n/reset\nhi\n/exit\n");
   const std::string t1 = tok.decode(r1, true), t2 = tok.decode(r2, true);
-  const std::string want = "\n>>> " + t1 + "\n" + "\n>>> " + t2 + "\n" + "\n>>> (conversation cleared)\n" + "\n>>> " +
-                           t1 + "\n" + "\n>>> ";
+  // Piped input is echoed after each prompt, so the transcript reads as a conversation.
+  const std::string want = "\n>>> hi\n" + t1 + "\n" + "\n>>> and then?\n" + t2 + "\n" +
+                           "\n>>> /reset\n(conversation cleared)\n" + "\n>>> hi\n" + t1 + "\n" + "\n>>> /exit\n";
   EXPECT_EQ(out, want);
 }
 
