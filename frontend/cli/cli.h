@@ -101,6 +101,10 @@ class LlmCommands {
   std::unique_ptr<State> s_;
 };
 
+// Initialises the C++ frontend's runtime as the global options say (the commands built on the
+// frontend: llm.cpp, train.cpp).
+void init_frontend(const GlobalOptions& g);
+
 // `genesis train-tokenizer`, `genesis train-sft` and `genesis eval-chat` (train.cpp).
 class TrainCommands {
  public:

@@ -20,6 +20,14 @@
 
 namespace genesis::cli {
 
+void init_frontend(const GlobalOptions& g) {
+  genesis::init({.plugin_path = g.plugin_path,
+                 .plugins = g.has_plugins ? g.plugins : std::string(),
+                 .backends = g.backends,
+                 .no_default_paths = g.no_default_paths,
+                 .quiet = g.quiet});
+}
+
 namespace M = genesis::models;
 
 struct LlmCommands::State {
@@ -70,13 +78,7 @@ void add_sampling_options(CLI::App* c, LlmCommands::State& s) {
   c->add_flag("--no-cuda-graph", s.no_graph, "run every decode step eagerly");
 }
 
-void init_runtime(const GlobalOptions& g) {
-  genesis::init({.plugin_path = g.plugin_path,
-                 .plugins = g.has_plugins ? g.plugins : std::string(),
-                 .backends = g.backends,
-                 .no_default_paths = g.no_default_paths,
-                 .quiet = g.quiet});
-}
+void init_runtime(const GlobalOptions& g) { init_frontend(g); }
 
 Device pick_device(const LlmCommands::State& s) {
   if (!s.device.empty()) return Device(s.device);

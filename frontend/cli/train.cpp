@@ -48,13 +48,7 @@ struct TrainCommands::State {
 
 namespace {
 
-void init_runtime(const GlobalOptions& g) {
-  genesis::init({.plugin_path = g.plugin_path,
-                 .plugins = g.has_plugins ? g.plugins : std::string(),
-                 .backends = g.backends,
-                 .no_default_paths = g.no_default_paths,
-                 .quiet = g.quiet});
-}
+void init_runtime(const GlobalOptions& g) { init_frontend(g); }
 
 Device pick_device(const std::string& d) {
   if (!d.empty()) return Device(d);
