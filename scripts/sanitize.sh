@@ -6,12 +6,12 @@
 #      frontend, then every fuzz harness for a bounded time from its committed seed corpus;
 #   2. TSan (gcc) in build-tsan (core and reference plugin only): the thread-safety test.
 # Any sanitizer report, failing test, fuzz crash or hang (an input over 1 s) fails the script.
-# Environment: GENESIS_FUZZ_SECONDS (per harness, default 30), GENESIS_ASAN_DIR, GENESIS_TSAN_DIR.
+# Environment: GENESIS_FUZZ_SECONDS (per harness, default 20), GENESIS_ASAN_DIR, GENESIS_TSAN_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ASAN=${GENESIS_ASAN_DIR:-build-asan}
 TSAN=${GENESIS_TSAN_DIR:-build-tsan}
-FUZZ_SECONDS=${GENESIS_FUZZ_SECONDS:-30}
+FUZZ_SECONDS=${GENESIS_FUZZ_SECONDS:-20}
 jobs=$(nproc 2>/dev/null || echo 2)
 start=$SECONDS
 
@@ -57,7 +57,14 @@ rm -rf "$logs" && mkdir -p "$logs"
 
 # Each job: "<name> <command...>", run $jobs at a time; a failed job's log is printed.
 jobs_list=()
-for t in "${asan_tests[@]}"; do jobs_list+=("asan.$t env $ASAN/bin/$t --gtest_brief=1"); done
+# TokenizerCli: the same library code as the other tokenizer cases, through the genesis tool on
+# Qwen3's full vocabulary; minutes under ASan, so left to the normal suite.
+skip_tokenizer_test=--gtest_filter=-TokenizerCli.*
+for t in "${asan_tests[@]}"; do
+  extra=""
+  [ "$t" = frontend_tokenizer_test ] && extra=$skip_tokenizer_test
+  jobs_list+=("asan.$t env $ASAN/bin/$t --gtest_brief=1 $extra")
+done
 # The cpu backend under the frontend's suites (the reference plugin serves what it lacks).
 # Without the exit-time leak check: LeakSanitizer's thread tracer at times crashes on the OpenMP
 # worker threads still running then; cpu_backend_test checks the plugin's leaks.

@@ -94,7 +94,8 @@ void matmul_loops(const Operand& oa, const Operand& ob, const Operand& oc, size_
     }
     thread_local std::vector<Acc> acc;
     acc.assign((size_t)N, Acc(0));
-    const T* arow = pa + offa + m * oa.strides[nb];
+    // K == 0: empty inputs may have no memory (NULL data): no address is formed from it.
+    const T* arow = K ? pa + offa + m * oa.strides[nb] : nullptr;
     const int64_t ak = oa.strides[nb + 1], bk = ob.strides[nb], bn = ob.strides[nb + 1];
     Acc* ac = acc.data();
     for (int64_t k = 0; k < K; ++k) {

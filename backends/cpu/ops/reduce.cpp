@@ -236,7 +236,8 @@ void reduce_run(Red kind, const gn_tensor_view& x, const gn_tensor_view& y, cons
       off += (rem % p.oshape[d]) * p.ostr[d];
       rem /= p.oshape[d];
     }
-    Group<T> g{px + off, &p, row_len, row_stride, rows};
+    // An empty input may have no memory (NULL data, nothing to read): no address from NULL.
+    Group<T> g{px ? px + off : px, &p, row_len, row_stride, rows};
     int64_t idx = 0;
     if constexpr (std::is_integral_v<T>) {
       // integers: exact int64 (sums and products wrap, like the reference)
