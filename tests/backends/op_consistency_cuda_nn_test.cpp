@@ -411,6 +411,88 @@ TEST(OpConsistencyCudaDecodeViews, CapturedGraphMatchesEager) {
   gn_status_free(gn_stream_destroy(stream));
 }
 
+// The attention backward adds no partial sums with atomics, so the same call
+// twice gives the same bits: the flash kernels (bf16/f16, D 64 and 128, GQA,
+// all causal modes, ragged tiles) and the generic one (f32, a bool mask).  Each
+// result is also held to the reference: relative L2 error <= 2e-2 for the
+// 16-bit tensor-core path (P and dS are rounded to 16 bits), 1e-6 for f32.
+struct BwdLayout {
+  int64_t B, Hq, Hkv, Sq, Sk, D, causal;
+  int32_t dt;
+  bool mask;
+};
+
+// A failed call throws (gtest reports it) instead of handing on NULL outputs.
+void check_status(gn_status* st) {
+  if (!st) return;
+  const std::string m = gn_status_message(st);
+  gn_status_free(st);
+  throw std::runtime_error(m);
+}
+
+std::vector<std::vector<double>> sdpa_backward_call(Rt& r, const BwdLayout& c) {
+  const int64_t nq = c.B * c.Hq * c.Sq * c.D, nk = c.B * c.Hkv * c.Sk * c.D;
+  gt::T q = host_data_on(r, uniform((size_t)nq, 31), {c.B, c.Hq, c.Sq, c.D}, c.dt);
+  gt::T k = host_data_on(r, uniform((size_t)nk, 32), {c.B, c.Hkv, c.Sk, c.D}, c.dt);
+  gt::T v = host_data_on(r, uniform((size_t)nk, 33), {c.B, c.Hkv, c.Sk, c.D}, c.dt);
+  gt::T dout = host_data_on(r, uniform((size_t)nq, 34), {c.B, c.Hq, c.Sq, c.D}, c.dt);
+  gt::T mask;
+  if (c.mask) {
+    std::vector<double> m((size_t)(c.Sq * c.Sk));
+    for (size_t i = 0; i < m.size(); ++i) m[i] = (i * 7919) % 5 != 0;
+    mask = host_data_on(r, m, {1, 1, c.Sq, c.Sk}, GN_BOOL);
+  }
+  const gn_attr_value attrs[2] = {gn_attr_int(c.causal), gn_attr_float(NAN)};
+  const gn_op *fwd = nullptr, *bwd = nullptr;
+  check_status(gn_op_find(r.rt, "scaled_dot_product_attention", &fwd));
+  check_status(gn_op_find(r.rt, "scaled_dot_product_attention_backward", &bwd));
+  std::vector<gn_tensor*> fin = {q.t, k.t, v.t};
+  if (c.mask) fin.push_back(mask.t);
+  gn_tensor* fo[2] = {nullptr, nullptr};
+  check_status(gn_op_call(r.rt, fwd, fin.data(), fin.size(), attrs, 2, fo, 2));
+  gt::T out(fo[0]), lse(fo[1]);
+  std::vector<gn_tensor*> bin = {dout.t, q.t, k.t, v.t, out.t, lse.t};
+  if (c.mask) bin.push_back(mask.t);
+  gn_tensor* bo[3] = {nullptr, nullptr, nullptr};
+  check_status(gn_op_call(r.rt, bwd, bin.data(), bin.size(), attrs, 2, bo, 3));
+  std::vector<std::vector<double>> res;
+  for (gn_tensor* t : bo) {
+    gt::T keep(t);
+    res.push_back(as_f64(t));
+  }
+  return res;
+}
+
+double rel_l2(const std::vector<double>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
+TEST(OpConsistencyCudaAttnBackward, RepeatsBitForBitAndMatchesReference) {
+  OPC_REQUIRE_SUITE();
+  const std::vector<BwdLayout> ls = {
+      {2, 4, 4, 128, 128, 64, 0, GN_BF16, false}, {1, 4, 2, 130, 200, 64, 1, GN_BF16, false},
+      {1, 6, 2, 133, 77, 128, 2, GN_F16, false},  {2, 14, 2, 257, 257, 64, 1, GN_BF16, false},
+      {1, 4, 2, 70, 90, 64, 1, GN_F32, true},     {1, 2, 1, 33, 40, 80, 2, GN_F32, false}};
+  for (const BwdLayout& c : ls) {
+    const std::string what = "B" + std::to_string(c.B) + " Hq" + std::to_string(c.Hq) + " Hkv" +
+                             std::to_string(c.Hkv) + " Sq" + std::to_string(c.Sq) + " Sk" + std::to_string(c.Sk) +
+                             " D" + std::to_string(c.D) + " causal" + std::to_string(c.causal) + " " + dname(c.dt);
+    const auto first = sdpa_backward_call(runtimes().dut, c), second = sdpa_backward_call(runtimes().dut, c);
+    const auto want = sdpa_backward_call(runtimes().ref, c);
+    ASSERT_EQ(first.size(), 3u) << what;
+    const double bar = c.dt == GN_F32 ? 1e-6 : 2e-2;
+    for (size_t k = 0; k < 3; ++k) {
+      EXPECT_EQ(first[k], second[k]) << what << ": gradient " << k << " differs between two identical calls";
+      EXPECT_LE(rel_l2(first[k], want[k]), bar) << what << ": gradient " << k;
+    }
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- few-row matmul

@@ -1,18 +1,23 @@
 // backends/cuda/kernels/flash_bwd.cuh - flash attention backward (FlashAttention-2
-// scheme) on tensor cores.
+// scheme) on tensor cores, deterministic: no atomics, every sum in a fixed order.
 //
 // Three launches:
-//   flash_bwd_pre:  delta_i = sum_d dO_i * O_i (f32), one warp per query row;
-//   flash_bwd:      one CTA per (64-key block, batch, KV head); 4 warps, warp w owns
-//                   keys 16w..16w+15.  It walks every query head of its GQA group and
-//                   every 64-query block that can see its keys, recomputing
-//                   P^T = exp(S^T - lse) from the saved lse, and accumulates dK, dV in
-//                   registers (no atomics: the whole group is in this CTA).  dQ is
-//                   added with f32 atomics into a scratch (B,Hq,Sq,D) buffer;
-//   flash_bwd_post: dq = scratch in the output dtype and strides.
+//   flash_bwd_pre:   delta_i = sum_d dO_i * O_i (f32), one warp per query row;
+//   flash_bwd (dK, dV): one CTA per (64-key block, batch, KV head); 4 warps, warp w
+//                    owns keys 16w..16w+15.  It walks every query head of its GQA
+//                    group and every 64-query block that can see its keys, in order,
+//                    recomputing P^T = exp(S^T - lse) from the saved lse, and keeps
+//                    dK, dV in registers (the whole group is in this CTA);
+//   flash_bwd_dq:    one CTA per (64-query block, batch, query head), walking the
+//                    key blocks it sees in order; it recomputes S, P and dP and keeps
+//                    dQ in registers.
 // Per (key block, query block), with S = scale * Q K^T (all 64x64 tiles):
-//   dV += P^T dO;  dP^T = V dO^T;  dS^T = P^T * (dP^T - delta);
-//   dK += scale * dS^T Q;  dQ += scale * dS K (dS goes through shared memory).
+//   dV += P^T dO;  dP = dO V^T;  dS = P * (dP - delta);
+//   dK += scale * dS^T Q;  dQ += scale * dS K.
+// Splitting dQ out costs a second S and dP product (7 tile products instead of 5),
+// but the one-kernel form must add dQ across key blocks with f32 atomics, whose
+// order changes from run to run: a training run could not then be repeated bit for
+// bit, and a resumed run could not match an uninterrupted one.
 #pragma once
 
 #include "flash_fwd.cuh"
@@ -42,29 +47,14 @@ __global__ void flash_bwd_pre(Params p, int D) {
   if (lane == 0) p.delta[row] = acc;
 }
 
-// dq = scale * dq_accum, written with dq's strides.
-template <class T>
-__global__ void flash_bwd_post(Params p, int D) {
-  const int64_t n = (int64_t)p.B * p.Hq * p.Sq * (D / 2);
-  for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < n; idx += (int64_t)gridDim.x * blockDim.x) {
-    const int c = (int)(idx % (D / 2)) * 2;
-    const int64_t row = idx / (D / 2);
-    const int i = (int)(row % p.Sq);
-    const int64_t bh = row / p.Sq;
-    const int b = (int)(bh / p.Hq), h = (int)(bh % p.Hq);
-    float2 v = *reinterpret_cast<const float2*>(p.dq_accum + row * D + c);
-    T* dst = static_cast<T*>(p.dq) + b * p.dq_sb + h * p.dq_sh + i * p.dq_ss + c;
-    *reinterpret_cast<uint32_t*>(dst) = pack2<T>(v.x * p.scale, v.y * p.scale);
-  }
-}
-
 template <int D>
 constexpr int bwd_smem_bytes() {
-  // K, V (64 x D), Q and dO double-buffered (2 x 64 x D each), dS (64 x 64) in 16-bit,
-  // then lse and delta (2 x 64 floats each).
-  return (2 * 64 * D + 4 * 64 * D + 64 * 64) * 2 + 4 * 64 * 4;
+  // K, V (64 x D), Q and dO double-buffered (2 x 64 x D each) in 16-bit, then lse
+  // and delta (2 x 64 floats each).
+  return (2 * 64 * D + 4 * 64 * D) * 2 + 4 * 64 * 4;
 }
 
+// dK, dV for one 64-key block of one (batch, KV head).
 template <class T, int D>
 __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
   constexpr int BM = 64, BN = 64, NT = 128;
@@ -73,8 +63,7 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
   T* sV = sK + BN * D;                     // BN x D
   T* sQ = sV + BN * D;                     // 2 x BM x D
   T* sdO = sQ + 2 * BM * D;                // 2 x BM x D
-  T* sdS = sdO + 2 * BM * D;               // BN x BM (key-major, dS^T)
-  float* sLse = reinterpret_cast<float*>(sdS + BN * BM);  // 2 x BM, log2 units, +inf = no row
+  float* sLse = reinterpret_cast<float*>(sdO + 2 * BM * D);  // 2 x BM, log2 units, +inf = no row
   float* sDelta = sLse + 2 * BM;                          // 2 x BM
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -133,7 +122,6 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
     cp_async_commit();
     cp_async_wait<1>();
     __syncthreads();
-    const int h = hk * group + it / per_head;
     const int m0 = (m_start + it % per_head) * BM;
     const T* cQ = sQ + buf * BM * D;
     const T* cdO = sdO + buf * BM * D;
@@ -203,16 +191,11 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
         mma16816<T>(dp[j + 1], a, b2, b3);
       }
     }
-    // dS^T = P^T (dP^T - delta); keep it in st, and store it (16-bit) for dQ
+    // dS^T = P^T (dP^T - delta), kept in st
 #pragma unroll
-    for (int j = 0; j < BM / 8; ++j) {
+    for (int j = 0; j < BM / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) st[j][e] = st[j][e] * (dp[j][e] - cDl[j * 8 + 2 * t4 + (e & 1)]);
-#pragma unroll
-      for (int r = 0; r < 2; ++r)
-        *reinterpret_cast<uint32_t*>(sdS + swz<BM>(kw + g + r * 8, j * 8 + 2 * t4)) =
-            pack2<T>(st[j][2 * r], st[j][2 * r + 1]);
-    }
     // dK += dS^T Q  (scale applied at the end)
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk) {
@@ -228,41 +211,7 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
         mma16816<T>(dk[j + 1], a, b2, b3);
       }
     }
-    __syncthreads();  // dS complete
-    // dQ rows 16w..16w+15 (this warp) = dS (q x key) K; A read transposed from dS^T.
-    // At most 64 columns per pass keeps the D = 128 kernel within 255 registers.
-    constexpr int DQC = D > 64 ? 64 : D;
-#pragma unroll
-    for (int c0 = 0; c0 < D; c0 += DQC) {
-      float dq[DQC / 8][4];
-#pragma unroll
-      for (int j = 0; j < DQC / 8; ++j) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        const int mi = lane >> 3;
-        uint32_t a[4];
-        ldsm_x4_t(a[0], a[1], a[2], a[3],
-                  smem_u32(sdS + swz<BM>(kk * 16 + (lane & 7) + ((mi >> 1) << 3), warp * 16 + (mi & 1) * 8)));
-#pragma unroll
-        for (int j = 0; j < DQC / 8; j += 2) {
-          int key = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = c0 + j * 8 + (lane >> 4) * 8;
-          uint32_t b0, b1, b2, b3;
-          ldsm_x4_t(b0, b1, b2, b3, smem_u32(sK + swz<D>(key, col)));
-          mma16816<T>(dq[j], a, b0, b1);
-          mma16816<T>(dq[j + 1], a, b2, b3);
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int q = m0 + warp * 16 + g + r * 8;
-        if (q >= p.Sq) continue;
-        float* dst = p.dq_accum + (((int64_t)b * p.Hq + h) * p.Sq + q) * D + c0;
-#pragma unroll
-        for (int j = 0; j < DQC / 8; ++j)
-          atomicAdd(reinterpret_cast<float2*>(dst + j * 8 + 2 * t4), make_float2(dq[j][2 * r], dq[j][2 * r + 1]));
-      }
-    }
-    __syncthreads();  // Q/dO buffer and dS are reused
+    __syncthreads();  // this Q/dO buffer is refilled next iteration
   }
   // write dK (scaled) and dV for this warp's keys
 #pragma unroll
@@ -276,6 +225,146 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
       *reinterpret_cast<uint32_t*>(dkr + j * 8 + 2 * t4) = pack2<T>(dk[j][2 * r] * p.scale, dk[j][2 * r + 1] * p.scale);
       *reinterpret_cast<uint32_t*>(dvr + j * 8 + 2 * t4) = pack2<T>(dv[j][2 * r], dv[j][2 * r + 1]);
     }
+  }
+}
+
+template <int D>
+constexpr int bwd_dq_smem_bytes() {
+  // Q and dO (64 x D each), K and V double-buffered (2 x 64 x D each), 16-bit.
+  return (2 * 64 * D + 4 * 64 * D) * 2;
+}
+
+// dQ for one 64-query block of one (batch, query head): warp w owns queries
+// 16w..16w+15 and walks the key blocks it can see in order (as the forward).
+template <class T, int D>
+__global__ void __launch_bounds__(128) flash_bwd_dq_kernel(Params p) {
+  constexpr int BM = 64, BN = 64, NT = 128;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);  // BM x D
+  T* sdO = sQ + BM * D;                    // BM x D
+  T* sK = sdO + BM * D;                    // 2 x BN x D
+  T* sV = sK + 2 * BN * D;                 // 2 x BN x D
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  int bh, m_block;  // heaviest (causal) query tiles first
+  block_coords((p.Sq + BM - 1) / BM, p.B * p.Hq, true, bh, m_block);
+  const int b = bh / p.Hq, h = bh % p.Hq, hk = h / (p.Hq / p.Hkv);
+  const int m0 = m_block * BM;
+  const T* gq = static_cast<const T*>(p.q) + b * p.q_sb + h * p.q_sh;
+  const T* gdo = static_cast<const T*>(p.dout) + b * p.do_sb + h * p.do_sh;
+  const T* gk = static_cast<const T*>(p.k) + b * p.k_sb + hk * p.k_sh;
+  const T* gv = static_cast<const T*>(p.v) + b * p.v_sb + hk * p.v_sh;
+
+  const int last_row = min(m0 + BM, p.Sq) - 1;
+  int n_end = p.Sk;
+  if (p.causal) n_end = max(0, min(p.Sk, last_row + p.causal_off + 1));
+  const int n_tiles = (n_end + BN - 1) / BN;
+  const float sl2 = p.scale * kLog2e;
+
+  // rows g and g+8 of this warp: lse (log2 units, +inf = no visible key) and delta
+  const int wr0 = m0 + warp * 16;
+  float l2[2], dl[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int q = wr0 + g + r * 8;
+    l2[r] = INFINITY;
+    dl[r] = 0.f;
+    if (q < p.Sq) {
+      const int64_t row = ((int64_t)b * p.Hq + h) * p.Sq + q;
+      const float lse = p.lse[row];
+      l2[r] = lse == -INFINITY ? INFINITY : lse * kLog2e;
+      dl[r] = p.delta[row];
+    }
+  }
+
+  float dq[D / 8][4];
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) dq[j][0] = dq[j][1] = dq[j][2] = dq[j][3] = 0.f;
+
+  if (n_tiles > 0) {
+    load_tile_async<BM, D, NT>(sQ, gq, p.q_ss, m0, p.Sq, tid);
+    load_tile_async<BM, D, NT>(sdO, gdo, p.do_ss, m0, p.Sq, tid);
+    load_tile_async<BN, D, NT>(sK, gk, p.k_ss, 0, p.Sk, tid);
+    load_tile_async<BN, D, NT>(sV, gv, p.v_ss, 0, p.Sk, tid);
+    cp_async_commit();
+  }
+  for (int t = 0; t < n_tiles; ++t) {
+    const int buf = t & 1;
+    if (t + 1 < n_tiles) {
+      load_tile_async<BN, D, NT>(sK + (buf ^ 1) * BN * D, gk, p.k_ss, (t + 1) * BN, p.Sk, tid);
+      load_tile_async<BN, D, NT>(sV + (buf ^ 1) * BN * D, gv, p.v_ss, (t + 1) * BN, p.Sk, tid);
+    }
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+    const T* cK = sK + buf * BN * D;
+    const T* cV = sV + buf * BN * D;
+    // S = Q_w K^T and dP = dO_w V^T (16 queries x 64 keys each)
+    float s[BN / 8][4], dp[BN / 8][4];
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const int row = warp * 16 + (lane & 15), col = kk * 16 + (lane >> 4) * 8;
+      uint32_t qf[4], df[4];
+      ldsm_x4(qf[0], qf[1], qf[2], qf[3], smem_u32(sQ + swz<D>(row, col)));
+      ldsm_x4(df[0], df[1], df[2], df[3], smem_u32(sdO + swz<D>(row, col)));
+#pragma unroll
+      for (int j = 0; j < BN / 8; j += 2) {
+        const int key = j * 8 + (lane & 7) + ((lane >> 4) << 3), kc = kk * 16 + ((lane >> 3) & 1) * 8;
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4(b0, b1, b2, b3, smem_u32(cK + swz<D>(key, kc)));
+        mma16816<T>(s[j], qf, b0, b1);
+        mma16816<T>(s[j + 1], qf, b2, b3);
+        ldsm_x4(b0, b1, b2, b3, smem_u32(cV + swz<D>(key, kc)));
+        mma16816<T>(dp[j], df, b0, b1);
+        mma16816<T>(dp[j + 1], df, b2, b3);
+      }
+    }
+    // dS = P (dP - delta), P = exp2(S * scale*log2e - lse2); masked entries 0
+    const int n0 = t * BN;
+    const bool need_mask = n0 + BN > p.Sk || (p.causal && n0 + BN - 1 > wr0 + p.causal_off);
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = e >> 1;
+        float pv = ex2(fmaf(s[j][e], sl2, -l2[r]));
+        if (need_mask) {
+          const int key = n0 + j * 8 + 2 * t4 + (e & 1), q = wr0 + g + r * 8;
+          if (key >= p.Sk || (p.causal && key > q + p.causal_off)) pv = 0.f;
+        }
+        s[j][e] = pv * (dp[j][e] - dl[r]);
+      }
+    // dQ += dS K (dS straight from the accumulators, as P in the forward)
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const uint32_t a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                             pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                             pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int j = 0; j < D / 8; j += 2) {
+        const int key = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4_t(b0, b1, b2, b3, smem_u32(cK + swz<D>(key, col)));
+        mma16816<T>(dq[j], a, b0, b1);
+        mma16816<T>(dq[j + 1], a, b2, b3);
+      }
+    }
+    __syncthreads();  // this K/V buffer is refilled next iteration
+  }
+  // write dQ (scaled); rows with no visible key get 0
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int q = wr0 + g + r * 8;
+    if (q >= p.Sq) continue;
+    T* dqr = static_cast<T*>(p.dq) + b * p.dq_sb + h * p.dq_sh + q * p.dq_ss;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j)
+      *reinterpret_cast<uint32_t*>(dqr + j * 8 + 2 * t4) = pack2<T>(dq[j][2 * r] * p.scale, dq[j][2 * r + 1] * p.scale);
   }
 }
 

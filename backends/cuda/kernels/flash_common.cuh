@@ -114,7 +114,6 @@ struct Params {
   const void *q, *k, *v, *o, *dout;
   void *out, *dq, *dk, *dv;
   float* lse;        // (B, Hq, Sq) contiguous, natural log
-  float* dq_accum;   // (B, Hq, Sq, D) f32 scratch for the backward
   float* delta;      // (B, Hq, Sq) f32 scratch: rowsum(dO * O)
   int64_t q_sb, q_sh, q_ss, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss;
   int64_t o_sb, o_sh, o_ss;       // out (forward) / o (backward)

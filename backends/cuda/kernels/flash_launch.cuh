@@ -88,24 +88,22 @@ inline cudaError_t flash_fwd(const Params& p, Half16 dt, int D, cudaStream_t s) 
 
 template <class T, int D>
 cudaError_t bwd_launch(const Params& p, cudaStream_t s) {
-  constexpr int smem = bwd_smem_bytes<D>();
-  static std::atomic<uint64_t> attr_set{0};
+  constexpr int smem = bwd_smem_bytes<D>(), smem_dq = bwd_dq_smem_bytes<D>();
+  static std::atomic<uint64_t> attr_set{0}, attr_set_dq{0};
   if (cudaError_t e = raise_smem_limit(flash_bwd_kernel<T, D>, smem, attr_set); e != cudaSuccess) return e;
+  if (cudaError_t e = raise_smem_limit(flash_bwd_dq_kernel<T, D>, smem_dq, attr_set_dq); e != cudaSuccess) return e;
   const int64_t rows = (int64_t)p.B * p.Hq * p.Sq;
-  cudaError_t e = cudaMemsetAsync(p.dq_accum, 0, rows * D * sizeof(float), s);
-  if (e != cudaSuccess) return e;
   flash_bwd_pre<T><<<(unsigned)((rows + 7) / 8), 256, 0, s>>>(p, D);
   const unsigned grid = (unsigned)(((int64_t)p.Sk + 63) / 64 * p.B * p.Hkv);
   flash_bwd_kernel<T, D><<<grid, 128, smem, s>>>(p);
-  const int64_t n = rows * (D / 2);
-  unsigned blocks = (unsigned)std::min<int64_t>((n + 255) / 256, 132 * 16);
-  flash_bwd_post<T><<<blocks, 256, 0, s>>>(p, D);
+  const unsigned grid_dq = (unsigned)(((int64_t)p.Sq + 63) / 64 * p.B * p.Hq);
+  flash_bwd_dq_kernel<T, D><<<grid_dq, 128, smem_dq, s>>>(p);
   return cudaGetLastError();
 }
 
 inline bool flash_head_dim_ok(int D) { return D == 64 || D == 128; }
 
-// Needs p.dq_accum (B*Hq*Sq*D floats) and p.delta (B*Hq*Sq floats) of scratch.
+// Needs p.delta (B*Hq*Sq floats) of scratch.
 inline cudaError_t flash_bwd(const Params& p, Half16 dt, int D, cudaStream_t s) {
   if (dt == Half16::bf16) return D == 64 ? bwd_launch<__nv_bfloat16, 64>(p, s) : bwd_launch<__nv_bfloat16, 128>(p, s);
   return D == 64 ? bwd_launch<__half, 64>(p, s) : bwd_launch<__half, 128>(p, s);

@@ -18,8 +18,9 @@
 //     the backward uses the saved lse and recomputes P tile by tile.
 //   generic (this file): everything else (f64, other head dims up to 512, long
 //     masked queries).  One warp per query row, online softmax in f32 (f64 for
-//     f64); the backward recomputes lse and accumulates dK/dV with atomics in
-//     f32/f64 scratch.  Correct everywhere, not fast.
+//     f64); the backward recomputes lse, then dK/dV with one warp per key row.
+//     Correct everywhere, not fast.
+// No backward path uses atomics: gradients are the same bit for bit run to run.
 #include <algorithm>
 #include <cmath>
 
@@ -85,7 +86,7 @@ struct GenericArgs {
   const void *q, *k, *v, *mask, *dout;
   void *out, *dq;
   void* lse;       // LseT, strided (B,Hq,Sq)
-  void *dk_acc, *dv_acc;  // A scratch, dense (B,Hkv,Sk,D / Dv)
+  void *row_lse, *row_dot;  // backward: A scratch, dense (B,Hq,Sq): lse and sum_j P dP
   Str4 sq, sk, sv, so, sm, sdo, sdq;
   int64_t lse_s[3];
   int32_t mask_dtype;  // -1 = no mask
@@ -105,23 +106,30 @@ __device__ __forceinline__ A warp_sum(A v) {
 __device__ __forceinline__ float gexp(float x) { return __expf(x); }
 __device__ __forceinline__ double gexp(double x) { return exp(x); }
 
+// Whether key j is kept for query row (b, h, i), and the additive mask value.
+template <class A>
+__device__ __forceinline__ bool generic_keep(const GenericArgs& g, int64_t b, int64_t h, int64_t i, int64_t j,
+                                             A& madd) {
+  const AttnDims& d = g.d;
+  madd = 0;
+  if ((g.causal == 1 && j > i) || (g.causal == 2 && j > i + d.Sk - d.Sq)) return false;
+  if (g.mask_dtype >= 0) {
+    const char* mp = (const char*)g.mask +
+                     (b * g.sm.s[0] + h * g.sm.s[1] + i * g.sm.s[2] + j * g.sm.s[3]) * g.mask_esize;
+    const double mv = gn::sdk::load(mp, g.mask_dtype);
+    if (g.mask_dtype == GN_BOOL) return mv != 0.0;
+    madd = (A)mv;
+  }
+  return true;
+}
+
 // Score of key j for the row (already holding q in registers); -inf = dropped.
 template <class T, class A>
 __device__ __forceinline__ A generic_score(const GenericArgs& g, const A (&qr)[kMaxPerLane], const T* kh, int64_t b,
                                            int64_t h, int64_t i, int64_t j, int lane) {
   const AttnDims& d = g.d;
-  if ((g.causal == 1 && j > i) || (g.causal == 2 && j > i + d.Sk - d.Sq)) return -INFINITY;
-  A madd = 0;
-  if (g.mask_dtype >= 0) {
-    const char* mp = (const char*)g.mask +
-                     (b * g.sm.s[0] + h * g.sm.s[1] + i * g.sm.s[2] + j * g.sm.s[3]) * g.mask_esize;
-    const double mv = gn::sdk::load(mp, g.mask_dtype);
-    if (g.mask_dtype == GN_BOOL) {
-      if (mv == 0.0) return -INFINITY;
-    } else {
-      madd = (A)mv;
-    }
-  }
+  A madd;
+  if (!generic_keep(g, b, h, i, j, madd)) return -INFINITY;
   A dot = 0;
 #pragma unroll
   for (int e = 0; e < kMaxPerLane; ++e) {
@@ -178,10 +186,14 @@ __global__ void attn_fwd_generic(GenericArgs g) {
   }
 }
 
-// One warp per query row: recompute lse, rowdot = sum_j P dP, then dS and the
-// three gradients (dk/dv by atomics into A scratch, dq directly).
+// The generic backward is two passes, both without atomics so that a gradient is
+// the same bit for bit on every run:
+//   attn_bwd_generic_dq:  one warp per query row: recompute lse, rowdot =
+//                         sum_j P dP (both kept in scratch), then dq;
+//   attn_bwd_generic_dkv: one warp per key row: walk the group's query heads and
+//                         the rows that can see the key, in order, for dk and dv.
 template <class T, class A>
-__global__ void attn_bwd_generic(GenericArgs g) {
+__global__ void attn_bwd_generic_dq(GenericArgs g) {
   const AttnDims& d = g.d;
   const int lane = threadIdx.x & 31;
   const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -191,8 +203,6 @@ __global__ void attn_bwd_generic(GenericArgs g) {
   const T* dop = (const T*)g.dout + b * g.sdo.s[0] + h * g.sdo.s[1] + i * g.sdo.s[2];
   const T* kh = (const T*)g.k + b * g.sk.s[0] + hk * g.sk.s[1];
   const T* vh = (const T*)g.v + b * g.sv.s[0] + hk * g.sv.s[1];
-  A* dkh = (A*)g.dk_acc + (b * d.Hkv + hk) * d.Sk * d.D;
-  A* dvh = (A*)g.dv_acc + (b * d.Hkv + hk) * d.Sk * d.Dv;
   A qr[kMaxPerLane], dor[kMaxPerLane], dq[kMaxPerLane];
 #pragma unroll
   for (int e = 0; e < kMaxPerLane; ++e) {
@@ -209,8 +219,9 @@ __global__ void attn_bwd_generic(GenericArgs g) {
     l = l * (m == -INFINITY ? A(0) : gexp(m - mn)) + gexp(s - mn);
     m = mn;
   }
+  A lse = -INFINITY, rowdot = 0;
   if (l > 0) {
-    const A lse = m + log(l);
+    lse = m + log(l);
     auto dp_of = [&](int64_t j) {
       A acc = 0;
 #pragma unroll
@@ -220,7 +231,6 @@ __global__ void attn_bwd_generic(GenericArgs g) {
       }
       return warp_sum(acc);
     };
-    A rowdot = 0;
     for (int64_t j = 0; j < d.Sk; ++j) {
       const A s = generic_score<T, A>(g, qr, kh, b, h, i, j, lane);
       if (s == -INFINITY) continue;
@@ -229,17 +239,17 @@ __global__ void attn_bwd_generic(GenericArgs g) {
     for (int64_t j = 0; j < d.Sk; ++j) {
       const A s = generic_score<T, A>(g, qr, kh, b, h, i, j, lane);
       if (s == -INFINITY) continue;
-      const A p = gexp(s - lse), ds = p * (dp_of(j) - rowdot) * (A)g.scale;
+      const A ds = gexp(s - lse) * (dp_of(j) - rowdot) * (A)g.scale;
 #pragma unroll
       for (int e = 0; e < kMaxPerLane; ++e) {
         const int64_t c = lane + 32 * e;
-        if (c < d.D) {
-          dq[e] += ds * (A)kh[j * g.sk.s[2] + c * g.sk.s[3]];
-          atomicAdd(dkh + j * d.D + c, ds * qr[e]);
-        }
-        if (c < d.Dv) atomicAdd(dvh + j * d.Dv + c, p * dor[e]);
+        if (c < d.D) dq[e] += ds * (A)kh[j * g.sk.s[2] + c * g.sk.s[3]];
       }
     }
+  }
+  if (lane == 0) {
+    ((A*)g.row_lse)[row] = lse;
+    ((A*)g.row_dot)[row] = rowdot;
   }
   T* dqp = (T*)g.dq + b * g.sdq.s[0] + h * g.sdq.s[1] + i * g.sdq.s[2];
 #pragma unroll
@@ -249,12 +259,64 @@ __global__ void attn_bwd_generic(GenericArgs g) {
   }
 }
 
-// dense A scratch (B,Hkv,Sk,C) -> strided T output
 template <class T, class A>
-__global__ void attn_cast_out(const A* src, T* dst, Str4 s, int64_t d1, int64_t d2, int64_t d3, int64_t n) {
-  for (int64_t x = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; x < n; x += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t c = x % d3, j = (x / d3) % d2, h = (x / (d3 * d2)) % d1, b = x / (d3 * d2 * d1);
-    dst[b * s.s[0] + h * s.s[1] + j * s.s[2] + c * s.s[3]] = convert<T>(src[x]);
+__global__ void attn_bwd_generic_dkv(GenericArgs g, Str4 sdk, Str4 sdv, void* dk_out, void* dv_out) {
+  const AttnDims& d = g.d;
+  const int lane = threadIdx.x & 31;
+  const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= d.B * d.Hkv * d.Sk) return;
+  const int64_t j = row % d.Sk, hk = (row / d.Sk) % d.Hkv, b = row / (d.Sk * d.Hkv);
+  const int64_t group = d.Hq / d.Hkv;
+  const T* kp = (const T*)g.k + b * g.sk.s[0] + hk * g.sk.s[1] + j * g.sk.s[2];
+  const T* vp = (const T*)g.v + b * g.sv.s[0] + hk * g.sv.s[1] + j * g.sv.s[2];
+  A kr[kMaxPerLane], vr[kMaxPerLane], dk[kMaxPerLane], dv[kMaxPerLane];
+#pragma unroll
+  for (int e = 0; e < kMaxPerLane; ++e) {
+    const int64_t c = lane + 32 * e;
+    kr[e] = c < d.D ? (A)kp[c * g.sk.s[3]] : A(0);
+    vr[e] = c < d.Dv ? (A)vp[c * g.sv.s[3]] : A(0);
+    dk[e] = dv[e] = 0;
+  }
+  // the first query row that can see key j under a causal mask
+  int64_t i0 = 0;
+  if (g.causal == 1) i0 = j;
+  if (g.causal == 2) i0 = j - (d.Sk - d.Sq);
+  if (i0 < 0) i0 = 0;
+  for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+    const T* qh = (const T*)g.q + b * g.sq.s[0] + h * g.sq.s[1];
+    const T* doh = (const T*)g.dout + b * g.sdo.s[0] + h * g.sdo.s[1];
+    const int64_t r0 = (b * d.Hq + h) * d.Sq;
+    for (int64_t i = i0; i < d.Sq; ++i) {
+      const A lse = ((const A*)g.row_lse)[r0 + i];
+      A madd;
+      if (lse == -INFINITY || !generic_keep(g, b, h, i, j, madd)) continue;
+      A qi[kMaxPerLane], doi[kMaxPerLane], dot = 0, dp = 0;
+#pragma unroll
+      for (int e = 0; e < kMaxPerLane; ++e) {
+        const int64_t c = lane + 32 * e;
+        qi[e] = c < d.D ? (A)qh[i * g.sq.s[2] + c * g.sq.s[3]] : A(0);
+        doi[e] = c < d.Dv ? (A)doh[i * g.sdo.s[2] + c * g.sdo.s[3]] : A(0);
+        dot += qi[e] * kr[e];
+        dp += doi[e] * vr[e];
+      }
+      dot = warp_sum(dot);
+      dp = warp_sum(dp);
+      const A p = gexp(dot * (A)g.scale + madd - lse);
+      const A ds = p * (dp - ((const A*)g.row_dot)[r0 + i]) * (A)g.scale;
+#pragma unroll
+      for (int e = 0; e < kMaxPerLane; ++e) {
+        dk[e] += ds * qi[e];
+        dv[e] += p * doi[e];
+      }
+    }
+  }
+  T* dkp = (T*)dk_out + b * sdk.s[0] + hk * sdk.s[1] + j * sdk.s[2];
+  T* dvp = (T*)dv_out + b * sdv.s[0] + hk * sdv.s[1] + j * sdv.s[2];
+#pragma unroll
+  for (int e = 0; e < kMaxPerLane; ++e) {
+    const int64_t c = lane + 32 * e;
+    if (c < d.D) dkp[c * sdk.s[3]] = convert<T>(dk[e]);
+    if (c < d.Dv) dvp[c * sdv.s[3]] = convert<T>(dv[e]);
   }
 }
 
@@ -521,9 +583,7 @@ GN_SDK_KERNEL(sdpa_backward_kernel) {
     p.dk_sb = out[1].strides[0]; p.dk_sh = out[1].strides[1]; p.dk_ss = out[1].strides[2];
     p.dv = gn_view_ptr(&out[2]);
     p.dv_sb = out[2].strides[0]; p.dv_sh = out[2].strides[1]; p.dv_ss = out[2].strides[2];
-    char* ws = static_cast<char*>(workspace(ctx, (size_t)nq * (d.D + 1) * sizeof(float)));
-    p.dq_accum = reinterpret_cast<float*>(ws);
-    p.delta = reinterpret_cast<float*>(ws + (size_t)nq * d.D * sizeof(float));
+    p.delta = static_cast<float*>(workspace(ctx, (size_t)nq * sizeof(float)));
     GN_CUDA_CHECK(flash::flash_bwd(p, dt == GN_BF16 ? flash::Half16::bf16 : flash::Half16::f16, (int)d.D, st));
     return;
   }
@@ -549,19 +609,14 @@ GN_SDK_KERNEL(sdpa_backward_kernel) {
   dispatch_float(dt, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    const size_t kb = (size_t)nk * d.D * sizeof(A), vb = (size_t)nk * d.Dv * sizeof(A);
-    char* ws = static_cast<char*>(workspace(ctx, std::max<size_t>(kb + vb, 1)));
-    g.dk_acc = ws;
-    g.dv_acc = ws + kb;
-    if (kb + vb) GN_CUDA_CHECK(cudaMemsetAsync(ws, 0, kb + vb, st));
-    if (nq > 0) attn_bwd_generic<T, A><<<(unsigned)((nq + 7) / 8), 256, 0, st>>>(g);
+    char* ws = static_cast<char*>(workspace(ctx, std::max<size_t>(2 * (size_t)nq * sizeof(A), 1)));
+    g.row_lse = ws;
+    g.row_dot = ws + (size_t)nq * sizeof(A);
+    if (nq > 0) attn_bwd_generic_dq<T, A><<<(unsigned)((nq + 7) / 8), 256, 0, st>>>(g);
     GN_CUDA_CHECK_LAUNCH();
-    if (nk * d.D > 0)
-      attn_cast_out<T, A><<<std::min<unsigned>(blocks_for(nk * d.D), 65535u), kThreads, 0, st>>>(
-          (const A*)g.dk_acc, data_ptr<T>(out[1]), str4(out[1]), d.Hkv, d.Sk, d.D, nk * d.D);
-    if (nk * d.Dv > 0)
-      attn_cast_out<T, A><<<std::min<unsigned>(blocks_for(nk * d.Dv), 65535u), kThreads, 0, st>>>(
-          (const A*)g.dv_acc, data_ptr<T>(out[2]), str4(out[2]), d.Hkv, d.Sk, d.Dv, nk * d.Dv);
+    if (nk > 0)
+      attn_bwd_generic_dkv<T, A><<<(unsigned)((nk + 7) / 8), 256, 0, st>>>(g, str4(out[1]), str4(out[2]),
+                                                                           gn_view_ptr(&out[1]), gn_view_ptr(&out[2]));
     GN_CUDA_CHECK_LAUNCH();
   });
 }

@@ -34,11 +34,11 @@ extern "C" int harness_flash_fwd(const void* q, const void* k, const void* v, vo
 }
 
 extern "C" int harness_flash_bwd(const void* dout, const void* q, const void* k, const void* v, const void* o,
-                                 const float* lse, void* dq, void* dk, void* dv, float* dq_accum, float* delta,
+                                 const float* lse, void* dq, void* dk, void* dv, float* delta,
                                  int B, int Hq, int Hkv, int Sq, int Sk, int D, int causal, float scale, int dt,
                                  void* stream) {
   Params p = make(q, k, v, B, Hq, Hkv, Sq, Sk, D, causal, scale);
   p.dout = dout; p.o = o; p.lse = const_cast<float*>(lse);
-  p.dq = dq; p.dk = dk; p.dv = dv; p.dq_accum = dq_accum; p.delta = delta;
+  p.dq = dq; p.dk = dk; p.dv = dv; p.delta = delta;
   return (int)flash_bwd(p, (Half16)dt, D, (cudaStream_t)stream);
 }

@@ -55,10 +55,6 @@ class DeviceEnvironment : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new DeviceEnvironment);
 
-// CUDA's attention backward accumulates with atomics: the same step twice agrees to rounding, not
-// to the bit.  The reference and cpu backends are deterministic.
-bool bitwise_reproducible() { return dev().type() != "cuda"; }
-
 std::string source(const std::string& rel) { return std::string(GENESIS_SOURCE_DIR) + "/" + rel; }
 
 std::unique_ptr<M::QwenForCausalLM> tiny_model() {
@@ -314,7 +310,7 @@ TEST(SftLoss, OnlyAssistantTargetsCarryGradient) {
   T::ChatExample prompt = base;
   prompt.ids[2] = 400;
   const auto g0 = grad(base);
-  EXPECT_LE(max_rel_diff(g0, grad(trailing)), bitwise_reproducible() ? 0.0 : 1e-6);
+  EXPECT_EQ(max_rel_diff(g0, grad(trailing)), 0.0);
   EXPECT_GT(max_rel_diff(g0, grad(prompt)), 1e-4);
 }
 
@@ -336,7 +332,7 @@ TEST(SftLoss, ActivationCheckpointingGivesTheSameGradients) {
 // ------------------------------------------------------------------ resume
 
 // 6 steps straight vs 3 steps, stop, resume for 3: the same losses and parameters, bit for bit
-// (to rounding on CUDA, see bitwise_reproducible).
+// on every backend (no backward kernel accumulates with atomics).
 TEST(SftResume, ResumedRunEqualsUninterruptedRun) {
   std::vector<T::ChatExample> ex;
   for (int64_t i = 0; i < 20; ++i) {
@@ -376,17 +372,8 @@ TEST(SftResume, ResumedRunEqualsUninterruptedRun) {
   resumed.insert(resumed.end(), second.losses.begin(), second.losses.end());
   ASSERT_EQ(resumed.size(), straight.losses.size());
   const auto p1 = m1->state_dict(), p3 = m3->state_dict();
-  if (bitwise_reproducible()) {
-    for (size_t i = 0; i < resumed.size(); ++i) EXPECT_EQ(resumed[i], straight.losses[i]) << "step " << i + 1;
-    for (const auto& [name, t] : p1) EXPECT_EQ(host(t), host(p3.at(name))) << name;
-  } else {
-    for (size_t i = 0; i < resumed.size(); ++i)
-      EXPECT_NEAR(resumed[i], straight.losses[i], 1e-5 * std::fabs(straight.losses[i])) << "step " << i + 1;
-    for (const auto& [name, t] : p1) {
-      const auto a = host(t), b = host(p3.at(name));
-      for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5) << name;
-    }
-  }
+  for (size_t i = 0; i < resumed.size(); ++i) EXPECT_EQ(resumed[i], straight.losses[i]) << "step " << i + 1;
+  for (const auto& [name, t] : p1) EXPECT_EQ(host(t), host(p3.at(name))) << name;
   // A resume with other batch options is refused instead of silently changing the run.
   o.max_steps = 7;
   auto m4 = tiny_model();
