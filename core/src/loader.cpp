@@ -382,6 +382,9 @@ void load_one(gn_runtime* rt, const std::string& path, const std::string& file_n
   if (rec.negotiated_minor < 1)
     for (auto& vt : staging.device_types) vt.graph_begin = nullptr, vt.graph_end = nullptr,
                                           vt.graph_launch = nullptr, vt.graph_destroy = nullptr;
+  if (rec.negotiated_minor < 2)
+    for (auto& c : staging.comms) c.init = nullptr, c.send = nullptr, c.recv = nullptr, c.all_to_all = nullptr,
+                                  c.synchronize = nullptr, c.abort = nullptr, c.error = nullptr;
   rec.ctx = info.ctx;
   rec.shutdown = info.shutdown;
   rec.library = lib;

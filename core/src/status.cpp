@@ -71,6 +71,14 @@ extern "C" {
 int32_t gn_status_code(const gn_status* st) { return st ? st->code : GN_OK; }
 const char* gn_status_message(const gn_status* st) { return st ? st->msg.c_str() : ""; }
 void gn_status_free(gn_status* st) { delete st; }
+gn_status* gn_status_create(int32_t code, const char* msg) {
+  if (code == GN_OK) return nullptr;
+  try {
+    return make_status(code, msg ? msg : "");
+  } catch (...) {
+    return nullptr;  // out of memory: nothing better to return through a C boundary
+  }
+}
 
 const char* gn_status_code_name(int32_t code) {
   switch (code) {
@@ -87,6 +95,8 @@ const char* gn_status_code_name(int32_t code) {
     case GN_ERR_IO: return "GN_ERR_IO";
     case GN_ERR_ALREADY_EXISTS: return "GN_ERR_ALREADY_EXISTS";
     case GN_ERR_INTERNAL: return "GN_ERR_INTERNAL";
+    case GN_ERR_TIMEOUT: return "GN_ERR_TIMEOUT";
+    case GN_ERR_ABORTED: return "GN_ERR_ABORTED";
     default: return "GN_ERR_UNKNOWN";
   }
 }

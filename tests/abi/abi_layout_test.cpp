@@ -80,7 +80,32 @@ namespace {
   X(gn_comm_vtable, broadcast, 64) \
   X(gn_comm_vtable, all_gather, 72) \
   X(gn_comm_vtable, reduce_scatter, 80) \
-  X(gn_comm_vtable, barrier, 88)
+  X(gn_comm_vtable, barrier, 88) \
+  /* minor 2 appended configured creation, point-to-point and failure handling */ X(gn_comm_vtable, init, 96) \
+  X(gn_comm_vtable, send, 104) \
+  X(gn_comm_vtable, recv, 112) \
+  X(gn_comm_vtable, all_to_all, 120) \
+  X(gn_comm_vtable, synchronize, 128) \
+  X(gn_comm_vtable, abort, 136) \
+  X(gn_comm_vtable, error, 144)
+
+#define COMM_STORE_LAYOUT(X) \
+  X(gn_comm_store, struct_size, 0) \
+  X(gn_comm_store, ctx, 8) \
+  X(gn_comm_store, set, 16) \
+  X(gn_comm_store, get, 24)
+
+#define COMM_CONFIG_LAYOUT(X) \
+  X(gn_comm_config, struct_size, 0) \
+  X(gn_comm_config, rank, 8) \
+  X(gn_comm_config, world_size, 12) \
+  X(gn_comm_config, device_index, 16) \
+  X(gn_comm_config, reserved, 20) \
+  X(gn_comm_config, timeout_ms, 24) \
+  X(gn_comm_config, id, 32) \
+  X(gn_comm_config, store, 40) \
+  X(gn_comm_config, prefix, 48) \
+  X(gn_comm_config, local_address, 56)
 
 #define PLUGIN_INFO_LAYOUT(X) \
   X(gn_plugin_info, struct_size, 0) \
@@ -261,6 +286,8 @@ namespace {
   HOST_API_LAYOUT(X) \
   DEVICE_VTABLE_LAYOUT(X) \
   COMM_VTABLE_LAYOUT(X) \
+  COMM_STORE_LAYOUT(X) \
+  COMM_CONFIG_LAYOUT(X) \
   PLUGIN_INFO_LAYOUT(X) \
   DEVICE_LAYOUT(X) \
   DEVICE_PROPS_LAYOUT(X) \
@@ -286,7 +313,9 @@ namespace {
 #define ALL_SIZES(X) \
   X(gn_host_api, 104) \
   X(gn_device_vtable, 216) \
-  X(gn_comm_vtable, 96) \
+  X(gn_comm_vtable, 152) \
+  X(gn_comm_store, 32) \
+  X(gn_comm_config, 64) \
   X(gn_plugin_info, 56) \
   X(gn_device, 8) \
   X(gn_device_props, 168) \
@@ -396,8 +425,9 @@ TEST(AbiLayout, StableEnumValues) {
   EXPECT_EQ(GN_DTYPE_ANY, -1);
   const int codes[] = {GN_OK, GN_ERR_INVALID_ARGUMENT, GN_ERR_SHAPE, GN_ERR_DTYPE, GN_ERR_DEVICE,
                        GN_ERR_NOT_FOUND, GN_ERR_UNSUPPORTED, GN_ERR_OUT_OF_MEMORY, GN_ERR_INDEX,
-                       GN_ERR_VERSION, GN_ERR_IO, GN_ERR_ALREADY_EXISTS, GN_ERR_INTERNAL};
-  for (int i = 0; i < 13; ++i) EXPECT_EQ(codes[i], i);
+                       GN_ERR_VERSION, GN_ERR_IO, GN_ERR_ALREADY_EXISTS, GN_ERR_INTERNAL,
+                       GN_ERR_TIMEOUT, GN_ERR_ABORTED};
+  for (int i = 0; i < 15; ++i) EXPECT_EQ(codes[i], i);
   EXPECT_EQ(GN_ATTR_INT, 0);
   EXPECT_EQ(GN_ATTR_FLOAT, 1);
   EXPECT_EQ(GN_ATTR_INTS, 2);

@@ -27,6 +27,9 @@ GN_API const char* gn_status_message(const gn_status* st);
 GN_API void gn_status_free(gn_status* st);
 /* Name of a code, e.g. "GN_ERR_SHAPE". */
 GN_API const char* gn_status_code_name(int32_t code);
+/* New status with a code and a copy of msg (NULL = ""), for callbacks that
+ * answer the core (gn_comm_store); GN_OK gives NULL. */
+GN_API gn_status* gn_status_create(int32_t code, const char* msg);
 
 /* ----------------------------------------------------------------- version */
 

@@ -29,7 +29,10 @@ typedef enum gn_code {
   GN_ERR_VERSION = 9,          /* ABI version mismatch */
   GN_ERR_IO = 10,              /* file or stream I/O */
   GN_ERR_ALREADY_EXISTS = 11,  /* duplicate op / kernel / device type */
-  GN_ERR_INTERNAL = 12         /* a bug: please report */
+  GN_ERR_INTERNAL = 12,        /* a bug: please report */
+  /* minor 2 */
+  GN_ERR_TIMEOUT = 13,         /* a peer (or the rendezvous) did not answer in time */
+  GN_ERR_ABORTED = 14          /* a communicator was aborted or lost a peer */
 } gn_code;
 
 #ifdef __cplusplus

@@ -11,8 +11,10 @@
 #include <stdint.h>
 
 #define GN_ABI_VERSION_MAJOR 1
-/* Minor history: 0 = initial; 1 = gn_device_vtable graph-capture slots. */
-#define GN_ABI_VERSION_MINOR 1
+/* Minor history: 0 = initial; 1 = gn_device_vtable graph-capture slots;
+ * 2 = gn_comm_vtable init/send/recv/all_to_all/synchronize/abort/error, the
+ * gn_comm_* C API, GN_ERR_TIMEOUT and GN_ERR_ABORTED. */
+#define GN_ABI_VERSION_MINOR 2
 
 /* Maximum tensor rank carried in fixed-size metadata (gn_tensor_meta). */
 #define GN_MAX_DIMS 8

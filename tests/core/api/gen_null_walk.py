@@ -20,7 +20,12 @@ NULL_IS_VALID = {
     ("gn_profiler_summary", "needed"),     # NULL = length not wanted
     ("gn_rng_get_state", "seed"),          # NULL = value not wanted
     ("gn_rng_get_state", "offset"),        # NULL = value not wanted
+    ("gn_status_create", "msg"),           # NULL = ""
 }
+# Every communicator call takes NULL for the current stream.
+NULL_IS_VALID |= {(f"gn_comm_{f}", "stream") for f in (
+    "all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "send", "recv", "barrier",
+    "synchronize")}
 
 # Functions that consume their argument: only ever called with NULL here.
 CONSUMES = re.compile(r"_(destroy|release|free)$")
@@ -36,6 +41,7 @@ FRESH = {
     "DLManagedTensorVersioned*": ("DLManagedTensorVersioned* {v} = nullptr; gn_status_free(gn_tensor_to_dlpack(t_, &{v}));",
                                   ""),  # gn_tensor_from_dlpack takes ownership either way
     "gn_graph*": ("gn_graph* {v} = nullptr;", ""),  # no backend here captures graphs
+    "gn_comm*": ("gn_comm* {v} = nullptr;", ""),  # no communicator plugin is loaded here
 }
 
 # Output slots: an array of 8 NULL handles, released after the call.
@@ -47,6 +53,7 @@ SLOTS = {
     "gn_event**": ("gn_event*", "gn_status_free(gn_event_destroy({e}));"),
     "gn_graph**": ("gn_graph*", "gn_graph_destroy({e});"),
     "gn_generator**": ("gn_generator*", "gn_generator_destroy({e});"),
+    "gn_comm**": ("gn_comm*", "gn_comm_destroy({e});"),
     "DLManagedTensorVersioned**": ("DLManagedTensorVersioned*", "if ({e} && {e}->deleter) {e}->deleter({e});"),
 }
 
