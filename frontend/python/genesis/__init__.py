@@ -1,2 +1,134 @@
-"""Genesis: a deep-learning framework with a C++ core, used from Python."""
-from genesis._C import Tensor  # noqa: F401
+"""Genesis: a deep-learning framework with a C++ core, used from Python.
+
+    import genesis
+    import genesis.nn as nn
+    x = genesis.randn(32, 784, requires_grad=True)
+    loss = nn.Linear(784, 10)(x).sum()
+    loss.backward()
+
+The package is a thin layer over the C++ frontend (genesis._C): tensors, autograd and every op run
+in C++; nn.Module, the layer classes and the context managers are Python, with torch's names.
+Devices come from plugins found at run time (GENESIS_PLUGIN_PATH, then the directory next to
+libgenesis); genesis.init(plugins=...) chooses them before first use.
+"""
+import contextlib as _contextlib
+import functools as _functools
+
+from genesis import _C
+from genesis._C import (  # noqa: F401
+    Generator, GradScaler, RngState, Tensor, arange, as_tensor, bernoulli, bmm, cat, checkpoint, cuda_available, device,
+    dtype, empty, empty_like, eye, from_dlpack, full, full_like, get_all_rng_states, get_rng_state, gradcheck,
+    init, is_grad_enabled, linspace, load, load_file, manual_seed, matmul, ones, ones_like, rand, rand_like, randint,
+    randint_like, randn, randn_like, randperm, save, save_file, scalar_tensor, set_all_rng_states, set_grad_enabled,
+    set_rng_state, stack, tensor, where, zeros, zeros_like,
+)
+from genesis import amp, cuda, distributed, nn, optim, profiler  # noqa: F401,E402
+from genesis.amp import autocast  # noqa: F401,E402
+
+__version__ = "0.1.0"
+Size = tuple
+enable_autocast = False  # kept for the seeds' samples; autocast regions are what turn it on
+
+
+# ---- grad mode
+class no_grad:
+    """Context manager and decorator: ops inside record no autograd graph."""
+
+    _mode = False
+
+    def __enter__(self):
+        self._prev = _C.is_grad_enabled()
+        _C.set_grad_enabled(self._mode)
+
+    def __exit__(self, *exc):
+        _C.set_grad_enabled(self._prev)
+        return False
+
+    def __call__(self, fn):
+        @_functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with type(self)():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class enable_grad(no_grad):
+    """Turns recording back on inside a no_grad region."""
+
+    _mode = True
+
+
+inference_mode = no_grad
+
+
+# ---- RNG
+@_contextlib.contextmanager
+def fork_rng(devices=None, enabled=True):
+    """Saves the default generators (of `devices`, all when None) and restores them on exit."""
+    fork = _C._RngFork(devices, enabled)
+    fork.__enter__()
+    try:
+        yield
+    finally:
+        fork.__exit__(None, None, None)
+
+
+def seed():
+    """Seeds every device from the OS entropy source; returns the seed."""
+    import os
+    s = int.from_bytes(os.urandom(8), "little") >> 1
+    manual_seed(s)
+    return s
+
+
+def initial_seed():
+    return get_rng_state().seed
+
+
+# ---- memory statistics on the device object (the seeds' device.memory_allocated())
+for _name in ("memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved",
+              "memory_stats", "memory_summary", "empty_cache", "reset_peak_memory_stats"):
+    setattr(device, _name, (lambda f: lambda self: f(self))(getattr(_C, _name)))
+device.memory_cached = device.memory_reserved
+
+
+# ---- tensor functions that are methods too: genesis.exp(x) == x.exp()
+def _as_function(name):
+    method = getattr(Tensor, name)
+
+    def fn(input, *args, **kwargs):
+        return method(input, *args, **kwargs)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"genesis.{name}(input, ...) is input.{name}(...)"
+    return fn
+
+
+for _name in ("neg", "negative", "abs", "sign", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh",
+              "sigmoid", "relu", "square", "floor", "ceil", "round", "clamp", "pow", "reciprocal", "logical_not",
+              "logical_and", "logical_or", "isnan", "isinf", "isfinite", "add", "sub", "mul", "div", "maximum",
+              "minimum", "eq", "ne", "lt", "le", "gt", "ge", "sum", "mean", "prod", "max", "min", "amax", "amin",
+              "argmax", "argmin", "var", "std", "logsumexp", "norm", "softmax", "log_softmax", "topk", "sort",
+              "argsort", "reshape", "permute", "transpose", "squeeze", "unsqueeze", "flatten", "split", "chunk",
+              "unbind", "index_select", "gather", "scatter", "scatter_add", "index_add", "masked_fill", "triu",
+              "tril", "t", "narrow", "all", "any", "clone", "detach", "numel", "gelu", "silu"):
+    globals()[_name] = _as_function(_name)
+clip = globals()["clamp"]
+del _name
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t):
+    return t.is_floating_point()
+
+
+# ---- dtypes (set last: `float`, `int` and `bool` shadow the builtins inside this module)
+globals().update({
+    "float32": dtype.float32, "float": dtype.float32, "float16": dtype.float16, "half": dtype.float16,
+    "bfloat16": dtype.bfloat16, "float64": dtype.float64, "double": dtype.float64, "int8": dtype.int8,
+    "uint8": dtype.uint8, "int32": dtype.int32, "int": dtype.int32, "int64": dtype.int64, "long": dtype.int64,
+    "bool": dtype.bool,
+})

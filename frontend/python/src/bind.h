@@ -42,6 +42,8 @@ py::object item_object(const Tensor& t);
 Options make_options(py::handle dtype, py::handle device, bool requires_grad);
 /** A new tensor holding a copy of data (lists, numbers, buffers, tensors), as torch.tensor. */
 Tensor tensor_from_object(py::handle data, const Options& o);
+/** Holds a Python callable; drops it under the GIL wherever the last owner dies (backward runs without it). */
+std::shared_ptr<py::function> keep_callable(py::function f);
 /** A Device from a Device, a string such as "cuda:0", or an int (a CUDA ordinal). */
 Device to_device(py::handle o);
 

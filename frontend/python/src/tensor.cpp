@@ -77,6 +77,13 @@ py::object item_object(const Tensor& t) {
   }
 }
 
+std::shared_ptr<py::function> keep_callable(py::function f) {
+  return std::shared_ptr<py::function>(new py::function(std::move(f)), [](py::function* p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
 namespace {
 
 // Nested Python lists of t's values (row-major doubles reshaped).
@@ -90,14 +97,6 @@ py::object nested_list(const std::vector<double>& v, const Shape& shape, size_t 
   py::list out;
   for (int64_t i = 0; i < shape[dim]; ++i) out.append(nested_list(v, shape, dim + 1, pos, dt));
   return out;
-}
-
-// Holds a Python callable; drops it under the GIL, wherever the last owner dies (backward runs without it).
-std::shared_ptr<py::function> keep_callable(py::function f) {
-  return std::shared_ptr<py::function>(new py::function(std::move(f)), [](py::function* p) {
-    py::gil_scoped_acquire gil;
-    delete p;
-  });
 }
 
 // The target of .to(): positional device / dtype / tensor, or keywords device=, dtype=.
@@ -130,7 +129,8 @@ Tensor convert(const Tensor& t, const py::args& args, const py::kwargs& kwargs) 
 // ------------------------------------------------------------ dtype, device
 
 void bind_dtype_device(py::module_& m) {
-  py::enum_<DType>(m, "dtype")
+  py::enum_<DType> dt(m, "dtype");
+  dt
       .value("float32", DType::f32)
       .value("float16", DType::f16)
       .value("bfloat16", DType::bf16)
@@ -140,11 +140,13 @@ void bind_dtype_device(py::module_& m) {
       .value("int32", DType::i32)
       .value("int64", DType::i64)
       .value("bool", DType::boolean)
-      .def("__repr__", [](DType d) { return std::string("genesis.") + dtype_name(d); })
-      .def("__str__", [](DType d) { return std::string("genesis.") + dtype_name(d); })
       .def_property_readonly("is_floating_point", [](DType d) { return is_floating(d); })
       .def_property_readonly("itemsize", [](DType d) { return gn_dtype_size(static_cast<int32_t>(d)); })
       .def_property_readonly("name", [](DType d) { return std::string(dtype_name(d)); });
+  // Replaces enum_'s own "dtype.float32" (a .def would only add an overload after it).
+  auto dtype_repr = [](DType d) { return std::string("genesis.") + dtype_name(d); };
+  dt.attr("__repr__") = py::cpp_function(dtype_repr, py::is_method(dt));
+  dt.attr("__str__") = py::cpp_function(dtype_repr, py::is_method(dt));
 
   py::class_<Device>(m, "device")
       .def(py::init([](py::handle spec, std::optional<int64_t> index) {

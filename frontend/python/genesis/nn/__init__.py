@@ -1,0 +1,8 @@
+"""genesis.nn: Module, Parameter, the layers, the losses, functional, init and utils."""
+from genesis.nn import functional, init, utils  # noqa: F401
+from genesis.nn.layers import (  # noqa: F401
+    AvgPool2d, BatchNorm1d, BatchNorm2d, BCELoss, BCEWithLogitsLoss, Conv2d, CrossEntropyLoss, Dropout, Embedding,
+    Flatten, GELU, Identity, L1Loss, LayerNorm, Linear, LogSoftmax, MaxPool2d, MSELoss, MultiheadAttention, NLLLoss,
+    ReLU, RMSNorm, Sigmoid, SiLU, Softmax, Tanh,
+)
+from genesis.nn.modules import CppLayer, Module, ModuleDict, ModuleList, Parameter, Sequential  # noqa: F401
