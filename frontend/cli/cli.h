@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "genesis/distributed/launch.hpp"
 #include "genesis/genesis.h"
 
 namespace CLI {
@@ -119,6 +120,20 @@ class TrainCommands {
 
  private:
   std::unique_ptr<State> s_;
+};
+
+// `genesis launch` (launch.cpp): the ranks of a distributed job on this host.
+class LaunchCommand {
+ public:
+  // Adds the subcommand and its options to app.
+  explicit LaunchCommand(CLI::App& app);
+  // Runs the job if this subcommand was chosen and returns its exit code; -1 when not chosen.
+  int run();
+
+ private:
+  CLI::App* cmd_ = nullptr;
+  genesis::distributed::LaunchOptions o_;
+  double grace_s_ = 5;
 };
 
 }  // namespace genesis::cli

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   CLI::App* tokenize = genesis::cli::add_tokenize(app, tokenize_opts);
   genesis::cli::TestOpsOptions test_ops_opts;
   CLI::App* test_ops = genesis::cli::add_test_ops(app, test_ops_opts);
+  genesis::cli::LaunchCommand launch(app);
 
   CLI11_PARSE(app, argc, argv);
   opts.has_plugins = plugins->count() > 0;
@@ -46,5 +47,6 @@ int main(int argc, char** argv) {
   if (*test_ops) return genesis::cli::run_test_ops(opts, test_ops_opts);
   if (int rc = llm.run(opts); rc >= 0) return rc;
   if (int rc = train.run(opts); rc >= 0) return rc;
+  if (int rc = launch.run(); rc >= 0) return rc;
   return 1;  // unreachable: require_subcommand(1)
 }

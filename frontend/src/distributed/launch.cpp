@@ -3,7 +3,9 @@
 // signals, and stop the whole job when one rank fails.
 #include "genesis/distributed/launch.hpp"
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,6 +71,20 @@ int reap(std::vector<Child>& children, std::vector<int>& statuses, bool block_ms
   return failed;
 }
 
+// A port nobody listens on now (the kernel's pick for port 0 on loopback).
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t l = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &l) != 0)
+    throw Error(GN_ERR_IO, std::string("[launch] cannot pick a free port: ") + std::strerror(errno));
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
 bool any_running(const std::vector<Child>& children) {
   for (const Child& c : children)
     if (c.running) return true;
@@ -83,6 +99,10 @@ int launch(const LaunchOptions& o) {
     throw Error(GN_ERR_INVALID_ARGUMENT, "[launch] --nproc-per-node " + std::to_string(o.nproc_per_node) +
                                              " --nnodes " + std::to_string(o.nnodes) + " --node-rank " +
                                              std::to_string(o.node_rank) + " (need >= 1, >= 1, 0..nnodes-1)");
+  if (o.master_port == 0 && o.nnodes != 1)
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[launch] --master-port 0 (any free port) works on one host only; "
+                                         "give every host the same port");
+  const int port = o.master_port == 0 ? free_port() : o.master_port;
   const int world = o.nnodes * o.nproc_per_node;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const std::string threads = std::to_string(std::max(1u, cores / (unsigned)o.nproc_per_node));
@@ -118,7 +138,7 @@ int launch(const LaunchOptions& o) {
       ::setenv("LOCAL_WORLD_SIZE", std::to_string(o.nproc_per_node).c_str(), 1);
       ::setenv("GROUP_RANK", std::to_string(o.node_rank).c_str(), 1);
       ::setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
-      ::setenv("MASTER_PORT", std::to_string(o.master_port).c_str(), 1);
+      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
       ::setenv("GENESIS_NUM_THREADS", threads.c_str(), 0);
       std::vector<char*> args;
       for (const std::string& a : o.argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -139,13 +159,32 @@ int launch(const LaunchOptions& o) {
       signal_all(children, sig);
       forwarded = sig;
     }
-    const int failed = reap(children, statuses, false);
+    int failed = reap(children, statuses, false);
     if (failed >= 0) {
+      // A rank's death makes its peers fail too (their collectives lose it):
+      // collect what fails within 200 ms and name the likeliest cause, a rank
+      // killed by a signal before one that exited with an error.
+      std::vector<bool> before_stop(children.size());
+      const auto settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+      while (any_running(children) && std::chrono::steady_clock::now() < settle) {
+        reap(children, statuses, false);
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      for (size_t i = 0; i < children.size(); ++i) {
+        const int st = statuses[i];
+        before_stop[i] = !children[i].running && !(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        if (before_stop[i] && WIFSIGNALED(st) && !WIFSIGNALED(statuses[failed])) failed = (int)i;
+      }
       const Child& c = children[failed];
       result = exit_code(statuses[failed]);
-      if (!forwarded)
+      if (!forwarded) {
         std::fprintf(stderr, "genesis launch: rank %d (local rank %d, pid %d) %s; stopping the other ranks\n", c.rank,
                      c.local_rank, (int)c.pid, describe(statuses[failed]).c_str());
+        for (size_t i = 0; i < children.size(); ++i)
+          if (before_stop[i] && (int)i != failed)
+            std::fprintf(stderr, "genesis launch: rank %d (local rank %d, pid %d) also %s\n", children[i].rank,
+                         children[i].local_rank, (int)children[i].pid, describe(statuses[i]).c_str());
+      }
       signal_all(children, SIGTERM);
       const auto deadline = std::chrono::steady_clock::now() + o.grace;
       while (any_running(children) && std::chrono::steady_clock::now() < deadline) {

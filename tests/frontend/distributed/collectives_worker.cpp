@@ -7,7 +7,8 @@
 // small integers, so every sum/product/average is exact in every dtype and the
 // comparison is exact.  Prints one line per mismatch; exit code 1 if any.
 //
-// Cases (argv[1]): collectives, peer_exit, peer_silent.
+// Cases (argv[1]): collectives, peer_exit, peer_silent, killed, exit_code.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -272,6 +273,14 @@ int main(int argc, char** argv) {
     if (which == "collectives") return collectives();
     if (which == "peer_exit") return peer_exit();
     if (which == "peer_silent") return peer_silent();
+    if (which == "killed") {  // the last rank is killed mid-job while the others all-reduce
+      dist::init_process_group();
+      dist::barrier();
+      if (dist::get_rank() == dist::get_world_size() - 1) ::raise(SIGKILL);
+      genesis::Tensor t = genesis::ones({1000});
+      for (int k = 0; k < 100000; ++k) dist::all_reduce(t);
+      return 0;
+    }
     if (which == "exit_code") {  // rank 1 fails with code 3 while the others wait forever
       if (std::getenv("RANK") && std::string(std::getenv("RANK")) == "1") return 3;
       ::sleep(60);
@@ -281,6 +290,6 @@ int main(int argc, char** argv) {
     dist::log(std::string("FAIL: ") + e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: %s collectives|peer_exit|peer_silent|exit_code\n", argv[0]);
+  std::fprintf(stderr, "usage: %s collectives|peer_exit|peer_silent|killed|exit_code\n", argv[0]);
   return 2;
 }

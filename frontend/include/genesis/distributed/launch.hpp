@@ -14,7 +14,7 @@ struct LaunchOptions {
   int nnodes = 1;                              ///< hosts in the job
   int node_rank = 0;                           ///< this host's index (0 serves the store)
   std::string master_addr = "127.0.0.1";       ///< host of global rank 0
-  int master_port = 29500;                     ///< port of the store on master_addr
+  int master_port = 29500;                     ///< port of the store on master_addr (0: any free one, one host only)
   std::vector<std::string> argv;               ///< program and its arguments (PATH is searched)
   std::chrono::milliseconds grace{5000};       ///< after a failure: SIGTERM, then SIGKILL after this
 };
