@@ -84,6 +84,10 @@ inline std::shared_ptr<Node> record(const char* name, Rule rule, std::initialize
 }
 /** Runs backward from root with its gradient (iterative, topological, frees saved tensors). */
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+/** Runs fn once when the backward pass running on this thread finishes, after every gradient
+ * was accumulated (torch's queue_callback; DDP waits for its all-reduces there).  Throws
+ * outside a backward pass. */
+void queue_callback(std::function<void()> fn);
 /** Names (as in core/ops/ops.def) of the built-in ops that have a gradient rule. */
 std::vector<std::string> differentiable_ops();
 /** "<MulBackward0>" for a node named "mul". */

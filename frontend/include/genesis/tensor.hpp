@@ -161,6 +161,12 @@ class Tensor {
   static Tensor adopt(gn_tensor* h);
   /** Shares h (adds a reference). */
   static Tensor borrow(gn_tensor* h);
+  /** A Tensor sharing impl (the same autograd state): how hooks hand out the leaf itself. */
+  static Tensor from_impl(std::shared_ptr<Impl> impl) {
+    Tensor t;
+    t.impl_ = std::move(impl);
+    return t;
+  }
 
   /** True when the tensor holds data. */
   bool defined() const { return impl_ != nullptr; }
@@ -231,6 +237,9 @@ class Tensor {
     else
       add_hook(Hook(f));
   }
+  /** Hook run on a leaf after backward added its gradient into .grad (torch's
+   * register_post_accumulate_grad_hook); it receives the leaf and may read leaf.grad(). */
+  void register_post_accumulate_grad_hook(std::function<void(const Tensor&)> f) const;
   /** Same data, cut from the graph. */
   Tensor detach() const;
 
@@ -407,6 +416,7 @@ struct Tensor::Impl {
   std::weak_ptr<autograd::Node> grad_accumulator;  ///< leaves: the node that accumulates .grad
   std::shared_ptr<Impl> grad;                   ///< accumulated gradient
   std::vector<Hook> hooks;                      ///< leaf hooks (non-leaves keep them on grad_fn)
+  std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;  ///< leaves: run after .grad is updated
   /** Releases h. */
   ~Impl() { gn_tensor_release(h); }
 };

@@ -18,6 +18,8 @@ namespace genesis::autograd {
 namespace {
 
 thread_local bool g_grad_enabled = true;
+// Callbacks queued during the backward pass running on this thread (null outside one).
+thread_local std::vector<std::function<void()>>* g_callbacks = nullptr;
 
 // The node that receives t's gradient: its grad_fn, or its (cached) accumulator.
 std::shared_ptr<Node> edge_of(const Tensor& t) {
@@ -31,8 +33,18 @@ std::shared_ptr<Node> edge_of(const Tensor& t) {
   return acc;
 }
 
-// Leaf hooks run first (they may replace g), then g is added into .grad.
-void accumulate(Tensor::Impl& leaf, Tensor g) {
+// Leaf hooks run first (they may replace g), then g is added into .grad, then
+// the post-accumulate hooks see the leaf.
+void add_to_grad(Tensor::Impl& leaf, Tensor g);
+
+void accumulate(const std::shared_ptr<Tensor::Impl>& leaf, Tensor g) {
+  add_to_grad(*leaf, std::move(g));
+  if (leaf->post_accumulate_hooks.empty()) return;
+  Tensor t = Tensor::from_impl(leaf);
+  for (const auto& h : leaf->post_accumulate_hooks) h(t);
+}
+
+void add_to_grad(Tensor::Impl& leaf, Tensor g) {
   for (const Hook& h : leaf.hooks) {
     Tensor r = h(g);
     if (r.defined()) g = r;
@@ -152,6 +164,19 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
   }
   NoGradGuard no_grad;  // rules build plain tensors (no higher-order graphs)
   std::shared_ptr<Node> start = edge_of(root);
+  // Callbacks queued by hooks run once the outermost backward is done: a nested
+  // one (activation checkpointing recomputes and backpropagates a region inside
+  // the outer backward) queues into the outer list.
+  std::vector<std::function<void()>> callbacks;
+  struct CallbackScope {
+    bool outer;
+    explicit CallbackScope(std::vector<std::function<void()>>* mine) : outer(!g_callbacks) {
+      if (outer) g_callbacks = mine;
+    }
+    ~CallbackScope() {
+      if (outer) g_callbacks = nullptr;
+    }
+  } scope(&callbacks);
 
   // 1. How many edges reach each node (iterative DFS).
   std::unordered_map<Node*, int> deps;
@@ -186,7 +211,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
         if (r.defined()) g = r;
       }
       if (node->leaf) {
-        accumulate(*node->leaf, std::move(g));
+        accumulate(node->leaf, std::move(g));
       } else {
         if (node->released)
           throw Error(GN_ERR_INVALID_ARGUMENT, std::string("[backward] trying to backward through ") +
@@ -209,6 +234,13 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       if (--deps[nx] == 0) ready.push_back(node->next[i]);
     }
   }
+  if (scope.outer)
+    for (size_t i = 0; i < callbacks.size(); ++i) callbacks[i]();  // a callback may queue more
+}
+
+void queue_callback(std::function<void()> fn) {
+  if (!g_callbacks) throw Error(GN_ERR_INVALID_ARGUMENT, "[queue_callback] no backward pass is running on this thread");
+  g_callbacks->push_back(std::move(fn));
 }
 
 std::string node_display_name(const Node& n) {
@@ -224,3 +256,13 @@ std::string node_display_name(const Node& n) {
 }
 
 }  // namespace genesis::autograd
+
+namespace genesis {
+
+void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> f) const {
+  if (!requires_grad() || !is_leaf())
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[register_post_accumulate_grad_hook] needs a leaf that requires grad");
+  impl_->post_accumulate_hooks.push_back(std::move(f));
+}
+
+}  // namespace genesis

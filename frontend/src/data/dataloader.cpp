@@ -23,15 +23,23 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> ds, DataLoaderOptions opti
   if (!ds_) throw Error(GN_ERR_INVALID_ARGUMENT, "[DataLoader] null dataset");
   if (opt_.batch_size < 1)
     throw Error(GN_ERR_INVALID_ARGUMENT, "[DataLoader] batch_size must be >= 1, got " + std::to_string(opt_.batch_size));
+  if (opt_.num_replicas < 1 || opt_.rank < 0 || opt_.rank >= opt_.num_replicas)
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[DataLoader] rank " + std::to_string(opt_.rank) + " of " +
+                                             std::to_string(opt_.num_replicas) + " replicas");
 }
 
+namespace {
+// Examples of one shard: the order padded to a multiple of the replicas, split evenly.
+int64_t shard_size(int64_t n, int replicas) { return (n + replicas - 1) / replicas; }
+}  // namespace
+
 int64_t DataLoader::size() const {
-  const int64_t n = ds_->size(), b = opt_.batch_size;
+  const int64_t n = shard_size(ds_->size(), opt_.num_replicas), b = opt_.batch_size;
   return opt_.drop_last ? n / b : (n + b - 1) / b;
 }
 
 int64_t DataLoader::num_examples() const {
-  return opt_.drop_last ? size() * opt_.batch_size : ds_->size();
+  return opt_.drop_last ? size() * opt_.batch_size : shard_size(ds_->size(), opt_.num_replicas);
 }
 
 std::vector<int64_t> DataLoader::indices(int64_t epoch) const {
@@ -39,13 +47,19 @@ std::vector<int64_t> DataLoader::indices(int64_t epoch) const {
   std::vector<int64_t> order(static_cast<size_t>(n));
   if (!opt_.shuffle) {
     for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-    return order;
+  } else {
+    // A private generator keyed by (seed, epoch): no dependence on earlier epochs or global state.
+    Generator g(splitmix64(opt_.seed ^ splitmix64(static_cast<uint64_t>(epoch))));
+    Tensor p = randperm(n, g);
+    if (n) check(gn_tensor_to_host(p.handle(), order.data(), order.size() * sizeof(int64_t)), "DataLoader");
   }
-  // A private generator keyed by (seed, epoch): no dependence on earlier epochs or global state.
-  Generator g(splitmix64(opt_.seed ^ splitmix64(static_cast<uint64_t>(epoch))));
-  Tensor p = randperm(n, g);
-  if (n) check(gn_tensor_to_host(p.handle(), order.data(), order.size() * sizeof(int64_t)), "DataLoader");
-  return order;
+  if (opt_.num_replicas == 1 || n == 0) return order;
+  // Every rank computed the same order: rank r keeps positions r, r + R, ... of it,
+  // padded by repeating its start so that every rank gets as many examples.
+  const int64_t per = shard_size(n, opt_.num_replicas);
+  std::vector<int64_t> shard(static_cast<size_t>(per));
+  for (int64_t k = 0; k < per; ++k) shard[k] = order[(opt_.rank + k * opt_.num_replicas) % n];
+  return shard;
 }
 
 Example DataLoader::load(const std::vector<int64_t>& order, int64_t b) const {
