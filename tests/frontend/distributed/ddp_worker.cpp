@@ -87,6 +87,12 @@ std::unique_ptr<Net> make_ref(uint64_t seed) {
 
 Tensor f64(const Tensor& t) { return t.to(genesis::DType::f64); }
 
+std::string sci(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", x);
+  return buf;
+}
+
 // ||a - b|| / ||b|| over all elements (b is the oracle, often float64).
 double rel(const Tensor& a, const Tensor& b) {
   std::vector<double> x = a.tolist(), y = b.tolist();
@@ -288,7 +294,7 @@ int run() {
   }
 
   dist::log0("ddp done, world size " + std::to_string(ws) + ", largest gradient error vs the float64 oracle " +
-            std::to_string(g_worst_grad));
+            sci(g_worst_grad));
   dist::destroy_process_group();
   return g_failures ? 1 : 0;
 }
