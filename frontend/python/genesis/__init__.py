@@ -12,17 +12,33 @@ Devices come from plugins found at run time (GENESIS_PLUGIN_PATH, then the direc
 libgenesis); genesis.init(plugins=...) chooses them before first use.
 """
 import contextlib as _contextlib
+import ctypes as _ctypes
 import functools as _functools
+import glob as _glob
+import os as _os
 
-from genesis import _C
+
+def _preload_installed_libraries():
+    """pip-installed layout: genesis/lib holds libgenesis and libgenesis_frontend (plugins under
+    genesis/lib/genesis/plugins).  Loading them by path first lets _C's dependencies resolve by
+    soname wherever the package lands; the build tree's _C finds them by its RUNPATH instead."""
+    lib = _os.path.join(_os.path.dirname(__file__), "lib")
+    for pattern in ("libgenesis.so.*", "libgenesis_frontend.so.*"):
+        for path in sorted(_glob.glob(_os.path.join(lib, pattern))):
+            _ctypes.CDLL(path, mode=_ctypes.RTLD_GLOBAL)
+
+
+_preload_installed_libraries()
+from genesis import _C  # noqa: E402
 from genesis._C import (  # noqa: F401
     Generator, GradScaler, RngState, Tensor, arange, as_tensor, bernoulli, bmm, cat, checkpoint, cuda_available, device,
     dtype, empty, empty_like, eye, from_dlpack, full, full_like, get_all_rng_states, get_rng_state, gradcheck,
-    init, is_grad_enabled, linspace, load, load_file, manual_seed, matmul, ones, ones_like, rand, rand_like, randint,
+    init, is_grad_enabled, linspace, load, load_file, manual_seed, matmul, max_memory_allocated, memory_allocated,
+    memory_reserved, memory_stats, memory_summary, ones, ones_like, rand, rand_like, randint,
     randint_like, randn, randn_like, randperm, save, save_file, scalar_tensor, set_all_rng_states, set_grad_enabled,
     set_rng_state, stack, tensor, where, zeros, zeros_like,
 )
-from genesis import amp, cuda, distributed, nn, optim, profiler  # noqa: F401,E402
+from genesis import amp, cuda, data, distributed, nn, optim, profiler  # noqa: F401,E402
 from genesis.amp import autocast  # noqa: F401,E402
 
 __version__ = "0.1.0"

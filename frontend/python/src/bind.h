@@ -60,5 +60,6 @@ void bind_nn(py::module_& m);             // nn.cpp: init, C++ layers wrapped by
 void bind_optim(py::module_& m);          // optim.cpp: optimizers, schedulers, clipping
 void bind_runtime(py::module_& m);        // runtime.cpp: RNG, no_grad, amp, memory, profiler, io
 void bind_models(py::module_& m);         // models.cpp: Qwen, tokenizer, generation, SFT
+void bind_data(py::module_& m);           // data.cpp: Fashion-MNIST, DataLoader
 
 }  // namespace genesis::python

@@ -103,9 +103,10 @@ Tensor tensor_from_object(py::handle data, const Options& o) {
     Options c = o;
     return finish(data.cast<const Tensor&>().detach().clone(), c);
   }
-  if (!PyList_Check(data.ptr()) && !PyTuple_Check(data.ptr()) && !is_number(data) &&
-      (py::hasattr(data, "__array_interface__") || PyObject_CheckBuffer(data.ptr()))) {
-    py::object arr = py::module_::import("numpy").attr("ascontiguousarray")(data);
+  if (!PyList_Check(data.ptr()) && !PyTuple_Check(data.ptr()) && !PyFloat_Check(data.ptr()) &&
+      !PyLong_Check(data.ptr()) && (py::hasattr(data, "__array_interface__") || PyObject_CheckBuffer(data.ptr()))) {
+    // NumPy arrays (0-d ones too: their dtype is kept) and other buffers
+    py::object arr = py::module_::import("numpy").attr("asarray")(data, py::arg("order") = "C");
     py::buffer_info b = py::reinterpret_borrow<py::buffer>(arr).request();
     const DType dt = dtype_of_format(b);
     Shape shape(b.shape.begin(), b.shape.end());

@@ -35,9 +35,12 @@ void legacy_capsule_destructor(PyObject* cap) {
   if (m && m->deleter) m->deleter(m);
 }
 
-// A legacy struct over a versioned one (shape and strides stay the versioned one's).
+// A legacy struct over a versioned one (shape and strides stay the versioned one's).  The byte
+// offset is folded into the data pointer: PyTorch 1.13's from_dlpack ignores byte_offset.
 DLManagedTensor* to_legacy(DLManagedTensorVersioned* v) {
   auto* m = new DLManagedTensor{v->dl_tensor, v, nullptr};
+  m->dl_tensor.data = static_cast<char*>(m->dl_tensor.data) + m->dl_tensor.byte_offset;
+  m->dl_tensor.byte_offset = 0;
   m->deleter = [](DLManagedTensor* self) {
     auto* inner = static_cast<DLManagedTensorVersioned*>(self->manager_ctx);
     if (inner->deleter) inner->deleter(inner);

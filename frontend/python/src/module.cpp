@@ -61,4 +61,5 @@ PYBIND11_MODULE(_C, m) {
   bind_optim(m);
   bind_runtime(m);
   bind_models(m);
+  bind_data(m);
 }

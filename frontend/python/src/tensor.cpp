@@ -184,7 +184,7 @@ void bind_dtype_device(py::module_& m) {
 void bind_tensor(py::module_& m) {
   py::class_<autograd::Node, std::shared_ptr<autograd::Node>>(m, "Node")
       .def("name", [](const autograd::Node& n) { return autograd::node_display_name(n); })
-      .def("__repr__", [](const autograd::Node& n) { return autograd::node_display_name(n); })
+      .def("__repr__", [](const autograd::Node& n) { return "<" + autograd::node_display_name(n) + ">"; })
       .def_property_readonly("next_functions", [](const autograd::Node& n) {
         py::list out;
         for (const auto& x : n.next) out.append(x ? py::cast(x) : py::none());
