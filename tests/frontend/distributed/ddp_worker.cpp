@@ -72,6 +72,9 @@ std::pair<Tensor, Tensor> global_batch(int ws, int s) {
   return {genesis::tensor(xs, {ws * kBatch, 8}), genesis::tensor(ys, {ws * kBatch, 4})};
 }
 
+// The device the world group moves ($GENESIS_DIST_DEVICE: cpu for gloo, cuda for nccl).
+genesis::Device dev() { return dist::world().device(); }
+
 // A model initialised with seed (rank 0's init comes from seed 100).
 std::unique_ptr<Net> make_net(uint64_t seed) {
   genesis::manual_seed(seed);
@@ -132,7 +135,8 @@ int run() {
 
   // ---- 1. one step: averaged gradients = the gradient of the concatenated batch
   {
-    auto model = make_net(100 + me);  // rank-dependent init: DDP must broadcast rank 0's
+    auto model = make_net(100 + me);
+    model->to(dev());  // rank-dependent init: DDP must broadcast rank 0's
     auto ref = make_ref(100);
     dist::DDPOptions o;
     o.bucket_cap_mb = 300.0 / (1024 * 1024);  // ~300 bytes: several buckets
@@ -140,7 +144,7 @@ int run() {
     expect(ddp.bucket_indices().size() >= 4, "several buckets, got " + std::to_string(ddp.bucket_indices().size()));
     expect(ddp.bucket_indices().front().front() == 7, "the first bucket starts with the last registered parameter");
     auto [x, y] = batch(me, 0);
-    nn::functional::mse_loss(ddp(x), y).backward();
+    nn::functional::mse_loss(ddp(x.to(dev())), y.to(dev())).backward();
     auto [gx, gy] = global_batch(ws, 0);
     nn::functional::mse_loss(ref->forward(f64(gx)), f64(gy)).backward();
     compare_grads(*model, *ref, 1e-6, "one step");
@@ -149,6 +153,7 @@ int run() {
   // ---- 2. many SGD steps: replicas stay bitwise equal and follow the single-process run
   {
     auto model = make_net(200 + me);
+    model->to(dev());
     auto ref = make_ref(200);
     dist::DistributedDataParallel ddp(*model);  // default 25 MB: one bucket
     genesis::optim::SGD opt(model->parameters(), {.lr = 0.05, .momentum = 0.9});
@@ -157,7 +162,7 @@ int run() {
       opt.zero_grad();
       ref_opt.zero_grad();
       auto [x, y] = batch(me, s);
-      nn::functional::mse_loss(ddp(x), y).backward();
+      nn::functional::mse_loss(ddp(x.to(dev())), y.to(dev())).backward();
       opt.step();
       auto [gx, gy] = global_batch(ws, s);
       nn::functional::mse_loss(ref->forward(f64(gx)), f64(gy)).backward();
@@ -176,13 +181,14 @@ int run() {
   // ---- 3. no_sync: 3 micro-batches, the first two without communication = one large batch
   {
     auto model = make_net(300 + me);
+    model->to(dev());
     auto ref = make_ref(300);
     dist::DDPOptions o;
     o.bucket_cap_mb = 500.0 / (1024 * 1024);
     dist::DistributedDataParallel ddp(*model, o);
     for (int s = 0; s < 3; ++s) {
       auto [x, y] = batch(me, 10 + s);
-      Tensor loss = nn::functional::mse_loss(ddp(x), y) * (1.0 / 3);
+      Tensor loss = nn::functional::mse_loss(ddp(x.to(dev())), y.to(dev())) * (1.0 / 3);
       if (s < 2) {
         auto guard = ddp.no_sync();
         loss.backward();
@@ -213,13 +219,14 @@ int run() {
   // ---- 4. unused parameters: `spare` is used on rank 0 only; fc_never does not exist anywhere
   {
     auto model = make_net(400 + me);
+    model->to(dev());
     dist::DDPOptions o;
     o.find_unused_parameters = true;
     o.bucket_cap_mb = 300.0 / (1024 * 1024);
     dist::DistributedDataParallel ddp(*model, o);
     model->use_spare = me == 0;
     auto [x, y] = batch(me, 20);
-    nn::functional::mse_loss(ddp(x), y).backward();
+    nn::functional::mse_loss(ddp(x.to(dev())), y.to(dev())).backward();
     // Oracle: the average over ranks of each rank's own gradient.
     std::vector<Tensor> sum;
     for (int r = 0; r < ws; ++r) {
@@ -244,16 +251,17 @@ int run() {
     // A second step where nobody uses spare: it stays without a gradient and is reported.
     model->zero_grad();
     model->use_spare = false;
-    nn::functional::mse_loss(ddp(x), y).backward();
+    nn::functional::mse_loss(ddp(x.to(dev())), y.to(dev())).backward();
     expect(!model->spare.weight.grad().defined(), "a globally unused parameter keeps no gradient");
     expect(ddp.unused_parameters().size() == 2 && ddp.unused_parameters()[0] == "spare.weight",
            "unused_parameters names spare.weight and spare.bias");
     // Without find_unused_parameters the same model is an error naming the parameter, on every rank.
     auto strict_model = make_net(500);
+    strict_model->to(dev());
     strict_model->use_spare = false;
     dist::DistributedDataParallel strict(*strict_model);
     try {
-      nn::functional::mse_loss(strict(x), y).backward();
+      nn::functional::mse_loss(strict(x.to(dev())), y.to(dev())).backward();
       expect(false, "no error for a parameter without a gradient");
     } catch (const genesis::Error& e) {
       expect(std::string(e.what()).find("spare.weight") != std::string::npos &&
@@ -265,6 +273,7 @@ int run() {
   // ---- 5. a checkpoint written by rank 0 only loads at any world size
   {
     auto model = make_net(600 + me);
+    model->to(dev());
     dist::DistributedDataParallel ddp(*model);
     const std::string path = std::string(std::getenv("GENESIS_DDP_TEST_DIR")) + "/ddp_ckpt.safetensors";
     dist::save_on_rank0([&] { genesis::save(ddp.module().state_dict(), path); });
@@ -286,7 +295,7 @@ int run() {
     expect(loader.indices(3) == mine, "DataLoader(num_replicas, rank) serves the sampler's indices");
     expect((int64_t)mine.size() == (n + ws - 1) / ws, "every rank gets ceil(n / world) indices");
     std::vector<double> local(mine.begin(), mine.end());
-    auto all = dist::world().all_gather(genesis::tensor(local, {(int64_t)local.size()}, {genesis::DType::f64}));
+    auto all = dist::world().all_gather(genesis::tensor(local, {(int64_t)local.size()}, {genesis::DType::f64, dev()}));
     std::vector<int> seen(n, 0);
     for (auto& t : all)
       for (double v : t.tolist()) seen[(size_t)v]++;
