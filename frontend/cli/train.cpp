@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "genesis/autograd.hpp"
 #include "genesis/chat_template.hpp"
+#include "genesis/distributed.hpp"
 #include "genesis/io.hpp"
 #include "genesis/models/qwen.hpp"
 #include "genesis/nn/init.hpp"
@@ -50,9 +51,10 @@ namespace {
 
 void init_runtime(const GlobalOptions& g) { init_frontend(g); }
 
+// Under `genesis launch`, "cuda" is this rank's GPU (cuda:$LOCAL_RANK).
 Device pick_device(const std::string& d) {
-  if (!d.empty()) return Device(d);
-  return cuda_available() ? Device("cuda") : Device("cpu");
+  if (!d.empty()) return distributed::local_device(d);
+  return cuda_available() ? distributed::local_device("cuda") : Device("cpu");
 }
 
 std::optional<DType> pick_dtype(const std::string& s) {
@@ -197,12 +199,15 @@ int run_bench_train(const GlobalOptions& go, TrainCommands::State& s) {
   T::SftResult r = T::train_sft(model, data, nullptr, o);
   fs::remove_all(o.output_dir);
   const double secs = stamps.back() - stamps[static_cast<size_t>(s.bench_warmup - 1)];
-  const double tps = static_cast<double>(s.bench_steps * s.bench_batch * s.bench_seq) / secs;
+  // Under `genesis launch` every rank trains its own batch: the job's tokens/s, printed by rank 0.
+  const int world = distributed::get_world_size();
+  if (distributed::get_rank() != 0) return 0;
+  const double tps = static_cast<double>(world * s.bench_steps * s.bench_batch * s.bench_seq) / secs;
   const double peak_gb = static_cast<double>(r.peak_memory) / 1e9;
   if (s.bench_json) {
-    std::printf("{\"config\": \"%s\", \"device\": \"%s\", \"batch\": %lld, \"seq\": %lld, \"autocast\": \"%s\", "
+    std::printf("{\"config\": \"%s\", \"world_size\": %d, \"device\": \"%s\", \"batch\": %lld, \"seq\": %lld, \"autocast\": \"%s\", "
                 "\"tokens_per_second\": %.1f, \"step_ms\": %.2f, \"peak_gb\": %.3f, \"last_loss\": %.4f}\n",
-                s.bench_config.c_str(), d.str().c_str(), static_cast<long long>(s.bench_batch),
+                s.bench_config.c_str(), world, d.str().c_str(), static_cast<long long>(s.bench_batch),
                 static_cast<long long>(s.bench_seq), o.autocast.c_str(), tps, 1e3 * secs / static_cast<double>(s.bench_steps),
                 peak_gb, r.losses.back());
   } else {

@@ -159,6 +159,12 @@ struct InitOptions {
 
 /** Joins the job: serves (rank 0) or reaches the store and creates the world group. */
 void init_process_group(const InitOptions& options = {});
+/** The one line a single-process trainer adds to run under `genesis launch`: when torchrun's
+ * WORLD_SIZE says there are several ranks, joins the job once (the group moves `device`'s type:
+ * gloo for cpu, nccl for cuda) and returns true; else returns false and does nothing. */
+bool init_from_env(const Device& device);
+/** The device this rank should train on: cuda:$LOCAL_RANK for "cuda" under a launcher, else spec. */
+Device local_device(const std::string& spec);
 /** True between init_process_group and destroy_process_group. */
 bool is_initialized();
 /** Leaves the job: destroys every group and the store. */

@@ -213,6 +213,16 @@ Tensor DistributedDataParallel::forward(const Tensor& x) {
   return module_.forward(x);
 }
 
+void DistributedDataParallel::reduce_gradients() {
+  // The same buckets in the same order as the hooks would launch them.
+  Reducer& r = *reducer_;
+  r.arm();
+  std::fill(r.ready.begin(), r.ready.end(), true);
+  for (auto& b : r.buckets) b.pending = 0;
+  r.launch_ready();
+  r.finalize();
+}
+
 const std::vector<std::string>& DistributedDataParallel::unused_parameters() const { return reducer_->unused; }
 
 std::vector<std::vector<size_t>> DistributedDataParallel::bucket_indices() const {

@@ -376,6 +376,24 @@ void init_process_group(const InitOptions& o) {
 
 bool is_initialized() { return global().world != nullptr; }
 
+bool init_from_env(const Device& device) {
+  if (is_initialized()) return get_world_size() > 1;
+  if (env_int("WORLD_SIZE", 1) <= 1) return false;
+  InitOptions o;
+  o.device = device.type();
+  init_process_group(o);
+  if (!(world().device() == device))
+    throw Error(GN_ERR_DEVICE, "[distributed] rank " + std::to_string(get_rank()) + " trains on " + device.str() +
+                                   " but its group moves " + world().device().str() +
+                                   " (use cuda:$LOCAL_RANK, see distributed::local_device)");
+  return true;
+}
+
+Device local_device(const std::string& spec) {
+  if (spec == "cuda" && std::getenv("LOCAL_RANK")) return Device("cuda:" + std::to_string(local_rank()));
+  return Device(spec);
+}
+
 void destroy_process_group() {
   Global& g = global();
   if (!g.world) return;

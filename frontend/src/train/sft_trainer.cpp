@@ -12,6 +12,7 @@
 
 #include "genesis/amp.hpp"
 #include "genesis/autograd.hpp"
+#include "genesis/distributed/ddp.hpp"
 #include "genesis/io.hpp"
 #include "genesis/memory.hpp"
 #include "genesis/models/qwen.hpp"
@@ -133,9 +134,14 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
   const Device dev = model_device(model);
   const std::optional<DType> ac = autocast_dtype(o.autocast);
   fs::create_directories(o.output_dir);
+  // Under `genesis launch` (docs/distributed.md): data parallel over the ranks.  A step takes
+  // world * grad_accum micro-batches, rank r those at positions r, r + world, ...; rank 0 writes.
+  const bool dp = distributed::init_from_env(dev);
+  const int64_t world = distributed::get_world_size(), rank = distributed::get_rank();
 
   const int64_t per_epoch = train.batches_in_epoch(0);
-  const int64_t steps_per_epoch = (per_epoch + o.grad_accum - 1) / o.grad_accum;
+  const int64_t per_step = o.grad_accum * world;  // micro-batches an optimizer step consumes
+  const int64_t steps_per_epoch = (per_epoch + per_step - 1) / per_step;
   const int64_t total = o.max_steps > 0 ? o.max_steps : o.epochs * steps_per_epoch;
   const int64_t warmup = o.warmup_steps >= 0 ? o.warmup_steps
                                              : static_cast<int64_t>(std::ceil(o.warmup_ratio * static_cast<double>(total)));
@@ -147,6 +153,8 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
     p.requires_grad_(true);
     params.push_back(p);
   }
+  std::optional<distributed::DistributedDataParallel> ddp;
+  if (dp) ddp.emplace(model);
   optim::AdamW opt(param_groups(model, o.weight_decay),
                    {.lr = o.lr, .betas = {o.beta1, o.beta2}, .eps = o.adam_eps, .weight_decay = o.weight_decay});
   optim::LambdaLR sched = optim::get_cosine_schedule_with_warmup(opt, warmup, total);
@@ -174,19 +182,20 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
   }
 
   const std::string metrics_path = (fs::path(o.output_dir) / "metrics.jsonl").string();
-  std::ofstream metrics(metrics_path, o.resume.empty() ? std::ios::trunc : std::ios::app);
-  if (!metrics) throw Error(GN_ERR_IO, metrics_path + ": cannot open for writing");
+  std::ofstream metrics;  // rank 0 writes (the others' stream stays closed: writes to it do nothing)
+  if (rank == 0) metrics.open(metrics_path, o.resume.empty() ? std::ios::trunc : std::ios::app);
+  if (rank == 0 && !metrics) throw Error(GN_ERR_IO, metrics_path + ": cannot open for writing");
 
   auto save = [&] {
     st.step = step;
     st.epoch = cur.epoch;
     st.user["sft.batch"] = std::to_string(cur.batch);
     st.user["sft.total_steps"] = std::to_string(total);
-    save_training_checkpoint(ckpt, st);
+    distributed::save_on_rank0([&] { save_training_checkpoint(ckpt, st); });
   };
 
   SftResult r;
-  Progress bar(o.progress, total, step);
+  Progress bar(rank == 0 ? o.progress : "none", total, step);
   reset_peak_memory_stats(dev);
   const auto t0 = Clock::now();
   int64_t tokens_seen = 0;
@@ -204,25 +213,38 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
     // One optimizer step over grad_accum micro-batches, the loss normalised by the step's targets.
     std::vector<SftBatch> micro;
     int64_t targets = 0, tokens = 0;
-    for (int64_t m = 0; m < o.grad_accum; ++m) {
-      micro.push_back(train.batch(cur.epoch, cur.batch));
-      targets += micro.back().target_tokens;
-      tokens += micro.back().tokens;
+    for (int64_t m = 0; m < per_step; ++m) {
+      SftBatch hb = train.batch(cur.epoch, cur.batch);
+      targets += hb.target_tokens;  // over every rank's micro-batches: the step's normaliser
+      tokens += hb.tokens;
+      if (m % world == rank) micro.push_back(std::move(hb));
       cur.advance(train);
     }
     Tensor loss_sum;
-    for (const SftBatch& hb : micro) {
-      DeviceBatch b = to_device(hb, dev);
+    for (size_t m = 0; m < micro.size(); ++m) {
+      DeviceBatch b = to_device(micro[m], dev);
       Tensor s;
       int64_t k = 0;
       {
         amp::autocast guard(dev.type(), ac, ac.has_value());
         std::tie(s, k) = sft_loss_sum(model, b);
       }
-      if (k == 0) continue;
-      (s / static_cast<double>(targets)).backward();
+      const bool last = m + 1 == micro.size();
+      if (k == 0) {
+        if (ddp && last) ddp->reduce_gradients();  // the other ranks' backward waits for this rank's share
+        continue;
+      }
+      // DDP averages over the ranks: times world, each rank's share is its part of sum / targets.
+      std::optional<distributed::DistributedDataParallel::NoSyncGuard> local_only;
+      if (ddp && !last) local_only.emplace(*ddp);
+      (s * (static_cast<double>(world) / static_cast<double>(targets))).backward();
       Tensor d = s.detach();
       loss_sum = loss_sum.defined() ? loss_sum + d : d;
+    }
+    if (dp) {  // the step's loss over every rank
+      Tensor all = loss_sum.defined() ? loss_sum.to(DType::f32).reshape({1}) : zeros({1}, {DType::f32, dev});
+      distributed::all_reduce(all);
+      loss_sum = all;
     }
     Tensor grad_norm;
     if (o.max_grad_norm > 0) grad_norm = nn::utils::clip_grad_norm_(params, o.max_grad_norm);
@@ -302,12 +324,12 @@ SftResult train_sft(models::QwenForCausalLM& model, const Tokenizer& tok, const 
   SftResult r = train_sft(model, train_b, eval_b ? &*eval_b : nullptr, o);
   if (o.save_final && (o.stop_after == 0 || r.steps >= r.total_steps)) {
     r.final_dir = (fs::path(o.output_dir) / "final").string();
-    model.save_pretrained(r.final_dir);
+    if (distributed::get_rank() == 0) model.save_pretrained(r.final_dir);
     if (!o.tokenizer_dir.empty()) {
       for (const char* f : {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "vocab.json", "merges.txt",
                             "special_tokens_map.json"}) {
         const fs::path src = fs::path(o.tokenizer_dir) / f;
-        if (fs::is_regular_file(src)) {
+        if (distributed::get_rank() == 0 && fs::is_regular_file(src)) {
           std::ifstream in(src, std::ios::binary);
           std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
           atomic_write_file((fs::path(r.final_dir) / f).string(), bytes);

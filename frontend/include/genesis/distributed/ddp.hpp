@@ -49,6 +49,9 @@ class DistributedDataParallel {
   Tensor operator()(const Tensor& x) { return forward(x); }
   /** For modules called some other way (several inputs): call before their forward. */
   void prepare_forward();
+  /** All-reduces the current gradients now, as a backward would (missing ones count as zeros): for a
+   * rank with nothing to backward in a step (no targets) while the others run backward. */
+  void reduce_gradients();
   /** The wrapped module (its state_dict has no "module." prefix: it loads at any world size). */
   nn::Module& module() { return module_; }
 
