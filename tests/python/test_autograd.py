@@ -159,3 +159,17 @@ def test_checkpoint_recomputes_with_the_same_gradients():
 def test_to_torch_helper_round_trips():
     t = genesis.randn(2, 3, dtype=genesis.float64)
     close(t, to_torch(t), rtol=0, atol=0)
+
+
+def test_in_place_returns_self_and_augmented_assignment_records():
+    x = genesis.zeros(3)
+    assert x.add_(1) is x and x.mul_(2) is x and x.zero_() is x
+    w = genesis.ones(2, requires_grad=True)
+    h = w * 2
+    h += w  # recorded: rebinds h to h + w, as the graph needs
+    h *= 3
+    h.sum().backward()
+    assert w.grad.tolist() == [9.0, 9.0]
+    with genesis.no_grad():
+        w -= 0.5 * w.grad  # a manual SGD step, in place
+    assert w.tolist() == [-3.5, -3.5] and w.is_leaf

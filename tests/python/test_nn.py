@@ -263,3 +263,18 @@ def test_clip_grad_norm_matches_torch():
     close(gn, tn)
     for p, t in zip(ps, ts):
         close(p.grad, t.grad)
+
+
+def test_modules_deepcopy_and_pickle():
+    import copy
+    import pickle
+    m = Net()
+    c = copy.deepcopy(m)
+    assert isinstance(c.scale, nn.Parameter) and c.fc.weight.tolist() == m.fc.weight.tolist()
+    with genesis.no_grad():
+        c.fc.weight.fill_(0)
+    assert m.fc.weight.abs().sum().item() > 0  # a copy, not a share
+    p = pickle.loads(pickle.dumps(m))
+    assert p.fc.bias.tolist() == m.fc.bias.tolist() and p.scale.requires_grad
+    t = pickle.loads(pickle.dumps(genesis.ones(2, dtype=genesis.bfloat16)))
+    assert t.dtype == genesis.bfloat16 and t.tolist() == [1.0, 1.0]

@@ -133,6 +133,34 @@ clip = globals()["clamp"]
 del _name
 
 
+# ---- copy and pickle: a detached copy of the data (as a NumPy array in pickles), requires_grad kept
+def _tensor_deepcopy(self, memo):
+    out = type(self).__new__(type(self))
+    Tensor.__init__(out, self.detach().clone())
+    out.requires_grad_(self.requires_grad)
+    if self.grad is not None:
+        out.grad = self.grad.detach().clone()
+    memo[id(self)] = out
+    return out
+
+
+def _rebuild_tensor(cls, array, dtype, device, requires_grad):
+    t = _C.tensor(array).to(dtype).to(device)
+    out = cls.__new__(cls)
+    Tensor.__init__(out, t)
+    return out.requires_grad_(requires_grad)
+
+
+def _tensor_reduce(self):
+    t = self.detach().cpu()
+    array = (t.float() if t.dtype == dtype.bfloat16 else t).numpy().copy()
+    return _rebuild_tensor, (type(self), array, self.dtype, str(self.device), self.requires_grad)
+
+
+Tensor.__deepcopy__ = _tensor_deepcopy
+Tensor.__reduce_ex__ = lambda self, protocol: _tensor_reduce(self)
+
+
 def is_tensor(obj):
     return isinstance(obj, Tensor)
 

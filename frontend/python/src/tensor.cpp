@@ -267,7 +267,10 @@ void bind_tensor(py::module_& m) {
   t.def_property(
        "requires_grad", &Tensor::requires_grad,
        [](Tensor& x, bool on) { x.requires_grad_(on); })
-      .def("requires_grad_", [](Tensor& x, bool on) { return x.requires_grad_(on); }, py::arg("requires_grad") = true)
+      .def("requires_grad_", [](py::object self, bool on) {
+        self.cast<Tensor&>().requires_grad_(on);
+        return self;
+      }, py::arg("requires_grad") = true)
       .def_property(
           "grad",
           [](const Tensor& x) -> py::object {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "bind.h"
+#include "genesis/autograd.hpp"
 
 namespace genesis::python {
 namespace {
@@ -33,7 +34,40 @@ py::object values_indices(std::pair<Tensor, Tensor> p) {
   return type(p.first, p.second);
 }
 
-int64_t norm_dim(int64_t d, int64_t n) { return d < 0 ? d + n : d; }
+// True when x op= o would be recorded by autograd (grad mode on and an operand needs grad).
+bool records(py::handle self, py::handle o) {
+  if (!autograd::grad_enabled()) return false;
+  if (self.cast<const Tensor&>().requires_grad()) return true;
+  return py::isinstance<Tensor>(o) && o.cast<const Tensor&>().requires_grad();
+}
+
+// In-place updates return the Python object they were called on (x.add_(y) is x).
+py::object add_(py::object self, py::handle o, double alpha) {
+  Tensor& x = self.cast<Tensor&>();
+  if (!py::isinstance<Tensor>(o) && alpha == 1.0) x.add_(to_scalar(o));
+  else x.add_(as_tensor_like(o, x), alpha);
+  return self;
+}
+
+py::object sub_(py::object self, py::handle o, double alpha) {
+  Tensor& x = self.cast<Tensor&>();
+  x.sub_(as_tensor_like(o, x), alpha);
+  return self;
+}
+
+py::object mul_(py::object self, py::handle o) {
+  Tensor& x = self.cast<Tensor&>();
+  if (py::isinstance<Tensor>(o)) x.mul_(o.cast<const Tensor&>());
+  else x.mul_(to_scalar(o));
+  return self;
+}
+
+py::object div_(py::object self, py::handle o) {
+  Tensor& x = self.cast<Tensor&>();
+  if (py::isinstance<Tensor>(o)) x.copy_(x / o.cast<const Tensor&>());
+  else x.mul_(Scalar(1.0 / to_scalar(o).value));
+  return self;
+}
 
 }  // namespace
 
@@ -103,16 +137,23 @@ void bind_tensor_math(py::module_& m) {
   GN_PY_COMPARE("__gt__", >)
   GN_PY_COMPARE("__ge__", >=)
 #undef GN_PY_COMPARE
-  // in place: the same Python object is returned
-  t.def("__iadd__", [](Tensor& a, py::handle o) { return o.is(py::none()) ? a : a.add_(as_tensor_like(o, a)); })
-      .def("__isub__", [](Tensor& a, py::handle o) { return a.sub_(as_tensor_like(o, a)); })
-      .def("__imul__", [](Tensor& a, py::handle o) {
-        if (py::isinstance<Tensor>(o)) return a.mul_(o.cast<const Tensor&>());
-        return a.mul_(to_scalar(o));
+  // x += y and friends: in place (the same Python object comes back), except where autograd records:
+  // then x is rebound to x + y, the form the graph can differentiate (h += residual in a forward).
+  t.def("__iadd__", [](py::object self, py::handle o) {
+     if (records(self, o)) return py::cast(self.cast<const Tensor&>() + as_tensor_like(o, self.cast<const Tensor&>()));
+     return add_(self, o, 1.0);
+   })
+      .def("__isub__", [](py::object self, py::handle o) {
+        if (records(self, o)) return py::cast(self.cast<const Tensor&>() - as_tensor_like(o, self.cast<const Tensor&>()));
+        return sub_(self, o, 1.0);
       })
-      .def("__itruediv__", [](Tensor& a, py::handle o) {
-        if (py::isinstance<Tensor>(o)) return a.copy_(a / o.cast<const Tensor&>());
-        return a.mul_(Scalar(1.0 / to_scalar(o).value));
+      .def("__imul__", [](py::object self, py::handle o) {
+        if (records(self, o)) return py::cast(self.cast<const Tensor&>() * as_tensor_like(o, self.cast<const Tensor&>()));
+        return mul_(self, o);
+      })
+      .def("__itruediv__", [](py::object self, py::handle o) {
+        if (records(self, o)) return py::cast(self.cast<const Tensor&>() / as_tensor_like(o, self.cast<const Tensor&>()));
+        return div_(self, o);
       });
 
   // ---- elementwise methods
@@ -288,29 +329,29 @@ void bind_tensor_math(py::module_& m) {
       .def("index_add", [](const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, double alpha) {
         return index_add(x, dim, index, src, alpha);
       }, py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1.0);
-  (void)norm_dim;
 
-  // ---- in place (not recorded: they raise on tensors that need grad, as torch)
-  t.def("add_", [](Tensor& x, py::handle o, double alpha) -> Tensor& {
-     if (!py::isinstance<Tensor>(o) && alpha == 1.0) return x.add_(to_scalar(o));
-     return x.add_(as_tensor_like(o, x), alpha);
-   }, py::arg("other"), py::arg("alpha") = 1.0)
-      .def("sub_", [](Tensor& x, py::handle o, double alpha) -> Tensor& { return x.sub_(as_tensor_like(o, x), alpha); },
-           py::arg("other"), py::arg("alpha") = 1.0)
-      .def("mul_", [](Tensor& x, py::handle o) -> Tensor& {
-        if (py::isinstance<Tensor>(o)) return x.mul_(o.cast<const Tensor&>());
-        return x.mul_(to_scalar(o));
+  // ---- in place (not recorded: they raise on tensors that need grad, as torch); they return self
+  t.def("add_", &add_, py::arg("other"), py::arg("alpha") = 1.0)
+      .def("sub_", &sub_, py::arg("other"), py::arg("alpha") = 1.0)
+      .def("mul_", &mul_, py::arg("other"))
+      .def("div_", &div_, py::arg("other"))
+      .def("zero_", [](py::object self) {
+        self.cast<Tensor&>().zero_();
+        return self;
       })
-      .def("div_", [](Tensor& x, py::handle o) -> Tensor& {
-        if (py::isinstance<Tensor>(o)) return x.copy_(x / o.cast<const Tensor&>());
-        return x.mul_(Scalar(1.0 / to_scalar(o).value));
-      })
-      .def("zero_", &Tensor::zero_)
-      .def("fill_", [](Tensor& x, py::handle v) -> Tensor& { return x.fill_(to_scalar(v).value); })
-      .def("copy_", &Tensor::copy_, py::arg("src"))
-      .def("clamp_", [](Tensor& x, std::optional<double> lo, std::optional<double> hi) -> Tensor& {
+      .def("fill_", [](py::object self, py::handle v) {
+        self.cast<Tensor&>().fill_(to_scalar(v).value);
+        return self;
+      }, py::arg("value"))
+      .def("copy_", [](py::object self, const Tensor& src) {
+        self.cast<Tensor&>().copy_(src);
+        return self;
+      }, py::arg("src"))
+      .def("clamp_", [](py::object self, std::optional<double> lo, std::optional<double> hi) {
         const double inf = std::numeric_limits<double>::infinity();
-        return x.copy_(x.clamp(lo.value_or(-inf), hi.value_or(inf)));
+        Tensor& x = self.cast<Tensor&>();
+        x.copy_(x.clamp(lo.value_or(-inf), hi.value_or(inf)));
+        return self;
       }, py::arg("min") = py::none(), py::arg("max") = py::none());
 }
 
