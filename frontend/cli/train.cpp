@@ -196,7 +196,10 @@ int run_bench_train(const GlobalOptions& go, TrainCommands::State& s) {
   // Time the steps after warm-up from the per-step metrics (each step ends with a host sync).
   std::vector<double> stamps;
   o.on_step = [&](int64_t) { stamps.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count()); };
+  std::unique_ptr<Profiler> prof;
+  if (s.profile) prof = std::make_unique<Profiler>("", true);
   T::SftResult r = T::train_sft(model, data, nullptr, o);
+  prof.reset();
   fs::remove_all(o.output_dir);
   const double secs = stamps.back() - stamps[static_cast<size_t>(s.bench_warmup - 1)];
   // Under `genesis launch` every rank trains its own batch: the job's tokens/s, printed by rank 0.
@@ -289,6 +292,7 @@ TrainCommands::TrainCommands(CLI::App& app) : s_(std::make_unique<State>()) {
     s.bench->add_flag("--activation-checkpointing", o.activation_checkpointing, "recompute decoder layers in backward");
     s.bench->add_option("--device", s.device, "device (default: cuda when available, else cpu)");
     s.bench->add_flag("--json", s.bench_json, "one JSON line");
+    s.bench->add_flag("--profile", s.profile, "print a per-op time table of the run");
     s.bench->fallthrough();
   }
 

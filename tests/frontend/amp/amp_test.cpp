@@ -55,6 +55,10 @@ TEST(Autocast, PolicyInBf16Region) {
   EXPECT_FALSE(genesis::amp::is_autocast_enabled("cpu"));
   EXPECT_EQ(a.matmul(b).dtype(), DType::f32);
   EXPECT_EQ(genesis::amp::cast_policy("linear"), genesis::amp::CastPolicy::lower_precision);
+  // The inference fast paths follow the ops they fuse: linear_swiglu is a product (an f32 input
+  // from an f32 norm must not make it an f32 GEMM), add_rms_norm a norm.
+  EXPECT_EQ(genesis::amp::cast_policy("linear_swiglu"), genesis::amp::CastPolicy::lower_precision);
+  EXPECT_EQ(genesis::amp::cast_policy("add_rms_norm"), genesis::amp::CastPolicy::fp32);
   EXPECT_EQ(genesis::amp::cast_policy("relu"), genesis::amp::CastPolicy::none);
 }
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -332,8 +333,10 @@ TEST(SftLoss, ActivationCheckpointingGivesTheSameGradients) {
 // ------------------------------------------------------------------ resume
 
 // 6 steps straight vs 3 steps, stop, resume for 3: the same losses and parameters, bit for bit
-// on every backend (no backward kernel accumulates with atomics).
-TEST(SftResume, ResumedRunEqualsUninterruptedRun) {
+// on every backend (no backward kernel accumulates with atomics).  make_model gives the same
+// initial weights on every call.
+void expect_exact_resume(const std::function<std::unique_ptr<M::QwenForCausalLM>()>& make_model,
+                         const std::string& autocast, const std::string& tag) {
   std::vector<T::ChatExample> ex;
   for (int64_t i = 0; i < 20; ++i) {
     std::vector<int64_t> ids;
@@ -351,34 +354,52 @@ TEST(SftResume, ResumedRunEqualsUninterruptedRun) {
   o.warmup_steps = 2;
   o.progress = "none";
   o.grad_accum = 2;
+  o.autocast = autocast;
 
-  o.output_dir = temp_dir("straight");
-  auto m1 = tiny_model();
+  o.output_dir = temp_dir(tag + "_straight");
+  auto m1 = make_model();
   T::SftResult straight = T::train_sft(*m1, data, nullptr, o);
 
-  const std::string part = temp_dir("part");
+  const std::string part = temp_dir(tag + "_part");
   o.output_dir = part;
   o.stop_after = 3;
-  auto m2 = tiny_model();
+  auto m2 = make_model();
   T::SftResult first = T::train_sft(*m2, data, nullptr, o);
   EXPECT_EQ(first.steps, 3);
   o.stop_after = 0;
   o.resume = part + "/checkpoint.safetensors";
-  auto m3 = tiny_model();  // fresh weights: everything must come from the checkpoint
+  auto m3 = make_model();
+  {
+    genesis::autograd::NoGradGuard no_grad;
+    for (auto& [name, t] : m3->state_dict()) t.fill_(0.5);  // everything must come from the checkpoint
+  }
   T::SftResult second = T::train_sft(*m3, data, nullptr, o);
   EXPECT_EQ(second.steps, 6);
 
   std::vector<double> resumed = first.losses;
   resumed.insert(resumed.end(), second.losses.begin(), second.losses.end());
   ASSERT_EQ(resumed.size(), straight.losses.size());
+  for (size_t i = 0; i < resumed.size(); ++i) EXPECT_EQ(resumed[i], straight.losses[i]) << tag << " step " << i + 1;
   const auto p1 = m1->state_dict(), p3 = m3->state_dict();
-  for (size_t i = 0; i < resumed.size(); ++i) EXPECT_EQ(resumed[i], straight.losses[i]) << "step " << i + 1;
-  for (const auto& [name, t] : p1) EXPECT_EQ(host(t), host(p3.at(name))) << name;
+  for (const auto& [name, t] : p1) EXPECT_EQ(host(t), host(p3.at(name))) << tag << " " << name;
   // A resume with other batch options is refused instead of silently changing the run.
   o.max_steps = 7;
-  auto m4 = tiny_model();
+  auto m4 = make_model();
   EXPECT_THROW(T::train_sft(*m4, data, nullptr, o), genesis::Error);
   fs::remove_all(part);
+}
+
+TEST(SftResume, ResumedRunEqualsUninterruptedRun) { expect_exact_resume(tiny_model, "", "f32"); }
+
+// The same under bf16 autocast with head_dim 64, which takes CUDA's tensor-core (flash)
+// attention kernels: their backward is deterministic too.
+TEST(SftResume, ResumedBf16AutocastRunEqualsUninterruptedRun) {
+  M::QwenConfig c = M::QwenConfig::from_file(source("tests/fixtures/qwen/qwen3-tiny/config.json"));
+  c.head_dim = 64;
+  expect_exact_resume([&] {
+    genesis::manual_seed(7);
+    return std::make_unique<M::QwenForCausalLM>(c, genesis::Options{.dtype = DType::f32, .device = dev()});
+  }, "bf16", "bf16");
 }
 
 // ------------------------------------------------------------------ BPE
