@@ -99,6 +99,10 @@ std::string node_display_name(const Node& n);
  * inputs and of every parameter fn uses are those of an ordinary call.  fn must compute the same
  * function both times (no random ops). */
 Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs);
+/** True while checkpoint() runs a region's first, unrecorded pass: code with inference-only fast
+ * paths keyed on grad_enabled() must take its training path here, so that backward's recomputation
+ * reproduces exactly the values the forward pass handed on. */
+bool in_checkpoint_forward();
 
 /** Options of gradcheck. */
 struct GradcheckOptions {

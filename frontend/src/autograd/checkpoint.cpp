@@ -9,14 +9,25 @@ namespace {
 
 std::vector<Tensor> run_closure(Node& node, const Tensor& grad) { return node.closure(grad); }
 
+thread_local int t_checkpoint_forward = 0;
+
 }  // namespace
+
+bool in_checkpoint_forward() { return t_checkpoint_forward > 0; }
 
 Tensor checkpoint(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs) {
   if (!grad_enabled()) return fn(inputs);
   Tensor out;
   {
     NoGradGuard no_grad;
-    out = fn(inputs);
+    ++t_checkpoint_forward;
+    try {
+      out = fn(inputs);
+    } catch (...) {
+      --t_checkpoint_forward;
+      throw;
+    }
+    --t_checkpoint_forward;
   }
   std::shared_ptr<Node> node = record("checkpoint", &run_closure, inputs, out);
   if (!node) return out;

@@ -66,8 +66,12 @@ bool still_fused(const Tensor& fused, const std::vector<const Tensor*>& parts) {
   return true;
 }
 
-// Inference-only fast paths are taken when nothing is being recorded for backward.
-bool inference_mode(const Tensor& w) { return !autograd::grad_enabled() || !w.requires_grad(); }
+// Inference-only fast paths are taken when nothing is being recorded for backward, except in the
+// first pass of a checkpointed layer: backward recomputes it with the training ops, and the two
+// passes must give the same values.
+bool inference_mode(const Tensor& w) {
+  return !autograd::in_checkpoint_forward() && (!autograd::grad_enabled() || !w.requires_grad());
+}
 
 }  // namespace
 
