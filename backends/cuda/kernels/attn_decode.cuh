@@ -254,6 +254,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Params p) {
       }
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+      __syncwarp();  // every lane has read m_s[r] before lane 0 overwrites it
       if (lane == 0) {
         const float alpha = m_old == -INFINITY ? 0.f : exp2f(m_old - m_new);
         l_s[r] = l_s[r] * alpha + sum;
