@@ -100,6 +100,7 @@ def test_layer_matches_torch(name):
 
 def test_multihead_attention_matches_torch():
     g = nn.MultiheadAttention(8, 2, batch_first=True).to(genesis.float64)
+    assert "(out_proj): Linear()" in repr(g)
     t = TNN.MultiheadAttention(8, 2, batch_first=True).double()
     _copy_params(g, t)
     raw = torch.randn(2, 5, 8, dtype=torch.float64)

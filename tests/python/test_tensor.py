@@ -16,6 +16,9 @@ def test_tensor_infers_dtypes_as_torch():
     assert genesis.tensor(np.zeros(3, dtype=np.int32)).dtype == genesis.int32
     with pytest.raises(ValueError, match="ragged"):
         genesis.tensor([[1, 2], [3]])
+    assert genesis.Tensor([1, 2]).dtype == genesis.float32  # torch.Tensor(list) is float32
+    x = genesis.ones(2)
+    assert genesis.Tensor(x).data_ptr() == x.data_ptr()  # Tensor(tensor) shares
 
 
 def test_creation_functions_take_sizes_and_keywords():

@@ -194,6 +194,12 @@ void bind_tensor(py::module_& m) {
   py::class_<Tensor> t(m, "Tensor");
   t.def(py::init([](const Tensor& other) { return other; }), py::arg("data"),
         "A tensor that shares `data` (same storage and autograd state)");
+  t.def(py::init([](py::handle data) {
+          Options o;
+          o.dtype = DType::f32;  // torch.Tensor(list) is float32
+          return tensor_from_object(data, o);
+        }),
+        py::arg("data"), "A float32 tensor holding a copy of data (nested lists, numbers, arrays)");
   // ---- metadata
   t.def_property_readonly("shape", [](const Tensor& x) { return py::tuple(py::cast(x.shape())); })
       .def("size",

@@ -269,15 +269,19 @@ class Module:
     def extra_repr(self):
         return ""
 
+    def _repr_name(self):
+        return type(self).__name__
+
     def __repr__(self):
         lines = []
         for name, m in self._modules.items():
             body = repr(m).replace("\n", "\n  ")
             lines.append(f"({name}): {body}")
         extra = self.extra_repr()
+        name = self._repr_name()
         if not lines:
-            return f"{type(self).__name__}({extra})"
-        head = f"{type(self).__name__}(" + (extra + "\n  " if extra else "\n  ")
+            return f"{name}({extra})"
+        head = f"{name}(" + (extra + "\n  " if extra else "\n  ")
         return head + "\n  ".join(lines) + "\n)"
 
 
@@ -310,6 +314,10 @@ class CppLayer(Module):
     def train(self, mode=True):
         self._impl.train(mode)
         return super().train(mode)
+
+    def _repr_name(self):
+        name = type(self).__name__
+        return self._impl.name() if name == "CppLayer" else name
 
     def forward(self, x):
         return self._impl.forward(x)
