@@ -36,6 +36,7 @@
 #include "genesis/autograd.hpp"
 #include "genesis/data/dataloader.hpp"
 #include "genesis/data/fashion_mnist.hpp"
+#include "genesis/distributed/ddp.hpp"
 #include "genesis/io.hpp"
 #include "genesis/nn.hpp"
 #include "genesis/optim.hpp"
@@ -276,7 +277,13 @@ std::string ckpt_field(const std::string& file, const std::string& key) {
 int run(Config cfg, const std::map<std::string, bool>& given) {
   // --threads must reach the CPU backend before the runtime is created.
   if (cfg.threads > 0) setenv("GENESIS_NUM_THREADS", std::to_string(cfg.threads).c_str(), 1);
-  const gs::Device device(cfg.device.empty() ? (gs::cuda_available() ? "cuda" : "cpu") : cfg.device);
+  const gs::Device device = gs::distributed::local_device(cfg.device.empty() ? (gs::cuda_available() ? "cuda" : "cpu")
+                                                                             : cfg.device);
+  // Under `genesis launch` (docs/distributed.md): one shard of each epoch per rank, gradients
+  // averaged by DDP, rank 0 prints and writes the checkpoint.
+  const bool dp = gs::distributed::init_from_env(device);
+  const int world = gs::distributed::get_world_size(), rank = gs::distributed::get_rank();
+  if (rank != 0 && !std::freopen("/dev/null", "w", stdout)) throw gs::Error(GN_ERR_IO, "cannot silence stdout");
 
   // A resumed run takes its settings from the checkpoint unless told otherwise.
   std::optional<gs::Checkpoint> ck;
@@ -308,7 +315,8 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
   const gs::data::FashionMNIST test_full(cfg.data, false, {.device = device});
   auto train_ds = head(train_full, cfg.limit_train);
   auto test_ds = head(test_full, cfg.limit_test);
-  gs::data::DataLoader loader(train_ds, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed});
+  gs::data::DataLoader loader(train_ds, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed,
+                                         .num_replicas = world, .rank = rank});
   std::printf("Fashion-MNIST: %" PRId64 " train / %" PRId64 " test images on %s (loaded in %.2f s)\n",
               train_ds->size(), test_ds->size(), device.str().c_str(), seconds_since(t0));
 
@@ -338,6 +346,8 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
     std::printf("resumed from %s: epoch %" PRId64 ", step %" PRId64 "\n", cfg.resume.c_str(), state.epoch,
                 state.step);
   }
+  std::optional<gs::distributed::DistributedDataParallel> ddp;
+  if (dp) ddp.emplace(*model);  // after a resume: every rank restored the same state
   const int64_t start_epoch = state.epoch;
   int64_t step = state.step;
   std::printf("model %s (%" PRId64 " parameters), Adam lr %g, cosine schedule over %" PRId64
@@ -345,7 +355,7 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
               model->name().c_str(), n_params, cfg.lr, cfg.epochs, cfg.batch_size, cfg.seed);
 
   std::FILE* log = nullptr;
-  if (!cfg.log.empty() && !(log = std::fopen(cfg.log.c_str(), "w")))
+  if (!cfg.log.empty() && rank == 0 && !(log = std::fopen(cfg.log.c_str(), "w")))
     throw gs::Error(GN_ERR_IO, "cannot open --log " + cfg.log);
 
   int64_t epochs_this_run = 0;
@@ -370,7 +380,7 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
       const Tensor& x = b[0];
       const Tensor& y = b[1];
       opt.zero_grad();
-      Tensor loss = F::cross_entropy((*model)(x), y);
+      Tensor loss = F::cross_entropy(ddp ? (*ddp)(x) : (*model)(x), y);
       loss.backward();
       opt.step();
       ++step;
@@ -421,7 +431,7 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
                 {"seed", std::to_string(cfg.seed)},
                 {"lr", [&] { char s[64]; std::snprintf(s, sizeof s, "%.17g", cfg.lr); return std::string(s); }()},
                 {"limit_train", std::to_string(cfg.limit_train)}};
-      gs::save_training_checkpoint(cfg.checkpoint, state);
+      gs::distributed::save_on_rank0([&] { gs::save_training_checkpoint(cfg.checkpoint, state); });
     }
     ++epochs_this_run;
     std::fflush(stdout);

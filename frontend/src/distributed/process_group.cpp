@@ -316,9 +316,11 @@ struct Global {
   Ms timeout{0};
 };
 
+// Never destroyed: a job left open at exit (a trainer that never calls
+// destroy_process_group) must not tear NCCL down after the CUDA runtime is gone.
 Global& global() {
-  static Global g;
-  return g;
+  static Global* g = new Global;
+  return *g;
 }
 
 Global& need_init(const char* what) {
