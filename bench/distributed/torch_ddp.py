@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""torch_ddp.py - the PyTorch reference of bench/distributed/run.sh: Hugging Face transformers'
+model of a named Qwen shape (random weights, float32) in torch DistributedDataParallel over NCCL,
+with the recipe of `genesis bench train` (bench/llm/compare_train_hf.py): bf16 autocast, batch 8 x
+512 random tokens per rank with every position a target, AdamW, gradient clipping at 1.0, 3
+warm-up steps then the mean of 10, each step ending with the loss read on the host.
+
+Run one process per GPU with torchrun's environment, e.g.
+
+    genesis launch --nproc-per-node 2 python3 bench/distributed/torch_ddp.py --config qwen2.5-0.5b
+
+Rank 0 prints one JSON line: the job's tokens/s (every rank's tokens), step time, peak memory.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import transformers
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "llm"))
+from compare_train_hf import SHAPES  # noqa: E402  (the same shapes as the 1-GPU benchmark)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--config", default="qwen2.5-0.5b", choices=sorted(SHAPES))
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=512)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    a = ap.parse_args()
+
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local))
+    rank, world = dist.get_rank(), dist.get_world_size()
+
+    cfg = dict(SHAPES[a.config])
+    cfg = transformers.AutoConfig.for_model(cfg.pop("model_type"), **cfg)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).cuda().train()
+    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local], bucket_cap_mb=25)
+    opt = torch.optim.AdamW(ddp.parameters(), lr=1e-5)
+    g = torch.Generator(device="cuda").manual_seed(1234 + rank)
+    ids = torch.randint(0, cfg.vocab_size, (a.warmup + a.steps, a.batch, a.seq), device="cuda", generator=g)
+    torch.cuda.reset_peak_memory_stats()
+    stamps = []
+    for i in range(a.warmup + a.steps):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = ddp(input_ids=ids[i], labels=ids[i]).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        loss.item()
+        stamps.append(time.perf_counter())
+    secs = stamps[-1] - stamps[a.warmup - 1]
+    if rank == 0:
+        print(json.dumps({"framework": "pytorch-ddp", "config": a.config, "world_size": world,
+                          "tokens_per_second": world * a.steps * a.batch * a.seq / secs,
+                          "step_ms": 1e3 * secs / a.steps, "peak_gb": torch.cuda.max_memory_allocated() / 1e9}),
+              flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
