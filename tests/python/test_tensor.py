@@ -120,3 +120,10 @@ def test_reductions_and_views_match_numpy():
     parts = x.split(2, 1)
     assert [p.shape for p in parts] == [(3, 2, 5), (3, 2, 5)]
     np.testing.assert_allclose(genesis.exp(x).numpy(), np.exp(n))
+
+
+def test_conveniences_flip_array_format():
+    x = genesis.arange(6).reshape(2, 3)
+    assert x.flip(1).tolist() == [[2, 1, 0], [5, 4, 3]] and x.flip((0, 1)).tolist() == [[5, 4, 3], [2, 1, 0]]
+    assert np.asarray(genesis.ones(2, dtype=genesis.float64)).dtype == np.float64
+    assert f"{genesis.tensor(0.123456):.3f}" == "0.123"

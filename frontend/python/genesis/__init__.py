@@ -11,6 +11,7 @@ in C++; nn.Module, the layer classes and the context managers are Python, with t
 Devices come from plugins found at run time (GENESIS_PLUGIN_PATH, then the directory next to
 libgenesis); genesis.init(plugins=...) chooses them before first use.
 """
+import builtins as _builtins
 import contextlib as _contextlib
 import ctypes as _ctypes
 import functools as _functools
@@ -92,7 +93,7 @@ def fork_rng(devices=None, enabled=True):
 def seed():
     """Seeds every device from the OS entropy source; returns the seed."""
     import os
-    s = int.from_bytes(os.urandom(8), "little") >> 1
+    s = _builtins.int.from_bytes(os.urandom(8), "little") >> 1
     manual_seed(s)
     return s
 
@@ -159,6 +160,31 @@ def _tensor_reduce(self):
 
 Tensor.__deepcopy__ = _tensor_deepcopy
 Tensor.__reduce_ex__ = lambda self, protocol: _tensor_reduce(self)
+
+
+# ---- small conveniences written with other ops
+def _flip(self, dims):
+    """Reverses the order along dims (a copy, autograd-aware)."""
+    out = self
+    for d in ([dims] if isinstance(dims, _builtins.int) else dims):
+        n = out.shape[d]
+        out = out.index_select(d, _C.arange(n - 1, -1, -1, device=out.device))
+    return out
+
+
+def _array(self, dtype=None):
+    """np.asarray(t): the NumPy view of a CPU tensor (a copy for other devices or dtypes)."""
+    a = self.detach().cpu().numpy() if self.dtype != globals()["bfloat16"] else self.detach().float().cpu().numpy()
+    return a if dtype is None else a.astype(dtype)
+
+
+def _format(self, spec):
+    return format(self.item(), spec) if spec and self.numel() == 1 else Tensor.__str__(self)
+
+
+Tensor.flip = _flip
+Tensor.__array__ = _array
+Tensor.__format__ = _format
 
 
 def is_tensor(obj):
