@@ -5,11 +5,14 @@
 // Never hang forever: communicators are non-blocking (ncclConfig_t.blocking =
 // 0).  Every call waits for NCCL to accept the work while polling
 // ncclCommGetAsyncError; synchronize() waits for the work itself (an event on
-// the stream) the same way.  A peer that died or stopped answering makes NCCL
-// report an error, or the wait passes its timeout: then the communicator is
-// aborted (ncclCommAbort, which also releases the kernels stuck on the GPU)
-// and the call fails with GN_ERR_ABORTED or GN_ERR_TIMEOUT.  The first failure
-// sticks.
+// the stream) the same way.  A watchdog thread per communicator (as PyTorch's)
+// does the same for work nobody waits on through the communicator: it polls
+// ncclCommGetAsyncError and an event recorded after each call, so a host thread
+// blocked elsewhere (a cudaStreamSynchronize behind a collective) is released.
+// A peer that died or stopped answering makes NCCL report an error, or a wait
+// passes its timeout: then the communicator is aborted (ncclCommAbort, which
+// also releases the kernels stuck on the GPU) and the call fails with
+// GN_ERR_ABORTED or GN_ERR_TIMEOUT.  The first failure sticks.
 //
 // dtypes: every Genesis dtype; bool reduces as uint8 with max (SUM, MAX = or)
 // and min (PROD, MIN = and).  AVG (ncclAvg) is for floating dtypes only, as in
@@ -17,8 +20,10 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,6 +58,11 @@ struct Comm {
   int32_t err_code = GN_OK;
   std::string err_msg;
   bool aborted = false;
+  // Watchdog: events recorded after each call, oldest first, with the time of the call.
+  std::mutex watch_mu;
+  std::deque<std::pair<cudaEvent_t, Clock::time_point>> pending;
+  std::atomic<bool> stop{false};
+  std::thread watchdog;
 
   void set_error(int32_t code, const std::string& msg) {
     std::lock_guard<std::mutex> g(err_mu);
@@ -99,9 +109,56 @@ struct Comm {
       if (++spins > 100) std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
+  // The watchdog's loop: every 10 ms, NCCL's asynchronous error and the oldest call's event.
+  void watch() {
+    cudaSetDevice(device);
+    while (!stop.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      {
+        std::lock_guard<std::mutex> g(err_mu);
+        if (aborted) continue;
+      }
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress) {
+        set_error(GN_ERR_ABORTED, std::string("[nccl] rank ") + std::to_string(rank) + ": " + ncclGetErrorString(async) +
+                                      "; a peer probably died: the communicator was aborted");
+        abort_comm();
+        continue;
+      }
+      std::lock_guard<std::mutex> g(watch_mu);
+      while (!pending.empty()) {
+        cudaError_t q = cudaEventQuery(pending.front().first);
+        if (q == cudaErrorNotReady) {
+          if (Clock::now() - pending.front().second > std::chrono::milliseconds(timeout_ms)) {
+            set_error(GN_ERR_TIMEOUT, std::string("[nccl] rank ") + std::to_string(rank) +
+                                          ": a collective did not finish within " + std::to_string(timeout_ms) +
+                                          " ms (a peer stopped answering); the communicator was aborted");
+            abort_comm();
+          }
+          break;
+        }
+        cudaEventDestroy(pending.front().first);
+        pending.pop_front();
+      }
+    }
+    std::lock_guard<std::mutex> g(watch_mu);
+    for (auto& [e, t] : pending) cudaEventDestroy(e);
+    pending.clear();
+  }
+  // Hand the work just enqueued on stream to the watchdog.
+  void track(cudaStream_t stream) {
+    cudaEvent_t e;
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) return;
+    if (cudaEventRecord(e, stream) != cudaSuccess) {
+      cudaEventDestroy(e);
+      return;
+    }
+    std::lock_guard<std::mutex> g(watch_mu);
+    pending.emplace_back(e, Clock::now());
+  }
   // Issue one NCCL call (f returns its ncclResult_t) and wait until it is enqueued.
   template <class F>
-  void issue(const char* what, F f) {
+  void issue(const char* what, cudaStream_t stream, F f) {
     check_healthy(what);
     cuda_check(cudaSetDevice(device), what);
     ncclResult_t r = f();
@@ -110,6 +167,7 @@ struct Comm {
           std::string("[nccl] ") + what + " on rank " + std::to_string(rank) + ": " + ncclGetErrorString(r) + " (" +
               ncclGetLastError(comm) + ")");
     poll(what, [] { return true; });
+    track(stream);
   }
 };
 
@@ -183,6 +241,8 @@ gn_status* join(const gn_comm_id* id, int32_t rank, int32_t size, int32_t device
                           ": " + ncclGetErrorString(r));
     c->poll("init", [] { return true; });
     cuda_check(cudaMalloc(&c->scratch, 4), "init: cudaMalloc");
+    Comm* raw = c.get();
+    c->watchdog = std::thread([raw] { raw->watch(); });
     *out = c.release();
   });
 }
@@ -199,6 +259,8 @@ gn_status* comm_destroy(void*, void* p) {
   return sdk::guard(host(), [&] {
     std::unique_ptr<Comm> c(static_cast<Comm*>(p));
     if (!c) return;
+    c->stop = true;
+    if (c->watchdog.joinable()) c->watchdog.join();
     cudaSetDevice(c->device);
     if (c->scratch) cudaFree(c->scratch);
     if (c->aborted || !c->comm) return;
@@ -225,7 +287,7 @@ gn_status* comm_all_reduce(void*, void* p, const gn_tensor_view* send, const gn_
   return sdk::guard(host(), [&] {
     Comm& c = comm_of(p);
     ncclRedOp_t o = nccl_op(op, recv->dtype, "all_reduce");
-    c.issue("all_reduce", [&] {
+    c.issue("all_reduce", stream_of(stream), [&] {
       return ncclAllReduce(ptr_of(send), ptr_of(recv), count_of(recv), nccl_dtype(recv->dtype), o, c.comm,
                            stream_of(stream));
     });
@@ -235,7 +297,7 @@ gn_status* comm_all_reduce(void*, void* p, const gn_tensor_view* send, const gn_
 gn_status* comm_broadcast(void*, void* p, const gn_tensor_view* buf, int32_t root, void* stream) {
   return sdk::guard(host(), [&] {
     Comm& c = comm_of(p);
-    c.issue("broadcast", [&] {
+    c.issue("broadcast", stream_of(stream), [&] {
       return ncclBroadcast(ptr_of(buf), ptr_of(buf), count_of(buf), nccl_dtype(buf->dtype), root, c.comm,
                            stream_of(stream));
     });
@@ -245,7 +307,7 @@ gn_status* comm_broadcast(void*, void* p, const gn_tensor_view* buf, int32_t roo
 gn_status* comm_all_gather(void*, void* p, const gn_tensor_view* send, const gn_tensor_view* recv, void* stream) {
   return sdk::guard(host(), [&] {
     Comm& c = comm_of(p);
-    c.issue("all_gather", [&] {
+    c.issue("all_gather", stream_of(stream), [&] {
       return ncclAllGather(ptr_of(send), ptr_of(recv), count_of(send), nccl_dtype(send->dtype), c.comm,
                            stream_of(stream));
     });
@@ -257,7 +319,7 @@ gn_status* comm_reduce_scatter(void*, void* p, const gn_tensor_view* send, const
   return sdk::guard(host(), [&] {
     Comm& c = comm_of(p);
     ncclRedOp_t o = nccl_op(op, recv->dtype, "reduce_scatter");
-    c.issue("reduce_scatter", [&] {
+    c.issue("reduce_scatter", stream_of(stream), [&] {
       return ncclReduceScatter(ptr_of(send), ptr_of(recv), count_of(recv), nccl_dtype(recv->dtype), o, c.comm,
                                stream_of(stream));
     });
@@ -270,7 +332,7 @@ gn_status* comm_all_to_all(void*, void* p, const gn_tensor_view* send, const gn_
     const size_t chunk = count_of(send) / (size_t)c.size;
     const size_t bytes = chunk * gn_dtype_size(send->dtype);
     const ncclDataType_t t = nccl_dtype(send->dtype);
-    c.issue("all_to_all", [&] {
+    c.issue("all_to_all", stream_of(stream), [&] {
       ncclResult_t r = ncclGroupStart();
       for (int j = 0; j < c.size && r == ncclSuccess; ++j) {
         r = ncclSend(static_cast<char*>(ptr_of(send)) + j * bytes, chunk, t, j, c.comm, stream_of(stream));
@@ -286,7 +348,7 @@ gn_status* comm_all_to_all(void*, void* p, const gn_tensor_view* send, const gn_
 gn_status* comm_send(void*, void* p, const gn_tensor_view* buf, int32_t peer, int32_t, void* stream) {
   return sdk::guard(host(), [&] {
     Comm& c = comm_of(p);
-    c.issue("send", [&] {
+    c.issue("send", stream_of(stream), [&] {
       return ncclSend(ptr_of(buf), count_of(buf), nccl_dtype(buf->dtype), peer, c.comm, stream_of(stream));
     });
   });
@@ -295,7 +357,7 @@ gn_status* comm_send(void*, void* p, const gn_tensor_view* buf, int32_t peer, in
 gn_status* comm_recv(void*, void* p, const gn_tensor_view* buf, int32_t peer, int32_t, void* stream) {
   return sdk::guard(host(), [&] {
     Comm& c = comm_of(p);
-    c.issue("recv", [&] {
+    c.issue("recv", stream_of(stream), [&] {
       return ncclRecv(ptr_of(buf), count_of(buf), nccl_dtype(buf->dtype), peer, c.comm, stream_of(stream));
     });
   });
@@ -305,7 +367,7 @@ gn_status* comm_recv(void*, void* p, const gn_tensor_view* buf, int32_t peer, in
 gn_status* comm_barrier(void*, void* p, void* stream) {
   return sdk::guard(host(), [&] {
     Comm& c = comm_of(p);
-    c.issue("barrier", [&] {
+    c.issue("barrier", stream_of(stream), [&] {
       return ncclAllReduce(c.scratch, c.scratch, 1, ncclInt32, ncclSum, c.comm, stream_of(stream));
     });
   });
