@@ -10,6 +10,7 @@ import genesis.nn.functional as F
 from conftest import close, from_torch, to_torch
 
 TF = torch.nn.functional
+_COS, _SIN = torch.rand(3, 4, dtype=torch.float64), torch.rand(3, 4, dtype=torch.float64)
 
 # name: (genesis fn, torch fn, input shapes, positive inputs)
 CASES = {
@@ -65,6 +66,27 @@ CASES = {
                    [(3, 4), (4,), (4,)], False),
     "linear": (lambda x, w, b: F.linear(x, w, b), lambda x, w, b: TF.linear(x, w, b), [(2, 3, 4), (5, 4), (5,)],
                False),
+    "rms_norm": (lambda a, w: F.rms_norm(a, (4,), w, 1e-6),
+                 lambda a, w: a * torch.rsqrt(a.pow(2).mean(-1, keepdim=True) + 1e-6) * w, [(3, 4), (4,)], False),
+    "swiglu": (lambda g, u: F.swiglu(g, u), lambda g, u: TF.silu(g) * u, [(3, 4), (3, 4)], False),
+    # rope's cos/sin are tables (no gradient): fixed here
+    "rope": (lambda x: F.rope(x, from_torch(_COS), from_torch(_SIN)),
+             lambda x: x * _COS + torch.cat([-x[..., 2:], x[..., :2]], -1) * _SIN, [(2, 3, 4)], False),
+    "topk_sort_values": (lambda a: a.topk(2, 1).values.sum(1) + a.sort(0, descending=True).values[0],
+                         lambda a: a.topk(2, 1).values.sum(1) + a.sort(0, descending=True).values[0], [(4, 4)], False),
+    "min_dim": (lambda a: a.min(1).values, lambda a: a.min(1).values, [(3, 5)], False),
+    "scatter_add": (lambda a, s: a.scatter_add(0, genesis.tensor([[0, 1, 2], [2, 0, 1]]), s),
+                    lambda a, s: a.scatter_add(0, torch.tensor([[0, 1, 2], [2, 0, 1]]), s), [(3, 3), (2, 3)], False),
+    "index_add": (lambda a, s: a.index_add(0, genesis.tensor([2, 0]), s),
+                  lambda a, s: a.index_add(0, torch.tensor([2, 0]), s), [(3, 2), (2, 2)], False),
+    "embedding": (lambda w: F.embedding(genesis.tensor([[1, 3], [3, 0]]), w),
+                  lambda w: TF.embedding(torch.tensor([[1, 3], [3, 0]]), w), [(4, 3)], False),
+    "conv2d": (lambda x, w, b: F.conv2d(x, w, b, stride=1, padding=1),
+               lambda x, w, b: TF.conv2d(x, w, b, stride=1, padding=1), [(1, 2, 5, 5), (3, 2, 3, 3), (3,)], False),
+    "max_avg_pool": (lambda x: F.max_pool2d(x, 2) + F.avg_pool2d(x, 2),
+                     lambda x: TF.max_pool2d(x, 2) + TF.avg_pool2d(x, 2), [(1, 2, 4, 4)], False),
+    "cross_entropy": (lambda x: F.cross_entropy(x, genesis.tensor([1, 0, 3]), label_smoothing=0.1),
+                      lambda x: TF.cross_entropy(x, torch.tensor([1, 0, 3]), label_smoothing=0.1), [(3, 4)], False),
     "sdpa_causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                     lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True)
                     if hasattr(TF, "scaled_dot_product_attention") else _sdpa(q, k, v),
