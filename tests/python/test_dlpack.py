@@ -63,6 +63,10 @@ def test_versioned_capsules_and_device():
     assert u.data_ptr() == t.data_ptr()
     with pytest.raises(ValueError, match="unused DLPack capsule"):
         genesis.from_dlpack(cap)  # consumed
+    copied = genesis.from_dlpack(t.__dlpack__(max_version=(1, 0), dl_device=(1, 0), copy=True))
+    assert copied.data_ptr() != t.data_ptr() and copied.tolist() == t.tolist()
+    with pytest.raises(BufferError, match="dl_device"):
+        t.__dlpack__(dl_device=(2, 0))
 
 
 def test_tensors_that_need_grad_are_not_exported():

@@ -49,12 +49,20 @@ DLManagedTensor* to_legacy(DLManagedTensorVersioned* v) {
   return m;
 }
 
-py::object dlpack(const Tensor& x, py::handle stream, py::handle max_version) {
+// The DLPack 2023 keywords: max_version (the consumer's newest version), dl_device (must be ours),
+// copy (True: export a copy; False or None: never copy here).
+py::object dlpack(const Tensor& x, py::handle stream, py::handle max_version, py::handle dl_device,
+                  py::handle copy) {
   (void)stream;  // CPU tensors need no stream; CUDA ops are ordered on the default stream
   if (x.requires_grad())
     throw py::value_error("__dlpack__: cannot export a tensor that requires grad; use tensor.detach()");
+  const bool cuda = x.device().type() == "cuda";
+  if (!dl_device.is_none() && (dl_device[py::int_(0)].cast<int>() != (cuda ? kDLCUDA : kDLCPU) ||
+                               dl_device[py::int_(1)].cast<int>() != x.device().index()))
+    throw py::buffer_error("__dlpack__: the tensor is on " + x.device().str() + ", not on the requested dl_device");
+  const Tensor src = (!copy.is_none() && copy.cast<bool>()) ? x.clone() : x;
   DLManagedTensorVersioned* v = nullptr;
-  check(gn_tensor_to_dlpack(x.handle(), &v));
+  check(gn_tensor_to_dlpack(src.handle(), &v));
   const bool versioned = !max_version.is_none() && py::len(max_version) > 0 && max_version[py::int_(0)].cast<int>() >= 1;
   if (versioned) return py::reinterpret_steal<py::object>(PyCapsule_New(v, "dltensor_versioned", versioned_capsule_destructor));
   DLManagedTensor* m = to_legacy(v);
@@ -141,7 +149,8 @@ const char* numpy_dtype(DType d) {
 void bind_dlpack(py::module_& m) {
   py::class_<Tensor> t = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
   t.def("__dlpack__", &dlpack, py::kw_only(), py::arg("stream") = py::none(), py::arg("max_version") = py::none(),
-        "A DLPack capsule viewing this tensor's data (no copy)");
+        py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
+        "A DLPack capsule viewing this tensor's data (no copy unless copy=True)");
   t.def("__dlpack_device__", [](const Tensor& x) {
     const bool cuda = x.device().type() == "cuda";
     return py::make_tuple(cuda ? static_cast<int>(kDLCUDA) : static_cast<int>(kDLCPU), x.device().index());
