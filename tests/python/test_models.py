@@ -74,3 +74,18 @@ def test_sft_trains_on_chat_jsonl(tmp_path):
                     batch_size=4, save_final=False, warmup_steps=0, on_step=steps.append)
     assert r["steps"] == 4 and steps == [1, 2, 3, 4] and len(r["losses"]) == 4
     assert np.isfinite(r["losses"]).all()
+
+
+def test_tokenizer_round_trip_and_streaming():
+    tok_dir = os.path.join(SOURCE_DIR, "tests", "fixtures", "tokenizer", "qwen3")
+    if not os.path.exists(os.path.join(tok_dir, "tokenizer.json")):
+        pytest.skip("no test tokenizer in the tree")
+    tok = M.Tokenizer.from_pretrained(tok_dir)
+    text = "Genesis from Python: héllo, 世界!"
+    ids = tok.encode(text)
+    assert tok.decode(ids) == text
+    dec = M.StreamDecoder(tok)
+    assert "".join(dec.put(i) for i in ids) + dec.flush() == text
+    chat = tok.apply_chat_template([{"role": "user", "content": "Hi"}], add_generation_prompt=True)
+    assert chat.startswith("<|im_start|>user\nHi<|im_end|>") and chat.rstrip().endswith("assistant")
+    assert tok.apply_chat_template([{"role": "user", "content": "Hi"}], tokenize=True) == tok.encode(chat, False)

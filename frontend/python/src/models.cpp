@@ -196,6 +196,12 @@ void bind_models(py::module_& m) {
            py::arg("messages"), py::arg("add_generation_prompt") = true, py::arg("tokenize") = false,
            py::arg("enable_thinking") = py::none());
 
+  py::class_<StreamDecoder>(mm, "StreamDecoder", "Incremental decoding for streaming: put(id) returns whole characters")
+      .def(py::init<const Tokenizer&, bool>(), py::arg("tokenizer"), py::arg("skip_special_tokens") = false,
+           py::keep_alive<1, 2>())
+      .def("put", &StreamDecoder::put, py::arg("id"))
+      .def("flush", &StreamDecoder::flush);
+
   // ---- SFT: train_sft(model, tokenizer, train_file=..., output_dir=..., **SftOptions fields)
   mm.def(
       "train_sft",
