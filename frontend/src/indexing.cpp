@@ -21,85 +21,95 @@ Error invalid(const char* op, const std::string& msg) {
 }  // namespace
 
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
-  Tensor y = call1(GN_OP_HANDLE("gather"), {this, &index}, {gn_attr_int(dim)});
+  const gn_op* op = GN_OP_HANDLE("gather");
+  Tensor y = call1(op, {this, &index}, {gn_attr_int(dim)});
   if (auto n = record("gather", R::gather, {*this, index}, y)) {
-    n->saved = {index.detach()};
-    n->ints = {dim};
+    n->save("index", index.detach());
+    n->keep_attrs(op, {gn_attr_int(dim)});
   }
   return y;
 }
 
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
-  Tensor y = call1(GN_OP_HANDLE("index_select"), {this, &index}, {gn_attr_int(dim)});
+  const gn_op* op = GN_OP_HANDLE("index_select");
+  Tensor y = call1(op, {this, &index}, {gn_attr_int(dim)});
   if (auto n = record("index_select", R::index_select, {*this, index}, y)) {
-    n->saved = {index.detach()};
-    n->ints = {dim};
+    n->save("index", index.detach());
+    n->keep_attrs(op, {gn_attr_int(dim)});
   }
   return y;
 }
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  Tensor y = call1(GN_OP_HANDLE("scatter"), {&x, &index, &src}, {gn_attr_int(dim)});
+  const gn_op* op = GN_OP_HANDLE("scatter");
+  Tensor y = call1(op, {&x, &index, &src}, {gn_attr_int(dim)});
   if (auto n = record("scatter", R::scatter, {x, index, src}, y)) {
-    n->saved = {index.detach()};
-    n->ints = {dim};
+    n->save("index", index.detach());
+    n->keep_attrs(op, {gn_attr_int(dim)});
   }
   return y;
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  Tensor y = call1(GN_OP_HANDLE("scatter_add"), {&x, &index, &src}, {gn_attr_int(dim)});
+  const gn_op* op = GN_OP_HANDLE("scatter_add");
+  Tensor y = call1(op, {&x, &index, &src}, {gn_attr_int(dim)});
   if (auto n = record("scatter_add", R::scatter_add, {x, index, src}, y)) {
-    n->saved = {index.detach()};
-    n->ints = {dim};
+    n->save("index", index.detach());
+    n->keep_attrs(op, {gn_attr_int(dim)});
   }
   return y;
 }
 
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, double alpha) {
-  Tensor y = call1(GN_OP_HANDLE("index_add"), {&x, &index, &src}, {gn_attr_int(dim), gn_attr_float(alpha)});
+  const gn_op* op = GN_OP_HANDLE("index_add");
+  const auto attrs = {gn_attr_int(dim), gn_attr_float(alpha)};
+  Tensor y = call1(op, {&x, &index, &src}, attrs);
   if (auto n = record("index_add", R::index_add, {x, index, src}, y)) {
-    n->saved = {index.detach()};
-    n->ints = {dim};
-    n->f = alpha;
+    n->save("index", index.detach());
+    n->keep_attrs(op, attrs);
   }
   return y;
 }
 
 Tensor Tensor::masked_fill(const Tensor& mask, double value) const {
   Tensor y = call1(GN_OP_HANDLE("masked_fill"), {this, &mask}, {gn_attr_float(value)});
-  if (auto n = record("masked_fill", R::masked_fill, {*this, mask}, y)) n->saved = {mask.detach()};
+  if (auto n = record("masked_fill", R::masked_fill, {*this, mask}, y)) n->save("mask", mask.detach());
   return y;
 }
 
 Tensor Tensor::triu(int64_t diagonal) const {
-  Tensor y = call1(GN_OP_HANDLE("triu"), {this}, {gn_attr_int(diagonal)});
-  if (auto n = record("triu", R::triu, {*this}, y)) n->ints = {diagonal};
+  const gn_op* op = GN_OP_HANDLE("triu");
+  Tensor y = call1(op, {this}, {gn_attr_int(diagonal)});
+  if (auto n = record("triu", R::triu, {*this}, y)) n->keep_attrs(op, {gn_attr_int(diagonal)});
   return y;
 }
 
 Tensor Tensor::tril(int64_t diagonal) const {
-  Tensor y = call1(GN_OP_HANDLE("tril"), {this}, {gn_attr_int(diagonal)});
-  if (auto n = record("tril", R::tril, {*this}, y)) n->ints = {diagonal};
+  const gn_op* op = GN_OP_HANDLE("tril");
+  Tensor y = call1(op, {this}, {gn_attr_int(diagonal)});
+  if (auto n = record("tril", R::tril, {*this}, y)) n->keep_attrs(op, {gn_attr_int(diagonal)});
   return y;
 }
 
 std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
-  auto out = call(GN_OP_HANDLE("topk"), {this},
-                  {gn_attr_int(k), gn_attr_int(dim), gn_attr_int(largest ? 1 : 0), gn_attr_int(sorted ? 1 : 0)}, 2);
+  const gn_op* op = GN_OP_HANDLE("topk");
+  const auto attrs = {gn_attr_int(k), gn_attr_int(dim), gn_attr_int(largest ? 1 : 0), gn_attr_int(sorted ? 1 : 0)};
+  auto out = call(op, {this}, attrs, 2);
   // values = x gathered at indices: the gradient scatters back (shared rule with sort).
   if (auto n = record("topk", R::take_along, {*this}, out[0])) {
-    n->saved = {out[1]};
-    n->ints = {detail::wrap_dim(dim, this->dim())};
+    n->save("indices", out[1]);
+    n->keep_attrs(op, attrs);
   }
   return {out[0], out[1]};
 }
 
 std::pair<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
-  auto out = call(GN_OP_HANDLE("sort"), {this}, {gn_attr_int(dim), gn_attr_int(descending ? 1 : 0), gn_attr_int(1)}, 2);
+  const gn_op* op = GN_OP_HANDLE("sort");
+  const auto attrs = {gn_attr_int(dim), gn_attr_int(descending ? 1 : 0), gn_attr_int(1)};
+  auto out = call(op, {this}, attrs, 2);
   if (auto n = record("sort", R::take_along, {*this}, out[0])) {
-    n->saved = {out[1]};
-    n->ints = {detail::wrap_dim(dim, this->dim())};
+    n->save("indices", out[1]);
+    n->keep_attrs(op, attrs);
   }
   return {out[0], out[1]};
 }
@@ -130,7 +140,12 @@ std::vector<Tensor> Tensor::split_with_sizes(const std::vector<int64_t>& sizes, 
   for (gn_tensor* h : out) parts.push_back(Tensor::adopt(h));
   int64_t start = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (auto n = record("split", R::slice, {*this}, parts[i])) n->ints = {d, start, start + sizes[i], 1};
+    if (auto n = record("split", R::slice, {*this}, parts[i])) {  // the slice rule's attributes
+      n->keep_attr("dim", gn_attr_int(d));
+      n->keep_attr("start", gn_attr_int(start));
+      n->keep_attr("stop", gn_attr_int(start + sizes[i]));
+      n->keep_attr("step", gn_attr_int(1));
+    }
     start += sizes[i];
   }
   return parts;
@@ -158,10 +173,13 @@ Tensor one_hot(const Tensor& ids, int64_t num_classes) {
 Tensor bmm(const Tensor& a_, const Tensor& b_, bool trans_a, bool trans_b) {
   Tensor a = a_, b = b_;
   GN_AUTOCAST("bmm", &a, &b);  // AMP hook
-  Tensor y = call1(GN_OP_HANDLE("bmm"), {&a, &b}, {gn_attr_int(trans_a ? 1 : 0), gn_attr_int(trans_b ? 1 : 0)});
+  const gn_op* op = GN_OP_HANDLE("bmm");
+  const auto attrs = {gn_attr_int(trans_a ? 1 : 0), gn_attr_int(trans_b ? 1 : 0)};
+  Tensor y = call1(op, {&a, &b}, attrs);
   if (auto n = record("bmm", R::bmm, {a, b}, y)) {
-    n->saved = {a.detach(), b.detach()};
-    n->ints = {trans_a ? 1 : 0, trans_b ? 1 : 0};
+    n->save("a", a.detach());
+    n->save("b", b.detach());
+    n->keep_attrs(op, attrs);
   }
   return y;
 }

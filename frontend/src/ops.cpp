@@ -14,53 +14,51 @@ namespace R = autograd::rules;
 
 namespace {
 
-// y = op(x) recorded with `rule`; saves x and/or y for the rule (as saved[0], saved[1]).
+// y = op(x) recorded with `rule`; saves x and/or y for the rule (as "x", "out").
 Tensor unary(const gn_op* op, Tensor x, autograd::Rule rule, bool save_x, bool save_y,
              std::initializer_list<gn_attr_value> attrs = {}) {
   GN_AUTOCAST(gn_op_name(op), &x);  // AMP hook
   Tensor y = call1(op, {&x}, attrs);
   if (rule) {
     if (auto n = record(gn_op_name(op), rule, {x}, y)) {
-      n->saved = {save_x ? x.detach() : Tensor(), save_y ? y.detach() : Tensor()};
+      if (save_x) n->save("x", x.detach());
+      if (save_y) n->save("out", y.detach());
     }
   }
   return y;
 }
 
-// What a binary rule reads, as saved[0] = a, saved[1] = b, saved[2] = out (the
-// others stay undefined: add/sub need none, and every detach() costs an allocation).
+// What a binary rule reads, saved as "a", "b", "out" (only those: add/sub need
+// none, and every detach() costs an allocation).
 enum Save : unsigned { kNone = 0, kA = 1, kB = 2, kOut = 4, kAB = kA | kB };
 
-// out = op(a, b); saves what `save` names for the rule; f is its float attribute (alpha).
+// out = op(a, b); saves what `save` names for the rule, and keeps the op's attributes when given.
 Tensor binary(const gn_op* op, Tensor a, Tensor b, autograd::Rule rule, unsigned save,
-              std::initializer_list<gn_attr_value> attrs = {}, double f = 0) {
+              std::initializer_list<gn_attr_value> attrs = {}) {
   GN_AUTOCAST(gn_op_name(op), &a, &b);  // AMP hook
   Tensor y = call1(op, {&a, &b}, attrs);
   if (rule) {
     if (auto n = record(gn_op_name(op), rule, {a, b}, y)) {
-      if (save) {
-        n->saved.resize(3);
-        if (save & kA) n->saved[0] = a.detach();
-        if (save & kB) n->saved[1] = b.detach();
-        if (save & kOut) n->saved[2] = y.detach();
-      }
-      n->f = f;
+      if (save & kA) n->save("a", a.detach());
+      if (save & kB) n->save("b", b.detach());
+      if (save & kOut) n->save("out", y.detach());
+      if (attrs.size()) n->keep_attrs(op, attrs);
     }
   }
   return y;
 }
 
-// A reduction over dims: ints = [keepdim, dims...] for the rule; saves x and y.
-Tensor reduce(const gn_op* op, Tensor x, const Dims& d, bool keepdim, autograd::Rule rule,
-              std::initializer_list<gn_attr_value> attrs, double f = 0) {
+// A reduction: keeps the op's attributes ("dims", ...) for the rule; saves x and y
+// as "x" and "out" where the rule reads them (sum and mean read neither).
+Tensor reduce(const gn_op* op, Tensor x, autograd::Rule rule, std::initializer_list<gn_attr_value> attrs,
+              bool save_x = true, bool save_out = true) {
   GN_AUTOCAST(gn_op_name(op), &x);  // AMP hook
   Tensor y = call1(op, {&x}, attrs);
   if (rule) {
     if (auto n = record(gn_op_name(op), rule, {x}, y)) {
-      n->ints = {keepdim ? 1 : 0};
-      n->ints.insert(n->ints.end(), d.v.begin(), d.v.end());
-      n->saved = {x.detach(), y.detach()};
-      n->f = f;
+      n->keep_attrs(op, attrs);
+      if (save_x) n->save("x", x.detach());
+      if (save_out) n->save("out", y.detach());
     }
   }
   return y;
@@ -68,13 +66,20 @@ Tensor reduce(const gn_op* op, Tensor x, const Dims& d, bool keepdim, autograd::
 
 gn_attr_value dims_attr(const Dims& d) { return gn_attr_ints(d.v.data(), d.v.size()); }
 
-// A view op result recorded with `rule` and integer attributes.  `out` is taken
+// A named integer attribute of a view (views have no op schema to name them).
+struct ViewAttr {
+  const char* name;
+  int64_t value;
+};
+
+// A view op result recorded with `rule` and its attributes.  `out` is taken
 // by reference: it is read after the C call (argument order is unspecified).
 Tensor view_result(gn_status* st, gn_tensor* const& out, const char* name, const Tensor& x, autograd::Rule rule,
-                   std::vector<int64_t> ints = {}) {
+                   std::initializer_list<ViewAttr> attrs = {}) {
   check(st, name);
   Tensor y = Tensor::adopt(out);
-  if (auto n = record(name, rule, {x}, y)) n->ints = std::move(ints);
+  if (auto n = record(name, rule, {x}, y))
+    for (const ViewAttr& a : attrs) n->keep_attr(a.name, gn_attr_int(a.value));
   return y;
 }
 
@@ -133,8 +138,11 @@ Tensor Tensor::gelu(bool tanh_approx) const {
 
 Tensor Tensor::clamp(double lo, double hi) const {
   Tensor y = call1(GN_OP_HANDLE("clamp"), {this}, {gn_attr_float(lo), gn_attr_float(hi)});
-  if (auto n = record("clamp", R::clamp, {*this}, y))
-    n->saved = {detach(), wrap_scalar(lo, device()), wrap_scalar(hi, device())};  // x, lo, hi
+  if (auto n = record("clamp", R::clamp, {*this}, y)) {
+    n->save("x", detach());
+    n->save("lo", wrap_scalar(lo, device()));
+    n->save("hi", wrap_scalar(hi, device()));
+  }
   return y;
 }
 
@@ -144,18 +152,18 @@ Tensor Tensor::pow(const Scalar& p) const {
   Tensor e = wrap_scalar(p, device());
   Tensor y = call1(GN_OP_HANDLE("pow"), {&x, &e});
   if (auto n = record("pow", R::pow_scalar, {x}, y)) {
-    n->saved = {x.detach()};
-    n->f = p.value;
+    n->save("a", x.detach());  // the base, as pow saves it
+    n->keep_attr("exponent", gn_attr_float(p.value));
   }
   return y;
 }
 Tensor Tensor::pow(const Tensor& p) const { return binary(GN_OP_HANDLE("pow"), *this, p, R::pow, kA | kB | kOut); }
 
 Tensor Tensor::add(const Tensor& o, double alpha) const {
-  return binary(GN_OP_HANDLE("add"), *this, o, R::add, kNone, {gn_attr_float(alpha)}, alpha);
+  return binary(GN_OP_HANDLE("add"), *this, o, R::add, kNone, {gn_attr_float(alpha)});
 }
 Tensor Tensor::sub(const Tensor& o, double alpha) const {
-  return binary(GN_OP_HANDLE("sub"), *this, o, R::sub, kNone, {gn_attr_float(alpha)}, alpha);
+  return binary(GN_OP_HANDLE("sub"), *this, o, R::sub, kNone, {gn_attr_float(alpha)});
 }
 Tensor Tensor::mul(const Tensor& o) const { return binary(GN_OP_HANDLE("mul"), *this, o, R::mul, kAB); }
 Tensor Tensor::div(const Tensor& o) const { return binary(GN_OP_HANDLE("div"), *this, o, R::div, kB | kOut); }
@@ -177,29 +185,28 @@ Tensor where(const Tensor& cond, const Tensor& a_, const Tensor& b_) {
   Tensor a = a_, b = b_;
   GN_AUTOCAST("where", &a, &b);  // AMP hook
   Tensor y = call1(GN_OP_HANDLE("where"), {&cond, &a, &b});
-  if (auto n = record("where", R::where, {cond, a, b}, y)) n->saved = {cond.detach()};
+  if (auto n = record("where", R::where, {cond, a, b}, y)) n->save("cond", cond.detach());
   return y;
 }
 
 // ------------------------------------------------------------ reductions
 
 Tensor Tensor::sum(Dims d, bool keepdim) const {
-  return reduce(GN_OP_HANDLE("sum"), *this, d, keepdim, R::sum,
-                {dims_attr(d), gn_attr_int(keepdim), gn_attr_int(GN_DIM_NONE)});
+  return reduce(GN_OP_HANDLE("sum"), *this, R::sum, {dims_attr(d), gn_attr_int(keepdim), gn_attr_int(GN_DIM_NONE)},
+                false, false);
 }
 Tensor Tensor::mean(Dims d, bool keepdim) const {
-  return reduce(GN_OP_HANDLE("mean"), *this, d, keepdim, R::mean,
-                {dims_attr(d), gn_attr_int(keepdim), gn_attr_int(GN_DIM_NONE)});
+  return reduce(GN_OP_HANDLE("mean"), *this, R::mean, {dims_attr(d), gn_attr_int(keepdim), gn_attr_int(GN_DIM_NONE)},
+                false, false);
 }
 Tensor Tensor::prod(Dims d, bool keepdim) const {
-  return reduce(GN_OP_HANDLE("prod"), *this, d, keepdim, R::prod,
-                {dims_attr(d), gn_attr_int(keepdim), gn_attr_int(GN_DIM_NONE)});
+  return reduce(GN_OP_HANDLE("prod"), *this, R::prod, {dims_attr(d), gn_attr_int(keepdim), gn_attr_int(GN_DIM_NONE)});
 }
 Tensor Tensor::max(Dims d, bool keepdim) const {
-  return reduce(GN_OP_HANDLE("max"), *this, d, keepdim, R::amax, {dims_attr(d), gn_attr_int(keepdim)});
+  return reduce(GN_OP_HANDLE("max"), *this, R::amax, {dims_attr(d), gn_attr_int(keepdim)});
 }
 Tensor Tensor::min(Dims d, bool keepdim) const {
-  return reduce(GN_OP_HANDLE("min"), *this, d, keepdim, R::amax, {dims_attr(d), gn_attr_int(keepdim)});
+  return reduce(GN_OP_HANDLE("min"), *this, R::amax, {dims_attr(d), gn_attr_int(keepdim)});
 }
 Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
   return call1(GN_OP_HANDLE("argmax"), {this}, {gn_attr_int(dim.value_or(GN_DIM_NONE)), gn_attr_int(keepdim)});
@@ -208,19 +215,17 @@ Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
   return call1(GN_OP_HANDLE("argmin"), {this}, {gn_attr_int(dim.value_or(GN_DIM_NONE)), gn_attr_int(keepdim)});
 }
 Tensor Tensor::var(Dims d, double correction, bool keepdim) const {
-  return reduce(GN_OP_HANDLE("var"), *this, d, keepdim, R::var,
-                {dims_attr(d), gn_attr_float(correction), gn_attr_int(keepdim)}, correction);
+  return reduce(GN_OP_HANDLE("var"), *this, R::var, {dims_attr(d), gn_attr_float(correction), gn_attr_int(keepdim)},
+                true, false);
 }
 Tensor Tensor::std(Dims d, double correction, bool keepdim) const {
-  return reduce(GN_OP_HANDLE("std"), *this, d, keepdim, R::std,
-                {dims_attr(d), gn_attr_float(correction), gn_attr_int(keepdim)}, correction);
+  return reduce(GN_OP_HANDLE("std"), *this, R::std, {dims_attr(d), gn_attr_float(correction), gn_attr_int(keepdim)});
 }
 Tensor Tensor::logsumexp(Dims d, bool keepdim) const {
-  return reduce(GN_OP_HANDLE("logsumexp"), *this, d, keepdim, R::logsumexp, {dims_attr(d), gn_attr_int(keepdim)});
+  return reduce(GN_OP_HANDLE("logsumexp"), *this, R::logsumexp, {dims_attr(d), gn_attr_int(keepdim)});
 }
 Tensor Tensor::norm(double p, Dims d, bool keepdim) const {
-  return reduce(GN_OP_HANDLE("norm"), *this, d, keepdim, R::norm,
-                {gn_attr_float(p), dims_attr(d), gn_attr_int(keepdim)}, p);
+  return reduce(GN_OP_HANDLE("norm"), *this, R::norm, {gn_attr_float(p), dims_attr(d), gn_attr_int(keepdim)});
 }
 
 Tensor Tensor::softmax(int64_t dim) const {
@@ -252,9 +257,10 @@ Tensor layer_norm(const Tensor& x_, const Tensor& weight_, const Tensor& bias_, 
   const auto attrs = {gn_attr_int(normalized_ndim), gn_attr_float(eps)};
   auto out = call(op, in, attrs, 3);
   if (auto n = record("layer_norm", R::layer_norm, in, out[0])) {
-    // saved: x, mean, rstd, [weight]
-    n->saved = {x.detach(), out[1], out[2]};
-    if (weight.defined()) n->saved.push_back(weight.detach());
+    n->save("x", x.detach());
+    n->save("mean", out[1]);
+    n->save("rstd", out[2]);
+    if (weight.defined()) n->save("weight", weight.detach());
     n->keep_attrs(op, attrs);
   }
   return out[0];
@@ -267,8 +273,9 @@ Tensor rms_norm(const Tensor& x_, const Tensor& weight_, double eps) {
   if (weight.defined()) in.push_back(weight);
   auto out = call(GN_OP_HANDLE("rms_norm"), in, {gn_attr_float(eps)}, 2);
   if (auto n = record("rms_norm", R::rms_norm, in, out[0])) {
-    n->saved = {x.detach(), out[1]};  // x, rstd, [weight]
-    if (weight.defined()) n->saved.push_back(weight.detach());
+    n->save("x", x.detach());
+    n->save("rstd", out[1]);
+    if (weight.defined()) n->save("weight", weight.detach());
   }
   return out[0];
 }
@@ -281,7 +288,9 @@ Tensor cross_entropy(const Tensor& logits_, const Tensor& target, int64_t ignore
   const auto attrs = {gn_attr_int(ignore_index), gn_attr_float(label_smoothing), gn_attr_int(reduction)};
   auto out = call(op, {&logits, &target}, attrs, 2);
   if (auto n = record("cross_entropy", R::cross_entropy, {logits, target}, out[0])) {
-    n->saved = {logits.detach(), target.detach(), out[1]};  // logits, target, lse
+    n->save("logits", logits.detach());
+    n->save("target", target.detach());
+    n->save("lse", out[1]);
     n->keep_attrs(op, attrs);
   }
   return out[0];
@@ -289,7 +298,7 @@ Tensor cross_entropy(const Tensor& logits_, const Tensor& target, int64_t ignore
 
 Tensor embedding(const Tensor& weight, const Tensor& ids) {
   Tensor y = call1(GN_OP_HANDLE("embedding"), {&weight, &ids});
-  if (auto n = record("embedding", R::embedding, {weight, ids}, y)) n->saved = {ids.detach()};
+  if (auto n = record("embedding", R::embedding, {weight, ids}, y)) n->save("ids", ids.detach());
   return y;
 }
 
@@ -328,12 +337,15 @@ Tensor Tensor::view(Shape s) const {
 }
 Tensor Tensor::permute(Shape d) const {
   gn_tensor* out = nullptr;
-  return view_result(gn_tensor_permute(handle(), d.data(), (int32_t)d.size(), &out), out, "permute", *this,
-                     R::permute, d);
+  Tensor y = view_result(gn_tensor_permute(handle(), d.data(), (int32_t)d.size(), &out), out, "permute", *this,
+                         R::permute);
+  if (auto& n = y.impl()->grad_fn) n->keep_attr("dims", gn_attr_ints(d.data(), d.size()));
+  return y;
 }
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   gn_tensor* out = nullptr;
-  return view_result(gn_tensor_transpose(handle(), d0, d1, &out), out, "transpose", *this, R::transpose, {d0, d1});
+  return view_result(gn_tensor_transpose(handle(), d0, d1, &out), out, "transpose", *this, R::transpose,
+                     {{"dim0", d0}, {"dim1", d1}});
 }
 Tensor Tensor::t() const {
   if (dim() != 2) throw Error(GN_ERR_SHAPE, "[t] expects a 2-D tensor, got rank " + std::to_string(dim()));
@@ -348,13 +360,14 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t stop, int64_t step) con
   stop = fix(stop);
   gn_tensor* out = nullptr;
   return view_result(gn_tensor_slice(handle(), d, start, stop, step, &out), out, "slice", *this, R::slice,
-                     {d, start, stop, step});
+                     {{"dim", d}, {"start", start}, {"stop", stop}, {"step", step}});
 }
 Tensor Tensor::select(int64_t dim, int64_t index) const {
   const int64_t d = detail::wrap_dim(dim, this->dim());
   if (d >= 0 && d < this->dim() && index < 0) index += shape()[d];
   gn_tensor* out = nullptr;
-  return view_result(gn_tensor_select(handle(), d, index, &out), out, "select", *this, R::select, {d, index});
+  return view_result(gn_tensor_select(handle(), d, index, &out), out, "select", *this, R::select,
+                     {{"dim", d}, {"index", index}});
 }
 Tensor Tensor::expand(Shape s) const {
   gn_tensor* out = nullptr;

@@ -23,17 +23,22 @@ struct Node;
 /** A gradient rule: grads of the inputs (undefined = none) from the output's grad. */
 using Rule = std::vector<Tensor> (*)(Node& node, const Tensor& grad);
 
-/** One recorded op with one differentiable output (the graph is a DAG of these). */
+/** One recorded op with one differentiable output (the graph is a DAG of these).
+ *
+ * A rule reads what the forward kept by name: saved("out"), attr_ints("dims").  The names of
+ * saved tensors are those of the op's row in derivatives.def; attributes are named by the op's
+ * schema (keep_attrs) or, for frontend functions without one (views), by keep_attr.  Nothing is
+ * read by position, so reordering an ops.def row cannot change what a rule sees. */
 struct Node {
   const char* name = "";                    ///< op name ("mul"); "accumulate_grad" for leaves
   Rule rule = nullptr;                      ///< null for AccumulateGrad
   std::vector<std::shared_ptr<Node>> next;  ///< per input: its grad_fn / accumulator, or null
   std::vector<InputMeta> inputs;            ///< per input: shape/dtype/device for reduction and casts
-  std::vector<Tensor> saved;                ///< detached tensors the rule reads (freed after use)
-  std::vector<int64_t> ints;                ///< integer attributes of frontend views and reductions (dims, flags)
-  double f = 0;                             ///< one float attribute (alpha, exponent)
-  const gn_op* op = nullptr;                ///< the recorded op, whose schema names `attrs`
-  std::vector<gn_attr_value> attrs;         ///< the op's attributes, completed with the schema's defaults
+  std::vector<Tensor> saved_tensors;        ///< detached tensors the rule reads (freed after use)
+  std::vector<const char*> saved_names;     ///< per saved tensor: its name ("x", "out", "index")
+  const gn_op* op = nullptr;                ///< the recorded op whose schema named `attrs`, if any
+  std::vector<gn_attr_value> attrs;         ///< the kept attributes (the op's completed with its defaults)
+  std::vector<const char*> attr_names;      ///< per kept attribute: its name
   std::vector<std::vector<int64_t>> attr_storage;  ///< the data of the ints attributes in `attrs`
   std::vector<Hook> pre_hooks;              ///< hooks on the output's gradient (non-leaf register_hook/retain_grad)
   std::shared_ptr<Tensor::Impl> leaf;       ///< AccumulateGrad: the leaf it writes
@@ -41,16 +46,27 @@ struct Node {
   std::function<std::vector<Tensor>(const Tensor&)> closure;  ///< the rule of a checkpointed region (see checkpoint)
   /** Frees the chain of input nodes iteratively (deep graphs would overflow the stack). */
   ~Node();
-  /** Keeps the attributes of a call of op: `given` (positional) completed with the schema's defaults. */
+  /** Keeps the attributes of a call of op: `given` (positional) completed with the schema's
+   * defaults, each under its schema name. */
   void keep_attrs(const gn_op* recorded, std::initializer_list<gn_attr_value> given);
-  /** The kept attribute named `name` in op's schema (throws when there is none). */
-  const gn_attr_value& attr(const char* name) const;
-  /** attr(name) as an integer. */
-  int64_t attr_int(const char* name) const { return attr(name).u.i; }
-  /** attr(name) as a float. */
-  double attr_float(const char* name) const { return attr(name).u.f; }
+  /** Keeps one attribute under `name` (frontend functions without a schema; ints are copied). */
+  void keep_attr(const char* attr_name, gn_attr_value value);
+  /** The kept attribute named `name` (throws naming the op and the kept names when there is none). */
+  const gn_attr_value& attr(const char* attr_name) const;
+  /** attr(name) as an integer (throws when it is not one). */
+  int64_t attr_int(const char* attr_name) const;
+  /** attr(name) as a float (throws when it is not one). */
+  double attr_float(const char* attr_name) const;
+  /** attr(name) as an integer list (throws when it is not one). */
+  std::vector<int64_t> attr_ints(const char* attr_name) const;
   /** The attributes of `backward` taken by name from the kept ones (defaults where not kept). */
   std::vector<gn_attr_value> attrs_for(const gn_op* backward) const;
+  /** Saves t for the rule under `name`. */
+  void save(const char* tensor_name, Tensor t);
+  /** The tensor saved as `name` (throws when none was, or when a backward freed it). */
+  const Tensor& saved(const char* tensor_name) const;
+  /** Whether a tensor was saved as `name` (optional inputs: a norm's weight, an attention mask). */
+  bool has_saved(const char* tensor_name) const;
 };
 
 /** Whether ops record for autograd on this thread. */

@@ -92,25 +92,64 @@ Node::~Node() {
 void Node::keep_attrs(const gn_op* recorded, std::initializer_list<gn_attr_value> given) {
   op = recorded;
   const gn_op_schema* s = gn_op_get_schema(recorded);
-  attrs.assign(given.begin(), given.end());
-  for (size_t i = attrs.size(); i < s->n_attrs; ++i) attrs.push_back(s->attrs[i].default_value);
-  // Own the ints data: the caller's arrays die with the call.
+  attrs.clear();
+  attr_names.clear();
   attr_storage.clear();
-  attr_storage.reserve(attrs.size());
-  for (gn_attr_value& a : attrs)
-    if (a.kind == GN_ATTR_INTS) {
-      attr_storage.emplace_back(a.u.ints.data, a.u.ints.data + a.u.ints.size);
-      a.u.ints.data = attr_storage.back().data();
-    }
+  for (size_t i = 0; i < s->n_attrs; ++i)
+    keep_attr(s->attrs[i].name, i < given.size() ? given.begin()[i] : s->attrs[i].default_value);
 }
 
-const gn_attr_value& Node::attr(const char* attr_name) const {
-  if (op) {
-    const gn_op_schema* s = gn_op_get_schema(op);
-    for (size_t i = 0; i < s->n_attrs && i < attrs.size(); ++i)
-      if (std::strcmp(s->attrs[i].name, attr_name) == 0) return attrs[i];
+void Node::keep_attr(const char* attr_name, gn_attr_value value) {
+  // Own the ints data: the caller's arrays die with the call.  (A vector moved by
+  // attr_storage's growth keeps its buffer, so earlier data pointers stay valid.)
+  if (value.kind == GN_ATTR_INTS) {
+    attr_storage.emplace_back(value.u.ints.data, value.u.ints.data + value.u.ints.size);
+    value.u.ints.data = attr_storage.back().data();
   }
-  throw Error(GN_ERR_INTERNAL, std::string("[") + name + "] the recorded node has no attribute '" + attr_name + "'");
+  attrs.push_back(value);
+  attr_names.push_back(attr_name);
+}
+
+namespace {
+// "a, b, c" of a list of names.
+std::string joined(const std::vector<const char*>& names) {
+  std::string r;
+  for (const char* n : names) r += (r.empty() ? "" : ", ") + std::string(n);
+  return r.empty() ? "none" : r;
+}
+const char* kind_name(int32_t kind) {
+  switch (kind) {
+    case GN_ATTR_INT: return "int";
+    case GN_ATTR_FLOAT: return "float";
+    case GN_ATTR_INTS: return "ints";
+    case GN_ATTR_STRING: return "str";
+    default: return "device";
+  }
+}
+}  // namespace
+
+const gn_attr_value& Node::attr(const char* attr_name) const {
+  for (size_t i = 0; i < attrs.size(); ++i)
+    if (std::strcmp(attr_names[i], attr_name) == 0) return attrs[i];
+  throw Error(GN_ERR_INTERNAL, std::string("[") + name + "] the recorded node has no attribute '" + attr_name +
+                                   "' (kept: " + joined(attr_names) + ")");
+}
+
+namespace {
+const gn_attr_value& of_kind(const Node& n, const char* attr_name, int32_t kind) {
+  const gn_attr_value& a = n.attr(attr_name);
+  if (a.kind != kind)
+    throw Error(GN_ERR_INTERNAL, std::string("[") + n.name + "] attribute '" + attr_name + "' is " + kind_name(a.kind) +
+                                     ", read as " + kind_name(kind));
+  return a;
+}
+}  // namespace
+
+int64_t Node::attr_int(const char* attr_name) const { return of_kind(*this, attr_name, GN_ATTR_INT).u.i; }
+double Node::attr_float(const char* attr_name) const { return of_kind(*this, attr_name, GN_ATTR_FLOAT).u.f; }
+std::vector<int64_t> Node::attr_ints(const char* attr_name) const {
+  const gn_attr_value& a = of_kind(*this, attr_name, GN_ATTR_INTS);
+  return std::vector<int64_t>(a.u.ints.data, a.u.ints.data + a.u.ints.size);
 }
 
 std::vector<gn_attr_value> Node::attrs_for(const gn_op* backward) const {
@@ -118,14 +157,34 @@ std::vector<gn_attr_value> Node::attrs_for(const gn_op* backward) const {
   std::vector<gn_attr_value> r;
   for (size_t i = 0; i < s->n_attrs; ++i) {
     gn_attr_value v = s->attrs[i].default_value;
-    if (op) {
-      const gn_op_schema* f = gn_op_get_schema(op);
-      for (size_t j = 0; j < f->n_attrs && j < attrs.size(); ++j)
-        if (std::strcmp(f->attrs[j].name, s->attrs[i].name) == 0) v = attrs[j];
-    }
+    for (size_t j = 0; j < attrs.size(); ++j)
+      if (std::strcmp(attr_names[j], s->attrs[i].name) == 0) v = attrs[j];
     r.push_back(v);
   }
   return r;
+}
+
+void Node::save(const char* tensor_name, Tensor t) {
+  saved_tensors.push_back(std::move(t));
+  saved_names.push_back(tensor_name);
+}
+
+bool Node::has_saved(const char* tensor_name) const {
+  for (const char* n : saved_names)
+    if (std::strcmp(n, tensor_name) == 0) return true;
+  return false;
+}
+
+const Tensor& Node::saved(const char* tensor_name) const {
+  for (size_t i = 0; i < saved_names.size(); ++i) {
+    if (std::strcmp(saved_names[i], tensor_name) != 0) continue;
+    if (i >= saved_tensors.size())
+      throw Error(GN_ERR_INVALID_ARGUMENT, std::string("[") + name + "] saved tensor '" + tensor_name +
+                                               "' was freed by a backward pass (use retain_graph)");
+    return saved_tensors[i];
+  }
+  throw Error(GN_ERR_INTERNAL, std::string("[") + name + "] the recorded node saved no tensor '" + tensor_name +
+                                   "' (saved: " + joined(saved_names) + ")");
 }
 
 bool grad_enabled() { return g_grad_enabled; }
@@ -218,7 +277,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
                       node_display_name(*node) + " a second time; pass retain_graph=true the first time");
         grads = node->rule(*node, g);
         if (!retain_graph) {
-          node->saved.clear();
+          node->saved_tensors.clear();
           node->released = true;
         }
       }

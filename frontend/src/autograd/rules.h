@@ -23,7 +23,7 @@ struct OpRule {
 const std::vector<OpRule>& rule_table();
 
 /** A GN_UNARY_GRAD row: the generated rule and what the forward saves for it
- * (saved[0] = x, saved[1] = out, either undefined when not named). */
+ * (as "x" and "out"). */
 struct UnaryGrad {
   const char* op;
   Rule rule;

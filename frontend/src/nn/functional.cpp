@@ -69,7 +69,10 @@ Tensor dropout(const Tensor& x, double p, bool training) { return genesis::dropo
 Tensor swiglu(const Tensor& gate_, const Tensor& up_) {
   Tensor gate = gate_, up = up_;
   Tensor y = call1(GN_OP_HANDLE("swiglu"), {&gate, &up});
-  if (auto n = record("swiglu", R::swiglu, {gate, up}, y)) n->saved = {gate.detach(), up.detach()};
+  if (auto n = record("swiglu", R::swiglu, {gate, up}, y)) {
+    n->save("gate", gate.detach());
+    n->save("up", up.detach());
+  }
   return y;
 }
 
@@ -88,7 +91,10 @@ Tensor linear(const Tensor& x_, const Tensor& weight_, const Tensor& bias_) {
     return call1(GN_OP_HANDLE("linear"), {&x, &weight, &bias});
   // One matmul with trans_b (no transposed view of the weight): (*, in) @ (out, in)^T.
   Tensor y = call1(GN_OP_HANDLE("matmul"), {&x, &weight}, {gn_attr_int(0), gn_attr_int(1)});
-  if (auto n = record("linear", R::linear, {x, weight}, y)) n->saved = {x.detach(), weight.detach()};
+  if (auto n = record("linear", R::linear, {x, weight}, y)) {
+    n->save("x", x.detach());
+    n->save("w", weight.detach());
+  }
   return bias.defined() ? y + bias : y;
 }
 
@@ -105,7 +111,8 @@ Tensor conv2d(const Tensor& x_, const Tensor& weight_, const Tensor& bias_, IntP
   const auto attrs = {gn_attr_ints(&a[0], 2), gn_attr_ints(&a[2], 2), gn_attr_ints(&a[4], 2), gn_attr_int(groups)};
   Tensor y = std::move(call(op, in, attrs, 1)[0]);
   if (auto n = record("conv2d", R::conv2d, in, y)) {
-    n->saved = {x.detach(), weight.detach()};
+    n->save("x", x.detach());
+    n->save("w", weight.detach());
     n->keep_attrs(op, attrs);
   }
   return y;
@@ -121,7 +128,8 @@ Tensor max_pool2d(const Tensor& x, IntPair kernel, std::optional<IntPair> stride
                       gn_attr_int(a[8])};
   auto out = call(op, {&x}, attrs, 2);
   if (auto n = record("max_pool2d", R::max_pool2d, {x}, out[0])) {
-    n->saved = {x.detach(), out[1]};  // x, indices
+    n->save("x", x.detach());
+    n->save("indices", out[1]);
     n->keep_attrs(op, attrs);
   }
   return out[0];
@@ -137,7 +145,7 @@ Tensor avg_pool2d(const Tensor& x, IntPair kernel, std::optional<IntPair> stride
                       gn_attr_int(a[7])};
   Tensor y = call1(op, {&x}, attrs);
   if (auto n = record("avg_pool2d", R::avg_pool2d, {x}, y)) {
-    n->saved = {x.detach()};
+    n->save("x", x.detach());
     n->keep_attrs(op, attrs);
   }
   return y;
@@ -166,8 +174,12 @@ Tensor scaled_dot_product_attention(const Tensor& q_, const Tensor& k_, const Te
   const auto attrs = {gn_attr_int(is_causal ? 1 : 0), gn_attr_float(sc)};
   auto out = call(op, in, attrs, 2);
   if (auto n = record("scaled_dot_product_attention", R::sdpa, in, out[0])) {
-    n->saved = {q.detach(), k.detach(), v.detach(), out[0].detach(), out[1]};
-    if (mask.defined()) n->saved.push_back(mask.detach());
+    n->save("q", q.detach());
+    n->save("k", k.detach());
+    n->save("v", v.detach());
+    n->save("out", out[0].detach());
+    n->save("lse", out[1]);
+    if (mask.defined()) n->save("mask", mask.detach());
     n->keep_attrs(op, attrs);
   }
   return three_d ? out[0].squeeze(0) : out[0];
@@ -175,7 +187,10 @@ Tensor scaled_dot_product_attention(const Tensor& q_, const Tensor& k_, const Te
 
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   Tensor y = call1(GN_OP_HANDLE("rope"), {&x, &cos, &sin});
-  if (auto n = record("rope", R::rope, {x, cos, sin}, y)) n->saved = {cos.detach(), sin.detach()};
+  if (auto n = record("rope", R::rope, {x, cos, sin}, y)) {
+    n->save("cos", cos.detach());
+    n->save("sin", sin.detach());
+  }
   return y;
 }
 
@@ -205,16 +220,18 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) { return 
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
   if (xs.empty()) throw invalid("cat", "expects at least one tensor");
   const int64_t d = detail::wrap_dim(dim, xs[0].dim());
-  Tensor y = std::move(call(GN_OP_HANDLE("cat"), xs, {gn_attr_int(d)}, 1)[0]);
-  if (auto n = record("cat", R::cat, xs, y)) n->ints = {d};
+  const gn_op* op = GN_OP_HANDLE("cat");
+  Tensor y = std::move(call(op, xs, {gn_attr_int(d)}, 1)[0]);
+  if (auto n = record("cat", R::cat, xs, y)) n->keep_attrs(op, {gn_attr_int(d)});
   return y;
 }
 
 Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
   if (xs.empty()) throw invalid("stack", "expects at least one tensor");
   const int64_t d = detail::wrap_dim(dim, xs[0].dim() + 1);
-  Tensor y = std::move(call(GN_OP_HANDLE("stack"), xs, {gn_attr_int(d)}, 1)[0]);
-  if (auto n = record("stack", R::stack, xs, y)) n->ints = {d};
+  const gn_op* op = GN_OP_HANDLE("stack");
+  Tensor y = std::move(call(op, xs, {gn_attr_int(d)}, 1)[0]);
+  if (auto n = record("stack", R::stack, xs, y)) n->keep_attrs(op, {gn_attr_int(d)});
   return y;
 }
 

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -516,17 +517,17 @@ TEST(CppAutograd, BackwardFreesSavedTensors) {
   Tensor y = (h * x).sum();    // mul saves both inputs
   auto mul = y.grad_fn()->next[0];
   ASSERT_NE(mul, nullptr);
-  EXPECT_FALSE(mul->saved.empty());
-  EXPECT_FALSE(h.grad_fn()->saved.empty());
+  EXPECT_FALSE(mul->saved_tensors.empty());
+  EXPECT_FALSE(h.grad_fn()->saved_tensors.empty());
   y.backward();
-  EXPECT_TRUE(mul->saved.empty());  // freed as soon as the node ran
+  EXPECT_TRUE(mul->saved_tensors.empty());  // freed as soon as the node ran
   EXPECT_TRUE(mul->released);
-  EXPECT_TRUE(h.grad_fn()->saved.empty());
+  EXPECT_TRUE(h.grad_fn()->saved_tensors.empty());
   // With retain_graph they stay, and a second backward accumulates the same gradient again.
   x.set_grad(Tensor());
   Tensor z = (x.exp() * x).sum();
   z.backward({}, true);
-  EXPECT_FALSE(z.grad_fn()->next[0]->saved.empty());
+  EXPECT_FALSE(z.grad_fn()->next[0]->saved_tensors.empty());
   const std::vector<double> once = x.grad().tolist();
   z.backward();
   const std::vector<double> twice = x.grad().tolist();
@@ -562,6 +563,110 @@ TEST(CppAutograd, GradientsNeverAliasOtherTensors) {
   (z * 3).sum().backward();
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_FALSE(gn_tensor_shares_storage(z.grad().handle(), seen[0].handle()));
+}
+
+}  // namespace
+
+namespace {
+
+// op -> the tensors its derivatives.def row says the forward saves.
+const std::map<std::string, std::set<std::string>>& row_saves() {
+  static const std::map<std::string, std::set<std::string>> m = [] {
+    std::map<std::string, std::set<std::string>> r;
+    auto add = [&r](const char* op, std::string saves) {
+      std::set<std::string>& words = r[op];
+      for (size_t i = 0; i < saves.size();) {
+        size_t j = saves.find(' ', i);
+        if (j == std::string::npos) j = saves.size();
+        if (j > i) words.insert(saves.substr(i, j - i));
+        i = j + 1;
+      }
+    };
+#define GN_UNARY_GRAD(op, saves, policy, formula) add(#op, saves);
+#define GN_GRAD(op, rule, saves, policy) add(#op, saves);
+#include "derivatives.def"
+    return r;
+  }();
+  return m;
+}
+
+// Every node a function records, found from its output.
+std::vector<std::shared_ptr<ag::Node>> nodes_of(const Tensor& out) {
+  std::vector<std::shared_ptr<ag::Node>> seen, stack;
+  if (out.grad_fn()) stack.push_back(out.grad_fn());
+  while (!stack.empty()) {
+    auto n = stack.back();
+    stack.pop_back();
+    if (std::find(seen.begin(), seen.end(), n) != seen.end()) continue;
+    seen.push_back(n);
+    for (const auto& m : n->next)
+      if (m && m->rule) stack.push_back(m);
+  }
+  return seen;
+}
+
+// The names a node saves its tensors under are those its derivatives.def row declares
+// (the rules read them by these names: NodeReadsByName shows a wrong name throwing).
+TEST(CppAutograd, SavedTensorsMatchTheirDerivativesRow) {
+  genesis::manual_seed(7);
+  Tensor a = leaf({3, 4}), b = pos({3, 4}), w = leaf({4}), m = leaf({2, 4});
+  Tensor i = ids({2, 0}, {2}), gi = ids({0, 2, 1, 0, 1, 1, 2, 0}, {2, 4});
+  const std::vector<Tensor> outs = {
+      a.exp() + a.sigmoid() * a.log1p().abs() + a.gelu() + a.silu() + a.square().sqrt(),
+      a / b + a.pow(b) + a.pow(2) * a.maximum(b) - a.minimum(b),
+      (a * b).sum(1) + a.mean(1) + a.prod(1) + a.var(1) + a.std(1) + a.max(1) + a.logsumexp(1) + a.norm(3, 1),
+      a.softmax(-1).log_softmax(0).clamp(-1, 1) + genesis::where(a > 0, a, b),
+      genesis::layer_norm(a, w, w) + genesis::rms_norm(a, w),
+      a.index_select(0, i).sum(0) + a.gather(0, gi).sum(0) + a.topk(2).first.sum(1).sum() + a.sort(0).first.sum(0),
+      genesis::bmm(m.unsqueeze(0), a.t().unsqueeze(0)),
+      F::scaled_dot_product_attention(leaf({1, 2, 3, 4}), leaf({1, 2, 3, 4}), leaf({1, 2, 3, 4})),
+      F::conv2d(leaf({1, 2, 4, 4}), leaf({3, 2, 3, 3})) + F::max_pool2d(leaf({1, 3, 4, 4}), 3, 1) +
+          F::avg_pool2d(leaf({1, 3, 4, 4}), 3, 1)};
+  size_t checked = 0;
+  for (const Tensor& out : outs)
+    for (const auto& n : nodes_of(out)) {
+      auto row = row_saves().find(n->name);
+      if (row == row_saves().end()) continue;  // a frontend view or function without a row
+      ++checked;
+      for (const char* saved : n->saved_names)
+        EXPECT_TRUE(row->second.count(saved)) << "node '" << n->name << "' saves '" << saved
+                                              << "', which its derivatives.def row does not name";
+    }
+  EXPECT_GE(checked, 30u);
+}
+
+// Rules read attributes and saved tensors by name; a name the forward did not keep, or an
+// attribute read as the wrong kind, is an error naming the op and what it kept.
+TEST(CppAutograd, NodeReadsByName) {
+  Tensor x = leaf({2, 3, 4});
+  Tensor y = x.var({0, 2}, 0.5, true);
+  const ag::Node& n = *y.grad_fn();
+  EXPECT_EQ(n.attr_ints("dims"), (std::vector<int64_t>{0, 2}));  // named by the schema, whatever its order
+  EXPECT_EQ(n.attr_float("correction"), 0.5);
+  EXPECT_EQ(n.attr_int("keepdim"), 1);
+  auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const genesis::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] { (void)n.attr_int("dim"); }).find("[var] the recorded node has no attribute 'dim' "
+                                                           "(kept: dims, correction, keepdim)"),
+            std::string::npos);
+  EXPECT_NE(message([&] { (void)n.attr_int("correction"); }).find("[var] attribute 'correction' is float, read as int"),
+            std::string::npos);
+  EXPECT_NE(message([&] { (void)n.saved("out"); }).find("[var] the recorded node saved no tensor 'out' (saved: x)"),
+            std::string::npos);
+  EXPECT_EQ(n.saved("x").shape(), x.shape());
+  // Views have no schema: their rules' attributes are named where they are recorded.
+  Tensor t = x.transpose(0, 2);
+  EXPECT_EQ(t.grad_fn()->attr_int("dim0"), 0);
+  EXPECT_EQ(t.grad_fn()->attr_int("dim1"), 2);
+  Tensor s = x.slice(1, 1, 3);
+  EXPECT_EQ(s.grad_fn()->attr_int("start"), 1);
+  EXPECT_EQ(s.grad_fn()->attr_int("stop"), 3);
 }
 
 }  // namespace
