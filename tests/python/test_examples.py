@@ -70,3 +70,11 @@ def test_transformer_learns_to_reverse():
 @pytest.mark.parametrize("name", ["quickstart.py", "rng.py", "amp.py", "memory_profiling.py"])
 def test_snippet_runs(name):
     run_example(name)
+
+
+def test_sft_chat_trains_a_tokenizer_and_a_model(tmp_path):
+    out = run_example("sft_chat.py", "--max-steps", "6", "--train", "400", "--questions", "2", "--batch-size", "16",
+                      "--out", str(tmp_path))
+    m = re.search(r"loss ([0-9.]+) -> ([0-9.]+)", out)
+    assert m and float(m.group(2)) < float(m.group(1)), out
+    assert "exact match on 2 held-out questions" in out

@@ -10,6 +10,7 @@
 #include "genesis/models/generation.hpp"
 #include "genesis/models/qwen.hpp"
 #include "genesis/tokenizer.hpp"
+#include "genesis/train/bpe_trainer.hpp"
 #include "genesis/train/sft.hpp"
 
 namespace genesis::python {
@@ -201,6 +202,27 @@ void bind_models(py::module_& m) {
            py::keep_alive<1, 2>())
       .def("put", &StreamDecoder::put, py::arg("id"))
       .def("flush", &StreamDecoder::flush);
+
+  mm.def(
+      "train_tokenizer",
+      [](const std::vector<std::string>& files, const std::string& out_dir, int64_t vocab_size, int64_t min_frequency) {
+        train::BpeTrainerOptions o;
+        o.vocab_size = vocab_size;
+        o.min_frequency = min_frequency;
+        train::BpeTrainingResult r;
+        {
+          py::gil_scoped_release nogil;
+          r = train::train_bpe_tokenizer(files, out_dir, o);
+        }
+        py::dict out;
+        out["vocab_size"] = r.vocab_size;
+        out["merges"] = r.merges;
+        out["words"] = r.words;
+        out["bytes"] = r.bytes;
+        return out;
+      },
+      py::arg("files"), py::arg("out_dir"), py::kw_only(), py::arg("vocab_size") = 8192, py::arg("min_frequency") = 2,
+      "Learns a byte-level BPE tokenizer (ChatML template) from text or chat JSONL files into out_dir");
 
   // ---- SFT: train_sft(model, tokenizer, train_file=..., output_dir=..., **SftOptions fields)
   mm.def(

@@ -8,7 +8,7 @@ tokenizer, generation with a KV cache, and supervised fine-tuning.
     print(tok.decode(out[0]))
 """
 from genesis import _C
-from genesis._C.models import QwenConfig, StreamDecoder, Tokenizer, read_chat_jsonl  # noqa: F401
+from genesis._C.models import QwenConfig, StreamDecoder, Tokenizer, read_chat_jsonl, train_tokenizer  # noqa: F401
 from genesis.nn.modules import CppLayer
 
 
