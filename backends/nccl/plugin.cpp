@@ -106,7 +106,11 @@ struct Comm {
         die(GN_ERR_TIMEOUT, std::string("[nccl] ") + what + " on rank " + std::to_string(rank) +
                                 ": a peer did not answer within " + std::to_string(limit) +
                                 " ms; the communicator was aborted");
-      if (++spins > 100) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      // Enqueueing takes microseconds: yield first, sleep only when it drags on.
+      if (++spins < 20000)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
   // The watchdog's loop: every 10 ms, NCCL's asynchronous error and the oldest call's event.

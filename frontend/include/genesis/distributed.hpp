@@ -133,15 +133,15 @@ class ProcessGroup {
   friend std::shared_ptr<ProcessGroup> make_group(const std::string&, const Device&, int, const std::vector<int>&,
                                                   TCPStore&, const std::string&, std::chrono::milliseconds);
   ProcessGroup() = default;
-  Work run(const char* what, bool async_op, std::function<void(gn_stream*)> fn);
+  Work run(const char* what, bool async_op, std::function<void(gn_stream*)> fn, std::function<void()> finish = {});
   gn_comm* comm_ = nullptr;
   int rank_ = 0, size_ = 1;
   std::vector<int> ranks_;
   Device device_;
   std::chrono::milliseconds timeout_{0};
   struct Worker;
-  std::unique_ptr<Worker> worker_;  // cpu: runs the calls in order, off the caller's thread when async
-  gn_stream* side_stream_ = nullptr;  // cuda: async calls run here
+  std::unique_ptr<Worker> worker_;  // runs the calls in order, off the caller's thread
+  gn_stream* side_stream_ = nullptr;  // cuda: the calls run here
 };
 
 // ---------------------------------------------------------- default group

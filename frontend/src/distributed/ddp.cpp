@@ -13,6 +13,7 @@
 //   3. finalize() launches what is left (with find_unused_parameters, missing
 //      gradients count as zeros; else it is an error naming them), waits for
 //      the buckets in order and writes the averages back into .grad.
+#include <cstdlib>
 #include <numeric>
 #include <unordered_set>
 
@@ -56,7 +57,9 @@ struct DistributedDataParallel::Reducer {
 
   void launch(Bucket& b) {
     NoGradGuard ng;
-    b.flat = zeros({b.numel}, Options{b.dtype, b.device});
+    bool all = true;  // every gradient present: the copies fill the whole buffer
+    for (size_t i : b.params) all = all && params[i].grad().defined();
+    b.flat = all ? empty({b.numel}, Options{b.dtype, b.device}) : zeros({b.numel}, Options{b.dtype, b.device});
     for (size_t k = 0; k < b.params.size(); ++k) {
       Tensor g = params[b.params[k]].grad();
       if (g.defined()) b.flat.slice(0, b.offset[k], b.offset[k] + g.numel()).copy_(g.reshape({g.numel()}));
@@ -169,7 +172,9 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions 
   for (auto& [name, p] : module.named_parameters())
     if (p.requires_grad()) r.params.push_back(p), r.names.push_back(name);
   // 2. Buckets of about bucket_cap_mb, in reverse registration order, one dtype and device each.
-  const double cap = options.bucket_cap_mb * 1024 * 1024;
+  double cap_mb = options.bucket_cap_mb;
+  if (const char* e = std::getenv("GENESIS_DDP_BUCKET_MB"); e && *e) cap_mb = std::atof(e);
+  const double cap = cap_mb * 1024 * 1024;
   r.bucket_of.assign(r.params.size(), 0);
   r.ready.assign(r.params.size(), false);
   for (size_t n = r.params.size(); n-- > 0;) {

@@ -2,12 +2,14 @@
 // Work handles, the default (world) group from torchrun's environment, and
 // rank-aware logging.
 //
-// Ordering: a group's collectives run in call order on every rank.  On cpu
-// (gloo) a worker thread runs them, so async_op=true returns at once and the
-// caller keeps computing (DDP overlaps backward this way); a synchronous call
-// queues behind the pending ones and waits.  On cuda (nccl) an async call runs
-// on the group's side stream after the current stream's work, and Work::wait
-// makes the current stream wait for it.
+// Ordering: a group's calls run in call order on its worker thread, so
+// async_op=true returns at once and the caller keeps computing (DDP overlaps
+// backward this way); a synchronous call queues behind the pending ones and
+// waits.  On cpu (gloo) the worker does the transfer itself.  On cuda (nccl)
+// the worker enqueues it on the group's side stream, after an event recorded
+// on the caller's stream at the call; Work::wait makes the caller's stream
+// wait for it.  Either way the caller's thread never blocks in the
+// communicator, and results are copied back (non-contiguous tensors) in wait.
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -48,9 +50,11 @@ int env_int(const char* name, int fallback) {
 // ---- Work
 
 struct Work::State {
-  std::shared_future<void> done;  // cpu
+  std::shared_future<void> done;  // the worker ran the call
   gn_event* event = nullptr;      // cuda: recorded after the call on the side stream
   Device device;
+  std::function<void(gn_stream*)> call;  // kept here so its tensors die on the caller's thread
+  std::function<void()> finish;          // after the wait: copy results back
   ~State() { gn_status_free(gn_event_destroy(event)); }
 };
 
@@ -58,6 +62,11 @@ void Work::wait() {
   if (!s_) return;
   if (s_->done.valid()) s_->done.get();
   if (s_->event) check(gn_stream_wait_event(gn_stream_get_current(runtime(), s_->device.c()), s_->event), "Work.wait");
+  if (s_->finish) {
+    auto f = std::move(s_->finish);
+    s_->finish = nullptr;
+    f();
+  }
 }
 
 bool Work::is_completed() const {
@@ -122,43 +131,49 @@ ProcessGroup::~ProcessGroup() {
 
 std::string ProcessGroup::backend() const { return gn_comm_backend(comm_); }
 
-Work ProcessGroup::run(const char* what, bool async_op, std::function<void(gn_stream*)> fn) {
-  const std::string name = what;
-  if (worker_) {
-    auto fut = worker_->push([fn, name] { fn(nullptr); });
-    auto st = std::make_shared<Work::State>();
-    st->done = fut;
-    st->device = device_;
-    Work w(st);
-    if (!async_op) w.wait();
-    return w;
-  }
-  if (!async_op) {
-    fn(nullptr);
-    return Work();
-  }
-  // cuda: the side stream waits for the current stream, runs the call, and
-  // records an event the caller's stream waits on in Work::wait.
-  gn_runtime* rt = runtime();
-  if (!side_stream_) check(gn_stream_create(rt, device_.c(), &side_stream_), "ProcessGroup");
-  gn_event* ready = nullptr;
-  check(gn_event_create(rt, device_.c(), &ready), name.c_str());
-  gn_status* st0 = gn_event_record(ready, gn_stream_get_current(rt, device_.c()));
-  if (!st0) st0 = gn_stream_wait_event(side_stream_, ready);
-  gn_status_free(gn_event_destroy(ready));
-  check(st0, name.c_str());
-  fn(side_stream_);
+Work ProcessGroup::run(const char* what, bool async_op, std::function<void(gn_stream*)> fn,
+                       std::function<void()> finish) {
   auto st = std::make_shared<Work::State>();
   st->device = device_;
-  check(gn_event_create(rt, device_.c(), &st->event), name.c_str());
-  check(gn_event_record(st->event, side_stream_), name.c_str());
-  return Work(st);
+  st->call = std::move(fn);
+  st->finish = std::move(finish);
+  std::function<void(gn_stream*)>* call = &st->call;  // lives as long as st, which the task holds
+  if (device_.type() == "cpu") {
+    st->done = worker_->push([st, call] { (*call)(nullptr); });
+  } else {
+    gn_runtime* rt = runtime();
+    if (!side_stream_) check(gn_stream_create(rt, device_.c(), &side_stream_), "ProcessGroup");
+    gn_event* ready = nullptr;
+    check(gn_event_create(rt, device_.c(), &ready), what);
+    gn_status* e = gn_event_record(ready, gn_stream_get_current(rt, device_.c()));
+    if (!e) e = gn_event_create(rt, device_.c(), &st->event);
+    if (e) gn_status_free(gn_event_destroy(ready));
+    check(e, what);
+    gn_stream* side = side_stream_;
+    gn_event* done = st->event;
+    st->done = worker_->push([st, call, ready, done, side] {
+      gn_status* w = gn_stream_wait_event(side, ready);
+      gn_status_free(gn_event_destroy(ready));
+      check(w, "ProcessGroup");
+      (*call)(side);
+      check(gn_event_record(done, side), "ProcessGroup");
+    });
+  }
+  Work w(st);
+  if (!async_op) w.wait();
+  return w;
 }
 
 namespace {
 
 // A contiguous tensor holding t's data (t itself when already contiguous).
 Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : t.contiguous(); }
+
+// What Work::wait does after the transfer: copy a contiguous stand-in back into the caller's tensor.
+std::function<void()> copy_into(Tensor dst, Tensor buf, bool needed) {
+  if (!needed) return nullptr;
+  return [dst, buf]() mutable { dst.copy_(buf); };
+}
 
 void check_device(const ProcessGroup& g, const Tensor& t, const char* what) {
   if (!(t.device() == g.device()))
@@ -173,10 +188,9 @@ Work ProcessGroup::all_reduce(Tensor& t, ReduceOp op, bool async_op) {
   Tensor buf = dense(t), dst = t;
   const bool copy_back = !buf.is_same(t);
   gn_comm* c = comm_;
-  return run("all_reduce", async_op, [c, buf, dst, op, copy_back](gn_stream* s) mutable {
+  return run("all_reduce", async_op, [c, buf, op](gn_stream* s) {
     check_comm(gn_comm_all_reduce(c, buf.handle(), buf.handle(), (int32_t)op, s), "all_reduce");
-    if (copy_back) dst.copy_(buf);
-  });
+  }, copy_into(dst, buf, copy_back));
 }
 
 Work ProcessGroup::broadcast(Tensor& t, int src, bool async_op) {
@@ -184,10 +198,9 @@ Work ProcessGroup::broadcast(Tensor& t, int src, bool async_op) {
   Tensor buf = dense(t), dst = t;
   const bool copy_back = !buf.is_same(t);
   gn_comm* c = comm_;
-  return run("broadcast", async_op, [c, buf, dst, src, copy_back](gn_stream* s) mutable {
+  return run("broadcast", async_op, [c, buf, src](gn_stream* s) {
     check_comm(gn_comm_broadcast(c, buf.handle(), src, s), "broadcast");
-    if (copy_back) dst.copy_(buf);
-  });
+  }, copy_into(dst, buf, copy_back));
 }
 
 Work ProcessGroup::all_gather_into_tensor(Tensor& out, const Tensor& in, bool async_op) {
@@ -196,10 +209,9 @@ Work ProcessGroup::all_gather_into_tensor(Tensor& out, const Tensor& in, bool as
   Tensor src = dense(in), buf = dense(out), dst = out;
   const bool copy_back = !buf.is_same(out);
   gn_comm* c = comm_;
-  return run("all_gather", async_op, [c, src, buf, dst, copy_back](gn_stream* s) mutable {
+  return run("all_gather", async_op, [c, src, buf](gn_stream* s) {
     check_comm(gn_comm_all_gather(c, src.handle(), buf.handle(), s), "all_gather");
-    if (copy_back) dst.copy_(buf);
-  });
+  }, copy_into(dst, buf, copy_back));
 }
 
 std::vector<Tensor> ProcessGroup::all_gather(const Tensor& in) {
@@ -218,10 +230,9 @@ Work ProcessGroup::reduce_scatter_tensor(Tensor& out, const Tensor& in, ReduceOp
   Tensor src = dense(in), buf = dense(out), dst = out;
   const bool copy_back = !buf.is_same(out);
   gn_comm* c = comm_;
-  return run("reduce_scatter", async_op, [c, src, buf, dst, op, copy_back](gn_stream* s) mutable {
+  return run("reduce_scatter", async_op, [c, src, buf, op](gn_stream* s) {
     check_comm(gn_comm_reduce_scatter(c, src.handle(), buf.handle(), (int32_t)op, s), "reduce_scatter");
-    if (copy_back) dst.copy_(buf);
-  });
+  }, copy_into(dst, buf, copy_back));
 }
 
 Work ProcessGroup::all_to_all_single(Tensor& out, const Tensor& in, bool async_op) {
@@ -230,10 +241,9 @@ Work ProcessGroup::all_to_all_single(Tensor& out, const Tensor& in, bool async_o
   Tensor src = dense(in), buf = dense(out), dst = out;
   const bool copy_back = !buf.is_same(out);
   gn_comm* c = comm_;
-  return run("all_to_all", async_op, [c, src, buf, dst, copy_back](gn_stream* s) mutable {
+  return run("all_to_all", async_op, [c, src, buf](gn_stream* s) {
     check_comm(gn_comm_all_to_all(c, src.handle(), buf.handle(), s), "all_to_all");
-    if (copy_back) dst.copy_(buf);
-  });
+  }, copy_into(dst, buf, copy_back));
 }
 
 void ProcessGroup::send(const Tensor& t, int dst, int tag) {
@@ -248,16 +258,19 @@ void ProcessGroup::recv(Tensor& t, int src, int tag) {
   Tensor buf = dense(t), dst = t;
   const bool copy_back = !buf.is_same(t);
   gn_comm* c = comm_;
-  run("recv", false, [c, buf, dst, src, tag, copy_back](gn_stream* s) mutable {
+  run("recv", false, [c, buf, src, tag](gn_stream* s) {
     check_comm(gn_comm_recv(c, buf.handle(), src, tag, s), "recv");
-    if (copy_back) dst.copy_(buf);
-  });
+  }, copy_into(dst, buf, copy_back));
 }
 
 void ProcessGroup::barrier() {
   gn_comm* c = comm_;
-  run("barrier", false, [c](gn_stream* s) { check_comm(gn_comm_barrier(c, s), "barrier"); });
-  if (!worker_) check_comm(gn_comm_synchronize(c, nullptr, timeout_.count()), "barrier");
+  const int64_t timeout = timeout_.count();
+  // A barrier waits for the transfer itself, not only for its enqueueing (cuda).
+  run("barrier", false, [c, timeout](gn_stream* s) {
+    check_comm(gn_comm_barrier(c, s), "barrier");
+    check_comm(gn_comm_synchronize(c, s, timeout), "barrier");
+  });
 }
 
 void ProcessGroup::abort() { check_comm(gn_comm_abort(comm_), "abort"); }
@@ -298,7 +311,7 @@ std::shared_ptr<ProcessGroup> make_group(const std::string& backend, const Devic
   cfg.prefix = prefix.c_str();
   cfg.local_address = store.local_address().empty() ? nullptr : store.local_address().c_str();
   check_comm(gn_comm_create(rt, backend.c_str(), &cfg, &g->comm_), "init (" + backend + ", " + prefix + ")");
-  if (device.type() == "cpu") g->worker_ = std::make_unique<ProcessGroup::Worker>();
+  g->worker_ = std::make_unique<ProcessGroup::Worker>();
   return g;
 }
 

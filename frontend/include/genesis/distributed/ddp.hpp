@@ -27,7 +27,7 @@ namespace genesis::distributed {
 
 /** DDP options (torch's names). */
 struct DDPOptions {
-  double bucket_cap_mb = 25;           ///< bucket size in MiB (the first bucket too)
+  double bucket_cap_mb = 25;           ///< bucket size in MiB ($GENESIS_DDP_BUCKET_MB overrides it)
   bool find_unused_parameters = false; ///< allow parameters without a gradient in some backward passes
   bool broadcast_buffers = true;       ///< copy rank 0's buffers to every rank before each forward
   bool average = true;                 ///< divide the summed gradients by the world size
