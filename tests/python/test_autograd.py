@@ -195,3 +195,11 @@ def test_in_place_returns_self_and_augmented_assignment_records():
     with genesis.no_grad():
         w -= 0.5 * w.grad  # a manual SGD step, in place
     assert w.tolist() == [-3.5, -3.5] and w.is_leaf
+
+
+def test_the_seeds_gradient_flow_example():
+    a = genesis.Tensor([1, 2, 3], requires_grad=True)
+    b = genesis.Tensor([4, 5, 6], requires_grad=True)
+    c = a + b
+    c.backward(genesis.Tensor([1, 1, 1]))
+    assert a.grad.tolist() == [1.0, 1.0, 1.0] and b.grad.tolist() == [1.0, 1.0, 1.0]

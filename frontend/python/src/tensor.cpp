@@ -194,12 +194,14 @@ void bind_tensor(py::module_& m) {
   py::class_<Tensor> t(m, "Tensor");
   t.def(py::init([](const Tensor& other) { return other; }), py::arg("data"),
         "A tensor that shares `data` (same storage and autograd state)");
-  t.def(py::init([](py::handle data) {
-          Options o;
-          o.dtype = DType::f32;  // torch.Tensor(list) is float32
+  t.def(py::init([](py::handle data, py::handle dtype, py::handle device, bool requires_grad) {
+          Options o = make_options(dtype, device, requires_grad);
+          if (!o.dtype) o.dtype = DType::f32;  // torch.Tensor(list) is float32
           return tensor_from_object(data, o);
         }),
-        py::arg("data"), "A float32 tensor holding a copy of data (nested lists, numbers, arrays)");
+        py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+        py::arg("requires_grad") = false,
+        "A tensor holding a copy of data (nested lists, numbers, arrays); float32 unless dtype is given");
   // ---- metadata
   t.def_property_readonly("shape", [](const Tensor& x) { return py::tuple(py::cast(x.shape())); })
       .def("size",
