@@ -49,19 +49,28 @@ int env_int(const char* name, int fallback) {
 
 // ---- Work
 
+namespace {
+// What the worker runs: shared by the task and the Work, never pointing back at the Work
+// (the task lives in the future's shared state, which the Work holds: no cycle).
+struct Job {
+  std::function<void(gn_stream*)> call;
+  gn_event* done = nullptr;  // cuda: recorded after the call on the side stream
+  ~Job() { gn_status_free(gn_event_destroy(done)); }
+};
+}  // namespace
+
 struct Work::State {
   std::shared_future<void> done;  // the worker ran the call
-  gn_event* event = nullptr;      // cuda: recorded after the call on the side stream
+  std::shared_ptr<Job> job;
   Device device;
-  std::function<void(gn_stream*)> call;  // kept here so its tensors die on the caller's thread
-  std::function<void()> finish;          // after the wait: copy results back
-  ~State() { gn_status_free(gn_event_destroy(event)); }
+  std::function<void()> finish;  // after the wait: copy results back
 };
 
 void Work::wait() {
   if (!s_) return;
   if (s_->done.valid()) s_->done.get();
-  if (s_->event) check(gn_stream_wait_event(gn_stream_get_current(runtime(), s_->device.c()), s_->event), "Work.wait");
+  if (s_->job && s_->job->done)
+    check(gn_stream_wait_event(gn_stream_get_current(runtime(), s_->device.c()), s_->job->done), "Work.wait");
   if (s_->finish) {
     auto f = std::move(s_->finish);
     s_->finish = nullptr;
@@ -73,7 +82,7 @@ bool Work::is_completed() const {
   if (!s_) return true;
   if (s_->done.valid()) return s_->done.wait_for(Ms(0)) == std::future_status::ready;
   int32_t done = 1;
-  if (s_->event) check(gn_event_query(s_->event, &done), "Work.is_completed");
+  if (s_->job && s_->job->done) check(gn_event_query(s_->job->done, &done), "Work.is_completed");
   return done != 0;
 }
 
@@ -135,28 +144,28 @@ Work ProcessGroup::run(const char* what, bool async_op, std::function<void(gn_st
                        std::function<void()> finish) {
   auto st = std::make_shared<Work::State>();
   st->device = device_;
-  st->call = std::move(fn);
   st->finish = std::move(finish);
-  std::function<void(gn_stream*)>* call = &st->call;  // lives as long as st, which the task holds
+  auto job = std::make_shared<Job>();
+  job->call = std::move(fn);
+  st->job = job;
   if (device_.type() == "cpu") {
-    st->done = worker_->push([st, call] { (*call)(nullptr); });
+    st->done = worker_->push([job] { job->call(nullptr); });
   } else {
     gn_runtime* rt = runtime();
     if (!side_stream_) check(gn_stream_create(rt, device_.c(), &side_stream_), "ProcessGroup");
     gn_event* ready = nullptr;
     check(gn_event_create(rt, device_.c(), &ready), what);
     gn_status* e = gn_event_record(ready, gn_stream_get_current(rt, device_.c()));
-    if (!e) e = gn_event_create(rt, device_.c(), &st->event);
+    if (!e) e = gn_event_create(rt, device_.c(), &job->done);
     if (e) gn_status_free(gn_event_destroy(ready));
     check(e, what);
     gn_stream* side = side_stream_;
-    gn_event* done = st->event;
-    st->done = worker_->push([st, call, ready, done, side] {
+    st->done = worker_->push([job, ready, side] {
       gn_status* w = gn_stream_wait_event(side, ready);
       gn_status_free(gn_event_destroy(ready));
       check(w, "ProcessGroup");
-      (*call)(side);
-      check(gn_event_record(done, side), "ProcessGroup");
+      job->call(side);
+      check(gn_event_record(job->done, side), "ProcessGroup");
     });
   }
   Work w(st);

@@ -17,6 +17,7 @@
 #include "genesis/distributed/ddp.hpp"
 #include "genesis/data/dataloader.hpp"
 #include "genesis/io.hpp"
+#include "genesis/memory.hpp"
 #include "genesis/nn/functional.hpp"
 #include "genesis/nn/linear.hpp"
 #include "genesis/optim/sgd.hpp"
@@ -158,7 +159,9 @@ int run() {
     dist::DistributedDataParallel ddp(*model);  // default 25 MB: one bucket
     genesis::optim::SGD opt(model->parameters(), {.lr = 0.05, .momentum = 0.9});
     genesis::optim::SGD ref_opt(ref->parameters(), {.lr = 0.05, .momentum = 0.9});
+    uint64_t held_after_5 = 0;
     for (int s = 1; s <= 30; ++s) {
+      if (s == 6) held_after_5 = genesis::memory_allocated(dev());
       opt.zero_grad();
       ref_opt.zero_grad();
       auto [x, y] = batch(me, s);
@@ -168,6 +171,10 @@ int run() {
       nn::functional::mse_loss(ref->forward(f64(gx)), f64(gy)).backward();
       ref_opt.step();
     }
+    opt.zero_grad();
+    expect(genesis::memory_allocated(dev()) <= held_after_5,
+           "DDP keeps nothing from step to step: " + std::to_string(held_after_5) + " bytes allocated after 5 steps, " +
+               std::to_string(genesis::memory_allocated(dev())) + " after 30");
     expect_replicas_equal(*model, "30 SGD steps");
     auto p = model->named_parameters(), q = ref->named_parameters();
     for (size_t i = 0; i < p.size(); ++i)
