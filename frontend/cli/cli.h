@@ -61,7 +61,7 @@ int run_info(const GlobalOptions& opts, bool with_ops = true);
 struct TestOpsOptions {
   std::string backend;        // plugin under test
   std::string op;             // only this op ("" = all)
-  std::string mode = "test";  // test | perf
+  std::string mode = "test";  // test | perf | grad
   bool verbose = false;
 };
 

@@ -1,6 +1,10 @@
 // test_ops.cpp - `genesis test-ops`: the ops a loaded plugin implements, run
 // on it and on the reference backend from the same random inputs and
-// compared (--mode test), or timed (--mode perf).  It needs no source tree:
+// compared (--mode test), timed (--mode perf), or differentiated through the
+// frontend and checked against central differences (--mode grad, the
+// differentiable ops' samples of autograd::grad_samples: float64 where the
+// plugin has a float64 kernel of the op, else float32 with looser
+// tolerances; see autograd::gradcheck_sample).  It needs no source tree:
 // the cases come from each op's schema (arity, attribute defaults) and the
 // kernels the plugin registered (device type, dtypes), so a third-party
 // backend or op plugin is checked the way the built-in ones are.
@@ -21,6 +25,7 @@
 // exact.  Errors must agree in code.  Exit status 1 when a case fails.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -31,6 +36,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "genesis/autograd.hpp"
 
 namespace genesis::cli {
 namespace {
@@ -281,28 +287,91 @@ CLI::App* add_test_ops(CLI::App& app, TestOpsOptions& opts) {
   c->fallthrough();
   c->add_option("--backend", opts.backend, "plugin under test (cpu, cuda, reference, an op plugin)")->required();
   c->add_option("--op", opts.op, "only this op");
-  c->add_option("--mode", opts.mode, "test (compare with reference) or perf (time the backend)")
-      ->check(CLI::IsMember({"test", "perf"}));
+  c->add_option("--mode", opts.mode,
+                "test (compare with reference), perf (time the backend) or grad (gradients against finite "
+                "differences)")
+      ->check(CLI::IsMember({"test", "perf", "grad"}));
   c->add_flag("-v,--verbose", opts.verbose, "print every case");
   return c;
 }
 
+namespace {
+
+// Whether rt loaded the plugin `name` (else says so).
+bool plugin_loaded(gn_runtime* rt, const std::string& name) {
+  for (size_t i = 0; i < gn_runtime_plugin_count(rt); ++i) {
+    gn_plugin_record rec{};
+    rec.struct_size = sizeof rec;
+    if (Status(gn_runtime_plugin_get(rt, i, &rec)).ok() && rec.loaded && name == rec.name) return true;
+  }
+  std::fprintf(stderr, "genesis test-ops: plugin '%s' is not loaded (see genesis info)\n", name.c_str());
+  return false;
+}
+
+// --mode grad: every differentiable op the plugin has a kernel for, through the frontend.
+int run_test_grad(const GlobalOptions& g, const TestOpsOptions& opts) {
+  GlobalOptions o = g;
+  o.plugins = opts.backend == "reference" ? "reference" : "reference," + opts.backend;
+  o.has_plugins = true;
+  o.quiet = true;
+  try {
+    init_frontend(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "genesis test-ops: %s\n", e.what());
+    return 2;
+  }
+  gn_runtime* rt = genesis::runtime();
+  if (!plugin_loaded(rt, opts.backend)) return 2;
+  size_t passed = 0, failed = 0, skipped = 0;
+  for (const std::string& name : autograd::differentiable_ops()) {
+    if (!opts.op.empty() && name != opts.op) continue;
+    const gn_op* op = nullptr;
+    const Served served = Status(gn_op_find(rt, name.c_str(), &op)).ok() ? served_by(op, opts.backend) : Served{};
+    const bool f64 = std::find(served.dtypes.begin(), served.dtypes.end(), GN_F64) != served.dtypes.end();
+    const bool f32 = std::find(served.dtypes.begin(), served.dtypes.end(), GN_F32) != served.dtypes.end();
+    const autograd::GradSample* sample = autograd::find_grad_sample(name);
+    if ((!f64 && !f32) || !sample) {
+      ++skipped;
+      const bool view = op && (gn_op_get_schema(op)->flags & GN_OP_VIEW);
+      if (opts.verbose)
+        std::printf("SKIP %-28s %s\n", name.c_str(),
+                    !sample ? "no sample" : view ? "a view (the core computes it, no kernel)" : "no float kernel in this plugin");
+      continue;
+    }
+    const DType dtype = f64 ? DType::f64 : DType::f32;
+    std::string why;
+    try {
+      why = autograd::gradcheck_sample(*sample, dtype, Device(served.device_type));
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (why.empty()) {
+      ++passed;
+      if (opts.verbose) std::printf("OK   %-28s %s\n", name.c_str(), gn_dtype_name(f64 ? GN_F64 : GN_F32));
+    } else {
+      ++failed;
+      std::printf("FAIL %-28s %s: %s\n", name.c_str(), gn_dtype_name(f64 ? GN_F64 : GN_F32), why.c_str());
+    }
+  }
+  std::printf("test-ops %s grad: %zu ops passed, %zu failed, %zu skipped\n", opts.backend.c_str(), passed, failed,
+              skipped);
+  if (passed + failed == 0) {
+    std::fprintf(stderr, "genesis test-ops: no differentiable op with a float kernel of '%s'%s\n",
+                 opts.backend.c_str(), opts.op.empty() ? "" : (" named '" + opts.op + "'").c_str());
+    return 1;
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
 int run_test_ops(const GlobalOptions& g, const TestOpsOptions& opts) {
+  if (opts.mode == "grad") return run_test_grad(g, opts);
   const bool perf = opts.mode == "perf";
   Side dut, ref;
   const std::string dut_plugins = opts.backend == "reference" ? "reference" : "reference," + opts.backend;
   if (!make_side(g, dut_plugins, "", dut) || !make_side(g, "reference", "", ref)) return 2;
-  bool loaded = false;
-  for (size_t i = 0; i < gn_runtime_plugin_count(dut.rt.get()); ++i) {
-    gn_plugin_record rec{};
-    rec.struct_size = sizeof rec;
-    if (Status(gn_runtime_plugin_get(dut.rt.get(), i, &rec)).ok() && rec.loaded && opts.backend == rec.name)
-      loaded = true;
-  }
-  if (!loaded) {
-    std::fprintf(stderr, "genesis test-ops: plugin '%s' is not loaded (see genesis info)\n", opts.backend.c_str());
-    return 2;
-  }
+  if (!plugin_loaded(dut.rt.get(), opts.backend)) return 2;
   size_t passed = 0, failed = 0, skipped = 0, ops_tested = 0;
   std::mt19937_64 rng(0x5eed);
   for (size_t oi = 0; oi < gn_op_count(dut.rt.get()); ++oi) {

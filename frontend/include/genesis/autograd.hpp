@@ -128,10 +128,27 @@ struct GradcheckOptions {
 };
 
 /** Compares autograd gradients of sum(fn(inputs) * w) (w random, fixed) with central
- * differences for every floating input that requires grad; inputs should be float64.
+ * differences for every floating input that requires grad; inputs should be float64 (float32
+ * needs a larger eps and tolerances, as gradcheck_sample uses).
  * Returns "" when they agree, else a description of the first mismatch. */
 std::string gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
                       const std::vector<Tensor>& inputs, GradcheckOptions opts = {});
+
+/** A finite-difference case of one differentiable op through the frontend, on any device and
+ * float dtype (`genesis test-ops --mode grad`). */
+struct GradSample {
+  std::string op;                                             ///< op name in core/ops/ops.def
+  std::function<std::vector<Tensor>(const Options&)> inputs;  ///< leaves that require grad, and constants
+  std::function<Tensor(const std::vector<Tensor>&)> fn;       ///< calls the op
+  bool rounds = false;                                        ///< fn rounds float64 through float32 (cast)
+};
+/** One sample per op of differentiable_ops() (GN_UNARY_GRAD rows get a generic one). */
+const std::vector<GradSample>& grad_samples();
+/** The sample of op, or nullptr. */
+const GradSample* find_grad_sample(const std::string& op);
+/** gradcheck of a sample with float64 or float32 inputs on device, with tolerances to match
+ * the dtype; "" when autograd agrees with central differences. */
+std::string gradcheck_sample(const GradSample& sample, DType dtype, const Device& device);
 
 }  // namespace genesis::autograd
 

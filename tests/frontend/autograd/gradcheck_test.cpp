@@ -6,7 +6,9 @@
 // runtime's op table (core/ops/ops.def) and fails when an op is neither in
 // autograd::differentiable_ops() (the GN_GRAD rows of
 // frontend/src/autograd/derivatives.def) with a gradcheck entry in checks()
-// below, nor a GN_NO_GRAD row there with a reason.
+// below and a sample in frontend/src/autograd/grad_samples.cpp (the case
+// `genesis test-ops --mode grad` runs on a backend), nor a GN_NO_GRAD row
+// there with a reason.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -403,16 +405,24 @@ TEST(CppGradcheck, EveryBuiltInOpIsClassified) {
     EXPECT_TRUE(rule || exempt) << "op '" << name << "' has no row in derivatives.def (GN_GRAD with a "
                                 << "rule, or GN_NO_GRAD with a reason)";
     EXPECT_FALSE(rule && exempt) << "op '" << name << "' has a rule but is listed as non-differentiable";
-    if (rule)
+    if (rule) {
       EXPECT_TRUE(checks().count(name) || unary_rows().count(name)) << "op '" << name << "' has a rule but no gradcheck entry";
+      EXPECT_TRUE(ag::find_grad_sample(name)) << "op '" << name << "' has a rule but no sample in grad_samples.cpp";
+    }
   }
   EXPECT_GE(n_builtin, 100u);
   for (const auto& [name, _] : checks()) EXPECT_TRUE(with_rule.count(name)) << "gradcheck entry '" << name << "' has no rule";
+  for (const ag::GradSample& s : ag::grad_samples()) EXPECT_TRUE(with_rule.count(s.op)) << "sample '" << s.op << "' has no rule";
 }
 
-// One test per differentiable op: its rule against central differences.
+// One test per differentiable op: its rule against central differences, in the cases
+// above and in its sample (what `genesis test-ops --mode grad` runs), float64 and float32.
 class EveryDifferentiableOp : public ::testing::TestWithParam<std::string> {};
 TEST_P(EveryDifferentiableOp, MatchesFiniteDifferences) {
+  if (const ag::GradSample* s = ag::find_grad_sample(GetParam())) {
+    EXPECT_EQ(ag::gradcheck_sample(*s, genesis::float64, dev()), "") << "float64 sample";
+    EXPECT_EQ(ag::gradcheck_sample(*s, genesis::float32, dev()), "") << "float32 sample";
+  }
   auto it = checks().find(GetParam());
   if (it == checks().end() && unary_rows().count(GetParam())) return unary_row_check(GetParam());
   ASSERT_NE(it, checks().end()) << "no gradcheck for " << GetParam();
