@@ -58,8 +58,8 @@ def _tiny_qwen_script(body):
 def test_ctrl_c_interrupts_generation():
     script = _tiny_qwen_script("""
         import sys
-        print("ready", flush=True)
         try:
+            print("ready", flush=True)
             model.generate([[1, 2, 3]], max_new_tokens=1_000_000, ignore_eos=True)
         except KeyboardInterrupt:
             print("interrupted", flush=True)
