@@ -58,16 +58,21 @@ def _tiny_qwen_script(body):
 def test_ctrl_c_interrupts_generation():
     script = _tiny_qwen_script("""
         import sys
+        started = []
+
+        def streamer(row, token):  # says once that the C++ loop runs
+            if not started:
+                started.append(1)
+                print("ready", flush=True)
         try:
-            print("ready", flush=True)
-            model.generate([[1, 2, 3]], max_new_tokens=1_000_000, ignore_eos=True)
+            model.generate([[1, 2, 3]], max_new_tokens=1_000_000, ignore_eos=True, streamer=streamer)
         except KeyboardInterrupt:
             print("interrupted", flush=True)
             sys.exit(3)
     """)
     p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "ready"
-    time.sleep(1.0)
+    assert p.stdout.readline().strip() == "ready"  # inside generate
+    time.sleep(0.5)
     t = time.perf_counter()
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=30)
