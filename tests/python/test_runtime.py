@@ -117,3 +117,23 @@ def test_data_loader_order_depends_on_seed_and_epoch():
     assert sorted(sum(first, [])) == list(range(10)) and first != second
     loader.set_epoch(0)
     assert [b[0].tolist() for b in loader] == first
+
+
+def test_save_and_load_whole_checkpoints(tmp_path):
+    model = nn.Linear(3, 2)
+    opt = genesis.optim.Adam(model.parameters(), lr=0.1)
+    model(genesis.randn(4, 3)).sum().backward()
+    opt.step()
+    path = str(tmp_path / "ckpt.safetensors")
+    genesis.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 3, "note": None,
+                  "shape": (2, 3)}, path)
+    ck = genesis.load(path)
+    assert ck["epoch"] == 3 and ck["note"] is None and ck["shape"] == (2, 3)
+    assert ck["model"]["weight"].tolist() == model.weight.tolist()
+    assert ck["optimizer"]["state"][0]["step"] == 1  # int keys come back as ints
+    other = genesis.optim.Adam(nn.Linear(3, 2).parameters(), lr=0.1)
+    other.load_state_dict(ck["optimizer"])
+    assert other.state_dict()["state"][1]["exp_avg"].tolist() == opt.state_dict()["state"][1]["exp_avg"].tolist()
+    assert "optimizer.state.0.exp_avg" in genesis.load_file(path)  # tensors are named by their path
+    with pytest.raises(TypeError, match="cannot store a object"):
+        genesis.save({"x": object()}, str(tmp_path / "bad.safetensors"))
