@@ -86,6 +86,18 @@ inline std::vector<int64_t> shape_of(const gn_tensor_view& v) { return {v.shape,
 inline std::vector<int64_t> strides_of(const gn_tensor_view& v) { return {v.strides, v.strides + v.ndim}; }
 inline void* data_of(const gn_tensor_view& v) { return gn_view_ptr(&v); }
 
+// memcpy / memmove / memset that accept n == 0 with NULL pointers (the data of an empty tensor may
+// be NULL, and the C functions' pointers must not be even then).
+inline void copy_bytes(void* d, const void* s, size_t n) {
+  if (n) std::memcpy(d, s, n);
+}
+inline void move_bytes(void* d, const void* s, size_t n) {
+  if (n) std::memmove(d, s, n);
+}
+inline void set_bytes(void* d, int v, size_t n) {
+  if (n) std::memset(d, v, n);
+}
+
 // Primitive cache key: a flat byte string of the integers that decide a primitive.
 struct Key {
   std::string bytes;

@@ -214,8 +214,8 @@ GN_SDK_KERNEL(conv2d_backward_kernel) {
     GN_UNSUPPORTED("[conv2d_backward] shapes");
   const size_t es = gn_dtype_size(dt);
   if (p.N == 0 && p.C > 0 && p.KH > 0 && p.KW > 0) {  // empty batch: no gradient flows (zero bits are 0.0)
-    std::memset(data_of(out[1]), 0, (size_t)gn_view_numel(&out[1]) * es);
-    std::memset(data_of(out[2]), 0, (size_t)gn_view_numel(&out[2]) * es);
+    set_bytes(data_of(out[1]), 0, (size_t)gn_view_numel(&out[1]) * es);
+    set_bytes(data_of(out[2]), 0, (size_t)gn_view_numel(&out[2]) * es);
     return;
   }
   if (gn_view_numel(&in[0]) == 0 || gn_view_numel(&out[0]) == 0 || gn_view_numel(&out[1]) == 0)

@@ -59,7 +59,7 @@ void convert_views(const gn_tensor_view& x, const gn_tensor_view& y) {
   if (gn_view_numel(&x) == n && is_dense(x) && is_dense(y)) {
     if constexpr (SD == DD) {
       if (n * (int64_t)sizeof(S) < (int64_t(4) << 20)) {
-        std::memcpy(py, px, (size_t)n * sizeof(S));
+        copy_bytes(py, px, (size_t)n * sizeof(S));
         return;
       }
     }

@@ -21,7 +21,7 @@ namespace {
 bool load_ids(const gn_tensor_view& ids, int64_t V, std::vector<int64_t>& out) {
   const int64_t n = gn_view_numel(&ids);
   out.resize((size_t)n);
-  if (ids.dtype == GN_I64) std::memcpy(out.data(), data_of(ids), (size_t)n * 8);
+  if (ids.dtype == GN_I64) copy_bytes(out.data(), data_of(ids), (size_t)n * 8);
   else if (ids.dtype == GN_I32)
     for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int32_t*)data_of(ids))[i];
   else return false;
@@ -41,7 +41,7 @@ GN_SDK_KERNEL(embedding_kernel) {
   const size_t row = (size_t)D * gn_dtype_size(w.dtype);
   const char* pw = (const char*)data_of(w);
   char* po = (char*)data_of(o);
-  parallel_for((int64_t)ids.size(), D, [&](int64_t r) { std::memcpy(po + r * row, pw + ids[(size_t)r] * row, row); });
+  parallel_for((int64_t)ids.size(), D, [&](int64_t r) { copy_bytes(po + r * row, pw + ids[(size_t)r] * row, row); });
 }
 
 GN_SDK_KERNEL(embedding_backward_kernel) {

@@ -48,10 +48,10 @@ GN_SDK_KERNEL(kv_cache_write_kernel) {
     char* o = dst + ((bh * S + p + t) * D) * es;
     const char* s = sp + (b * sb + h * sh + t * st) * es;
     if (sd == 1 || D == 1) {
-      std::memcpy(o, s, (size_t)(D * es));
+      copy_bytes(o, s, (size_t)(D * es));
       return;
     }
-    for (int64_t d = 0; d < D; ++d) std::memcpy(o + d * es, s + d * sd * es, (size_t)es);
+    for (int64_t d = 0; d < D; ++d) copy_bytes(o + d * es, s + d * sd * es, (size_t)es);
   });
 }
 

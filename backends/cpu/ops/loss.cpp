@@ -31,7 +31,7 @@ bool load_targets(const gn_tensor_view& t, std::vector<int64_t>& out, int64_t C,
   const int64_t n = gn_view_numel(&t);
   out.resize((size_t)n);
   if (t.dtype == GN_I64) {
-    if (n) std::memcpy(out.data(), data_of(t), (size_t)n * 8);  // empty: data may be NULL
+    if (n) copy_bytes(out.data(), data_of(t), (size_t)n * 8);  // empty: data may be NULL
   }
   else if (t.dtype == GN_I32)
     for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int32_t*)data_of(t))[i];

@@ -20,7 +20,7 @@ namespace {
 void to_f32(const gn_tensor_view& v, int64_t n, float* dst) {
   const char* p = (const char*)data_of(v);
   switch (v.dtype) {
-    case GN_F32: std::memcpy(dst, p, (size_t)n * 4); break;
+    case GN_F32: copy_bytes(dst, p, (size_t)n * 4); break;
     case GN_BF16: for (int64_t i = 0; i < n; ++i) dst[i] = gn::sdk::bf16_to_float(((const uint16_t*)p)[i]); break;
     case GN_F16: for (int64_t i = 0; i < n; ++i) dst[i] = gn::sdk::half_to_float(((const uint16_t*)p)[i]); break;
     default: break;

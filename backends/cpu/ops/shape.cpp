@@ -42,7 +42,7 @@ int32_t wrap_dim(int64_t d, int32_t ndim) {
 bool load_indices(const gn_tensor_view& ix, int64_t size, std::vector<int64_t>& out) {
   const int64_t n = gn_view_numel(&ix);
   out.resize((size_t)n);
-  if (ix.dtype == GN_I64) std::memcpy(out.data(), data_of(ix), (size_t)n * 8);
+  if (ix.dtype == GN_I64) copy_bytes(out.data(), data_of(ix), (size_t)n * 8);
   else if (ix.dtype == GN_I32)
     for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int32_t*)data_of(ix))[i];
   else if (ix.dtype == GN_I8)
@@ -59,9 +59,9 @@ bool load_indices(const gn_tensor_view& ix, int64_t size, std::vector<int64_t>& 
 inline void copy_elem(char* d, const char* s, size_t es) {
   switch (es) {
     case 1: *d = *s; break;
-    case 2: std::memcpy(d, s, 2); break;
-    case 4: std::memcpy(d, s, 4); break;
-    default: std::memcpy(d, s, 8); break;
+    case 2: copy_bytes(d, s, 2); break;
+    case 4: copy_bytes(d, s, 4); break;
+    default: copy_bytes(d, s, 8); break;
   }
 }
 
@@ -122,7 +122,7 @@ void scatter_impl(const char* op, const gn_tensor_view* in, size_t n_in, const g
   if (!ok || !load_indices(ix, x.shape[dim], ids)) GN_UNSUPPORTED(std::string("[") + op + "] these arguments");
   const size_t es = gn_dtype_size(x.dtype);
   const int64_t n = gn_view_numel(&x);
-  if (data_of(o) != data_of(x)) std::memcpy(data_of(o), data_of(x), (size_t)n * es);
+  if (data_of(o) != data_of(x)) copy_bytes(data_of(o), data_of(x), (size_t)n * es);
   const Dims shape = dims_of(ix), os = dense_strides(dims_of(o)), is = dense_strides(shape);
   const Dims ss = scalar ? Dims(shape.size(), 0) : dense_strides(dims_of(src));
   const int64_t K = shape[(size_t)dim], fibers = K ? (int64_t)ids.size() / K : 0;
@@ -175,7 +175,7 @@ GN_SDK_KERNEL(index_select_kernel) {
   char* po = (char*)data_of(o);
   parallel_for(outer * k, inner, [&](int64_t r) {
     const int64_t a = r / k, i = r % k;
-    std::memcpy(po + (size_t)r * row, px + (size_t)(a * S + ids[(size_t)i]) * row, row);
+    copy_bytes(po + (size_t)r * row, px + (size_t)(a * S + ids[(size_t)i]) * row, row);
   });
 }
 
@@ -197,7 +197,7 @@ GN_SDK_KERNEL(index_add_kernel) {
   const Dims xd = dims_of(x);
   const int64_t outer = prod(xd, 0, (size_t)dim), S = xd[(size_t)dim], inner = prod(xd, (size_t)dim + 1, xd.size());
   const int64_t k = (int64_t)ids.size();
-  if (data_of(o) != data_of(x)) std::memcpy(data_of(o), data_of(x), (size_t)gn_view_numel(&x) * gn_dtype_size(x.dtype));
+  if (data_of(o) != data_of(x)) copy_bytes(data_of(o), data_of(x), (size_t)gn_view_numel(&x) * gn_dtype_size(x.dtype));
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename Storage<decltype(tag)::value>::T;
     if constexpr (std::is_same_v<T, bf16_t> || std::is_same_v<T, f16_t>) {
@@ -292,7 +292,7 @@ GN_SDK_KERNEL(cat_kernel) {
     const char* px = (const char*)data_of(x);
     const size_t base = (size_t)(off * inner) * es;
     parallel_for(outer, (int64_t)xrow / 4 + 1,
-                 [&](int64_t a) { std::memcpy(po + (size_t)a * orow + base, px + (size_t)a * xrow, xrow); });
+                 [&](int64_t a) { copy_bytes(po + (size_t)a * orow + base, px + (size_t)a * xrow, xrow); });
     off += x.shape[dim];
   }
 }
@@ -312,7 +312,7 @@ GN_SDK_KERNEL(stack_kernel) {
   char* po = (char*)data_of(o);
   parallel_for(outer * K, inner, [&](int64_t r) {
     const int64_t a = r / K, k = r % K;
-    std::memcpy(po + (size_t)r * row, (const char*)data_of(in[k]) + (size_t)a * row, row);
+    copy_bytes(po + (size_t)r * row, (const char*)data_of(in[k]) + (size_t)a * row, row);
   });
 }
 
@@ -335,9 +335,9 @@ void tri(const gn_tensor_view* in, size_t n_in, const gn_tensor_view& o, int64_t
     const int64_t e = UPPER ? N : std::clamp<int64_t>(i + diagonal + 1, 0, N);
     char* d = po + (size_t)(r * N) * es;
     const char* s = px + (size_t)(r * N) * es;
-    std::memset(d, 0, (size_t)b * es);
-    if (e > b) std::memmove(d + b * es, s + b * es, (size_t)(e - b) * es);
-    std::memset(d + e * es, 0, (size_t)(N - e) * es);
+    set_bytes(d, 0, (size_t)b * es);
+    if (e > b) move_bytes(d + b * es, s + b * es, (size_t)(e - b) * es);
+    set_bytes(d + e * es, 0, (size_t)(N - e) * es);
   });
 }
 
@@ -355,7 +355,7 @@ GN_SDK_KERNEL(one_hot_kernel) {
     GN_UNSUPPORTED("[one_hot] these arguments");
   int64_t* po = (int64_t*)data_of(o);
   parallel_for(n, C, [&](int64_t r) {
-    std::memset(po + r * C, 0, (size_t)C * 8);
+    set_bytes(po + r * C, 0, (size_t)C * 8);
     po[r * C + v[(size_t)r]] = 1;
   });
 }
