@@ -32,6 +32,7 @@ class DataLoader:
 
     def __init__(self, dataset, batch_size=1, shuffle=False, drop_last=False, seed=0):
         self.dataset = dataset
+        self.batch_size = batch_size
         self._impl = _C.data.DataLoader(list(dataset.tensors), batch_size, shuffle, drop_last, seed)
 
     def set_epoch(self, epoch):
@@ -41,7 +42,19 @@ class DataLoader:
         return len(self._impl)
 
     def __iter__(self):
+        # The epoch's order comes from the C++ loader once; each batch is one index_select per field
+        # (the rows the C++ loader would copy, so the batches are the same).
         epoch = self._impl.epoch
+        order = _C.tensor(self._impl.indices(epoch), dtype=_C.dtype.int64)
+        tensors = self.dataset.tensors
+        orders = {}
+        bs = self.batch_size
         for b in range(len(self._impl)):
-            yield tuple(self._impl.batch(epoch, b))
+            batch = []
+            for t in tensors:
+                dev = t.device
+                if dev not in orders:
+                    orders[dev] = order.to(dev)
+                batch.append(t.index_select(0, orders[dev][b * bs:(b + 1) * bs]))
+            yield tuple(batch)
         self._impl.epoch = epoch + 1
