@@ -67,6 +67,7 @@ struct MLP : nn::Module {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
     register_module("fc3", fc3);
+    register_module("drop", drop);  // so that eval() turns dropout off
   }
   Tensor forward(const Tensor& x) override {  // x (N, 1, 28, 28) -> logits (N, 10)
     Tensor h = drop(relu(fc1(flatten(x))));
