@@ -338,6 +338,10 @@ int run_test_grad(const GlobalOptions& g, const TestOpsOptions& opts) {
                     !sample ? "no sample" : view ? "a view (the core computes it, no kernel)" : "no float kernel in this plugin");
       continue;
     }
+    if (gn_device_count(rt, served.device_type.c_str()) < 1) {
+      std::fprintf(stderr, "genesis test-ops: no %s device\n", served.device_type.c_str());
+      return 2;
+    }
     const DType dtype = f64 ? DType::f64 : DType::f32;
     std::string why;
     try {

@@ -92,17 +92,11 @@ GN_SDK_KERNEL(where_kernel) {
 // registration
 
 void register_binary(const gn::sdk::Registrar& r) {
-  auto reg = [&](const char* name, auto& dtypes) {
-    r.kernel(name, dtypes, binary_kernel, 0, (void*)sc::find_binary_op(name));
-  };
-  reg("add", kAllDtypes);  // bool: logical or
-  reg("sub", kNumericDtypes);  // torch refuses bool subtraction
-  reg("mul", kAllDtypes);  // bool: logical and
-  reg("div", kAllDtypes);
-  reg("pow", kNumericDtypes);
-  reg("maximum", kAllDtypes);
-  reg("minimum", kAllDtypes);
-  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"}) reg(name, kAllDtypes);
+  // Every op of the shared list; its row travels as the kernel's user data.
+  for (const BinaryDef& b : sc::kBinaryOps) {
+    if (b.takes_bool) r.kernel(b.name, kAllDtypes, binary_kernel, 0, (void*)&b);
+    else r.kernel(b.name, kNumericDtypes, binary_kernel, 0, (void*)&b);
+  }
   r.kernel("where", kAllDtypes, where_kernel);
 }
 

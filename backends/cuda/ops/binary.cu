@@ -24,17 +24,6 @@ enum BinOp : int {
   kMax = sc::kBin_maximum, kMin = sc::kBin_minimum, kEq = sc::kBin_eq
 };
 
-int bin_code(const std::string& n) {
-  static const char* names[] = {
-#define GN_CUDA_BIN_NAME(name, F) #name,
-      GN_SCALAR_BINARY_OPS(GN_CUDA_BIN_NAME) GN_SCALAR_COMPARE_OPS(GN_CUDA_BIN_NAME)
-#undef GN_CUDA_BIN_NAME
-  };
-  for (int i = 0; i < sc::kBinCount; ++i)
-    if (n == names[i]) return i;
-  fail(GN_ERR_INTERNAL, "[cuda] unknown binary op " + n);
-}
-
 // Math: double for f64; float for f32 except pow (double, rounded once like
 // the reference); f16/bf16 in float with round_checked (double near a
 // rounding midpoint); the rounding divisions (trunc/floor) always from the
@@ -265,18 +254,16 @@ GN_SDK_KERNEL(where_kernel) {
 }  // namespace
 
 GN_CUDA_FAMILY(binary) {
-  // The op code travels as the kernel's user data (no name lookup per call).
-  auto reg = [&](const char* name, auto& dtypes) {
-    r.kernel(name, dtypes, binary_kernel, 0, (void*)(intptr_t)bin_code(name));
+  // Every op of the shared lists (genesis/sdk/scalar_ops.h), bool operands where its
+  // functor serves them; the op code travels as the kernel's user data (no name
+  // lookup per call).
+  auto reg = [&](const char* name, int code, bool takes_bool) {
+    if (takes_bool) r.kernel(name, kAllDtypes, binary_kernel, 0, (void*)(intptr_t)code);
+    else r.kernel(name, kNumericDtypes, binary_kernel, 0, (void*)(intptr_t)code);
   };
-  reg("add", kAllDtypes);  // bool: logical or
-  reg("sub", kNumericDtypes);
-  reg("mul", kAllDtypes);  // bool: logical and
-  reg("div", kAllDtypes);
-  reg("pow", kNumericDtypes);
-  reg("maximum", kAllDtypes);
-  reg("minimum", kAllDtypes);
-  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or"}) reg(name, kAllDtypes);
+#define GN_CUDA_BIN_REG(name, F) reg(#name, sc::kBin_##name, sc::F::kBool);
+  GN_SCALAR_BINARY_OPS(GN_CUDA_BIN_REG) GN_SCALAR_COMPARE_OPS(GN_CUDA_BIN_REG)
+#undef GN_CUDA_BIN_REG
   r.kernel("where", kAllDtypes, where_kernel);
 }
 

@@ -484,42 +484,28 @@ void make_mask(const char* op, const Dims& dims, int ndim, bool* mask) {
   }
 }
 
-enum Kind { kSum, kMean, kProd, kMax, kMin, kArgmax, kArgmin, kVar, kStd, kLse, kNorm };
-
-Kind kind_of(const std::string& n) {
-  if (n == "sum") return kSum;
-  if (n == "mean") return kMean;
-  if (n == "prod") return kProd;
-  if (n == "max") return kMax;
-  if (n == "min") return kMin;
-  if (n == "argmax") return kArgmax;
-  if (n == "argmin") return kArgmin;
-  if (n == "var") return kVar;
-  if (n == "std") return kStd;
-  if (n == "logsumexp") return kLse;
-  if (n == "norm") return kNorm;
-  fail(GN_ERR_INTERNAL, "[cuda] unknown reduction " + n);
-}
+// The reduction codes of genesis/sdk/scalar_ops.h (GN_SCALAR_REDUCE_OPS).
+using Red = gn::sdk::scalar::Reduction;
 
 GN_SDK_KERNEL(reduce_kernel_entry) {
   const char* op = ctx->op_name ? ctx->op_name : "reduce";
   need_io(op, n_in, 1, n_out, 1);
   DeviceGuard g(ctx);
   const gn_tensor_view &x = in[0], &y = out[0];
-  const Kind k = kind_of(op);
+  const Red k = static_cast<Red>((intptr_t)ctx->kernel_data);  // set at registration
   Dims dims;
   double param = 0.0;
   switch (k) {
-    case kArgmax: case kArgmin: {
+    case Red::argmax: case Red::argmin: {
       const int64_t dim = attr_int(op, attrs, n_attrs, 0);
       if (dim != GN_DIM_NONE) dims = {dim};
       break;
     }
-    case kNorm:
+    case Red::norm:
       param = attr_float(op, attrs, n_attrs, 0);
       dims = attr_ints(op, attrs, n_attrs, 1);
       break;
-    case kVar: case kStd:
+    case Red::var: case Red::std:
       dims = attr_ints(op, attrs, n_attrs, 0);
       param = attr_float(op, attrs, n_attrs, 1);
       break;
@@ -531,39 +517,39 @@ GN_SDK_KERNEL(reduce_kernel_entry) {
   int64_t n_red = 1;
   for (int d = 0; d < x.ndim; ++d)
     if (mask[d]) n_red *= x.shape[d];
-  if ((k == kMax || k == kMin || k == kArgmax || k == kArgmin) && n_red == 0 && numel(y) > 0)
+  if ((k == Red::max || k == Red::min || k == Red::argmax || k == Red::argmin) && n_red == 0 && numel(y) > 0)
     fail_op(GN_ERR_INVALID_ARGUMENT, op, "cannot reduce over an empty dimension of input " + shape_str(x));
   switch (k) {
-    case kSum: case kMean: case kProd:
+    case Red::sum: case Red::mean: case Red::prod:
       if (y.dtype != x.dtype) fail_op(GN_ERR_DTYPE, op, "output dtype must equal the (cast) input's");
       dispatch_all(x.dtype, op, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if (k == kProd) run_reduce<T>(ctx, op, x, y, mask, ProdR<T>{});
-        else if constexpr (is_float_v<T>) run_reduce<T>(ctx, op, x, y, mask, SumR<T>{k == kMean});
-        else if (k == kSum) run_reduce<T>(ctx, op, x, y, mask, SumR<T>{false});
+        if (k == Red::prod) run_reduce<T>(ctx, op, x, y, mask, ProdR<T>{});
+        else if constexpr (is_float_v<T>) run_reduce<T>(ctx, op, x, y, mask, SumR<T>{k == Red::mean});
+        else if (k == Red::sum) run_reduce<T>(ctx, op, x, y, mask, SumR<T>{false});
         else fail_op(GN_ERR_DTYPE, op, "mean needs a float input");
       });
       break;
-    case kMax: case kMin:
+    case Red::max: case Red::min:
       dispatch_all(x.dtype, op, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        run_reduce<T>(ctx, op, x, y, mask, MaxMinR<T>{k == kMax});
+        run_reduce<T>(ctx, op, x, y, mask, MaxMinR<T>{k == Red::max});
       });
       break;
-    case kArgmax: case kArgmin:
+    case Red::argmax: case Red::argmin:
       if (y.dtype != GN_I64) fail_op(GN_ERR_DTYPE, op, "output must be int64");
       if (x.dtype == GN_BOOL) fail_op(GN_ERR_DTYPE, op, "bool inputs are not supported");
       dispatch_all(x.dtype, op, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if constexpr (!std::is_same_v<T, bool>) run_reduce<T>(ctx, op, x, y, mask, ArgR<T>{k == kArgmax});
+        if constexpr (!std::is_same_v<T, bool>) run_reduce<T>(ctx, op, x, y, mask, ArgR<T>{k == Red::argmax});
       });
       break;
     default:
       dispatch_float(x.dtype, op, [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
-        if (k == kVar || k == kStd) run_reduce<T>(ctx, op, x, y, mask, VarR<T>{(A)param, k == kStd});
-        else if (k == kLse) run_reduce<T>(ctx, op, x, y, mask, LseR<T>{});
+        if (k == Red::var || k == Red::std) run_reduce<T>(ctx, op, x, y, mask, VarR<T>{(A)param, k == Red::std});
+        else if (k == Red::logsumexp) run_reduce<T>(ctx, op, x, y, mask, LseR<T>{});
         else {
           const int kind = param == 0.0 ? 0 : param == 1.0 ? 1 : param == 2.0 ? 2
                          : std::isinf(param) ? (param > 0 ? 3 : 4) : 5;
@@ -576,13 +562,18 @@ GN_SDK_KERNEL(reduce_kernel_entry) {
 }  // namespace
 
 GN_CUDA_FAMILY(reduce) {
-  r.kernel("sum", kAllDtypes, reduce_kernel_entry);
-  r.kernel("prod", kAllDtypes, reduce_kernel_entry);
-  r.kernel("max", kAllDtypes, reduce_kernel_entry);
-  r.kernel("min", kAllDtypes, reduce_kernel_entry);
-  r.kernel("argmax", kNumericDtypes, reduce_kernel_entry);
-  r.kernel("argmin", kNumericDtypes, reduce_kernel_entry);
-  for (const char* name : {"mean", "var", "std", "logsumexp", "norm"}) r.kernel(name, kFloatDtypes, reduce_kernel_entry);
+  // Every reduction of the shared list (genesis/sdk/scalar_ops.h) with the dtypes it must
+  // take; its code travels as the kernel's user data (no name lookup per call).
+  using In = gn::sdk::scalar::ReduceInputs;
+  auto reg = [&](const char* name, Red code, In inputs) {
+    void* data = (void*)(intptr_t)code;
+    if (inputs == In::any) r.kernel(name, kAllDtypes, reduce_kernel_entry, 0, data);
+    else if (inputs == In::numeric) r.kernel(name, kNumericDtypes, reduce_kernel_entry, 0, data);
+    else r.kernel(name, kFloatDtypes, reduce_kernel_entry, 0, data);
+  };
+#define GN_CUDA_REDUCE_REG(name, inputs) reg(#name, Red::name, In::inputs);
+  GN_SCALAR_REDUCE_OPS(GN_CUDA_REDUCE_REG)
+#undef GN_CUDA_REDUCE_REG
 }
 
 }  // namespace gn::cuda

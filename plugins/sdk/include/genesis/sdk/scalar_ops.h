@@ -8,7 +8,8 @@
 // one (kExact), wrapping like torch's integer kernels.  The lists
 // GN_SCALAR_UNARY_OPS / GN_SCALAR_BINARY_OPS / GN_SCALAR_COMPARE_OPS give
 // (op name of core/ops/ops.def, functor) pairs that backends expand into
-// their tables, so a new elementwise op is one functor and one list entry.
+// their tables and registrations, so a new elementwise op is one functor and
+// one list entry; GN_SCALAR_REDUCE_OPS lists the reductions the same way.
 #pragma once
 
 #include <cmath>
@@ -184,15 +185,24 @@ struct Clamp {
 
 // ---- binary arithmetic: a, b in one dtype; alpha (add, sub) and the div rounding mode are attributes
 
-struct Add {
+// The trait every binary and comparison functor has, which decides the dtypes backends register:
+//   kBool  bool operands are served (add: or, mul: and; torch refuses bool sub and pow).
+struct BoolOperands {
+  static constexpr bool kBool = true;
+};
+struct NoBoolOperands {
+  static constexpr bool kBool = false;
+};
+
+struct Add : BoolOperands {
   template <class A> GN_HD A operator()(A a, A b, A alpha) const { return a + alpha * b; }
   GN_HD int64_t exact(int64_t a, int64_t b, int64_t alpha) const { return wrap_add(a, wrap_mul(alpha, b)); }
 };
-struct Sub {
+struct Sub : NoBoolOperands {
   template <class A> GN_HD A operator()(A a, A b, A alpha) const { return a - alpha * b; }
   GN_HD int64_t exact(int64_t a, int64_t b, int64_t alpha) const { return wrap_sub(a, wrap_mul(alpha, b)); }
 };
-struct Mul {
+struct Mul : BoolOperands {
   template <class A> GN_HD A operator()(A a, A b) const { return a * b; }
   GN_HD int64_t exact(int64_t a, int64_t b) const { return wrap_mul(a, b); }
 };
@@ -209,7 +219,7 @@ GN_HD A div_floor(A a, A b) {
   return fl;
 }
 // div rounding modes: 0 true, 1 trunc, 2 floor.
-struct Div {
+struct Div : BoolOperands {
   template <class A> GN_HD A operator()(A a, A b, int mode) const {
     return mode == 0 ? a / b : (mode == 1 ? m::trunc(a / b) : div_floor(a, b));
   }
@@ -221,7 +231,7 @@ struct Div {
     return q;
   }
 };
-struct Pow {
+struct Pow : NoBoolOperands {
   template <class A> GN_HD A operator()(A a, A b) const { return m::pow(a, b); }
   // a**b by squaring with wrapping.  b < 0 is an error the caller raises; where
   // it cannot (a captured cuda graph) the integer truncation stands: 1, +-1 or 0.
@@ -237,25 +247,25 @@ struct Pow {
   }
 };
 // maximum/minimum propagate NaN (a + b is the NaN).
-struct Maximum {
+struct Maximum : BoolOperands {
   template <class A> GN_HD A operator()(A a, A b) const { return (m::isnan(a) || m::isnan(b)) ? a + b : (a > b ? a : b); }
   GN_HD int64_t exact(int64_t a, int64_t b) const { return a > b ? a : b; }
 };
-struct Minimum {
+struct Minimum : BoolOperands {
   template <class A> GN_HD A operator()(A a, A b) const { return (m::isnan(a) || m::isnan(b)) ? a + b : (a < b ? a : b); }
   GN_HD int64_t exact(int64_t a, int64_t b) const { return a < b ? a : b; }
 };
 
 // ---- comparisons and logical ops: bool results; V = double, float or int64 (exact)
 
-struct Eq { template <class V> GN_HD bool operator()(V a, V b) const { return a == b; } };
-struct Ne { template <class V> GN_HD bool operator()(V a, V b) const { return a != b; } };
-struct Lt { template <class V> GN_HD bool operator()(V a, V b) const { return a < b; } };
-struct Le { template <class V> GN_HD bool operator()(V a, V b) const { return a <= b; } };
-struct Gt { template <class V> GN_HD bool operator()(V a, V b) const { return a > b; } };
-struct Ge { template <class V> GN_HD bool operator()(V a, V b) const { return a >= b; } };
-struct LogicalAnd { template <class V> GN_HD bool operator()(V a, V b) const { return a != V(0) && b != V(0); } };
-struct LogicalOr { template <class V> GN_HD bool operator()(V a, V b) const { return a != V(0) || b != V(0); } };
+struct Eq : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a == b; } };
+struct Ne : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a != b; } };
+struct Lt : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a < b; } };
+struct Le : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a <= b; } };
+struct Gt : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a > b; } };
+struct Ge : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a >= b; } };
+struct LogicalAnd : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a != V(0) && b != V(0); } };
+struct LogicalOr : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a != V(0) || b != V(0); } };
 
 // The binary ops in the order of BinaryOp below: (ops.def name, functor).
 #define GN_SCALAR_BINARY_OPS(X) \
@@ -311,6 +321,20 @@ GN_HD bool compare(int op, V a, V b) {
 }
 
 // ---- reductions: the per-element and finishing steps every backend shares
+
+// What a reduction's kernels must take (after inference): every dtype, every
+// dtype but bool (argmax/argmin, as torch), or the float dtypes (inference
+// casts or refuses the others).
+enum class ReduceInputs { any, numeric, floating };
+// The reductions of core/ops/ops.def: (name, inputs), one code each.
+#define GN_SCALAR_REDUCE_OPS(X)                                                                           \
+  X(sum, any) X(mean, floating) X(prod, any) X(max, any) X(min, any) X(argmax, numeric) X(argmin, numeric) \
+  X(var, floating) X(std, floating) X(logsumexp, floating) X(norm, floating)
+enum class Reduction {
+#define GN_SCALAR_REDUCE_ENUM(name, inputs) name,
+  GN_SCALAR_REDUCE_OPS(GN_SCALAR_REDUCE_ENUM)
+#undef GN_SCALAR_REDUCE_ENUM
+};
 
 // argmax/argmin: does v replace the current extreme `best`?  Strictly better
 // only (the first occurrence wins); a NaN is the extreme (torch), so the

@@ -1,8 +1,7 @@
-// genesis/sdk/scalar_tables.h - the shared formulas of scalar_ops.h as host
-// tables, for kernels that load every element as double (or int64) and look
-// an op up by name once (the reference plugin and the cpu generic paths), and
-// the list of reductions (their steps are in scalar_ops.h: beats, var_finish,
-// norm_term, norm_finish).
+// genesis/sdk/scalar_tables.h - the shared formulas and op lists of
+// scalar_ops.h as host tables, for kernels that load every element as double
+// (or int64) and look an op up by name once (the reference plugin and the cpu
+// generic paths).
 #pragma once
 
 #include <cstdint>
@@ -32,32 +31,29 @@ inline constexpr UnaryFormula kUnaryFormulas[] = {
 #undef GN_SCALAR_UNARY_ROW
 };
 
-// An op's name and its code in one of the lists.
-template <class Code>
-struct NamedOp {
+// A binary or comparison op: its name, its code (BinaryOp) and whether it serves bool operands.
+struct BinaryOpName {
   const char* name;
-  Code op;
+  int op;
+  bool takes_bool;
 };
-using BinaryOpName = NamedOp<int>;  // code: BinaryOp
 
 // Every op of GN_SCALAR_BINARY_OPS and GN_SCALAR_COMPARE_OPS, in code order.
 inline constexpr BinaryOpName kBinaryOps[] = {
-#define GN_SCALAR_BINARY_ROW(name, F) {#name, kBin_##name},
+#define GN_SCALAR_BINARY_ROW(name, F) {#name, kBin_##name, F::kBool},
     GN_SCALAR_BINARY_OPS(GN_SCALAR_BINARY_ROW) GN_SCALAR_COMPARE_OPS(GN_SCALAR_BINARY_ROW)
 #undef GN_SCALAR_BINARY_ROW
 };
 
-// The reductions of core/ops/ops.def, one code each.
-#define GN_SCALAR_REDUCE_OPS(X) \
-  X(sum) X(mean) X(prod) X(max) X(min) X(argmax) X(argmin) X(var) X(std) X(logsumexp) X(norm)
-enum class Reduction {
-#define GN_SCALAR_REDUCE_ENUM(name) name,
-  GN_SCALAR_REDUCE_OPS(GN_SCALAR_REDUCE_ENUM)
-#undef GN_SCALAR_REDUCE_ENUM
+// A reduction: its name, its code and the dtypes its kernels must take.
+struct ReductionDef {
+  const char* name;
+  Reduction op;
+  ReduceInputs inputs;
 };
-using ReductionDef = NamedOp<Reduction>;
+// Every op of GN_SCALAR_REDUCE_OPS.
 inline constexpr ReductionDef kReductions[] = {
-#define GN_SCALAR_REDUCE_ROW(name) {#name, Reduction::name},
+#define GN_SCALAR_REDUCE_ROW(name, inputs) {#name, Reduction::name, ReduceInputs::inputs},
     GN_SCALAR_REDUCE_OPS(GN_SCALAR_REDUCE_ROW)
 #undef GN_SCALAR_REDUCE_ROW
 };
