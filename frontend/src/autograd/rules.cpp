@@ -1,10 +1,11 @@
 // rules.cpp - every gradient rule, one short function per op.
 //
-// A rule gets the node (saved tensors and attributes by name, input
-// metadata) and the gradient g of the op's output; it returns one gradient
-// per input (an undefined Tensor where there is none).  Rules run under NoGradGuard and may
-// return gradients of a broadcast shape or a promoted dtype: the engine sums
-// and casts them back to each input (engine.cpp, conform).
+// A rule gets the node (its saved tensors and attributes, read by name, and
+// the inputs' metadata) and the gradient g of the op's output; it returns one
+// gradient per input (an undefined Tensor where there is none).  Rules run
+// under NoGradGuard and may return gradients of a broadcast shape or a
+// promoted dtype: the engine sums and casts them back to each input
+// (engine.cpp, conform).
 #include <cmath>
 
 #include "../internal.h"
@@ -60,13 +61,13 @@ const Tensor kNoTensor;
 
 // ---- elementwise unary: saved "x" and/or "out", as the row's `saves` names
 // The GN_UNARY_GRAD rows of derivatives.def: {formula} of g, x and out.
-#define GN_UNARY_GRAD(op, saves, policy, formula)                              \
-  V op(Node& n, const Tensor& g) {                                             \
-    const Tensor& x = names(saves, "x") ? n.saved("x") : kNoTensor;         \
-    const Tensor& out = names(saves, "out") ? n.saved("out") : kNoTensor;   \
-    (void)x;                                                                   \
-    (void)out;                                                                 \
-    return {formula};                                                          \
+#define GN_UNARY_GRAD(op, saves, policy, formula)                          \
+  V op(Node& n, const Tensor& g) {                                         \
+    const Tensor& x = names(saves, "x") ? n.saved("x") : kNoTensor;       \
+    const Tensor& out = names(saves, "out") ? n.saved("out") : kNoTensor; \
+    (void)x;                                                               \
+    (void)out;                                                             \
+    return {formula};                                                      \
   }
 #include "derivatives.def"
 
