@@ -333,9 +333,10 @@ int run_test_grad(const GlobalOptions& g, const TestOpsOptions& opts) {
     if ((!f64 && !f32) || !sample) {
       ++skipped;
       const bool view = op && (gn_op_get_schema(op)->flags & GN_OP_VIEW);
-      if (opts.verbose)
-        std::printf("SKIP %-28s %s\n", name.c_str(),
-                    !sample ? "no sample" : view ? "a view (the core computes it, no kernel)" : "no float kernel in this plugin");
+      const char* why = !sample ? "no sample"
+                        : view  ? "a view (the core computes it, no kernel)"
+                                : "no float kernel in this plugin";
+      if (opts.verbose) std::printf("SKIP %-28s %s\n", name.c_str(), why);
       continue;
     }
     if (gn_device_count(rt, served.device_type.c_str()) < 1) {

@@ -128,7 +128,8 @@ std::vector<GradSample> make_samples() {
   s.push_back(plain("conv2d", {{1, 2, 5, 4}, {3, 2, 3, 2}, {3}},
                     [](const V& x) { return F::conv2d(x[0], x[1], x[2], 2, 1); }));
   s.push_back(plain("max_pool2d", {{1, 2, 5, 5}}, [](const V& x) { return F::max_pool2d(x[0], 3, 2, 1); }));
-  s.push_back(plain("avg_pool2d", {{1, 1, 6, 6}}, [](const V& x) { return F::avg_pool2d(x[0], 3, 2, 1, true, false); }));
+  s.push_back(plain("avg_pool2d", {{1, 1, 6, 6}},
+                    [](const V& x) { return F::avg_pool2d(x[0], 3, 2, 1, true, false); }));
   return s;
 }
 
