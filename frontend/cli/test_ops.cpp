@@ -394,16 +394,17 @@ int run_test_ops(const GlobalOptions& g, const TestOpsOptions& opts) {
       continue;
     }
     const bool have_ref = Status(gn_op_find(ref.rt.get(), name.c_str(), &ref.op)).ok();
+    // A backend without a device (cuda on a machine with no GPU) says so before anything else.
+    if (gn_device_count(dut.rt.get(), served.device_type.c_str()) < 1) {
+      std::fprintf(stderr, "genesis test-ops: no %s device\n", served.device_type.c_str());
+      return 2;
+    }
     char spec[64];
     std::snprintf(spec, sizeof spec, "%s:0", served.device_type.c_str());
     if (!Status(gn_device_parse(dut.rt.get(), spec, &dut.dev)).ok() ||
         (have_ref && !Status(gn_device_parse(ref.rt.get(), "cpu:0", &ref.dev)).ok())) {
       ++skipped;
       continue;
-    }
-    if (gn_device_count(dut.rt.get(), served.device_type.c_str()) < 1) {
-      std::fprintf(stderr, "genesis test-ops: no %s device\n", served.device_type.c_str());
-      return 2;
     }
     ++ops_tested;
     for (int32_t dt : served.dtypes) {
