@@ -108,6 +108,8 @@ class ProcessGroup {
 
   /** t = op over the ranks' t, in place. */
   Work all_reduce(Tensor& t, ReduceOp op = ReduceOp::sum, bool async_op = false);
+  /** out = op over the ranks' in (out contiguous, in's shape and dtype; in is only read). */
+  Work all_reduce_into(Tensor& out, const Tensor& in, ReduceOp op = ReduceOp::sum, bool async_op = false);
   /** t = the src rank's t (src is a rank of this group). */
   Work broadcast(Tensor& t, int src, bool async_op = false);
   /** out (size * numel(in) elements, any shape) = the ranks' in, in rank order. */

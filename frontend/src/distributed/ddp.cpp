@@ -7,12 +7,21 @@
 //      backward ends;
 //   2. each hook marks its parameter ready; buckets are launched strictly in
 //      bucket order (the same on every rank whatever order gradients arrive
-//      in), each as soon as it and every bucket before it are complete: its
-//      gradients are copied into one flat tensor whose all-reduce (average)
-//      then runs asynchronously;
+//      in), each as soon as it and every bucket before it are complete.  A
+//      bucket of several parameters copies their gradients into one flat
+//      tensor and all-reduces (averages) it in place; a bucket of one
+//      parameter (a large embedding) all-reduces its gradient straight into a
+//      new tensor, with no copy.  Either runs asynchronously;
 //   3. finalize() launches what is left (with find_unused_parameters, missing
 //      gradients count as zeros; else it is an error naming them), waits for
-//      the buckets in order and writes the averages back into .grad.
+//      the buckets in order and makes the results the parameters' .grad: views
+//      of the flat tensor (gradient_as_bucket_view), or copies into the
+//      existing .grad tensors.
+//
+// The end of backward is the one part no all-reduce can hide behind, and the
+// bucket launched last there is the largest (a tied embedding is ready only
+// when the embedding lookup's gradient arrives): step 2's no-copy path and
+// step 3's views keep every memory pass off that tail.
 #include <cstdlib>
 #include <numeric>
 #include <unordered_set>
@@ -36,7 +45,8 @@ struct DistributedDataParallel::Reducer {
     DType dtype = DType::f32;
     Device device;
     size_t pending = 0;  // parameters still without a gradient this backward
-    Tensor flat;
+    Tensor flat;   // the all-reduce's output (one parameter: shaped like it)
+    Tensor input;  // one parameter: the gradient the all-reduce reads
     Work work;
     bool launched = false;
     bool stale = false;  // a gradient grew after the launch: all-reduce again in finalize
@@ -51,12 +61,23 @@ struct DistributedDataParallel::Reducer {
   void arm() {
     armed = true;
     std::fill(ready.begin(), ready.end(), false);
-    for (Bucket& b : buckets) b.pending = b.params.size(), b.launched = false, b.stale = false, b.flat = Tensor(), b.work = Work();
+    for (Bucket& b : buckets) b.pending = b.params.size(), b.launched = false, b.stale = false, b.flat = Tensor(), b.input = Tensor(), b.work = Work();
     next_launch = 0;
   }
 
   void launch(Bucket& b) {
     NoGradGuard ng;
+    const ReduceOp op = opt.average ? ReduceOp::avg : ReduceOp::sum;
+    if (b.params.size() == 1) {
+      // Out of place from the gradient itself: nothing to copy in or out.
+      const Tensor& p = params[b.params[0]];
+      Tensor g = p.grad();
+      b.input = g.defined() ? g : zeros(p.shape(), Options{b.dtype, b.device});
+      b.flat = empty(p.shape(), Options{b.dtype, b.device});
+      b.work = group->all_reduce_into(b.flat, b.input, op, /*async_op=*/true);
+      b.launched = true;
+      return;
+    }
     bool all = true;  // every gradient present: the copies fill the whole buffer
     for (size_t i : b.params) all = all && params[i].grad().defined();
     b.flat = all ? empty({b.numel}, Options{b.dtype, b.device}) : zeros({b.numel}, Options{b.dtype, b.device});
@@ -64,7 +85,7 @@ struct DistributedDataParallel::Reducer {
       Tensor g = params[b.params[k]].grad();
       if (g.defined()) b.flat.slice(0, b.offset[k], b.offset[k] + g.numel()).copy_(g.reshape({g.numel()}));
     }
-    b.work = group->all_reduce(b.flat, opt.average ? ReduceOp::avg : ReduceOp::sum, /*async_op=*/true);
+    b.work = group->all_reduce(b.flat, op, /*async_op=*/true);
     b.launched = true;
   }
 
@@ -135,14 +156,15 @@ struct DistributedDataParallel::Reducer {
         const size_t i = b.params[k];
         if (!used_anywhere[i]) continue;
         Tensor& p = params[i];
-        Tensor avg = b.flat.slice(0, b.offset[k], b.offset[k] + p.numel()).view(p.shape());
+        Tensor avg = b.params.size() == 1 ? b.flat : b.flat.slice(0, b.offset[k], b.offset[k] + p.numel()).view(p.shape());
         Tensor g = p.grad();
-        if (g.defined())
+        if (g.defined() && !opt.gradient_as_bucket_view)
           g.copy_(avg);
         else
           p.set_grad(avg);
       }
       b.flat = Tensor();
+      b.input = Tensor();
       b.work = Work();
     }
   }
@@ -174,6 +196,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions 
   // 2. Buckets of about bucket_cap_mb, in reverse registration order, one dtype and device each.
   double cap_mb = options.bucket_cap_mb;
   if (const char* e = std::getenv("GENESIS_DDP_BUCKET_MB"); e && *e) cap_mb = std::atof(e);
+  if (const char* e = std::getenv("GENESIS_DDP_BUCKET_VIEW"); e && *e) r.opt.gradient_as_bucket_view = std::atoi(e) != 0;
   const double cap = cap_mb * 1024 * 1024;
   r.bucket_of.assign(r.params.size(), 0);
   r.ready.assign(r.params.size(), false);

@@ -202,6 +202,18 @@ Work ProcessGroup::all_reduce(Tensor& t, ReduceOp op, bool async_op) {
   }, copy_into(dst, buf, copy_back));
 }
 
+Work ProcessGroup::all_reduce_into(Tensor& out, const Tensor& in, ReduceOp op, bool async_op) {
+  check_device(*this, in, "all_reduce_into");
+  check_device(*this, out, "all_reduce_into");
+  if (out.shape() != in.shape() || !(out.dtype() == in.dtype()) || !out.is_contiguous())
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[distributed] all_reduce_into: out must be contiguous with in's shape and dtype");
+  Tensor src = dense(in), dst = out;
+  gn_comm* c = comm_;
+  return run("all_reduce", async_op, [c, src, dst, op](gn_stream* s) {
+    check_comm(gn_comm_all_reduce(c, src.handle(), dst.handle(), (int32_t)op, s), "all_reduce");
+  });
+}
+
 Work ProcessGroup::broadcast(Tensor& t, int src, bool async_op) {
   check_device(*this, t, "broadcast");
   Tensor buf = dense(t), dst = t;

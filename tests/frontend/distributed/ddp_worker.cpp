@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "genesis/autograd.hpp"
 #include "genesis/distributed.hpp"
 #include "genesis/distributed/ddp.hpp"
 #include "genesis/data/dataloader.hpp"
@@ -54,6 +55,24 @@ struct Net : nn::Module {
   }
 };
 
+// x (B, 8) -> (B, 4) through `mid` twice, the first time inside a checkpointed region when asked.
+// Registered a, out, mid: mid's bias and weight come first in the reverse-order buckets.
+struct Tied : nn::Module {
+  nn::Linear a{8, 16}, mid{16, 16}, out{16, 4};
+  Tied() {
+    register_module("a", a);
+    register_module("out", out);
+    register_module("mid", mid);
+  }
+  Tensor forward(const Tensor& x) override { return run(x, false); }
+  Tensor run(const Tensor& x, bool checkpointed) {
+    Tensor h = a(x).tanh();
+    auto inner = [this](const std::vector<Tensor>& in) { return mid(in[0]).tanh(); };
+    h = checkpointed ? genesis::autograd::checkpoint(inner, {h}) : inner({h});
+    return out(mid(h).tanh());
+  }
+};
+
 constexpr int64_t kBatch = 5;  // per rank, odd on purpose
 
 // Rank r's batch at step s: inputs (kBatch, 8) and targets (kBatch, 4).
@@ -75,6 +94,11 @@ std::pair<Tensor, Tensor> global_batch(int ws, int s) {
 
 // The device the world group moves ($GENESIS_DIST_DEVICE: cpu for gloo, cuda for nccl).
 genesis::Device dev() { return dist::world().device(); }
+
+std::unique_ptr<Tied> make_tied(uint64_t seed) {
+  genesis::manual_seed(seed);
+  return std::make_unique<Tied>();
+}
 
 // A model initialised with seed (rank 0's init comes from seed 100).
 std::unique_ptr<Net> make_net(uint64_t seed) {
@@ -105,7 +129,7 @@ double rel(const Tensor& a, const Tensor& b) {
   return n > 0 ? std::sqrt(d / n) : std::sqrt(d);
 }
 
-void compare_grads(Net& got, Net& want, double tol, const std::string& what) {
+void compare_grads(nn::Module& got, nn::Module& want, double tol, const std::string& what) {
   auto g = got.named_parameters(), w = want.named_parameters();
   for (size_t i = 0; i < g.size(); ++i) {
     const Tensor gg = g[i].second.grad(), wg = w[i].second.grad();
@@ -122,7 +146,7 @@ void compare_grads(Net& got, Net& want, double tol, const std::string& what) {
 }
 
 // Every rank's copy of every parameter is bitwise the same.
-void expect_replicas_equal(Net& m, const std::string& what) {
+void expect_replicas_equal(nn::Module& m, const std::string& what) {
   for (auto& [name, p] : m.named_parameters()) {
     auto parts = dist::world().all_gather(p.detach());
     for (size_t r = 1; r < parts.size(); ++r)
@@ -308,6 +332,46 @@ int run() {
       for (double v : t.tolist()) seen[(size_t)v]++;
     for (int64_t i = 0; i < n; ++i) expect(seen[i] >= 1, "index " + std::to_string(i) + " served by no rank");
   }
+
+  // ---- 7. both ways of handing results back, for buckets of one and of several parameters, with
+  // a layer used inside and outside an activation-checkpointed region (its gradient is accumulated
+  // twice in one backward, the second time after its bucket was launched: it must be all-reduced
+  // again) and .grad tensors kept across steps (zero_grad(false))
+  for (double cap_bytes : {1100.0, 300.0})
+    for (bool as_view : {true, false}) {
+      const std::string what = std::string("gradient_as_bucket_view=") + (as_view ? "true" : "false") +
+                               ", buckets of " + std::to_string((int)cap_bytes) + " bytes";
+      auto model = make_tied(700 + me);
+      model->to(dev());
+      auto ref = make_tied(700);
+      ref->to(genesis::DType::f64);
+      dist::DDPOptions o;
+      o.gradient_as_bucket_view = as_view;
+      o.bucket_cap_mb = cap_bytes / (1024 * 1024);
+      dist::DistributedDataParallel ddp(*model, o);
+      const size_t first = ddp.bucket_indices().front().size();
+      expect(first == (cap_bytes > 1000 ? 2u : 1u), what + ": the first bucket holds mid's " +
+                                                        (cap_bytes > 1000 ? "bias and weight" : "bias"));
+      genesis::optim::SGD opt(model->parameters(), {.lr = 0.05});
+      genesis::optim::SGD ref_opt(ref->parameters(), {.lr = 0.05});
+      for (int s = 0; s < 3; ++s) {
+        opt.zero_grad(false);
+        ref_opt.zero_grad(false);
+        const Tensor held = model->out.weight.grad();  // defined from the second step on
+        auto [x, y] = batch(me, 40 + s);
+        ddp.prepare_forward();
+        nn::functional::mse_loss(model->run(x.to(dev()), true), y.to(dev())).backward();
+        auto [gx, gy] = global_batch(ws, 40 + s);
+        nn::functional::mse_loss(ref->run(f64(gx), false), f64(gy)).backward();
+        compare_grads(*model, *ref, 1e-6, what + ", step " + std::to_string(s));
+        if (!as_view && held.defined())
+          expect(model->out.weight.grad().is_same(held) && rel(held, ref->out.weight.grad()) <= 1e-6,
+                 what + ": the .grad tensor held from before backward holds the average");
+        opt.step();
+        ref_opt.step();
+      }
+      expect_replicas_equal(*model, what);
+    }
 
   dist::log0("ddp done, world size " + std::to_string(ws) + ", largest gradient error vs the float64 oracle " +
             sci(g_worst_grad));

@@ -13,7 +13,7 @@
 // gradient of a bucket arrives, the bucket's all-reduce starts at once, on the
 // group's worker thread (cpu) or side stream (cuda), while backward goes on.
 // When backward ends, every bucket is waited for and the averaged gradients
-// are written back to .grad.
+// become .grad (views of the bucket, or copies into the existing tensors).
 #pragma once
 
 #include <memory>
@@ -31,6 +31,10 @@ struct DDPOptions {
   bool find_unused_parameters = false; ///< allow parameters without a gradient in some backward passes
   bool broadcast_buffers = true;       ///< copy rank 0's buffers to every rank before each forward
   bool average = true;                 ///< divide the summed gradients by the world size
+  /// After backward each .grad is a view of the all-reduce's output (no copy back; a .grad tensor
+  /// held from before backward is not updated). false: the results are copied into the existing
+  /// .grad tensors. $GENESIS_DDP_BUCKET_VIEW=0/1 overrides it.
+  bool gradient_as_bucket_view = true;
 };
 
 /** Wraps a module so that backward averages its gradients over the ranks. */
