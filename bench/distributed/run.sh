@@ -7,26 +7,37 @@
 #
 #   bench/distributed/run.sh <path to genesis> [N=2] [config=qwen2.5-0.5b]
 #
-# Writes $OUT/distributed_bench.jsonl (the lent GPU machine) or ./distributed_bench.jsonl.
+# BATCH=16 changes the rows per GPU (default 8); REDUCE_DTYPE=bf16 all-reduces bf16 gradients in
+# both (Genesis: $GENESIS_DDP_REDUCE_DTYPE; PyTorch: its bf16_compress_hook).
+#
+# Writes $OUT/distributed_bench_b<BATCH>_<REDUCE_DTYPE>.jsonl (the lent GPU machine) or ./ .
 set -euo pipefail
 G=$(realpath "$1")
 N=${2:-2}
 CONFIG=${3:-qwen2.5-0.5b}
 HERE=$(cd "$(dirname "$0")" && pwd)
-LOG=${OUT:-.}/distributed_bench.jsonl
+BATCH=${BATCH:-8}
+REDUCE_DTYPE=${REDUCE_DTYPE:-none}
+LOG=${OUT:-.}/distributed_bench_b${BATCH}_${REDUCE_DTYPE}.jsonl
 : > "$LOG"
+export GENESIS_DDP_REDUCE_DTYPE=$REDUCE_DTYPE
+torch_extra=(--batch "$BATCH")
+[ "$REDUCE_DTYPE" = none ] || torch_extra+=(--reduce-dtype "$REDUCE_DTYPE")
+comm=f32
+[ "$REDUCE_DTYPE" = none ] || comm=$REDUCE_DTYPE
+echo "batch $BATCH x 512 per GPU, gradients all-reduced in $comm"
 # NVLink multicast stays off (it can wedge shared GPUs); NCCL and torch both honour this.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 nvidia-smi --query-gpu=name --format=csv,noheader | head -"$N"
-common=(-q bench train --config "$CONFIG" --autocast bf16 --device cuda --json)
+common=(-q bench train --config "$CONFIG" --autocast bf16 --device cuda --json --batch "$BATCH")
 echo "== genesis, 1 GPU"
 "$G" "${common[@]}" | tee -a "$LOG"
 echo "== genesis, $N GPUs (genesis launch)"
 "$G" launch --nproc-per-node "$N" --master-port 0 "$G" "${common[@]}" | tee -a "$LOG"
 echo "== pytorch DDP, 1 GPU"
-PYTHONUNBUFFERED=1 "$G" launch --nproc-per-node 1 --master-port 0 python3 "$HERE/torch_ddp.py" --config "$CONFIG" | tee -a "$LOG"
+PYTHONUNBUFFERED=1 "$G" launch --nproc-per-node 1 --master-port 0 python3 "$HERE/torch_ddp.py" --config "$CONFIG" "${torch_extra[@]}" | tee -a "$LOG"
 echo "== pytorch DDP, $N GPUs"
-PYTHONUNBUFFERED=1 "$G" launch --nproc-per-node "$N" --master-port 0 python3 "$HERE/torch_ddp.py" --config "$CONFIG" | tee -a "$LOG"
+PYTHONUNBUFFERED=1 "$G" launch --nproc-per-node "$N" --master-port 0 python3 "$HERE/torch_ddp.py" --config "$CONFIG" "${torch_extra[@]}" | tee -a "$LOG"
 python3 - "$LOG" "$N" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]

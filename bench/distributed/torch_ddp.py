@@ -32,6 +32,8 @@ def main():
     ap.add_argument("--seq", type=int, default=512)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--reduce-dtype", choices=["bf16", "f16"], default=None,
+                    help="all-reduce compressed gradients (torch's bf16/fp16_compress_hook)")
     a = ap.parse_args()
 
     local = int(os.environ.get("LOCAL_RANK", "0"))
@@ -44,6 +46,10 @@ def main():
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).cuda().train()
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local], bucket_cap_mb=25)
+    if a.reduce_dtype:
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        hook = default_hooks.bf16_compress_hook if a.reduce_dtype == "bf16" else default_hooks.fp16_compress_hook
+        ddp.register_comm_hook(None, hook)
     opt = torch.optim.AdamW(ddp.parameters(), lr=1e-5)
     g = torch.Generator(device="cuda").manual_seed(1234 + rank)
     ids = torch.randint(0, cfg.vocab_size, (a.warmup + a.steps, a.batch, a.seq), device="cuda", generator=g)
@@ -60,7 +66,8 @@ def main():
         stamps.append(time.perf_counter())
     secs = stamps[-1] - stamps[a.warmup - 1]
     if rank == 0:
-        print(json.dumps({"framework": "pytorch-ddp", "config": a.config, "world_size": world,
+        print(json.dumps({"framework": "pytorch-ddp", "config": a.config, "world_size": world, "batch": a.batch,
+                          "reduce_dtype": a.reduce_dtype or "none",
                           "tokens_per_second": world * a.steps * a.batch * a.seq / secs,
                           "step_ms": 1e3 * secs / a.steps, "peak_gb": torch.cuda.max_memory_allocated() / 1e9}),
               flush=True)

@@ -42,7 +42,8 @@ struct DistributedDataParallel::Reducer {
     std::vector<size_t> params;   // parameter indices
     std::vector<int64_t> offset;  // element offset of each in the flat tensor
     int64_t numel = 0;
-    DType dtype = DType::f32;
+    DType dtype = DType::f32;  // the parameters'
+    DType comm = DType::f32;   // what the all-reduce moves (dtype, or the reduce_dtype)
     Device device;
     size_t pending = 0;  // parameters still without a gradient this backward
     Tensor flat;   // the all-reduce's output (one parameter: shaped like it)
@@ -68,19 +69,20 @@ struct DistributedDataParallel::Reducer {
   void launch(Bucket& b) {
     NoGradGuard ng;
     const ReduceOp op = opt.average ? ReduceOp::avg : ReduceOp::sum;
+    const Options o{b.comm, b.device};
     if (b.params.size() == 1) {
-      // Out of place from the gradient itself: nothing to copy in or out.
+      // Out of place from the gradient itself: nothing to copy in or out (but the cast, if any).
       const Tensor& p = params[b.params[0]];
       Tensor g = p.grad();
-      b.input = g.defined() ? g : zeros(p.shape(), Options{b.dtype, b.device});
-      b.flat = empty(p.shape(), Options{b.dtype, b.device});
+      b.input = !g.defined() ? zeros(p.shape(), o) : g.dtype() == b.comm ? g : g.to(b.comm);
+      b.flat = empty(p.shape(), o);
       b.work = group->all_reduce_into(b.flat, b.input, op, /*async_op=*/true);
       b.launched = true;
       return;
     }
     bool all = true;  // every gradient present: the copies fill the whole buffer
     for (size_t i : b.params) all = all && params[i].grad().defined();
-    b.flat = all ? empty({b.numel}, Options{b.dtype, b.device}) : zeros({b.numel}, Options{b.dtype, b.device});
+    b.flat = all ? empty({b.numel}, o) : zeros({b.numel}, o);
     for (size_t k = 0; k < b.params.size(); ++k) {
       Tensor g = params[b.params[k]].grad();
       if (g.defined()) b.flat.slice(0, b.offset[k], b.offset[k] + g.numel()).copy_(g.reshape({g.numel()}));
@@ -158,10 +160,10 @@ struct DistributedDataParallel::Reducer {
         Tensor& p = params[i];
         Tensor avg = b.params.size() == 1 ? b.flat : b.flat.slice(0, b.offset[k], b.offset[k] + p.numel()).view(p.shape());
         Tensor g = p.grad();
-        if (g.defined() && !opt.gradient_as_bucket_view)
-          g.copy_(avg);
+        if (g.defined() && (!opt.gradient_as_bucket_view || b.comm != b.dtype))
+          g.copy_(avg);  // converts from the reduce_dtype
         else
-          p.set_grad(avg);
+          p.set_grad(b.comm == b.dtype ? avg : avg.to(b.dtype));
       }
       b.flat = Tensor();
       b.input = Tensor();
@@ -197,17 +199,31 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions 
   double cap_mb = options.bucket_cap_mb;
   if (const char* e = std::getenv("GENESIS_DDP_BUCKET_MB"); e && *e) cap_mb = std::atof(e);
   if (const char* e = std::getenv("GENESIS_DDP_BUCKET_VIEW"); e && *e) r.opt.gradient_as_bucket_view = std::atoi(e) != 0;
+  if (const char* e = std::getenv("GENESIS_DDP_REDUCE_DTYPE"); e && *e) {
+    const std::string v = e;
+    if (v == "none")
+      r.opt.reduce_dtype.reset();
+    else if (v == "bf16" || v == "f16")
+      r.opt.reduce_dtype = v == "bf16" ? DType::bf16 : DType::f16;
+    else
+      throw Error(GN_ERR_INVALID_ARGUMENT, "[DistributedDataParallel] $GENESIS_DDP_REDUCE_DTYPE='" + v +
+                                               "': expected bf16, f16 or none");
+  }
+  if (r.opt.reduce_dtype && *r.opt.reduce_dtype != DType::bf16 && *r.opt.reduce_dtype != DType::f16)
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[DistributedDataParallel] reduce_dtype must be bf16 or f16");
   const double cap = cap_mb * 1024 * 1024;
   r.bucket_of.assign(r.params.size(), 0);
   r.ready.assign(r.params.size(), false);
   for (size_t n = r.params.size(); n-- > 0;) {
     const Tensor& p = r.params[n];
-    const double bytes = double(p.numel()) * double(gn_dtype_size((int32_t)p.dtype()));
+    const DType moved = r.opt.reduce_dtype && is_floating(p.dtype()) ? *r.opt.reduce_dtype : p.dtype();
+    const double bytes = double(p.numel()) * double(gn_dtype_size((int32_t)moved));
     if (r.buckets.empty() || !(r.buckets.back().dtype == p.dtype()) || !(r.buckets.back().device == p.device()) ||
         (r.buckets.back().numel > 0 &&
-         double(r.buckets.back().numel) * gn_dtype_size((int32_t)r.buckets.back().dtype) + bytes > cap)) {
+         double(r.buckets.back().numel) * gn_dtype_size((int32_t)r.buckets.back().comm) + bytes > cap)) {
       r.buckets.emplace_back();
       r.buckets.back().dtype = p.dtype();
+      r.buckets.back().comm = r.opt.reduce_dtype && is_floating(p.dtype()) ? *r.opt.reduce_dtype : p.dtype();
       r.buckets.back().device = p.device();
     }
     Reducer::Bucket& b = r.buckets.back();

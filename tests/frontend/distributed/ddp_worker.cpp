@@ -373,6 +373,41 @@ int run() {
       expect_replicas_equal(*model, what);
     }
 
+  // ---- 8. reduce_dtype = bf16: the average is rounded to bf16, for buckets of one and of several
+  // parameters, and the replicas stay identical
+  for (double cap_bytes : {1100.0, 300.0}) {
+    const std::string what = "reduce_dtype=bf16, buckets of " + std::to_string((int)cap_bytes) + " bytes";
+    auto model = make_net(800 + me);
+    model->to(dev());
+    auto ref = make_ref(800);
+    dist::DDPOptions o;
+    o.reduce_dtype = genesis::DType::bf16;
+    o.bucket_cap_mb = cap_bytes / (1024 * 1024);
+    dist::DistributedDataParallel ddp(*model, o);
+    genesis::optim::SGD opt(model->parameters(), {.lr = 0.05});
+    for (int s = 0; s < 3; ++s) {
+      opt.zero_grad();
+      auto [x, y] = batch(me, 50 + s);
+      nn::functional::mse_loss(ddp(x.to(dev())), y.to(dev())).backward();
+      if (s == 0) {
+        auto [gx, gy] = global_batch(ws, 50);
+        nn::functional::mse_loss(ref->forward(f64(gx)), f64(gy)).backward();
+        double worst = 0;
+        auto g = model->named_parameters(), w = ref->named_parameters();
+        for (size_t i = 0; i < g.size(); ++i) {
+          expect(g[i].second.grad().dtype() == genesis::DType::f32, what + ": " + g[i].first + " grad stays f32");
+          const double e = rel(g[i].second.grad(), w[i].second.grad());
+          worst = std::max(worst, e);
+          expect(e <= 1e-2, what + ": " + g[i].first + " grad relative error " + std::to_string(e));
+        }
+        // bf16 keeps 8 significant bits: an error this small means nothing was rounded.
+        expect(worst > 1e-5, what + ": the largest error " + std::to_string(worst) + " shows no bf16 rounding");
+      }
+      opt.step();
+    }
+    expect_replicas_equal(*model, what);
+  }
+
   dist::log0("ddp done, world size " + std::to_string(ws) + ", largest gradient error vs the float64 oracle " +
             sci(g_worst_grad));
   dist::destroy_process_group();
