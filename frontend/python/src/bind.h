@@ -61,5 +61,6 @@ void bind_optim(py::module_& m);          // optim.cpp: optimizers, schedulers, 
 void bind_runtime(py::module_& m);        // runtime.cpp: RNG, no_grad, amp, memory, profiler, io
 void bind_models(py::module_& m);         // models.cpp: Qwen, tokenizer, generation, SFT
 void bind_data(py::module_& m);           // data.cpp: Fashion-MNIST, DataLoader
+void bind_distributed(py::module_& m);    // distributed.cpp: process groups, collectives, DDP, sampler
 
 }  // namespace genesis::python

@@ -26,17 +26,19 @@ void bind_data(py::module_& m) {
   d.def("fashion_mnist_classes", &data::FashionMNIST::classes);
   py::class_<data::DataLoader>(d, "DataLoader")
       .def(py::init([](const std::vector<Tensor>& tensors, int64_t batch_size, bool shuffle, bool drop_last,
-                       uint64_t seed) {
+                       uint64_t seed, int num_replicas, int rank) {
              auto ds = std::make_shared<data::TensorDataset>(tensors);
              data::DataLoaderOptions o;
              o.batch_size = batch_size;
              o.shuffle = shuffle;
              o.drop_last = drop_last;
              o.seed = seed;
+             o.num_replicas = num_replicas;
+             o.rank = rank;
              return std::make_unique<data::DataLoader>(ds, o);
            }),
            py::arg("tensors"), py::arg("batch_size") = 1, py::arg("shuffle") = false, py::arg("drop_last") = false,
-           py::arg("seed") = 0)
+           py::arg("seed") = 0, py::arg("num_replicas") = 1, py::arg("rank") = 0)
       .def("__len__", &data::DataLoader::size)
       .def("num_examples", &data::DataLoader::num_examples)
       .def("indices", &data::DataLoader::indices, py::arg("epoch"))

@@ -62,4 +62,5 @@ PYBIND11_MODULE(_C, m) {
   bind_runtime(m);
   bind_models(m);
   bind_data(m);
+  bind_distributed(m);
 }

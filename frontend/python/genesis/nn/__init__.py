@@ -1,4 +1,4 @@
-"""genesis.nn: Module, Parameter, the layers, the losses, functional, init and utils."""
+"""genesis.nn: Module, Parameter, the layers, the losses, functional, init, utils and parallel."""
 from genesis.nn import functional, init, utils  # noqa: F401
 from genesis.nn.layers import (  # noqa: F401
     AvgPool2d, BatchNorm1d, BatchNorm2d, BCELoss, BCEWithLogitsLoss, Conv2d, CrossEntropyLoss, Dropout, Embedding,
@@ -6,3 +6,4 @@ from genesis.nn.layers import (  # noqa: F401
     ReLU, RMSNorm, Sigmoid, SiLU, Softmax, Tanh,
 )
 from genesis.nn.modules import CppLayer, Module, ModuleDict, ModuleList, Parameter, Sequential  # noqa: F401
+from genesis.nn import parallel  # noqa: F401,E402
