@@ -46,7 +46,7 @@ def test_collectives(world):
 @pytest.mark.parametrize("world", [2, 4])
 def test_ddp_python_module(world):
     out = run_worker(world, "ddp", 7)
-    errors = [float(e) for e in re.findall(r"relative error vs float64 oracle: (\S+)", out)]
+    errors = [float(e) for e in re.findall(r"relative error vs float64 oracle: ([0-9.]+(?:e[-+][0-9]+)?)", out)]
     assert len(errors) == world and max(errors) <= 1e-6
     print(f"world {world}: DDP gradients vs float64 single-process oracle, worst relative error {max(errors):.3g}")
 
