@@ -145,6 +145,18 @@ def collectives():
     dist.barrier()
     dist.barrier(async_op=True).wait()
     ok("barrier")
+    # reduce, and Python objects
+    t = genesis.full((4,), float(rank + 1))
+    dist.reduce(t, dst=world - 1)
+    if rank == world - 1:
+        same(t, np.full(4, world * (world + 1) / 2, "float32"), "float32", "reduce")
+    objs = [None] * world
+    dist.all_gather_object(objs, {"rank": rank, "name": "r" * rank})
+    assert objs == [{"rank": r, "name": "r" * r} for r in range(world)], objs
+    box = [rank, "from"] if rank == 1 else [None, None]
+    dist.broadcast_object_list(box, src=1)
+    assert box == [1, "from"], box
+    ok("reduce_and_objects")
     # sub-groups: global ranks in, NON_GROUP_MEMBER outside
     evens = dist.new_group([r for r in range(world) if r % 2 == 0])
     last = dist.new_group([world - 1])

@@ -40,7 +40,7 @@ def run_worker(nproc, mode, checks):
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_collectives(world):
-    run_worker(world, "collectives", 11)
+    run_worker(world, "collectives", 12)
 
 
 @pytest.mark.parametrize("world", [2, 4])

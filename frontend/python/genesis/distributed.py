@@ -18,6 +18,7 @@ Calls made before ``init_process_group`` raise RuntimeError. Errors of a collect
 exited, a timeout) are Python exceptions too: RuntimeError, with the communicator's message.
 """
 import datetime as _datetime
+import pickle as _pickle
 from urllib.parse import urlparse as _urlparse
 
 from genesis import _C
@@ -288,6 +289,16 @@ def broadcast(tensor, src, group=None, async_op=False):
     return _result(_D.broadcast(tensor, _group_rank(pg, src, "broadcast"), pg, async_op), async_op)
 
 
+def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
+    """tensor on global rank dst = op over the ranks' tensors (an all_reduce: the other ranks get
+    the result too, which torch leaves unspecified)."""
+    pg = _pg(group, "reduce")
+    if pg is GroupMember.NON_GROUP_MEMBER:
+        return None
+    _group_rank(pg, dst, "reduce")
+    return _result(_D.all_reduce(tensor, op, pg, async_op), async_op)
+
+
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """output_tensor (world * input numel elements, e.g. shape (world * n, ...)) = the ranks'
     input tensors, in rank order."""
@@ -376,6 +387,52 @@ def barrier(group=None, async_op=False, device_ids=None):
         return None
     device = _D.group_device(pg)
     return Work(_D.all_reduce(_C.zeros(1, dtype=_C.dtype.int32, device=device), ReduceOp.SUM, pg, True))
+
+
+# ---- Python objects (pickled into uint8 tensors on the group's device)
+
+def all_gather_object(object_list, obj, group=None):
+    """object_list[i] = rank i's obj (any picklable object); object_list has world-size entries."""
+    pg = _pg(group, "all_gather_object")
+    if pg is GroupMember.NON_GROUP_MEMBER:
+        return None
+    size, device = _D.group_size(pg), _D.group_device(pg)
+    if len(object_list) != size:
+        raise ValueError(f"all_gather_object: object_list has {len(object_list)} entries for a group of {size}")
+    data = _pickle.dumps(obj)
+    lengths = _C.zeros(size, dtype=_C.dtype.int64, device=device)
+    _D.all_gather_into_tensor(lengths, _C.tensor([len(data)], dtype=_C.dtype.int64, device=device), pg, False)
+    lengths = [int(n) for n in lengths.tolist()]
+    longest = max(lengths)
+    mine = _C.zeros(longest, dtype=_C.dtype.uint8, device=device)
+    if data:
+        mine[:len(data)] = _C.tensor(list(data), dtype=_C.dtype.uint8, device=device)
+    everything = _C.zeros(size * longest, dtype=_C.dtype.uint8, device=device)
+    _D.all_gather_into_tensor(everything, mine, pg, False)
+    flat = everything.tolist()
+    for i, n in enumerate(lengths):
+        object_list[i] = _pickle.loads(bytes(flat[i * longest:i * longest + n]))
+
+
+def broadcast_object_list(object_list, src=0, group=None, device=None):
+    """object_list[:] = global rank src's object_list (picklable objects; same length on every rank)."""
+    pg = _pg(group, "broadcast_object_list")
+    if pg is GroupMember.NON_GROUP_MEMBER:
+        return None
+    root = _group_rank(pg, src, "broadcast_object_list")
+    device = _D.group_device(pg) if device is None else device
+    data = _pickle.dumps(list(object_list)) if _D.group_rank(pg) == root else b""
+    length = _C.tensor([len(data)], dtype=_C.dtype.int64, device=device)
+    _D.broadcast(length, root, pg, False)
+    buf = _C.zeros(int(length.item()), dtype=_C.dtype.uint8, device=device)
+    if data:
+        buf[:] = _C.tensor(list(data), dtype=_C.dtype.uint8, device=device)
+    _D.broadcast(buf, root, pg, False)
+    objects = _pickle.loads(bytes(buf.tolist()))
+    if len(objects) != len(object_list):
+        raise ValueError(f"broadcast_object_list: rank {src} sent {len(objects)} objects, this rank's list has "
+                         f"{len(object_list)}")
+    object_list[:] = objects
 
 
 # ---- logging and checkpoints
