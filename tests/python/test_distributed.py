@@ -113,6 +113,19 @@ def test_single_process_group():
         want(x).sum().backward()
         assert lin.weight.grad.tolist() == want.weight.grad.tolist()
         assert list(model.state_dict()) == ["module.weight", "module.bias"]
+        loss = model(x).sum()
     finally:
         dist.destroy_process_group()
     assert not dist.is_initialized()
+    # a wrapper whose group is gone raises instead of communicating
+    with pytest.raises(RuntimeError, match="destroyed"):
+        loss.backward()
+    with pytest.raises(RuntimeError, match="destroyed"):
+        model(x)
+    # once the wrapper is gone, the module trains alone
+    del model
+    lin.weight.grad = None
+    lin(x).sum().backward()
+    want.weight.grad = None
+    want(x).sum().backward()
+    assert lin.weight.grad.tolist() == want.weight.grad.tolist()

@@ -142,8 +142,7 @@ class PythonDDP {
   void check_group() const {
     if (group_) return;
     if (!dist::is_initialized() || generation_ != g_world_generation)
-      throw Error(GN_ERR_INVALID_ARGUMENT,
-                  "[DistributedDataParallel] the process group it was built on was destroyed");
+      throw Error(GN_ERR_ABORTED, "[DistributedDataParallel] the process group it was built on was destroyed");
   }
 
   // The mirror sees the Python parameters' data and gradients (data may have been re-pointed by
