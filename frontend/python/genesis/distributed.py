@@ -22,6 +22,7 @@ import pickle as _pickle
 from urllib.parse import urlparse as _urlparse
 
 from genesis import _C
+from genesis.nn.modules import _C_no_grad
 
 _D = _C.distributed
 ReduceOp = _D.ReduceOp
@@ -324,7 +325,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     work = _D.all_gather_into_tensor(flat, tensor, pg, async_op)
 
     def finish():
-        with _no_grad():
+        with _C_no_grad():
             for i, t in enumerate(tensor_list):
                 t.copy_(flat[i * n:(i + 1) * n].view(t.shape))
 
@@ -463,13 +464,3 @@ def save_on_rank0(save, group=None):
     barrier(group)
     if error is not None:
         raise error
-
-
-class _no_grad:
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C.set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C.set_grad_enabled(self.prev)
-        return False
