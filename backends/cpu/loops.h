@@ -70,8 +70,9 @@ inline double ld(const T* p) {
 }
 template <class T>
 inline void st(T* p, double v) {
-  if constexpr (std::is_same_v<T, bf16_t>) gn::sdk::store(p, GN_BF16, v);
-  else if constexpr (std::is_same_v<T, f16_t>) gn::sdk::store(p, GN_F16, v);
+  // gn::sdk::store's conversions, without its switch on the dtype (not always inlined)
+  if constexpr (std::is_same_v<T, bf16_t>) p->bits = gn::sdk::float_to_bf16((float)v);
+  else if constexpr (std::is_same_v<T, f16_t>) p->bits = gn::sdk::float_to_half((float)v);
   else *p = (T)v;
 }
 
@@ -119,7 +120,7 @@ inline bool dispatch_float(int32_t dt, F&& f) {
   return false;
 }
 
-inline bool is_float_dt(int32_t dt) { return dt == GN_F32 || dt == GN_F64 || dt == GN_F16 || dt == GN_BF16; }
+constexpr bool is_float_dt(int32_t dt) { return dt == GN_F32 || dt == GN_F64 || dt == GN_F16 || dt == GN_BF16; }
 
 // f32/f64/f16/bf16 (kernels whose element code is written with to_t/ld).
 template <class F>

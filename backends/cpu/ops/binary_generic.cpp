@@ -3,14 +3,17 @@
 // and logical_and/or, for every dtype and layout the fast paths (oneDNN
 // binary and the f32/f64 loops in binary.cpp, the compares in indexing.cpp)
 // do not take: bf16/f16 with broadcasting, integers and bool, div rounding
-// modes, pow.
+// modes, pow.  The ops and their bool operands come from the SDK's lists
+// (GN_SCALAR_BINARY_OPS, GN_SCALAR_COMPARE_OPS), so a new binary op is served
+// here with no edit.
 //
 // a, b (any strides, broadcast to out) -> out (any non-aliasing strides).
 // Rows of out's last dim in parallel.  Values follow the reference exactly
 // (plugins/reference/binary.cpp): floats are loaded as double, computed in
 // double and stored once through the SDK's conversions; integer operands
 // (and an integer out for arithmetic) take the int64 path, wrapping like
-// torch; the formulas are the shared ones (genesis/sdk/scalar_ops.h); compiled with -ffp-contract=off so x + alpha*y is not fused.
+// torch; the formulas are the shared ones (genesis/sdk/scalar_ops.h);
+// compiled with -ffp-contract=off so x + alpha*y is not fused.
 // Errors the reference raises (integer division by zero, negative integer
 // powers, a fractional alpha on integers) are raised with the same code.
 #include <atomic>
@@ -20,6 +23,7 @@
 
 #include "genesis/sdk/scalar_tables.h"
 #include "loops.h"
+#include "tiers.h"
 
 namespace gn::cpu {
 namespace {
@@ -45,6 +49,18 @@ void with_op_code(int op, Fn&& fn) {
 #undef GN_CPU_OP_CASE
     default: break;
   }
+}
+
+// An integer or bool element of dtype DT, exactly (gn::sdk::load_int / store_int for one dtype).
+template <int32_t DT>
+inline int64_t load_exact(const char* p) {
+  return (int64_t)*(const typename Storage<DT>::T*)p;
+}
+template <int32_t DT>
+inline void store_exact(char* p, int64_t v) {
+  using T = typename Storage<DT>::T;
+  if constexpr (DT == GN_BOOL) *(T*)p = v != 0;
+  else *(T*)p = (T)v;
 }
 
 // v's element strides broadcast to out (0 where broadcast).
@@ -104,31 +120,71 @@ void binary_generic(const char* name, const gn_tensor_view& a, const gn_tensor_v
         elem(pa + (oa + j * la) * (int64_t)ea, pb + (ob + j * lb) * (int64_t)eb, po + (oo + j * lo) * (int64_t)eo);
     });
   };
-  // The op becomes a constant of the row loop, so one formula is inlined there.
-  with_op_code(op, [&](auto code) {
-    constexpr int kOp = decltype(code)::value;
-    if constexpr (kOp >= sc::kBin_eq) {
-      if (int_in)
-        walk([&](const char* x, const char* y, char* z) {
-          store_int(z, o.dtype, sc::compare(kOp, load_int(x, a.dtype), load_int(y, b.dtype)));
-        });
-      else
-        walk([&](const char* x, const char* y, char* z) {
-          store_int(z, o.dtype, sc::compare(kOp, load(x, a.dtype), load(y, b.dtype)));
-        });
-    } else if (int_path) {
-      walk([&](const char* x, const char* y, char* z) {
-        const int64_t u = load_int(x, a.dtype), v = load_int(y, b.dtype);
-        if (kOp == sc::kBin_div && v == 0) { err = 1; return; }
-        if (kOp == sc::kBin_pow && v < 0) { err = 2; return; }
-        store_int(z, o.dtype, sc::binary_exact(kOp, u, v, ialpha, (int)mode));
+  // Float operands of one dtype (the core promotes them to one): the op is a
+  // constant of the row loop (one formula inlined) and loads and stores are
+  // typed.  The SDK's load/store switch on the dtype, and in this many loops
+  // the compiler keeps them out of line: a call per element.
+  const bool compare = sc::is_compare(op);
+  if (a.dtype == b.dtype && is_float_dt(a.dtype) && o.dtype == (compare ? GN_BOOL : a.dtype)) {
+    dispatch_float_h(a.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      with_op_code(op, [&](auto code) {
+        constexpr int kOp = decltype(code)::value;
+        if constexpr (kOp >= sc::kBin_eq)
+          walk([&](const char* x, const char* y, char* z) {
+            *(uint8_t*)z = sc::compare(kOp, ld((const T*)x), ld((const T*)y));
+          });
+        else
+          walk([&](const char* x, const char* y, char* z) {
+            st((T*)z, sc::binary(kOp, ld((const T*)x), ld((const T*)y), alpha, (int)mode));
+          });
       });
-    } else {
-      walk([&](const char* x, const char* y, char* z) {
-        store(z, o.dtype, sc::binary(kOp, load(x, a.dtype), load(y, b.dtype), alpha, (int)mode));
-      });
-    }
-  });
+    });
+    return;
+  }
+  // Integers (and bool) through exact int64, typed the same way.
+  if (int_in && a.dtype == b.dtype && (compare ? o.dtype == GN_BOOL : int_path && o.dtype == a.dtype)) {
+    dispatch_dtype(a.dtype, [&](auto dt) {
+      constexpr int32_t DT = decltype(dt)::value;
+      if constexpr (!is_float_dt(DT)) {
+        with_op_code(op, [&](auto code) {
+          constexpr int kOp = decltype(code)::value;
+          if constexpr (kOp >= sc::kBin_eq)
+            walk([&](const char* x, const char* y, char* z) {
+              *(uint8_t*)z = sc::compare(kOp, load_exact<DT>(x), load_exact<DT>(y));
+            });
+          else
+            walk([&](const char* x, const char* y, char* z) {
+              const int64_t u = load_exact<DT>(x), v = load_exact<DT>(y);
+              if (kOp == sc::kBin_div && v == 0) { err = 1; return; }
+              if (kOp == sc::kBin_pow && v < 0) { err = 2; return; }
+              store_exact<DT>(z, sc::binary_exact(kOp, u, v, ialpha, (int)mode));
+            });
+        });
+      }
+    });
+  } else if (int_in && (compare || int_path)) {
+    // Mixed integer dtypes (rare: the core promotes operands to one): the op a run-time code.
+    walk([&](const char* x, const char* y, char* z) {
+      const int64_t u = load_int(x, a.dtype), v = load_int(y, b.dtype);
+      if (compare) {
+        store_int(z, o.dtype, sc::compare(op, u, v));
+        return;
+      }
+      if (op == sc::kBin_div && v == 0) { err = 1; return; }
+      if (op == sc::kBin_pow && v < 0) { err = 2; return; }
+      store_int(z, o.dtype, sc::binary_exact(op, u, v, ialpha, (int)mode));
+    });
+  } else if (compare) {
+    // Mixed dtypes (rare: the core promotes operands to one): double, the op a run-time code.
+    walk([&](const char* x, const char* y, char* z) {
+      store_int(z, o.dtype, sc::compare(op, load(x, a.dtype), load(y, b.dtype)));
+    });
+  } else {
+    walk([&](const char* x, const char* y, char* z) {
+      store(z, o.dtype, sc::binary(op, load(x, a.dtype), load(y, b.dtype), alpha, (int)mode));
+    });
+  }
   if (err == 1) fail_op(GN_ERR_INVALID_ARGUMENT, name, "ZeroDivisionError: integer division by zero");
   if (err == 2) fail_op(GN_ERR_INVALID_ARGUMENT, name, "integers to negative integer powers are not allowed");
 }
@@ -144,19 +200,14 @@ GN_SDK_KERNEL(binary_generic_kernel) {
 }  // namespace
 
 void register_binary_generic(const gn::sdk::Registrar& r) {
-  // dtypes the fast paths leave out (binary.cpp: f32 bf16 f16 f64 arithmetic;
-  // indexing.cpp: f32 f64 i32 i64 compares)
-  // (bool where the reference takes it: not sub, not pow)
-  const int32_t ints[] = {GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
-  const int32_t ints_nb[] = {GN_I8, GN_U8, GN_I32, GN_I64};
-  for (const char* op : {"add", "mul", "div", "maximum", "minimum"}) r.kernel(op, ints, binary_generic_kernel);
-  r.kernel("sub", ints_nb, binary_generic_kernel);
+  // The last tier (plugin.cpp, kTiers): every dtype of every op of the shared
+  // lists (GN_SCALAR_BINARY_OPS, GN_SCALAR_COMPARE_OPS; bool where the functor
+  // takes it) that the oneDNN (binary.cpp) and SIMD (indexing.cpp: compares)
+  // tiers left.
   const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
-  const int32_t all_nb[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
-  r.kernel("pow", all_nb, binary_generic_kernel);
-  for (const char* op : {"logical_and", "logical_or"}) r.kernel(op, all, binary_generic_kernel);
-  const int32_t cmp_rest[] = {GN_F16, GN_BF16, GN_I8, GN_U8, GN_BOOL};
-  for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"}) r.kernel(op, cmp_rest, binary_generic_kernel);
+  for (const sc::BinaryOpName& op : sc::kBinaryOps)
+    for (int32_t dt : all)
+      if ((op.takes_bool || dt != GN_BOOL) && !tier_serves(op.name, dt)) r.kernel(op.name, dt, binary_generic_kernel);
 }
 
 }  // namespace gn::cpu
