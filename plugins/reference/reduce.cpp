@@ -23,12 +23,6 @@ using Red = gn::sdk::scalar::Reduction;
 using ReduceDef = gn::sdk::scalar::ReductionDef;
 constexpr const auto& kReduce = gn::sdk::scalar::kReductions;
 
-const ReduceDef* find_reduce(const char* name) {
-  for (const ReduceDef& d : kReduce)
-    if (std::string(d.name) == name) return &d;
-  return nullptr;
-}
-
 // ----------------------------------------------------------------------------
 // one group -> one value
 
@@ -183,20 +177,10 @@ GN_SDK_KERNEL(reduce_kernel) {
 }  // namespace
 
 void register_reduce(const gn::sdk::Registrar& r) {
-  auto reg = [&](const char* name, auto& dtypes) {
-    r.kernel(name, dtypes, reduce_kernel, 0, (void*)find_reduce(name));
-  };
-  reg("sum", kAllDtypes);
-  reg("prod", kAllDtypes);
-  reg("max", kAllDtypes);
-  reg("min", kAllDtypes);
-  reg("argmax", kNumericDtypes);
-  reg("argmin", kNumericDtypes);
-  reg("mean", kFloatingDtypes);
-  reg("var", kFloatingDtypes);
-  reg("std", kFloatingDtypes);
-  reg("norm", kFloatingDtypes);
-  reg("logsumexp", kAllDtypes);  // int/bool computed in double (torch promotes to float)
+  // Every reduction of the shared list (GN_SCALAR_REDUCE_OPS) with the dtypes it lists.
+  for (const ReduceDef& d : kReduce)
+    for (int32_t dt : kAllDtypes)
+      if (gn::sdk::scalar::reduce_takes(d.inputs, dt)) r.kernel(d.name, dt, reduce_kernel, 0, (void*)&d);
 }
 
 }  // namespace ref

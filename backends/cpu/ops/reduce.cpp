@@ -330,17 +330,11 @@ GN_SDK_KERNEL(reduce_kernel) {
 }  // namespace
 
 void register_reduce(const gn::sdk::Registrar& r) {
-  // the reference's dtype sets
+  // Every reduction of the shared list (GN_SCALAR_REDUCE_OPS) with the dtypes it lists.
   const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
-  const int32_t numeric[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
-  const int32_t floats[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
-  for (const ReduceDef& d : kReduce) {
-    const std::string n = d.name;
-    if (n == "argmax" || n == "argmin") r.kernel(d.name, numeric, reduce_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
-    else if (n == "mean" || n == "var" || n == "std" || n == "norm")
-      r.kernel(d.name, floats, reduce_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
-    else r.kernel(d.name, all, reduce_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
-  }
+  for (const ReduceDef& d : kReduce)
+    for (int32_t dt : all)
+      if (gn::sdk::scalar::reduce_takes(d.inputs, dt)) r.kernel(d.name, dt, reduce_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
 }
 
 }  // namespace gn::cpu

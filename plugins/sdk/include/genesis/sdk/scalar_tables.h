@@ -58,6 +58,12 @@ inline constexpr ReductionDef kReductions[] = {
 #undef GN_SCALAR_REDUCE_ROW
 };
 
+// Whether the kernels of a reduction with these inputs take dtype (numeric: every dtype but bool).
+inline bool reduce_takes(ReduceInputs inputs, int32_t dtype) {
+  if (inputs == ReduceInputs::any) return true;
+  return inputs == ReduceInputs::numeric ? dtype != GN_BOOL : gn_dtype_is_float(dtype) != 0;
+}
+
 // The unary row of `name`, or nullptr.
 inline const UnaryFormula* find_unary_formula(const char* name) {
   for (const UnaryFormula& u : kUnaryFormulas)
