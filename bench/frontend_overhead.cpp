@@ -5,7 +5,7 @@
 //
 //   build/bin/bench_frontend_overhead [--benchmark_repetitions=5 --benchmark_report_aggregates_only=true]
 //
-// Acceptance (issue 4): add with autograd recording <= 2 us.
+// Target: add with autograd recording <= 2 us.
 #include <benchmark/benchmark.h>
 
 #include "genesis/autograd.hpp"

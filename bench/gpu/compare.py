@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Time the issue-5 GPU cases in PyTorch and print the Genesis/PyTorch ratio table.
+"""Time the GPU op-class cases in PyTorch and print the Genesis/PyTorch ratio table.
 
     python3 bench/gpu/compare.py genesis.jsonl [--out table.txt]
 

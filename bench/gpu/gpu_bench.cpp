@@ -1,4 +1,4 @@
-// bench/gpu/gpu_bench.cpp - the issue-5 GPU cases timed in Genesis through the
+// bench/gpu/gpu_bench.cpp - the GPU op-class cases timed in Genesis through the
 // public C API (libgenesis + the cuda plugin).  Writes one JSON line per case to
 // stdout (or the file named by --out); bench/gpu/compare.py times the same cases
 // in PyTorch and prints the ratio table.  bench/gpu/run.sh builds and runs both.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/gpu/run.sh - build Genesis with the cuda backend, run the issue-5 GPU
+# bench/gpu/run.sh - build Genesis with the cuda backend, run the GPU op-class
 # benchmark in Genesis (bench/gpu/gpu_bench, C API) and in PyTorch
 # (bench/gpu/compare.py) in the same run, and print the ratio table last.
 #
