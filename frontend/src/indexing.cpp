@@ -1,8 +1,10 @@
 // indexing.cpp - indexing, masking, sorting and scatter ops with autograd:
 // gather, index_select, scatter, scatter_add, index_add, masked_fill, triu,
-// tril, topk, sort, argsort, split/chunk, one_hot, and bmm.  Their gradient
-// rules are in autograd/rules.cpp with the others.
+// tril, topk, sort, argsort, split/chunk, one_hot, bmm, nonzero, masked_select
+// and x.index({...}) with bool masks.  Their gradient rules are in
+// autograd/rules.cpp with the others.
 #include <algorithm>
+#include <string>
 
 #include "autograd/rules.h"
 #include "internal.h"
@@ -195,21 +197,74 @@ const Tensor& TensorIndex::tensor() const { return *t_; }
 
 namespace {
 
-// The view (or copy, for tensor entries) that `indices` pick out of x.
-Tensor apply_index(const Tensor& x, std::initializer_list<TensorIndex> indices, bool allow_copy) {
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Row-major flat positions of the true elements of a bool mask (read on the host: the result's
+// size depends on the values, so masking syncs, as in torch).
+std::vector<int64_t> true_positions(const Tensor& mask) {
+  if (mask.dtype() != DType::boolean) throw Error(GN_ERR_DTYPE, "[index] masks must be bool tensors");
+  const std::vector<double> v = mask.tolist();
+  std::vector<int64_t> pos;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] != 0) pos.push_back(static_cast<int64_t>(i));
+  return pos;
+}
+
+Tensor positions_tensor(const std::vector<int64_t>& pos, const Device& d) {
+  return tensor(pos, {static_cast<int64_t>(pos.size())}, {.device = d});
+}
+
+// a's shape with dims [d, d + k) replaced by `mid`.
+Shape replace_dims(const Shape& a, int64_t d, int64_t k, const Shape& mid) {
+  Shape out(a.begin(), a.begin() + d);
+  out.insert(out.end(), mid.begin(), mid.end());
+  out.insert(out.end(), a.begin() + d + k, a.end());
+  return out;
+}
+
+void check_mask_shape(const Tensor& y, int64_t d, const Tensor& mask) {
+  const Shape ys = y.shape(), ms = mask.shape();
+  const bool fits = d + static_cast<int64_t>(ms.size()) <= static_cast<int64_t>(ys.size()) &&
+                    std::equal(ms.begin(), ms.end(), ys.begin() + d);
+  if (!fits)
+    throw Error(GN_ERR_INDEX, "[index] the shape of the mask " + shape_str(ms) + " at index " + std::to_string(d) +
+                                  " does not match the shape of the indexed tensor " + shape_str(ys));
+}
+
+// Where a bool mask sits in an assignment's target view: dims [dim, dim + mask.dim()).
+struct MaskAt {
+  int64_t dim = -1;
+  Tensor mask;
+};
+
+// The view (or copy, for tensor entries) that `indices` pick out of x.  In an assignment
+// (allow_copy false) a bool mask leaves its dims in the view and is reported through `mask_at`.
+Tensor apply_index(const Tensor& x, const TensorIndex* first, const TensorIndex* last, bool allow_copy,
+                   MaskAt* mask_at = nullptr) {
   using K = TensorIndex::Kind;
-  int64_t consumed = 0, ellipses = 0;
-  for (const TensorIndex& i : indices) {
-    if (i.kind() == K::integer || i.kind() == K::slice || i.kind() == K::tensor) ++consumed;
-    if (i.kind() == K::ellipsis) ++ellipses;
+  int64_t consumed = 0, ellipses = 0, tensors = 0, masks = 0;
+  for (const TensorIndex* i = first; i != last; ++i) {
+    const bool is_mask = i->kind() == K::tensor && i->tensor().dtype() == DType::boolean;
+    if (i->kind() == K::integer || i->kind() == K::slice || (i->kind() == K::tensor && !is_mask)) ++consumed;
+    if (is_mask) consumed += i->tensor().dim();
+    if (i->kind() == K::ellipsis) ++ellipses;
+    tensors += i->kind() == K::tensor;
+    masks += is_mask;
   }
   if (ellipses > 1) throw invalid("index", "an index can only have a single ellipsis ('...')");
+  if (masks > 0 && tensors > 1)
+    throw Error(GN_ERR_UNSUPPORTED, "[index] a bool mask cannot be combined with other tensor indices");
   if (consumed > x.dim())
     throw Error(GN_ERR_INDEX, "[index] too many indices for tensor of dimension " + std::to_string(x.dim()) + " (got " +
                                   std::to_string(consumed) + ")");
   Tensor y = x;
   int64_t d = 0;  // the dim of y the next entry applies to
-  for (const TensorIndex& i : indices) {
+  for (const TensorIndex* it = first; it != last; ++it) {
+    const TensorIndex& i = *it;
     switch (i.kind()) {
       case K::integer: {
         const int64_t n = y.size(d);
@@ -238,10 +293,28 @@ Tensor apply_index(const Tensor& x, std::initializer_list<TensorIndex> indices, 
         d += x.dim() - consumed;
         break;
       case K::tensor: {
-        const Tensor& t = i.tensor();
+        Tensor t = i.tensor();
+        if (t.dtype() == DType::boolean) {
+          if (t.dim() == 0) {  // x[True] adds a dim of size 1, x[False] one of size 0
+            y = y.unsqueeze(d);
+            t = t.reshape({1});
+          }
+          check_mask_shape(y, d, t);
+          if (!allow_copy) {  // the assignment writes through the mask's dims of this view
+            mask_at->dim = d;
+            mask_at->mask = t;
+            d += t.dim();
+            break;
+          }
+          // The mask's dims become one dim of its true positions: (A, M..., B) -> (A, n, B).
+          int64_t count = 1;
+          for (int64_t s : t.shape()) count *= s;
+          y = y.reshape(replace_dims(y.shape(), d, t.dim(), {count}));
+          y = y.index_select(d, positions_tensor(true_positions(t), y.device()));
+          ++d;
+          break;
+        }
         if (!allow_copy) throw invalid("index_put_", "tensor indices are not supported here (use index_add/scatter)");
-        if (t.dtype() == DType::boolean)
-          throw Error(GN_ERR_UNSUPPORTED, "[index] boolean mask indexing is not supported; use masked_fill or where");
         if (is_floating(t.dtype()) || t.dim() != 1)
           throw invalid("index", "tensor indices must be 1-D integer tensors");
         y = y.index_select(d, t);
@@ -253,22 +326,116 @@ Tensor apply_index(const Tensor& x, std::initializer_list<TensorIndex> indices, 
   return y;
 }
 
+// view[mask] = value, the mask covering dims [at.dim, at.dim + mask.dim()) of view; value is a
+// number (fill) or a tensor broadcast to view[mask]'s shape (A, n, B).
+void masked_put(Tensor& view, const MaskAt& at, const Tensor* value, double number) {
+  const Shape vs = view.shape(), ms = at.mask.shape();
+  const int64_t d = at.dim, k = static_cast<int64_t>(ms.size());
+  if (!value) {
+    // The mask with size-1 dims around it broadcasts against the view.
+    Shape mb(vs.size(), 1);
+    std::copy(ms.begin(), ms.end(), mb.begin() + d);
+    view.copy_(view.masked_fill(at.mask.reshape(mb), number));
+    return;
+  }
+  const std::vector<int64_t> pos = true_positions(at.mask);
+  const int64_t n = static_cast<int64_t>(pos.size());
+  if (n == 0) return;
+  int64_t count = 1;
+  for (int64_t s : ms) count *= s;
+  const Shape target = replace_dims(vs, d, k, {n});  // the shape view[mask] has
+  Tensor src = value->to(view.dtype()).to(view.device());
+  if (src.dim() < static_cast<int64_t>(target.size())) {  // leading size-1 dims, as broadcasting adds
+    Shape s(target.size() - src.dim(), 1);
+    for (int64_t e : src.shape()) s.push_back(e);
+    src = src.reshape(s);
+  }
+  src = src.expand(target).contiguous();
+  // Each written element's row along dim d: its position in the flattened mask.
+  Shape ib(target.size(), 1);
+  ib[d] = n;
+  Tensor index = positions_tensor(pos, view.device()).reshape(ib).expand(target).contiguous();
+  Tensor flat = view.reshape(replace_dims(vs, d, k, {count}));
+  view.copy_(scatter(flat, d, index, src).reshape(vs));
+}
+
+Tensor& put(Tensor& x, const TensorIndex* first, const TensorIndex* last, const Tensor* value, double number) {
+  detail::check_inplace(x, "index_put_");
+  MaskAt at;
+  Tensor view = apply_index(x, first, last, false, &at);
+  if (at.mask.defined()) {
+    masked_put(view, at, value, number);
+  } else if (value) {
+    view.copy_(*value);
+  } else {
+    view.fill_(number);
+  }
+  return x;
+}
+
 }  // namespace
 
-Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const { return apply_index(*this, indices, true); }
+Tensor Tensor::nonzero() const {
+  const std::vector<double> v = tolist();
+  const Shape s = shape();
+  const int64_t nd = dim();
+  std::vector<int64_t> coords;
+  int64_t rows = 0;
+  for (size_t f = 0; f < v.size(); ++f) {
+    if (v[f] == 0) continue;
+    ++rows;
+    // Row-major coordinates of flat position f.
+    std::vector<int64_t> c(static_cast<size_t>(nd));
+    int64_t rest = static_cast<int64_t>(f);
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      c[d] = rest % s[d];
+      rest /= s[d];
+    }
+    coords.insert(coords.end(), c.begin(), c.end());
+  }
+  return tensor(coords, {rows, nd}, {.device = device()});
+}
+
+Tensor Tensor::masked_select(const Tensor& mask) const {
+  // Broadcast x and the mask to one shape, then pick the true positions of the flattened pair.
+  const Shape a = shape(), b = mask.shape();
+  const size_t n = std::max(a.size(), b.size());
+  Shape s(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw Error(GN_ERR_SHAPE, "[masked_select] shapes " + shape_str(a) + " and " + shape_str(b) +
+                                    " cannot be broadcast");
+    s[i] = da == 1 ? db : da;
+  }
+  Tensor xs = a == s ? *this : expand(s);
+  Tensor ms = b == s ? mask : mask.expand(s);
+  return xs.reshape({-1}).index_select(0, positions_tensor(true_positions(ms), device()));
+}
+
+Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
+  return apply_index(*this, indices.begin(), indices.end(), true);
+}
+
+Tensor Tensor::index(const std::vector<TensorIndex>& indices) const {
+  return apply_index(*this, indices.data(), indices.data() + indices.size(), true);
+}
 
 Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value) {
-  detail::check_inplace(*this, "index_put_");
-  Tensor view = apply_index(*this, indices, false);
-  view.copy_(value);
-  return *this;
+  return put(*this, indices.begin(), indices.end(), &value, 0);
 }
 
 Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> indices, double value) {
-  detail::check_inplace(*this, "index_put_");
-  Tensor view = apply_index(*this, indices, false);
-  view.fill_(value);
-  return *this;
+  return put(*this, indices.begin(), indices.end(), nullptr, value);
+}
+
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, const Tensor& value) {
+  return put(*this, indices.data(), indices.data() + indices.size(), &value, 0);
+}
+
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& indices, double value) {
+  return put(*this, indices.data(), indices.data() + indices.size(), nullptr, value);
 }
 
 }  // namespace genesis

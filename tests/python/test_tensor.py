@@ -127,3 +127,76 @@ def test_conveniences_flip_array_format():
     assert x.flip(1).tolist() == [[2, 1, 0], [5, 4, 3]] and x.flip((0, 1)).tolist() == [[5, 4, 3], [2, 1, 0]]
     assert np.asarray(genesis.ones(2, dtype=genesis.float64)).dtype == np.float64
     assert f"{genesis.tensor(0.123456):.3f}" == "0.123"
+
+
+def _torch_pair(shape, requires_grad=False):
+    import torch
+    t = torch.randn(*shape, dtype=torch.float64)
+    return genesis.tensor(t.numpy(), requires_grad=requires_grad), t.clone().requires_grad_(requires_grad)
+
+
+@pytest.mark.parametrize("shape, mask_shape, key_of", [
+    ((4, 5), (4, 5), lambda m: m),                   # full mask: 1-D result
+    ((4, 5, 3), (4,), lambda m: m),                  # leading-dim mask: (n, 5, 3)
+    ((4, 5, 3), (4, 5), lambda m: m),                # two leading dims: (n, 3)
+    ((4, 5, 3), (5,), lambda m: (slice(None), m)),   # mask after a slice: (4, n, 3)
+    ((4, 5, 3), (3,), lambda m: (Ellipsis, m)),      # mask on the last dim: (4, 5, n)
+    ((3, 4), (3, 4), lambda m: (None, m)),           # after a new axis: (1, n)
+])
+def test_bool_mask_read_matches_torch_with_gradients(shape, mask_shape, key_of):
+    import torch
+    from conftest import close
+    gx, tx = _torch_pair(shape, requires_grad=True)
+    tm = torch.rand(*mask_shape) > 0.4
+    gm = genesis.tensor(tm.numpy())
+    got, want = gx[key_of(gm)], tx[key_of(tm)]
+    close(got, want)
+    w = torch.randn(want.shape, dtype=torch.float64)
+    (got * genesis.tensor(w.numpy())).sum().backward()
+    (want * w).sum().backward()
+    close(gx.grad, tx.grad, rtol=1e-7, atol=1e-7)
+    # The same mask as a NumPy bool array, and masked_select / nonzero.
+    close(gx.detach()[key_of(tm.numpy())], want)
+    if mask_shape == shape:
+        close(gx.masked_select(gm), tx.masked_select(tm))
+        assert genesis.nonzero(gm).tolist() == torch.nonzero(tm).tolist()
+
+
+def test_bool_mask_edge_cases_match_torch():
+    import torch
+    from conftest import close
+    gx, tx = _torch_pair((3, 4))
+    none = torch.zeros(3, 4, dtype=torch.bool)
+    assert gx[genesis.tensor(none.numpy())].shape == (0,)
+    close(gx[[True, False, True]], tx[[True, False, True]])  # a list of bools is a mask
+    close(gx[genesis.tensor(True)], tx[torch.tensor(True)])  # 0-d mask: a new dim of size 1
+    row = torch.tensor([True, False, True, False])
+    close(gx.masked_select(genesis.tensor(row.numpy())), tx.masked_select(row))  # broadcast mask
+    with pytest.raises(IndexError, match="shape of the mask"):
+        gx[genesis.tensor([True, False])]
+    with pytest.raises(TypeError):
+        gx[genesis.zeros(3, 4) > 0] = "x"
+
+
+@pytest.mark.parametrize("shape, mask_shape, value_of", [
+    ((4, 5), (4, 5), lambda n, torch: 7.5),
+    ((4, 5), (4, 5), lambda n, torch: torch.randn(n, dtype=torch.float64)),
+    ((4, 5, 3), (4,), lambda n, torch: torch.randn(n, 5, 3, dtype=torch.float64)),
+    ((4, 5, 3), (4,), lambda n, torch: torch.randn(3, dtype=torch.float64)),  # broadcast value
+    ((4, 5, 3), (4, 5), lambda n, torch: -2.0),
+])
+def test_bool_mask_write_matches_torch(shape, mask_shape, value_of):
+    import torch
+    from conftest import close
+    gx, tx = _torch_pair(shape)
+    tm = torch.rand(*mask_shape) > 0.5
+    value = value_of(int(tm.sum()), torch)
+    tx[tm] = value
+    gx[genesis.tensor(tm.numpy())] = genesis.tensor(value.numpy()) if isinstance(value, torch.Tensor) else value
+    close(gx, tx)
+    # Through a view and with the mask after a slice: the write lands in the base tensor.
+    gy, ty = _torch_pair((3, 4, 2))
+    cols = torch.tensor([True, False, False, True])
+    ty[1:, cols] = 0.25
+    gy[1:, genesis.tensor(cols.numpy())] = 0.25
+    close(gy, ty)

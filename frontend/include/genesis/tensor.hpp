@@ -322,6 +322,10 @@ class Tensor {
   Tensor index_select(int64_t dim, const Tensor& index) const;
   /** out[i][j] = x[index[i][j]][j] for dim 0 (torch.gather). */
   Tensor gather(int64_t dim, const Tensor& index) const;
+  /** int64 (n, dim()) coordinates of the nonzero elements in row-major order (torch.nonzero; syncs). */
+  Tensor nonzero() const;
+  /** 1-D copy of the elements where the bool mask (broadcast with x) is true (torch.masked_select). */
+  Tensor masked_select(const Tensor& mask) const;
 
   // ---- views (share storage)
   Tensor reshape(Shape shape) const;   ///< new shape (copies if needed)
@@ -334,12 +338,20 @@ class Tensor {
   Tensor operator[](int64_t index) const { return select(0, index); }  ///< x[i]
   /** torch's x[...] with several entries: x.index({1, Slice(0, 4, 2), Ellipsis, None, ids}).  Ints select
    * (drop the dim), Slices are views, None inserts a dim, Ellipsis stands for the dims not named, a 1-D
-   * integer Tensor gathers along its dim (a copy).  Autograd-aware. */
+   * integer Tensor gathers along its dim (a copy), a bool Tensor is a mask over as many dims as it has
+   * (they become one dim of the selected positions, a copy).  Autograd-aware. */
   Tensor index(std::initializer_list<TensorIndex> indices) const;
-  /** x[indices] = value in place (no Tensor entries: the target must be a view); returns *this. */
+  /** index() with the entries in a vector. */
+  Tensor index(const std::vector<TensorIndex>& indices) const;
+  /** x[indices] = value in place; the only Tensor entry allowed is one bool mask, after which only
+   * Ellipsis may follow (value broadcasts to what x[indices] would be); returns *this. */
   Tensor& index_put_(std::initializer_list<TensorIndex> indices, const Tensor& value);
   /** x[indices] = number in place; returns *this. */
   Tensor& index_put_(std::initializer_list<TensorIndex> indices, double value);
+  /** index_put_() with the entries in a vector. */
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& value);
+  /** index_put_() of a number with the entries in a vector. */
+  Tensor& index_put_(const std::vector<TensorIndex>& indices, double value);
   Tensor expand(Shape shape) const;    ///< broadcast size-1 dims (-1 keeps)
   Tensor expand_as(const Tensor& o) const { return expand(o.shape()); }  ///< expand to o's shape
   Tensor squeeze(std::optional<int64_t> dim = {}) const;  ///< drop size-1 dim(s)
@@ -381,7 +393,7 @@ struct NoneIndexType {};
 inline constexpr NoneIndexType None{};
 }  // namespace indexing
 
-/** One entry of Tensor::index: an int, a Slice, Ellipsis, None or an integer Tensor. */
+/** One entry of Tensor::index: an int, a Slice, Ellipsis, None, an integer Tensor or a bool mask. */
 class TensorIndex {
  public:
   enum class Kind { integer, slice, ellipsis, none, tensor };

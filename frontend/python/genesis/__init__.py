@@ -128,8 +128,8 @@ for _name in ("neg", "negative", "abs", "sign", "exp", "expm1", "log", "log1p", 
               "minimum", "eq", "ne", "lt", "le", "gt", "ge", "sum", "mean", "prod", "max", "min", "amax", "amin",
               "argmax", "argmin", "var", "std", "logsumexp", "norm", "softmax", "log_softmax", "topk", "sort",
               "argsort", "reshape", "permute", "transpose", "squeeze", "unsqueeze", "flatten", "split", "chunk",
-              "unbind", "index_select", "gather", "scatter", "scatter_add", "index_add", "masked_fill", "triu",
-              "tril", "t", "narrow", "all", "any", "clone", "detach", "numel", "gelu", "silu"):
+              "unbind", "index_select", "gather", "scatter", "scatter_add", "index_add", "masked_fill",
+              "masked_select", "nonzero", "triu", "tril", "t", "narrow", "all", "any", "clone", "detach", "numel", "gelu", "silu"):
     globals()[_name] = _as_function(_name)
 clip = globals()["clamp"]
 del _name

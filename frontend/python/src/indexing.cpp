@@ -1,7 +1,10 @@
 // frontend/python/src/indexing.cpp - x[...] and x[...] = v with Python's
 // index objects: ints select (drop the dim), slices are views, None inserts a
 // dim, ... stands for the dims not named, and a 1-D integer tensor (or a list
-// of ints) gathers along its dim (a copy, autograd-aware), as torch does.
+// of ints) gathers along its dim (a copy, autograd-aware), as torch does.  A bool
+// tensor (or NumPy bool array, or list of bools) is a mask: such keys go to the
+// C++ Tensor::index / index_put_, which handle masks.  NumPy arrays index as the
+// tensors they convert to.
 #include <algorithm>
 
 #include "bind.h"
@@ -28,8 +31,8 @@ std::vector<Entry> parse(py::handle key) {
     } else if (PySlice_Check(k.ptr())) {
       e.kind = Kind::slice;
       e.s = py::reinterpret_borrow<py::slice>(k);
-    } else if (py::isinstance<Tensor>(k)) {
-      const Tensor& t = k.cast<const Tensor&>();
+    } else if (py::isinstance<Tensor>(k) || (!PyLong_Check(k.ptr()) && py::hasattr(k, "__array_interface__"))) {
+      const Tensor t = py::isinstance<Tensor>(k) ? k.cast<Tensor>() : tensor_from_object(k, {});
       if (t.dim() == 0 && !is_floating(t.dtype()) && t.dtype() != DType::boolean) {
         e.kind = Kind::integer;
         e.i = static_cast<int64_t>(t.item_double());
@@ -37,6 +40,10 @@ std::vector<Entry> parse(py::handle key) {
         e.kind = Kind::tensor;
         e.t = t;
       }
+    } else if (PyList_Check(k.ptr()) && PyList_GET_SIZE(k.ptr()) > 0 &&
+               std::all_of(k.begin(), k.end(), [](py::handle x) { return PyBool_Check(x.ptr()); })) {
+      e.kind = Kind::tensor;  // a list of bools is a mask, as in torch
+      e.t = tensor_from_object(k, {});
     } else if (PyList_Check(k.ptr())) {
       e.kind = Kind::tensor;
       std::vector<int64_t> v;
@@ -54,6 +61,36 @@ std::vector<Entry> parse(py::handle key) {
     for (py::handle k : key) one(k);
   } else {
     one(key);
+  }
+  return out;
+}
+
+bool has_mask(const std::vector<Entry>& entries) {
+  return std::any_of(entries.begin(), entries.end(),
+                     [](const Entry& e) { return e.kind == Kind::tensor && e.t.dtype() == DType::boolean; });
+}
+
+std::optional<int64_t> slice_bound(py::handle b) {
+  if (b.is_none()) return std::nullopt;
+  return py::reinterpret_borrow<py::object>(b).cast<int64_t>();
+}
+
+// The entries as C++ TensorIndex values (for keys with a mask).
+std::vector<TensorIndex> to_cpp(const std::vector<Entry>& entries) {
+  std::vector<TensorIndex> out;
+  for (const Entry& e : entries) {
+    switch (e.kind) {
+      case Kind::integer: out.emplace_back(e.i); break;
+      case Kind::slice: {
+        py::handle step = e.s.attr("step");
+        out.emplace_back(indexing::Slice(slice_bound(e.s.attr("start")), slice_bound(e.s.attr("stop")),
+                                         step.is_none() ? 1 : step.cast<int64_t>()));
+        break;
+      }
+      case Kind::none: out.emplace_back(indexing::None); break;
+      case Kind::ellipsis: out.emplace_back(indexing::Ellipsis); break;
+      case Kind::tensor: out.emplace_back(e.t); break;
+    }
   }
   return out;
 }
@@ -102,8 +139,6 @@ Tensor apply(const Tensor& x, const std::vector<Entry>& entries, bool allow_copy
         if (!allow_copy)
           throw Error(GN_ERR_INVALID_ARGUMENT,
                       "[index_put_] tensor indices are not supported in assignments (use index_add or scatter)");
-        if (e.t.dtype() == DType::boolean)
-          throw Error(GN_ERR_UNSUPPORTED, "[index] boolean mask indexing is not supported; use masked_fill or where");
         if (is_floating(e.t.dtype()) || e.t.dim() != 1)
           throw Error(GN_ERR_INVALID_ARGUMENT, "[index] tensor indices must be 1-D integer tensors");
         y = y.index_select(d, e.t);
@@ -129,10 +164,18 @@ void bind_indexing(py::module_& m) {
                                       std::to_string(n));
       return x.select(0, i);
     }
-    return apply(x, parse(key), true);
+    const std::vector<Entry> entries = parse(key);
+    if (has_mask(entries)) return x.index(to_cpp(entries));
+    return apply(x, entries, true);
   });
   t.def("__setitem__", [](Tensor& x, py::handle key, py::handle value) {
-    Tensor view = apply(x, parse(key), false);
+    const std::vector<Entry> entries = parse(key);
+    if (has_mask(entries)) {
+      if (py::isinstance<Tensor>(value)) x.index_put_(to_cpp(entries), value.cast<const Tensor&>());
+      else x.index_put_(to_cpp(entries), to_scalar(value).value);
+      return;
+    }
+    Tensor view = apply(x, entries, false);
     if (py::isinstance<Tensor>(value)) {
       view.copy_(value.cast<const Tensor&>());
     } else {

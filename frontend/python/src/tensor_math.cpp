@@ -320,6 +320,8 @@ void bind_tensor_math(py::module_& m) {
       }, py::arg("dim") = 0)
       .def("index_select", &Tensor::index_select, py::arg("dim"), py::arg("index"))
       .def("gather", &Tensor::gather, py::arg("dim"), py::arg("index"))
+      .def("masked_select", &Tensor::masked_select, py::arg("mask"))
+      .def("nonzero", &Tensor::nonzero)
       .def("scatter", [](const Tensor& x, int64_t dim, const Tensor& index, py::handle src) {
         return scatter(x, dim, index, as_tensor_like(src, x).expand(index.shape()));
       }, py::arg("dim"), py::arg("index"), py::arg("src"))

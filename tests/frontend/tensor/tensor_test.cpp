@@ -246,7 +246,7 @@ TEST(CppTensor, IndexLikePython) {
   EXPECT_THROW(x.index({0, 0, 0, 0}), genesis::Error);
   EXPECT_THROW(x.index({2}), genesis::Error);
   EXPECT_THROW(x.index({Ellipsis, 0, Ellipsis}), genesis::Error);
-  EXPECT_THROW(x.index({x > 3}), genesis::Error);
+  EXPECT_THROW(x.index({x.index({Slice(), 0}) > 3}), genesis::Error);  // mask shape (2, 4) vs dims (2, 3)
   EXPECT_THROW(x.index({Slice(0, 2, 0)}), genesis::Error);
   EXPECT_THROW(z.index_put_({genesis::tensor(std::vector<int64_t>{0}, {1})}, 1.0), genesis::Error);
 }
@@ -258,6 +258,73 @@ TEST(CppTensor, IndexIsDifferentiable) {
   EXPECT_EQ(w.grad().tolist(), (D{0, 0, 0, 0, 2, 0, 0, 4, 2, 0, 0, 4}));
   Tensor v = genesis::ones({2, 3}, {.requires_grad = true});
   EXPECT_THROW(v.index_put_({0}, 1.0), genesis::Error);  // in place on a leaf that needs grad
+}
+
+// Bool masks against a loop oracle over tolist(): x (2, 3, 4) with x[i][j][k] = 12i + 4j + k.
+TEST(CppTensor, BoolMaskIndexing) {
+  Tensor x = genesis::arange(0, 24, 1, {.dtype = genesis::float64}).reshape({2, 3, 4});
+  const D xv = x.tolist();
+  auto pick = [](int64_t f) { return (f * 7) % 3 == 1; };  // an irregular pattern
+  // Full mask: the true elements in row-major order, 1-D.
+  std::vector<int64_t> mbits;
+  D want;
+  for (int64_t f = 0; f < 24; ++f) {
+    mbits.push_back(pick(f));
+    if (pick(f)) want.push_back(xv[f]);
+  }
+  Tensor full = genesis::tensor(mbits, {2, 3, 4}).to(DType::boolean);
+  Tensor a = x.index({full});
+  EXPECT_EQ(a.shape(), (genesis::Shape{static_cast<int64_t>(want.size())}));
+  EXPECT_EQ(a.tolist(), want);
+  EXPECT_EQ(x.masked_select(full).tolist(), want);
+  // nonzero: the coordinates of the same elements.
+  D coords;
+  for (int64_t f = 0; f < 24; ++f)
+    if (pick(f)) coords.insert(coords.end(), {double(f / 12), double(f / 4 % 3), double(f % 4)});
+  EXPECT_EQ(full.nonzero().tolist(), coords);
+  EXPECT_EQ(full.nonzero().dtype(), DType::i64);
+  // Leading-dims mask (2, 3): rows of 4, shape (n, 4); a mask after a slice keeps the dims around it.
+  Tensor rows = genesis::tensor(std::vector<int64_t>{1, 0, 1, 0, 0, 1}, {2, 3}).to(DType::boolean);
+  Tensor b = x.index({rows});
+  EXPECT_EQ(b.shape(), (genesis::Shape{3, 4}));
+  EXPECT_EQ(b.tolist(), (D{0, 1, 2, 3, 8, 9, 10, 11, 20, 21, 22, 23}));
+  Tensor cols = genesis::tensor(std::vector<int64_t>{0, 1, 1, 0}, {4}).to(DType::boolean);
+  Tensor c = x.index({Slice(), Slice(1), cols});  // x[:, 1:, cols]
+  EXPECT_EQ(c.shape(), (genesis::Shape{2, 2, 2}));
+  EXPECT_EQ(c.tolist(), (D{5, 6, 9, 10, 17, 18, 21, 22}));
+  EXPECT_EQ(x.index({genesis::zeros({2}, {.dtype = genesis::boolean})}).shape(), (genesis::Shape{0, 3, 4}));
+  // Writes: a number, a tensor of the selected shape, a broadcast row.
+  Tensor y = x.clone();
+  y.index_put_({full}, -1.0);
+  D yv = xv;
+  for (int64_t f = 0; f < 24; ++f)
+    if (pick(f)) yv[f] = -1;
+  EXPECT_EQ(y.tolist(), yv);
+  Tensor z = x.clone();
+  z.index_put_({rows}, genesis::tensor(std::vector<double>{100, 101, 102, 103}, {4}));
+  D zv = xv;
+  for (int64_t r : {0, 2, 5})
+    for (int64_t k = 0; k < 4; ++k) zv[r * 4 + k] = 100 + k;
+  EXPECT_EQ(z.tolist(), zv);
+  Tensor w = x.clone();
+  std::vector<double> vals;
+  for (size_t i = 0; i < want.size(); ++i) vals.push_back(1000 + i);
+  w.index_put_(std::vector<genesis::TensorIndex>{full}, genesis::tensor(vals, {static_cast<int64_t>(vals.size())}));
+  D wv = xv;
+  for (int64_t f = 0, i = 0; f < 24; ++f)
+    if (pick(f)) wv[f] = 1000 + static_cast<double>(i++);
+  EXPECT_EQ(w.tolist(), wv);
+  // Gradients: x[mask] scatters back into the masked positions.
+  Tensor p = genesis::ones({2, 3, 4}, {.dtype = genesis::float64, .requires_grad = true});
+  (p.index({rows}) * 3).sum().backward();
+  D g(24, 0);
+  for (int64_t r : {0, 2, 5})
+    for (int64_t k = 0; k < 4; ++k) g[r * 4 + k] = 3;
+  EXPECT_EQ(p.grad().tolist(), g);
+  // Errors: wrong mask shape, a mask with another tensor index, a non-bool mask for masked_select.
+  EXPECT_THROW(x.index({cols}), genesis::Error);
+  EXPECT_THROW(x.index({rows, genesis::tensor(std::vector<int64_t>{0}, {1})}), genesis::Error);
+  EXPECT_THROW(x.masked_select(genesis::ones({4})), genesis::Error);
 }
 
 TEST(CppTensor, SortTopkSplitAndFriends) {
