@@ -16,6 +16,13 @@ CONFIGS = {
     "Adam": (optim.Adam, torch.optim.Adam, {"lr": 0.01}),
     "Adam_wd_betas": (optim.Adam, torch.optim.Adam, {"lr": 0.01, "betas": (0.8, 0.9), "weight_decay": 0.1}),
     "AdamW": (optim.AdamW, torch.optim.AdamW, {"lr": 0.01, "weight_decay": 0.05, "eps": 1e-6}),
+    # beta2 = 0.5 lets exp_avg_sq fall below its running max within five steps
+    "Adam_amsgrad_wd": (optim.Adam, torch.optim.Adam,
+                        {"lr": 0.05, "betas": (0.8, 0.5), "weight_decay": 0.1, "amsgrad": True}),
+    "Adam_amsgrad_maximize": (optim.Adam, torch.optim.Adam,
+                              {"lr": 0.05, "betas": (0.9, 0.5), "amsgrad": True, "maximize": True}),
+    "AdamW_amsgrad": (optim.AdamW, torch.optim.AdamW,
+                      {"lr": 0.05, "betas": (0.9, 0.5), "weight_decay": 0.05, "amsgrad": True}),
 }
 
 
@@ -78,6 +85,43 @@ def test_state_dict_round_trip_continues_identically():
     opt_b.load_state_dict(sd)
     run(2, a, opt_a)
     run(2, b, opt_b)
+    for pa, pb in zip(a, b):
+        assert pa.tolist() == pb.tolist()
+
+
+@pytest.mark.parametrize("cls", ["Adam", "AdamW"])
+def test_amsgrad_state_matches_torch_and_round_trips(cls):
+    raw, x = _problem()
+    gx = from_torch(x)
+    kw = {"lr": 0.05, "betas": (0.9, 0.5), "amsgrad": True}
+
+    def loss_g(p):
+        return ((gx @ p[0] + p[1]).tanh() ** 2).sum()
+
+    def run(steps, p, opt, loss):
+        for _ in range(steps):
+            opt.zero_grad()
+            loss(p).backward()
+            opt.step()
+
+    a = [from_torch(r, requires_grad=True) for r in raw]
+    t = [r.clone().requires_grad_(True) for r in raw]
+    opt_a, opt_t = getattr(optim, cls)(a, **kw), getattr(torch.optim, cls)(t, **kw)
+    assert opt_a.param_groups[0]["amsgrad"] is True
+    run(4, a, opt_a, loss_g)
+    run(4, t, opt_t, lambda p: ((x @ p[0] + p[1]).tanh() ** 2).sum())
+    sd, sd_t = opt_a.state_dict(), opt_t.state_dict()
+    assert sorted(sd["state"][0]) == sorted(sd_t["state"][0]) == ["exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"]
+    for i in range(2):
+        for k in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+            close(sd["state"][i][k], sd_t["state"][i][k], rtol=1e-12, atol=1e-12)
+    # The running max matters here: somewhere it exceeds the current second moment.
+    assert (sd["state"][0]["max_exp_avg_sq"] > sd["state"][0]["exp_avg_sq"]).any().item()
+    b = [from_torch(torch.from_numpy(p.detach().numpy().copy()), requires_grad=True) for p in a]
+    opt_b = getattr(optim, cls)(b, **kw)
+    opt_b.load_state_dict(sd)
+    run(2, a, opt_a, loss_g)
+    run(2, b, opt_b, loss_g)
     for pa, pb in zip(a, b):
         assert pa.tolist() == pb.tolist()
 

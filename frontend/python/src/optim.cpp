@@ -61,7 +61,7 @@ py::object group_get(const GroupRef& r, const std::string& k) {
   ParamGroup& g = r.g();
   if (k == "params") return py::cast(g.params);
   if (k == "betas" && g.has("beta1")) return py::make_tuple(g["beta1"], g["beta2"]);
-  if (k == "nesterov" || k == "maximize") return py::bool_(g.has(k) && g[k] != 0);
+  if (k == "nesterov" || k == "maximize" || k == "amsgrad") return py::bool_(g.has(k) && g[k] != 0);
   if (!g.has(k)) throw py::key_error(k);
   return py::float_(g[k]);
 }
@@ -192,9 +192,8 @@ void bind_optim(py::module_& m) {
   py::class_<optim::Adam, Optimizer>(o, "Adam")
       .def(py::init([](py::handle params, double lr, py::handle betas, double eps, double weight_decay, bool amsgrad,
                        bool maximize) {
-             if (amsgrad) throw py::value_error("Adam: amsgrad=True is not supported");
-             return std::make_unique<optim::Adam>(groups_of(params),
-                                                  optim::AdamOptions{lr, betas_of(betas), eps, weight_decay, maximize});
+             return std::make_unique<optim::Adam>(
+                 groups_of(params), optim::AdamOptions{lr, betas_of(betas), eps, weight_decay, maximize, amsgrad});
            }),
            py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = py::make_tuple(0.9, 0.999),
            py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0, py::arg("amsgrad") = false, py::kw_only(),
@@ -202,9 +201,8 @@ void bind_optim(py::module_& m) {
   py::class_<optim::AdamW, optim::Adam>(o, "AdamW")
       .def(py::init([](py::handle params, double lr, py::handle betas, double eps, double weight_decay, bool amsgrad,
                        bool maximize) {
-             if (amsgrad) throw py::value_error("AdamW: amsgrad=True is not supported");
-             return std::make_unique<optim::AdamW>(groups_of(params),
-                                                   optim::AdamWOptions{lr, betas_of(betas), eps, weight_decay, maximize});
+             return std::make_unique<optim::AdamW>(
+                 groups_of(params), optim::AdamWOptions{lr, betas_of(betas), eps, weight_decay, maximize, amsgrad});
            }),
            py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = py::make_tuple(0.9, 0.999),
            py::arg("eps") = 1e-8, py::arg("weight_decay") = 1e-2, py::arg("amsgrad") = false, py::kw_only(),

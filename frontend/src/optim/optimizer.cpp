@@ -233,9 +233,15 @@ OptimizerStateDict Optimizer::check_flat_state(const std::map<std::string, Tenso
   }
   if (opts.size() > params.size()) throw invalid("load_flat_state: group options without a 'params' entry");
   for (size_t g = 0; g < sd.param_groups.size(); ++g)
-    for (const auto& [k, v] : defaults_)
-      if (!sd.param_groups[g].count(k))
-        throw invalid("load_flat_state: missing 'param_groups." + std::to_string(g) + "." + k + "'");
+    for (const auto& [k, v] : defaults_) {
+      if (sd.param_groups[g].count(k)) continue;
+      // Checkpoints written before Adam had amsgrad lack the option: it was off.
+      if (k == "amsgrad") {
+        sd.param_groups[g][k] = 0;
+        continue;
+      }
+      throw invalid("load_flat_state: missing 'param_groups." + std::to_string(g) + "." + k + "'");
+    }
   check_state_dict(sd);
   return sd;
 }

@@ -1,5 +1,7 @@
 // sgd_adam.cpp - SGD, Adam, AdamW: one fused in-place op call per parameter
 // (sgd_step / adamw_step, semantics in plugins/reference/optim.cpp).
+#include <cmath>
+
 #include "../internal.h"
 #include "genesis/optim/adam.hpp"
 #include "genesis/optim/sgd.hpp"
@@ -16,13 +18,31 @@ void check_common(double lr, double wd) {
 }
 
 std::map<std::string, double> adam_defaults(double lr, std::pair<double, double> betas, double eps, double wd,
-                                            bool maximize) {
+                                            bool amsgrad, bool maximize) {
   check_common(lr, wd);
   if (eps < 0) throw invalid("Invalid epsilon value: " + std::to_string(eps));
   if (betas.first < 0 || betas.first >= 1) throw invalid("Invalid beta parameter at index 0: " + std::to_string(betas.first));
   if (betas.second < 0 || betas.second >= 1) throw invalid("Invalid beta parameter at index 1: " + std::to_string(betas.second));
   return {{"lr", lr}, {"beta1", betas.first}, {"beta2", betas.second}, {"eps", eps},
-          {"weight_decay", wd}, {"maximize", maximize ? 1.0 : 0.0}};
+          {"weight_decay", wd}, {"amsgrad", amsgrad ? 1.0 : 0.0}, {"maximize", maximize ? 1.0 : 0.0}};
+}
+
+// One Adam/AdamW step with amsgrad, torch 1.13's single-tensor update: the denominator uses the
+// running max of exp_avg_sq.  The fused adamw_step kernel has no amsgrad input, so this path is
+// plain in-place tensor ops (several kernels per parameter: correct, not fast).
+void amsgrad_step(Tensor& p, Tensor g, Tensor& m, Tensor& v, Tensor& vmax, double lr, double b1, double b2,
+                  double eps, double wd, int64_t step, bool decoupled) {
+  if (wd != 0) {
+    if (decoupled) p.mul_(1 - lr * wd);  // AdamW: decay the weights
+    else g = g.add(p, wd);               // Adam: L2 term in the gradient
+  }
+  m.mul_(b1).add_(g, 1 - b1);
+  v.mul_(b2).add_(g * g, 1 - b2);
+  vmax.copy_(vmax.maximum(v));
+  const double bias1 = 1 - std::pow(b1, static_cast<double>(step));
+  const double bias2_sqrt = std::sqrt(1 - std::pow(b2, static_cast<double>(step)));
+  Tensor denom = vmax.sqrt() / bias2_sqrt + eps;
+  p.add_(m / denom, -lr / bias1);
 }
 
 }  // namespace
@@ -68,13 +88,13 @@ void SGD::step() {
 }
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions o)
-    : Adam(std::move(groups), adam_defaults(o.lr, o.betas, o.eps, o.weight_decay, o.maximize), false) {}
+    : Adam(std::move(groups), adam_defaults(o.lr, o.betas, o.eps, o.weight_decay, o.amsgrad, o.maximize), false) {}
 
 Adam::Adam(std::vector<ParamGroup> groups, const std::map<std::string, double>& defaults, bool decoupled)
     : Optimizer(std::move(groups), defaults), decoupled_(decoupled) {}
 
 AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions o)
-    : Adam(std::move(groups), adam_defaults(o.lr, o.betas, o.eps, o.weight_decay, o.maximize), true) {}
+    : Adam(std::move(groups), adam_defaults(o.lr, o.betas, o.eps, o.weight_decay, o.amsgrad, o.maximize), true) {}
 
 void Adam::step() {
   NoGradGuard ng;
@@ -82,6 +102,8 @@ void Adam::step() {
   for (auto& g : groups_) {
     const double lr = g["lr"], b1 = g["beta1"], b2 = g["beta2"], eps = g["eps"], wd = g["weight_decay"];
     const int64_t maximize = g["maximize"] != 0;
+    // Checkpoints from before the option have no "amsgrad": it was off.
+    const bool amsgrad = g.has("amsgrad") && g["amsgrad"] != 0;
     for (auto& p : g.params) {
       Tensor grad = p.grad();
       if (!grad.defined()) continue;
@@ -91,6 +113,12 @@ void Adam::step() {
       if (!m.defined()) m = zeros_like(p);
       if (!v.defined()) v = zeros_like(p);
       ++st.step;
+      if (amsgrad) {
+        Tensor& vmax = st.tensors["max_exp_avg_sq"];
+        if (!vmax.defined()) vmax = zeros_like(p);
+        amsgrad_step(p, maximize ? grad.neg() : grad, m, v, vmax, lr, b1, b2, eps, wd, st.step, decoupled_);
+        continue;
+      }
       detail::call(op, {&p, &grad, &m, &v},
                    {gn_attr_float(lr), gn_attr_float(b1), gn_attr_float(b2), gn_attr_float(eps), gn_attr_float(wd),
                     gn_attr_int(st.step), gn_attr_int(decoupled_ ? 1 : 0), gn_attr_int(maximize)},

@@ -38,6 +38,10 @@ OPT_CASES = [
     ("adam_max", torch.optim.Adam, None, dict(lr=0.01, betas=(0.8, 0.99), eps=1e-6, maximize=True)),
     ("adamw_plain", torch.optim.AdamW, None, dict(lr=0.01)),
     ("adamw_wd_max", torch.optim.AdamW, None, dict(lr=0.05, weight_decay=0.1, maximize=True)),
+    # beta2 = 0.5: exp_avg_sq falls below its running max within the five steps
+    ("adam_amsgrad", torch.optim.Adam, None, dict(lr=0.05, betas=(0.9, 0.5), weight_decay=0.1, amsgrad=True)),
+    ("adamw_amsgrad_max", torch.optim.AdamW, None,
+     dict(lr=0.05, betas=(0.8, 0.5), weight_decay=0.1, amsgrad=True, maximize=True)),
     ("sgd_groups", torch.optim.SGD, [dict(lr=0.1), dict(lr=0.01, momentum=0.5)], dict(lr=1.0, momentum=0.9)),
     ("adamw_groups", torch.optim.AdamW, [dict(), dict(lr=0.1, weight_decay=0.0)], dict(lr=0.01)),
 ]

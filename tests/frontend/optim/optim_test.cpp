@@ -97,6 +97,31 @@ TEST(Optim, AdamMatchesTorch) {
   EXPECT_EQ(Adam(make_params()).param_groups()[0]["weight_decay"], 0.0);
 }
 
+TEST(Optim, AmsgradMatchesTorch) {
+  expect_close(run(plain<Adam>(AdamOptions{.lr = 0.05, .betas = {0.9, 0.5}, .weight_decay = 0.1, .amsgrad = true})),
+               expected::adam_amsgrad);
+  expect_close(run(plain<AdamW>(AdamWOptions{
+                   .lr = 0.05, .betas = {0.8, 0.5}, .weight_decay = 0.1, .maximize = true, .amsgrad = true})),
+               expected::adamw_amsgrad_max);
+  // The running max is kept as state and is above exp_avg_sq somewhere after these steps.
+  auto ps = make_params();
+  Adam opt(ps, AdamOptions{.lr = 0.05, .betas = {0.9, 0.5}, .amsgrad = true});
+  for (int k = 1; k <= 5; ++k) {
+    set_grads(ps, k);
+    opt.step();
+  }
+  const auto& st = opt.state(ps[1]).tensors;
+  ASSERT_EQ(st.count("max_exp_avg_sq"), 1u);
+  const auto vmax = st.at("max_exp_avg_sq").tolist(), v = st.at("exp_avg_sq").tolist();
+  bool above = false;
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_GE(vmax[i], v[i]);
+    above = above || vmax[i] > v[i];
+  }
+  EXPECT_TRUE(above);
+  EXPECT_EQ(Adam(make_params()).state(ps[0]).tensors.count("max_exp_avg_sq"), 0u);
+}
+
 TEST(Optim, ParamGroups) {
   expect_close(run([](std::vector<Tensor>& ps) {
                  return OptPtr(new SGD({ParamGroup({ps[0]}, {{"lr", 0.1}}),
@@ -169,6 +194,9 @@ TEST(Optim, StateDictRoundTrip) {
   round_trip(adam, false);
   round_trip(sgd, true);
   round_trip(sgd, false);
+  Factory ams = plain<AdamW>(AdamWOptions{.lr = 0.05, .betas = {0.9, 0.5}, .amsgrad = true});
+  round_trip(ams, true);
+  round_trip(ams, false);
 
   auto ps = make_params();
   auto a = adam(ps);
@@ -179,6 +207,17 @@ TEST(Optim, StateDictRoundTrip) {
   EXPECT_EQ(flat.at("state.0.step").item<double>(), 1.0);
   EXPECT_EQ(flat.at("param_groups.1.lr").item<double>(), 0.1);
   EXPECT_EQ(flat.at("param_groups.1.params").tolist(), std::vector<double>{1});
+  EXPECT_EQ(flat.at("param_groups.0.amsgrad").item<double>(), 0.0);
+  // A checkpoint from before the amsgrad option loads, with amsgrad off.
+  {
+    auto old_format = flat;
+    old_format.erase("param_groups.0.amsgrad");
+    old_format.erase("param_groups.1.amsgrad");
+    auto rs = make_params();
+    auto c = adam(rs);
+    c->load_flat_state(old_format);
+    EXPECT_EQ(c->param_groups()[0]["amsgrad"], 0.0);
+  }
   // Structure mismatch: one group instead of two, then a wrong state shape.
   auto qs = make_params();
   Adam one(qs, {.lr = 0.01});

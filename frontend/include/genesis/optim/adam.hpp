@@ -1,5 +1,5 @@
 // genesis/optim/adam.hpp - torch.optim.Adam and AdamW on the fused adamw_step op.
-// Group options: lr, beta1, beta2, eps, weight_decay, maximize.
+// Group options: lr, beta1, beta2, eps, weight_decay, amsgrad, maximize.
 #pragma once
 
 #include <utility>
@@ -15,6 +15,7 @@ struct AdamOptions {
   double eps = 1e-8;
   double weight_decay = 0;
   bool maximize = false;
+  bool amsgrad = false;  ///< use the running max of the second moments (state "max_exp_avg_sq")
 };
 
 /** AdamW options, defaults as torch.optim.AdamW (weight_decay 0.01). */
@@ -24,6 +25,7 @@ struct AdamWOptions {
   double eps = 1e-8;
   double weight_decay = 1e-2;
   bool maximize = false;
+  bool amsgrad = false;  ///< use the running max of the second moments (state "max_exp_avg_sq")
 };
 
 /** Adam (L2 weight decay added to the gradient). */
@@ -33,7 +35,7 @@ class Adam : public Optimizer {
   Adam(std::vector<Tensor> params, AdamOptions o = {}) : Adam(as_groups(std::move(params)), o) {}
   /** Adam over parameter groups (group options override o). */
   Adam(std::vector<ParamGroup> groups, AdamOptions o = {});
-  /** One fused adamw_step per parameter with a gradient. */
+  /** One fused adamw_step per parameter with a gradient (amsgrad groups: plain tensor ops). */
   void step() override;
   /** "Adam". */
   const char* name() const override { return "Adam"; }
@@ -41,8 +43,8 @@ class Adam : public Optimizer {
  protected:
   /** AdamW's constructor path. */
   Adam(std::vector<ParamGroup> groups, const std::map<std::string, double>& defaults, bool decoupled);
-  /** {"exp_avg", "exp_avg_sq"}. */
-  std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  /** {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"} (the last only in amsgrad groups). */
+  std::vector<std::string> state_names() const override { return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}; }
 
  private:
   bool decoupled_ = false;
