@@ -282,3 +282,138 @@ def test_modules_deepcopy_and_pickle():
     assert p.fc.bias.tolist() == m.fc.bias.tolist() and p.scale.requires_grad
     t = pickle.loads(pickle.dumps(genesis.ones(2, dtype=genesis.bfloat16)))
     assert t.dtype == genesis.bfloat16 and t.tolist() == [1.0, 1.0]
+
+
+# name: (kwargs, input shape, target maker); class weights with every reduction, ignore_index, smoothing
+WEIGHTED = {
+    "ce_mean": ("cross_entropy", {}, (7, 5), lambda: torch.randint(0, 5, (7,))),
+    "ce_sum": ("cross_entropy", {"reduction": "sum"}, (7, 5), lambda: torch.randint(0, 5, (7,))),
+    "ce_none_spatial": ("cross_entropy", {"reduction": "none"}, (2, 4, 3), lambda: torch.randint(0, 4, (2, 3))),
+    "ce_ignore": ("cross_entropy", {"ignore_index": 2}, (7, 5), lambda: torch.tensor([0, 2, 1, 2, 4, 3, 2])),
+    "ce_ignore_smooth": ("cross_entropy", {"ignore_index": 2, "label_smoothing": 0.2}, (7, 5),
+                         lambda: torch.tensor([0, 2, 1, 2, 4, 3, 2])),
+    "ce_smooth_sum_spatial": ("cross_entropy", {"label_smoothing": 0.1, "reduction": "sum"}, (2, 4, 3),
+                              lambda: torch.randint(0, 4, (2, 3))),
+    "ce_smooth_none": ("cross_entropy", {"label_smoothing": 0.3, "reduction": "none", "ignore_index": 0}, (6, 4),
+                       lambda: torch.tensor([0, 1, 2, 3, 0, 1])),
+    "ce_probs": ("cross_entropy", {}, (4, 3), lambda: torch.rand(4, 3, dtype=torch.float64).softmax(1)),
+    "ce_probs_smooth_none": ("cross_entropy", {"label_smoothing": 0.1, "reduction": "none"}, (4, 3),
+                             lambda: torch.rand(4, 3, dtype=torch.float64).softmax(1)),
+    "nll_mean": ("nll_loss", {}, (7, 5), lambda: torch.randint(0, 5, (7,))),
+    "nll_ignore_sum": ("nll_loss", {"ignore_index": 1, "reduction": "sum"}, (6, 5),
+                       lambda: torch.tensor([1, 0, 1, 4, 3, 2])),
+    "nll_ignore_mean_spatial": ("nll_loss", {"ignore_index": 0}, (2, 4, 3), lambda: torch.randint(0, 4, (2, 3))),
+    "nll_none": ("nll_loss", {"reduction": "none", "ignore_index": 3}, (6, 5),
+                 lambda: torch.tensor([3, 0, 1, 4, 3, 2])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WEIGHTED))
+def test_class_weighted_losses_match_torch(name):
+    fn, kw, shape, make_target = WEIGHTED[name]
+    raw = torch.randn(shape, dtype=torch.float64)
+    if fn == "nll_loss":
+        raw = raw.log_softmax(1)
+    target = make_target()
+    weight = torch.rand(shape[1], dtype=torch.float64) + 0.1
+    gx, tx = from_torch(raw, requires_grad=True), raw.clone().requires_grad_(True)
+    gt = genesis.tensor(target.numpy())
+    gl = getattr(F, fn)(gx, gt, weight=from_torch(weight), **kw)
+    tl = getattr(torch.nn.functional, fn)(tx, target, weight=weight, **kw)
+    close(gl, tl)
+    w = torch.randn(tl.shape, dtype=torch.float64)
+    (gl * from_torch(w)).sum().backward()
+    (tl * w).sum().backward()
+    close(gx.grad, tx.grad, rtol=1e-7, atol=1e-7)
+    # The module form keeps the weight as a buffer, as torch's does.
+    cls = {"cross_entropy": (nn.CrossEntropyLoss, TNN.CrossEntropyLoss), "nll_loss": (nn.NLLLoss, TNN.NLLLoss)}[fn]
+    gm, tm = cls[0](weight=from_torch(weight), **kw), cls[1](weight=weight, **kw)
+    close(gm(gx, gt), tm(tx, target))
+    assert list(gm.state_dict()) == list(tm.state_dict()) == ["weight"]
+
+
+def test_class_weights_change_the_loss():
+    x, t = torch.randn(6, 4, dtype=torch.float64), torch.randint(0, 4, (6,))
+    w = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)
+    plain = F.cross_entropy(from_torch(x), genesis.tensor(t.numpy()))
+    weighted = F.cross_entropy(from_torch(x), genesis.tensor(t.numpy()), weight=from_torch(w))
+    assert abs(plain.item() - weighted.item()) > 1e-6
+    with pytest.raises(ValueError, match="one entry per class"):
+        F.nll_loss(from_torch(x), genesis.tensor(t.numpy()), weight=genesis.ones(3, dtype=genesis.float64))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_bce_weights_match_torch(reduction):
+    x, t = torch.randn(5, 3, dtype=torch.float64), torch.rand(5, 3, dtype=torch.float64)
+    w, pw = torch.rand(3, dtype=torch.float64), torch.rand(3, dtype=torch.float64) + 0.5
+    p = torch.rand(5, 3, dtype=torch.float64) * 0.9 + 0.05
+    cases = [
+        (lambda a, m: F.binary_cross_entropy_with_logits(a, from_torch(t), weight=from_torch(w),
+                                                         pos_weight=from_torch(pw), reduction=reduction),
+         lambda a: torch.nn.functional.binary_cross_entropy_with_logits(a, t, weight=w, pos_weight=pw,
+                                                                        reduction=reduction), x),
+        (lambda a, m: nn.BCEWithLogitsLoss(weight=from_torch(w), reduction=reduction)(a, from_torch(t)),
+         lambda a: TNN.BCEWithLogitsLoss(weight=w, reduction=reduction)(a, t), x),
+        (lambda a, m: nn.BCELoss(weight=from_torch(w), reduction=reduction)(a, from_torch(t)),
+         lambda a: TNN.BCELoss(weight=w, reduction=reduction)(a, t), p),
+    ]
+    for g_fn, t_fn, raw in cases:
+        gx, tx = from_torch(raw, requires_grad=True), raw.clone().requires_grad_(True)
+        gl, tl = g_fn(gx, None), t_fn(tx)
+        close(gl, tl)
+        (gl.sum() if reduction == "none" else gl).backward()
+        (tl.sum() if reduction == "none" else tl).backward()
+        close(gx.grad, tx.grad, rtol=1e-7, atol=1e-7)
+
+
+class _Scale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x) * 2
+
+
+@pytest.mark.parametrize("make", [lambda: _Scale(), lambda: nn.Linear(3, 2), lambda: nn.BatchNorm1d(3)])
+def test_forward_hooks_run_replace_and_remove_like_torch(make):
+    m = make()
+    x = genesis.randn(4, 3)
+    calls = []
+    h1 = m.register_forward_pre_hook(lambda mod, args: calls.append(("pre", mod is m, len(args))))
+    h2 = m.register_forward_hook(lambda mod, args, out: calls.append(("post", args[0] is x, tuple(out.shape))))
+    base = m(x)
+    assert calls == [("pre", True, 1), ("post", True, tuple(base.shape))]
+    # A pre-hook's result replaces the input (one value or a tuple); a forward hook's the output.
+    h3 = m.register_forward_pre_hook(lambda mod, args: args[0] * 0)
+    h4 = m.register_forward_hook(lambda mod, args, out: out + 1)
+    assert m(x).tolist() == (m.forward(x * 0) + 1).tolist()
+    for h in (h1, h2, h3, h4):
+        h.remove()
+    h.remove()  # twice is harmless
+    calls.clear()
+    assert m(x).tolist() == m.forward(x).tolist() and calls == []
+    with m.register_forward_hook(lambda mod, args, out: out * 0):
+        assert m(x).abs().sum().item() == 0
+    assert m(x).abs().sum().item() > 0
+
+
+def test_forward_hooks_match_torch_on_a_model():
+    torch.manual_seed(1)
+    t_model = TNN.Sequential(TNN.Linear(3, 4), TNN.ReLU(), TNN.Linear(4, 2)).double()
+    g_model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2)).double()
+    for g, t in zip(g_model.parameters(), t_model.parameters()):
+        g.data = from_torch(t.detach())
+    seen = {}
+    for model, key in ((g_model, "g"), (t_model, "t")):
+        model[0].register_forward_hook(lambda mod, args, out, key=key: seen.__setitem__(key, out))
+        model[2].register_forward_pre_hook(lambda mod, args: (args[0] * 0.5,))
+        model[2].register_forward_hook(lambda mod, args, out: out.tanh())
+    x = torch.randn(5, 3, dtype=torch.float64)
+    gx, tx = from_torch(x, requires_grad=True), x.clone().requires_grad_(True)
+    gy, ty = g_model(gx), t_model(tx)
+    close(gy, ty)
+    close(seen["g"], seen["t"])
+    gy.sum().backward()
+    ty.sum().backward()
+    close(gx.grad, tx.grad, rtol=1e-7, atol=1e-7)

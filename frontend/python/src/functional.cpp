@@ -89,15 +89,13 @@ void bind_functional(py::module_& m) {
   f.def("cross_entropy",
         [](const Tensor& x, const Tensor& t, py::handle weight, int64_t ignore_index, const std::string& reduction,
            double label_smoothing) {
-          if (!weight.is_none()) throw py::value_error("cross_entropy: class weights are not supported");
-          return F::cross_entropy(x, t, ignore_index, reduction, label_smoothing);
+          return F::cross_entropy(x, t, ignore_index, reduction, label_smoothing, opt(weight));
         },
         py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("ignore_index") = -100,
         py::arg("reduction") = "mean", py::arg("label_smoothing") = 0.0);
   f.def("nll_loss",
         [](const Tensor& x, const Tensor& t, py::handle weight, int64_t ignore_index, const std::string& reduction) {
-          if (!weight.is_none()) throw py::value_error("nll_loss: class weights are not supported");
-          return F::nll_loss(x, t, ignore_index, reduction);
+          return F::nll_loss(x, t, ignore_index, reduction, opt(weight));
         },
         py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("ignore_index") = -100,
         py::arg("reduction") = "mean");
@@ -105,14 +103,12 @@ void bind_functional(py::module_& m) {
   f.def("l1_loss", &F::l1_loss, py::arg("input"), py::arg("target"), py::arg("reduction") = "mean");
   f.def("binary_cross_entropy",
         [](const Tensor& x, const Tensor& t, py::handle weight, const std::string& reduction) {
-          if (!weight.is_none()) throw py::value_error("binary_cross_entropy: weight is not supported");
-          return F::binary_cross_entropy(x, t, reduction);
+          return F::binary_cross_entropy(x, t, reduction, opt(weight));
         },
         py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("reduction") = "mean");
   f.def("binary_cross_entropy_with_logits",
         [](const Tensor& x, const Tensor& t, py::handle weight, const std::string& reduction, py::handle pos_weight) {
-          if (!weight.is_none()) throw py::value_error("binary_cross_entropy_with_logits: weight is not supported");
-          return F::binary_cross_entropy_with_logits(x, t, reduction, opt(pos_weight));
+          return F::binary_cross_entropy_with_logits(x, t, reduction, opt(pos_weight), opt(weight));
         },
         py::arg("input"), py::arg("target"), py::arg("weight") = py::none(), py::arg("reduction") = "mean",
         py::arg("pos_weight") = py::none());

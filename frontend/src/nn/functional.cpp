@@ -237,23 +237,60 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
 
 // ------------------------------------------------------------------ losses
 
+namespace {
+
+// Class weights (C) shaped to broadcast along the class dim of a (N, C, d...) or (C) input.
+Tensor class_weight_view(const char* op, const Tensor& weight, const Tensor& input) {
+  const int64_t cdim = input.dim() == 1 ? 0 : 1;
+  if (weight.dim() != 1 || weight.size(0) != input.size(cdim))
+    throw invalid(op, "weight must be 1-D with one entry per class (" + std::to_string(input.size(cdim)) + ")");
+  Shape s(static_cast<size_t>(input.dim()), 1);
+  s[cdim] = weight.size(0);
+  return weight.reshape(s);
+}
+
+}  // namespace
+
 Tensor cross_entropy(const Tensor& input, const Tensor& target, int64_t ignore_index, const std::string& reduction,
-                     double label_smoothing) {
+                     double label_smoothing, const Tensor& weight) {
   const int64_t r = reduction_code("cross_entropy", reduction);
+  const int64_t cdim = input.dim() == 1 ? 0 : 1;
   if (is_floating(target.dtype())) {  // class probabilities, same shape as input
     if (target.shape() != input.shape()) throw invalid("cross_entropy", "probability target must have the input's shape");
-    const int64_t cdim = input.dim() == 1 ? 0 : 1;
     const double C = static_cast<double>(input.size(cdim));
     Tensor t = label_smoothing > 0 ? target * (1 - label_smoothing) + label_smoothing / C : target;
+    if (weight.defined()) t = t * class_weight_view("cross_entropy", weight, input);
     Tensor loss = -(input.log_softmax(cdim) * t).sum(cdim);
     if (r == 1) return loss.sum() / static_cast<double>(input.numel() / static_cast<int64_t>(C));
     return r == 2 ? loss.sum() : loss;
   }
-  return genesis::cross_entropy(classes_last(input), target, ignore_index, label_smoothing, r);
+  if (!weight.defined()) return genesis::cross_entropy(classes_last(input), target, ignore_index, label_smoothing, r);
+  // Class weights: composed from log_softmax and the weighted nll_loss (torch's formula).
+  Tensor logp = input.log_softmax(cdim);
+  Tensor nll = nll_loss(logp, target, ignore_index, reduction, weight);
+  if (label_smoothing <= 0) return nll;
+  // The smoothing term -sum_c w_c log p_c per target, zero where ignored; "mean" divides by the
+  // summed weights of the non-ignored targets, as nll_loss does.
+  const int64_t C = input.size(cdim);
+  Tensor ignored = target == ignore_index;
+  Tensor smooth = (-(logp * class_weight_view("cross_entropy", weight, input)).sum(cdim)).masked_fill(ignored, 0);
+  Tensor term;
+  if (r == 0) {
+    term = smooth;
+  } else if (r == 2) {
+    term = smooth.sum();
+  } else {
+    Tensor t = target.reshape({-1});
+    Tensor valid = (t != ignore_index).to(weight.dtype());
+    term = smooth.sum() / (weight.index_select(0, where(t != ignore_index, t, zeros_like(t))) * valid).sum();
+  }
+  return nll * (1 - label_smoothing) + term * (label_smoothing / static_cast<double>(C));
 }
 
-Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index, const std::string& reduction) {
+Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index, const std::string& reduction,
+                const Tensor& weight) {
   const int64_t r = reduction_code("nll_loss", reduction);
+  if (weight.defined()) class_weight_view("nll_loss", weight, input);  // checks the weight's shape
   Tensor x = classes_last(input);  // (..., C)
   const Shape out_shape = target.shape();
   x = x.reshape({-1, x.size(-1)});
@@ -261,7 +298,9 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index,
   Tensor valid = t != ignore_index;
   Tensor safe = where(valid, t, zeros_like(t));
   Tensor picked = gather(x, 1, safe.unsqueeze(1)).squeeze(1);  // (M,)
+  // Each target's weight: its class weight, 0 when ignored.
   Tensor w = valid.to(picked.dtype());
+  if (weight.defined()) w = w * weight.to(picked.dtype()).index_select(0, safe);
   Tensor loss = -picked * w;
   if (r == 0) return loss.reshape(out_shape);
   if (r == 2) return loss.sum();
@@ -276,18 +315,21 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& red
   return reduce("l1_loss", (input - target).abs(), reduction);
 }
 
-Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::string& reduction) {
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::string& reduction,
+                            const Tensor& weight) {
   const double inf = std::numeric_limits<double>::infinity();
   Tensor log_p = input.log().clamp(-100, inf), log_q = (1 - input).log().clamp(-100, inf);
-  return reduce("binary_cross_entropy", -(target * log_p + (1 - target) * log_q), reduction);
+  Tensor loss = -(target * log_p + (1 - target) * log_q);
+  return reduce("binary_cross_entropy", weight.defined() ? loss * weight : loss, reduction);
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& t, const std::string& reduction,
-                                        const Tensor& pos_weight) {
+                                        const Tensor& pos_weight, const Tensor& weight) {
   // log(1 + exp(-|x|)) + max(-x, 0) = softplus(-x), computed without overflow.
   Tensor softplus_neg = (-x.abs()).exp().log1p() + (-x).relu();
   Tensor loss = pos_weight.defined() ? (1 - t) * x + (1 + (pos_weight - 1) * t) * softplus_neg
                                      : (1 - t) * x + softplus_neg;
+  if (weight.defined()) loss = loss * weight;
   return reduce("binary_cross_entropy_with_logits", loss, reduction);
 }
 

@@ -93,21 +93,26 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t dim = 0);
 
 // ---- losses
 /** Cross-entropy of logits (N, C) or (N, C, d1, ...) or (C) against class ids, or against class
- * probabilities of the input's shape; ignore_index and label_smoothing as torch. */
+ * probabilities of the input's shape; ignore_index, label_smoothing and the class weights (C) as torch
+ * (with weights, "mean" over class ids divides by the summed weights of the non-ignored targets). */
 Tensor cross_entropy(const Tensor& input, const Tensor& target, int64_t ignore_index = -100,
-                     const std::string& reduction = "mean", double label_smoothing = 0);
-/** Negative log-likelihood of log-probabilities (N, C[, d...]) at target ids; mean over non-ignored. */
+                     const std::string& reduction = "mean", double label_smoothing = 0, const Tensor& weight = {});
+/** Negative log-likelihood of log-probabilities (N, C[, d...]) at target ids, each scaled by its class
+ * weight (C) when given; "mean" divides by the summed weights of the non-ignored targets. */
 Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index = -100,
-                const std::string& reduction = "mean");
+                const std::string& reduction = "mean", const Tensor& weight = {});
 /** (input - target)^2, reduced. */
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
 /** |input - target|, reduced. */
 Tensor l1_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
-/** -(t log p + (1 - t) log(1 - p)) with logs clamped at -100, as torch. */
-Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
-/** Stable BCE on logits: max(x, 0) - x t + log1p(exp(-|x|)); pos_weight scales the positive term. */
+/** -(t log p + (1 - t) log(1 - p)) with logs clamped at -100, times weight (broadcast) when given, as torch. */
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
+                            const Tensor& weight = {});
+/** Stable BCE on logits: max(x, 0) - x t + log1p(exp(-|x|)); pos_weight scales the positive term and
+ * weight (broadcast) the whole loss. */
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
-                                        const std::string& reduction = "mean", const Tensor& pos_weight = {});
+                                        const std::string& reduction = "mean", const Tensor& pos_weight = {},
+                                        const Tensor& weight = {});
 
 }  // namespace functional
 }  // namespace genesis::nn

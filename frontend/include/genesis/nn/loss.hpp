@@ -26,34 +26,38 @@ class Loss : public Module {
 /** Cross-entropy of logits (N, C) / (N, C, d...) against class ids (N) / (N, d...) or class probabilities. */
 class CrossEntropyLoss : public Loss {
  public:
-  /** Targets equal to ignore_index add nothing (and are not counted by "mean"). */
-  explicit CrossEntropyLoss(int64_t ignore_index = -100, std::string reduction = "mean", double label_smoothing = 0)
-      : Loss(std::move(reduction)), ignore_index(ignore_index), label_smoothing(label_smoothing) {}
+  /** Targets equal to ignore_index add nothing (and are not counted by "mean"); weight (C) scales each class. */
+  explicit CrossEntropyLoss(int64_t ignore_index = -100, std::string reduction = "mean", double label_smoothing = 0,
+                            Tensor weight = {})
+      : Loss(std::move(reduction)), ignore_index(ignore_index), label_smoothing(label_smoothing),
+        weight(std::move(weight)) {}
   /** See functional::cross_entropy. */
   Tensor forward(const Tensor& input, const Tensor& target) override {
-    return functional::cross_entropy(input, target, ignore_index, reduction, label_smoothing);
+    return functional::cross_entropy(input, target, ignore_index, reduction, label_smoothing, weight);
   }
   /** "CrossEntropyLoss". */
   std::string name() const override { return "CrossEntropyLoss"; }
 
   int64_t ignore_index;
   double label_smoothing;
+  Tensor weight;  ///< class weights (C), or undefined
 };
 
 /** Negative log-likelihood of log-probabilities (N, C[, d...]) at target ids. */
 class NLLLoss : public Loss {
  public:
-  /** Targets equal to ignore_index add nothing. */
-  explicit NLLLoss(int64_t ignore_index = -100, std::string reduction = "mean")
-      : Loss(std::move(reduction)), ignore_index(ignore_index) {}
+  /** Targets equal to ignore_index add nothing; weight (C) scales each class. */
+  explicit NLLLoss(int64_t ignore_index = -100, std::string reduction = "mean", Tensor weight = {})
+      : Loss(std::move(reduction)), ignore_index(ignore_index), weight(std::move(weight)) {}
   /** See functional::nll_loss. */
   Tensor forward(const Tensor& input, const Tensor& target) override {
-    return functional::nll_loss(input, target, ignore_index, reduction);
+    return functional::nll_loss(input, target, ignore_index, reduction, weight);
   }
   /** "NLLLoss". */
   std::string name() const override { return "NLLLoss"; }
 
   int64_t ignore_index;
+  Tensor weight;  ///< class weights (C), or undefined
 };
 
 /** Mean squared error. */
@@ -85,30 +89,34 @@ class L1Loss : public Loss {
 /** Binary cross-entropy of probabilities. */
 class BCELoss : public Loss {
  public:
-  /** With this reduction. */
-  explicit BCELoss(std::string reduction = "mean") : Loss(std::move(reduction)) {}
+  /** With this reduction; weight (broadcast) scales each element's loss. */
+  explicit BCELoss(std::string reduction = "mean", Tensor weight = {})
+      : Loss(std::move(reduction)), weight(std::move(weight)) {}
   /** See functional::binary_cross_entropy. */
   Tensor forward(const Tensor& input, const Tensor& target) override {
-    return functional::binary_cross_entropy(input, target, reduction);
+    return functional::binary_cross_entropy(input, target, reduction, weight);
   }
   /** "BCELoss". */
   std::string name() const override { return "BCELoss"; }
+
+  Tensor weight;  ///< elementwise weights, or undefined
 };
 
 /** Binary cross-entropy of logits, in the numerically stable form. */
 class BCEWithLogitsLoss : public Loss {
  public:
-  /** pos_weight (broadcast to the classes) scales the positive term. */
-  explicit BCEWithLogitsLoss(std::string reduction = "mean", Tensor pos_weight = {})
-      : Loss(std::move(reduction)), pos_weight(std::move(pos_weight)) {}
+  /** pos_weight (broadcast to the classes) scales the positive term, weight (broadcast) the whole loss. */
+  explicit BCEWithLogitsLoss(std::string reduction = "mean", Tensor pos_weight = {}, Tensor weight = {})
+      : Loss(std::move(reduction)), pos_weight(std::move(pos_weight)), weight(std::move(weight)) {}
   /** See functional::binary_cross_entropy_with_logits. */
   Tensor forward(const Tensor& input, const Tensor& target) override {
-    return functional::binary_cross_entropy_with_logits(input, target, reduction, pos_weight);
+    return functional::binary_cross_entropy_with_logits(input, target, reduction, pos_weight, weight);
   }
   /** "BCEWithLogitsLoss". */
   std::string name() const override { return "BCEWithLogitsLoss"; }
 
   Tensor pos_weight;
+  Tensor weight;  ///< elementwise weights, or undefined
 };
 
 }  // namespace genesis::nn

@@ -321,23 +321,21 @@ class CrossEntropyLoss(_Loss):
 
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__(reduction)
-        if weight is not None:
-            raise ValueError("CrossEntropyLoss: class weights are not supported")
+        self.register_buffer("weight", weight)  # class weights (C), as torch's _WeightedLoss
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input, target):
-        return F.cross_entropy(input, target, None, self.ignore_index, self.reduction, self.label_smoothing)
+        return F.cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
 
 
 class NLLLoss(_Loss):
     def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
         super().__init__(reduction)
-        if weight is not None:
-            raise ValueError("NLLLoss: class weights are not supported")
+        self.register_buffer("weight", weight)
         self.ignore_index = ignore_index
 
     def forward(self, input, target):
-        return F.nll_loss(input, target, None, self.ignore_index, self.reduction)
+        return F.nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
 
 
 class MSELoss(_Loss):
@@ -351,16 +349,19 @@ class L1Loss(_Loss):
 
 
 class BCELoss(_Loss):
+    def __init__(self, weight=None, reduction="mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)  # broadcast over each element's loss
+
     def forward(self, input, target):
-        return F.binary_cross_entropy(input, target, None, self.reduction)
+        return F.binary_cross_entropy(input, target, self.weight, self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
     def __init__(self, weight=None, reduction="mean", pos_weight=None):
         super().__init__(reduction)
-        if weight is not None:
-            raise ValueError("BCEWithLogitsLoss: weight is not supported")
+        self.register_buffer("weight", weight)
         self.pos_weight = pos_weight
 
     def forward(self, input, target):
-        return F.binary_cross_entropy_with_logits(input, target, None, self.reduction, self.pos_weight)
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, self.reduction, self.pos_weight)

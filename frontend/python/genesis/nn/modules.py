@@ -5,6 +5,7 @@ assignment, so a Python subclass registers ``self.fc = nn.Linear(...)`` and
 ``self.w = nn.Parameter(...)`` just by setting them.  ``to()`` converts every tensor in place
 (``p.data = ...``), so optimizers built before keep seeing the same parameters.
 """
+import weakref
 from collections import OrderedDict, namedtuple
 
 from genesis import _C
@@ -27,6 +28,28 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + Tensor.__repr__(self)
 
 
+class RemovableHandle:
+    """What register_forward_hook and register_forward_pre_hook return: remove() unregisters the hook."""
+
+    _next_id = 0
+
+    def __init__(self, hooks):
+        self._hooks = weakref.ref(hooks)
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        hooks = self._hooks()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
 class Module:
     """Base class of every layer; subclasses define forward()."""
 
@@ -41,7 +64,39 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        d = self.__dict__
+        pre, post = d.get("_forward_pre_hooks"), d.get("_forward_hooks")
+        if not pre and not post:
+            return self.forward(*args, **kwargs)
+        # torch's order: pre-hooks see (module, args) and may return new args (a tuple or one value);
+        # forward hooks see (module, args, output) and may return a new output.
+        for hook in list(pre.values()) if pre else ():
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        out = self.forward(*args, **kwargs)
+        for hook in list(post.values()) if post else ():
+            result = hook(self, args, out)
+            if result is not None:
+                out = result
+        return out
+
+    def _add_hook(self, table, hook):
+        hooks = self.__dict__.get(table)
+        if hooks is None:
+            hooks = OrderedDict()
+            object.__setattr__(self, table, hooks)
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def register_forward_pre_hook(self, hook):
+        """hook(module, args) runs before forward(); a non-None result replaces args. Returns a handle."""
+        return self._add_hook("_forward_pre_hooks", hook)
+
+    def register_forward_hook(self, hook):
+        """hook(module, args, output) runs after forward(); a non-None result replaces output. Returns a handle."""
+        return self._add_hook("_forward_hooks", hook)
 
     # ---- registration through attributes
     def __setattr__(self, name, value):
