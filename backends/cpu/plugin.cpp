@@ -37,7 +37,7 @@ dnnl::stream& stream() {
   return s;
 }
 
-void execute(const gn_kernel_ctx* ctx, const Cached& c, std::unordered_map<int, dnnl::memory> args) {
+void execute(const gn_kernel_ctx* ctx, const Cached& c, std::unordered_map<int, dnnl::memory> args, bool serial) {
   if (c.scratch_bytes) {
     void* p = ctx && ctx->workspace ? ctx->workspace(ctx, c.scratch_bytes) : nullptr;
     thread_local std::vector<char> local;
@@ -46,6 +46,17 @@ void execute(const gn_kernel_ctx* ctx, const Cached& c, std::unordered_map<int, 
       p = local.data();
     }
     args.emplace(DNNL_ARG_SCRATCHPAD, mem(c.scratch_md, p));
+  }
+  if (serial) {
+    // oneDNN sizes its OpenMP region by omp_get_max_threads() (a per-thread
+    // ICV): at 1 it calls the kernel directly, with no region to start.
+    struct Restore {
+      int threads = omp_get_max_threads();
+      ~Restore() { omp_set_num_threads(threads); }
+    } restore;
+    omp_set_num_threads(1);
+    DNNL_CHECK(c.prim.execute(stream(), args));
+    return;
   }
   ensure_threads();
   DNNL_CHECK(c.prim.execute(stream(), args));

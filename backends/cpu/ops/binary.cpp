@@ -191,9 +191,6 @@ void binary_loop_dispatch(BinOp op, const gn_tensor_view& a, const gn_tensor_vie
   }
 }
 
-// Below this many output elements the C++ loop beats a oneDNN primitive call.
-constexpr int64_t kSmallNumel = 4096;
-
 // Dense f32 a OP b of one shape (add/sub with alpha 1, mul, div): one IEEE
 // operation per element, which is exactly the reference's double result
 // rounded once (double has more than 2*24+2 bits).  Large outputs (>= 4 MiB,

@@ -15,7 +15,7 @@
 // ceil, round, logical_not, clamp) use the same wrapping int64 forms.  Split over threads above 32K
 // elements.  Speed: f64 runs the libm double functions per element (glibc
 // declares no vector variants without -ffast-math); the f32/bf16 fast paths
-// stay in oneDNN.
+// stay in oneDNN, except small calls of the ops it rounds exactly (eltwise.cpp).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -62,7 +62,7 @@ void apply(const gn_tensor_view& x, const gn_tensor_view& y, G&& g) {
 
 }  // namespace
 
-// Shared with eltwise.cpp (its f16 fallback) and registered below.
+// Shared with eltwise.cpp (its f16 fallback and small calls) and registered below.
 void unary_generic(const char* name, const gn_tensor_view& x, const gn_tensor_view& y, const gn_attr_value* attrs,
                    size_t n_attrs) {
   if (gn_view_numel(&x) != gn_view_numel(&y)) fail_op(GN_ERR_SHAPE, name, "x and y sizes differ");
@@ -95,14 +95,17 @@ void unary_generic(const char* name, const gn_tensor_view& x, const gn_tensor_vi
         return;
       }
     }
-    if (xd == GN_F64 && yd == GN_F64) {  // the common case without conversions
-      const double* px = (const double*)data_of(x);
-      double* py = (double*)data_of(y);
-      parallel_range(gn_view_numel(&x), [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) py[i] = f(px[i]);
-      });
+    // The common case, x and y of one float dtype: typed loads and stores
+    // (the SDK's load/store switch on the dtype, and may stay out of line).
+    if (xd == yd && dispatch_float_h(xd, [&](auto tag) {
+          using T = decltype(tag);
+          const T* px = (const T*)data_of(x);
+          T* py = (T*)data_of(y);
+          parallel_range(gn_view_numel(&x), [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) st(py + i, f(ld(px + i)));
+          });
+        }))
       return;
-    }
     apply(x, y, [&](char* o, const char* p) { store(o, yd, f(load(p, xd))); });
   });
   if (!found) GN_UNSUPPORTED(std::string("[") + name + "] in the generic elementwise path");

@@ -334,7 +334,8 @@ void register_reduce(const gn::sdk::Registrar& r) {
   const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
   for (const ReduceDef& d : kReduce)
     for (int32_t dt : all)
-      if (gn::sdk::scalar::reduce_takes(d.inputs, dt)) r.kernel(d.name, dt, reduce_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
+      if (gn::sdk::scalar::reduce_takes(d.inputs, dt))
+        r.kernel(d.name, dt, reduce_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
 }
 
 }  // namespace gn::cpu

@@ -7,6 +7,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include "op_consistency.h"
@@ -157,6 +160,54 @@ TEST(CpuBackend, RuntimesSharingThePluginShareItsAllocatorUntilTheLastShutdown) 
 // made here re-initialises the plugin, so the suite's runtimes are not used.
 
 // A runtime over "reference,cpu" with an optional num_threads option.
+// op(x) on runtime r for f32 values x (attrs as given), as f32 bits.
+std::vector<uint32_t> call_f32(Rt& r, const char* name, const std::vector<float>& x,
+                               const std::vector<gn_attr_value>& attrs = {}) {
+  const int64_t shape[] = {(int64_t)x.size()};
+  gn_tensor *t = nullptr, *y = nullptr;
+  const gn_op* op = nullptr;
+  std::vector<uint32_t> bits(x.size());
+  EXPECT_EQ(gn_tensor_from_host(r.rt, x.data(), shape, 1, GN_F32, r.dev, &t), nullptr);
+  EXPECT_EQ(gn_op_find(r.rt, name, &op), nullptr);
+  gn_status* st = gn_op_call(r.rt, op, &t, 1, attrs.data(), attrs.size(), &y, 1);
+  EXPECT_EQ(st, nullptr) << name << ": " << gn_status_message(st);
+  gn_status_free(st);
+  if (y) EXPECT_EQ(gn_tensor_to_host(y, bits.data(), bits.size() * sizeof(float)), nullptr);
+  gn_tensor_release(t);
+  gn_tensor_release(y);
+  return bits;
+}
+
+// Small eltwise calls skip the oneDNN primitive call (ops/eltwise.cpp): relu,
+// neg, abs, sqrt, square and clamp run the generic loop, equal to the
+// reference bit for bit (NaN and signed zeros included); the other ops run
+// the primitive on the calling thread and leave its OpenMP setting as it was.
+TEST(CpuBackend, SmallEltwiseCalls) {
+  OPC_REQUIRE_SUITE();
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {nan, -0.0f, 0.0f, -3.0f, 2.5f, -inf, inf, 1e-40f, -1e-40f, 0.7f, -1.2f, 3e38f};
+  const std::vector<gn_attr_value> bounds = {gn_attr_float(-1.0), gn_attr_float(2.0)};
+  for (const char* op : {"relu", "neg", "abs", "sqrt", "square", "clamp"}) {
+    const std::vector<gn_attr_value> attrs = std::string(op) == "clamp" ? bounds : std::vector<gn_attr_value>{};
+    for (size_t n : {size_t(1), x.size()}) {
+      const std::vector<float> xs(x.begin(), x.begin() + (long)n);
+      EXPECT_EQ(call_f32(runtimes().dut, op, xs, attrs), call_f32(runtimes().ref, op, xs, attrs)) << op << " n=" << n;
+    }
+  }
+  // (op, its value at 0.5)
+  const std::pair<const char*, float> approx[] = {{"exp", 1.6487213f},     {"tanh", 0.46211716f},
+                                                  {"sigmoid", 0.62245933f}, {"gelu", 0.34573123f},
+                                                  {"silu", 0.31122967f}};
+  omp_set_num_threads(97);
+  for (const auto& [op, want] : approx) {
+    const std::vector<uint32_t> y = call_f32(runtimes().dut, op, {0.5f});
+    float v;
+    std::memcpy(&v, y.data(), sizeof v);
+    EXPECT_NEAR(v, want, 1e-6f) << op;
+    EXPECT_EQ(omp_get_max_threads(), 97) << op;
+  }
+}
+
 struct ThreadRt {
   gn_runtime* rt = nullptr;
   gn_device dev{};
