@@ -65,7 +65,7 @@ void walk(py::handle o, size_t depth, Nested& n) {
     return;
   }
   throw py::type_error("tensor(): could not convert an object of type " +
-                       std::string(py::str(o.get_type().attr("__name__"))) + " to a number");
+                       std::string(py::str(py::type::handle_of(o).attr("__name__"))) + " to a number");
 }
 
 DType dtype_of_format(const py::buffer_info& b) {

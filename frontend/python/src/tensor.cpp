@@ -22,7 +22,7 @@ Scalar to_scalar(py::handle o) {
   if (PyLong_Check(o.ptr())) return Scalar(static_cast<int64_t>(PyLong_AsLongLong(o.ptr())));
   if (PyFloat_Check(o.ptr())) return Scalar(PyFloat_AsDouble(o.ptr()));
   if (is_number(o)) return to_scalar(o.attr("item")());
-  throw py::type_error(std::string("expected a number, got ") + std::string(py::str(o.get_type().attr("__name__"))));
+  throw py::type_error(std::string("expected a number, got ") + std::string(py::str(py::type::handle_of(o).attr("__name__"))));
 }
 
 Shape shape_from_object(py::handle o) {

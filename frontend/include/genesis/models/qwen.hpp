@@ -111,6 +111,7 @@ class QwenAttention : public nn::Module {
   QwenAttention(const QwenConfig& c, const Options& factory);
   /** x (B, T, hidden) -> (B, T, hidden). */
   Tensor forward(const Tensor& x, const AttentionContext& ctx, int64_t layer);
+  using nn::Module::forward;  // Module's one-tensor form stays visible (it throws: this one needs a context)
   /** "QwenAttention". */
   std::string name() const override { return "QwenAttention"; }
   int64_t num_heads, num_kv_heads, head_dim;
@@ -143,6 +144,7 @@ class QwenDecoderLayer : public nn::Module {
   QwenDecoderLayer(const QwenConfig& c, const Options& factory);
   /** x (B, T, hidden) -> (B, T, hidden). */
   Tensor forward(const Tensor& x, const AttentionContext& ctx, int64_t layer);
+  using nn::Module::forward;  // Module's one-tensor form stays visible (it throws: this one needs a context)
   /** "QwenDecoderLayer". */
   std::string name() const override { return "QwenDecoderLayer"; }
   QwenAttention self_attn;
@@ -157,6 +159,7 @@ class QwenModel : public nn::Module {
   QwenModel(const QwenConfig& c, const Options& factory);
   /** ids (B, T) int64 -> hidden states (B, T, hidden) after the final norm. */
   Tensor forward(const Tensor& ids, const AttentionContext& ctx);
+  using nn::Module::forward;  // Module's one-tensor form stays visible (it throws: this one needs a context)
   /** "QwenModel". */
   std::string name() const override { return "QwenModel"; }
   nn::Embedding embed_tokens;
