@@ -162,12 +162,18 @@ void bind_optim(py::module_& m) {
         return loss;
       }, py::arg("closure") = py::none())
       .def("zero_grad", &Optimizer::zero_grad, py::arg("set_to_none") = true)
-      // The getter as a cpp_function: pybind11 3 refuses keep_alive on def_property_readonly itself.
-      .def_property_readonly("param_groups", py::cpp_function([](Optimizer& opt) {
+      // Each group view keeps its optimizer alive (a keep_alive on the returned list would need a
+      // weak reference to the list, which Python lists refuse; pybind11 2 and 3 alike).
+      .def_property_readonly("param_groups", [](py::object self) {
+        Optimizer& opt = self.cast<Optimizer&>();
         py::list out;
-        for (size_t i = 0; i < opt.param_groups().size(); ++i) out.append(py::cast(GroupRef{&opt, i}));
+        for (size_t i = 0; i < opt.param_groups().size(); ++i) {
+          py::object ref = py::cast(GroupRef{&opt, i});
+          py::detail::keep_alive_impl(ref, self);
+          out.append(ref);
+        }
         return out;
-      }, py::keep_alive<0, 1>()))
+      })
       .def_property_readonly("defaults", [](const Optimizer& opt) { return opt.defaults(); })
       .def("add_param_group", [](Optimizer& opt, py::dict g) {
         for (auto& pg : groups_of(py::make_tuple(g))) opt.add_param_group(pg);
