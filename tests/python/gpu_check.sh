@@ -8,8 +8,8 @@
 #   bash tests/python/gpu_check.sh bundle     # here: pack .carry/pydeps ($GENESIS_CUDA_PLUGIN)
 #   bash tests/python/gpu_check.sh run        # there (carry .carry/pydeps): build, then the tests
 #
-# `run` builds into /tmp/genesis-py and runs test_cuda.py (skipped without a GPU), test_dlpack.py
-# and test_autograd.py with that machine's interpreter.
+# `run` builds into /tmp/genesis-py and runs test_cuda.py (skipped without a GPU) and the tensor,
+# autograd, nn, optim and DLPack suites with that machine's interpreter, NumPy, PyTorch and pybind11.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=$PWD/.carry/pydeps
@@ -45,7 +45,7 @@ case "${1:-}" in
     cp "$D/plugins/libgenesis_plugin_cuda.so" "$B/lib/genesis/plugins/"
     cd tests/python
     GENESIS_BUILD_DIR=$B PYTHONPATH=$B/python "$PY" -m pytest -q -p no:cacheprovider -rs \
-      test_cuda.py test_dlpack.py test_autograd.py
+      test_cuda.py test_dlpack.py test_autograd.py test_tensor.py test_nn.py test_optim.py
     ;;
   *)
     sed -n 2,13p "$0"
