@@ -95,17 +95,27 @@ void unary_generic(const char* name, const gn_tensor_view& x, const gn_tensor_vi
         return;
       }
     }
-    // The common case, x and y of one float dtype: typed loads and stores
-    // (the SDK's load/store switch on the dtype, and may stay out of line).
-    if (xd == yd && dispatch_float_h(xd, [&](auto tag) {
-          using T = decltype(tag);
-          const T* px = (const T*)data_of(x);
-          T* py = (T*)data_of(y);
-          parallel_range(gn_view_numel(&x), [&](int64_t b, int64_t e) {
-            for (int64_t i = b; i < e; ++i) st(py + i, f(ld(px + i)));
-          });
-        }))
+    if (xd == GN_F64 && yd == GN_F64) {  // the common case without conversions
+      const double* px = (const double*)data_of(x);
+      double* py = (double*)data_of(y);
+      parallel_range(gn_view_numel(&x), [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) py[i] = f(px[i]);
+      });
       return;
+    }
+    // x and y both f32, f16 or bf16: typed loads and stores (the SDK's
+    // load/store switch on the dtype, and may stay out of line).
+    auto typed = [&](auto tag) {
+      using T = decltype(tag);
+      parallel_range(gn_view_numel(&x), [&](int64_t b, int64_t e) {
+        const T* px = (const T*)data_of(x);
+        T* py = (T*)data_of(y);
+        for (int64_t i = b; i < e; ++i) st(py + i, f(ld(px + i)));
+      });
+    };
+    if (xd == yd && xd == GN_F32) return typed(float{});
+    if (xd == yd && xd == GN_F16) return typed(f16_t{});
+    if (xd == yd && xd == GN_BF16) return typed(bf16_t{});
     apply(x, y, [&](char* o, const char* p) { store(o, yd, f(load(p, xd))); });
   });
   if (!found) GN_UNSUPPORTED(std::string("[") + name + "] in the generic elementwise path");
