@@ -3,7 +3,7 @@
 # packages (CPack).  Included last by the top-level CMakeLists.txt.
 #
 # Install components (docs/install.md):
-#   runtime  libgenesis, libgenesis_frontend, the reference and cpu plugins, the genesis tool
+#   runtime  libgenesis, libgenesis_frontend, libgenesis_llm, the reference and cpu plugins, the genesis tool
 #   dev      headers (C API, C++ frontend, plugin SDK), the .so links, the CMake
 #            package, the pkg-config files, docs and examples' sources
 #   cuda     the cuda backend plugin
@@ -13,14 +13,14 @@ set(GENESIS_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Genesis)
 set(GENESIS_PKGCONFIG_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 # ---- libraries, the tool, headers -------------------------------------------
-install(TARGETS genesis genesis_frontend genesis_abi genesis_sdk EXPORT GenesisTargets
+install(TARGETS genesis genesis_frontend genesis_llm genesis_abi genesis_sdk EXPORT GenesisTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
-if(TARGET genesis_cli)  # not built without CLI11 (frontend/cli warns)
+if(TARGET genesis_cli)  # not built without CLI11 (tools/cli warns)
   install(TARGETS genesis_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 endif()
-# One include/genesis/: the C API (*.h), the C++ frontend (*.hpp) and the SDK (sdk/*.h).
+# One include/genesis/: the C API (*.h), the C++ frontend and LLM library (*.hpp) and the SDK (sdk/*.h).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/abi/include/genesis ${PROJECT_SOURCE_DIR}/frontend/include/genesis
-    ${PROJECT_SOURCE_DIR}/plugins/sdk/include/genesis
+    ${PROJECT_SOURCE_DIR}/llm/include/genesis ${PROJECT_SOURCE_DIR}/sdk/include/genesis
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 
 # The cuda plugin finds cuBLAS where it was linked from (the toolkit's lib
@@ -44,11 +44,11 @@ install(FILES ${PROJECT_BINARY_DIR}/package/GenesisConfig.cmake
     ${PROJECT_SOURCE_DIR}/cmake/GenesisPlugin.cmake ${PROJECT_SOURCE_DIR}/cmake/plugin.map
   DESTINATION ${GENESIS_CMAKE_INSTALL_DIR} COMPONENT dev)
 
-# ---- pkg-config: genesis.pc, genesis-frontend.pc ----------------------------
+# ---- pkg-config: genesis.pc, genesis-frontend.pc, genesis-llm.pc ------------
 # ${pcfiledir}-relative prefix, so the files stay right when the tree moves.
 file(RELATIVE_PATH GENESIS_PC_PREFIX_FROM_PCDIR /prefix/${GENESIS_PKGCONFIG_INSTALL_DIR} /prefix)
 string(REGEX REPLACE "/$" "" GENESIS_PC_PREFIX_FROM_PCDIR "${GENESIS_PC_PREFIX_FROM_PCDIR}")
-foreach(pc genesis genesis-frontend)
+foreach(pc genesis genesis-frontend genesis-llm)
   configure_file(${PROJECT_SOURCE_DIR}/cmake/package/${pc}.pc.in ${PROJECT_BINARY_DIR}/package/${pc}.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/package/${pc}.pc DESTINATION ${GENESIS_PKGCONFIG_INSTALL_DIR}
     COMPONENT dev)
@@ -60,7 +60,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR
   FILES_MATCHING PATTERN "*.md")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples
   COMPONENT dev)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/plugins/examples/axpby
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/backends/examples/axpby
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples/plugins COMPONENT dev)
 
 # ---- Debian packages: cpack -G DEB ------------------------------------------
@@ -89,7 +89,7 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME genesis)
 # Descriptions: the first line is the package summary.
 set(CPACK_DEBIAN_RUNTIME_DESCRIPTION "Genesis deep-learning framework: libraries, CPU plugins, tool
-libgenesis (the C API), libgenesis_frontend (the C++ API), the reference and \
+libgenesis (the C API), libgenesis_frontend (the C++ API), libgenesis_llm (models, tokenizer, SFT), the reference and \
 oneDNN cpu backend plugins, and the genesis command-line tool.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME genesis-dev)

@@ -13,7 +13,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-import { parseCases } from "../../tests/frontend/tokenizer/gen_oracle.mjs";
+import { parseCases } from "../../tests/llm/tokenizer/gen_oracle.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../..");

@@ -1,5 +1,5 @@
 // core/src/profiler.cpp - op-call recording, Chrome-trace export (written atomically by
-// support/atomic_file.h, as the frontend writes its files), summary.
+// sdk/support/atomic_file.h, as the frontend writes its files), summary.
 #include "profiler.h"
 
 #include <algorithm>

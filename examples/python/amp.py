@@ -1,4 +1,4 @@
-"""The seeds' mixed-precision snippet: an autocast region and a GradScaler around a training step.
+"""Mixed precision: an autocast region and a GradScaler around a training step.
 On the CPU the region computes matmuls in bfloat16; on CUDA in float16 (or bfloat16).
 
     PYTHONPATH=build/python /usr/bin/python3 examples/python/amp.py

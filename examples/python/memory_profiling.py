@@ -1,4 +1,4 @@
-"""The seeds' memory and profiling snippet: allocator statistics and a Chrome trace of some ops.
+"""Memory and profiling: allocator statistics and a Chrome trace of some ops.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/python/memory_profiling.py [trace.json]
 """

@@ -1,4 +1,4 @@
-"""The seeds' quick start: a small network, one training step, autograd on a matmul.
+"""Quick start: a small network, one training step, autograd on a matmul.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/python/quickstart.py
 """

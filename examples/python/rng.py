@@ -1,4 +1,4 @@
-"""The seeds' random-number snippet: global seeds, private generators, saved states, forked RNG.
+"""Random numbers: global seeds, private generators, saved states, forked RNG.
 Genesis generators are Philox (seed, offset): the same seed gives the same numbers on every
 backend, CPU and CUDA.
 

@@ -1,5 +1,5 @@
 """Trains an MLP (or a small CNN) on Fashion-MNIST: the Python twin of
-examples/cpp/train_fashion_mnist.cpp (the seeds' MLP and MNIST CNN samples).
+examples/cpp/train_fashion_mnist.cpp.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/python/train_fashion_mnist.py --model mlp --epochs 10
     ... --model cnn --epochs 2 --limit-train 10000

@@ -1,4 +1,4 @@
-"""The seeds' small transformer: an encoder (token and position embeddings, pre-norm blocks of
+"""A small transformer: an encoder (token and position embeddings, pre-norm blocks of
 multi-head self-attention and a GELU MLP) trained to reverse sequences of digits.
 
     PYTHONPATH=build/python /usr/bin/python3 examples/python/transformer.py --steps 400

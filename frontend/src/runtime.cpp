@@ -40,17 +40,6 @@ void create(RuntimeHolder& h, const RuntimeOptions* o) {
 
 }  // namespace
 
-void check(gn_status* st, const char* what) {
-  if (!st) return;
-  const int32_t code = gn_status_code(st);
-  std::string msg = gn_status_message(st);
-  gn_status_free(st);
-  // Name the op unless the core already did ("mul: ..." or "[mul] ...").
-  if (what && msg.rfind(what, 0) != 0 && msg.rfind(std::string("[") + what + "]", 0) != 0)
-    msg = std::string("[") + what + "] " + msg;
-  throw Error(code, msg);
-}
-
 void init(const RuntimeOptions& options) {
   RuntimeHolder& h = holder();
   std::lock_guard<std::mutex> lock(h.mu);
@@ -69,6 +58,20 @@ gn_runtime* runtime() {
 void manual_seed(uint64_t seed) { gn_rng_manual_seed(runtime(), seed); }
 
 const char* dtype_name(DType d) { return gn_dtype_name(static_cast<int32_t>(d)); }
+
+std::optional<DType> dtype_from_name(std::string_view n) {
+  static constexpr std::pair<std::string_view, DType> kNames[] = {
+      {"float32", DType::f32}, {"float", DType::f32},    {"f32", DType::f32},      {"fp32", DType::f32},
+      {"bfloat16", DType::bf16}, {"bf16", DType::bf16},  {"float16", DType::f16},  {"half", DType::f16},
+      {"f16", DType::f16},     {"fp16", DType::f16},     {"float64", DType::f64},  {"double", DType::f64},
+      {"f64", DType::f64},     {"fp64", DType::f64},     {"int8", DType::i8},      {"i8", DType::i8},
+      {"uint8", DType::u8},    {"u8", DType::u8},        {"int32", DType::i32},    {"int", DType::i32},
+      {"i32", DType::i32},     {"int64", DType::i64},    {"long", DType::i64},     {"i64", DType::i64},
+      {"bool", DType::boolean}};
+  for (const auto& [name, d] : kNames)
+    if (name == n) return d;
+  return std::nullopt;
+}
 bool is_floating(DType d) { return gn_dtype_is_float(static_cast<int32_t>(d)) != 0; }
 
 Device::Device() {

@@ -1,4 +1,4 @@
-// axpby_plugin_test.cpp - the third-party C plugin in plugins/examples/axpby,
+// axpby_plugin_test.cpp - the third-party C plugin in backends/examples/axpby,
 // loaded the three ways its README promises and exercised through the public
 // C API: a new op schema, its inference errors, its kernels and attributes.
 #include <gtest/gtest.h>

@@ -9,7 +9,7 @@
 //
 // a, b (any strides, broadcast to out) -> out (any non-aliasing strides).
 // Rows of out's last dim in parallel.  Values follow the reference exactly
-// (plugins/reference/binary.cpp): floats are loaded as double, computed in
+// (backends/reference/binary.cpp): floats are loaded as double, computed in
 // double and stored once through the SDK's conversions; integer operands
 // (and an integer out for arithmetic) take the int64 path, wrapping like
 // torch; the formulas are the shared ones (genesis/sdk/scalar_ops.h);

@@ -1,7 +1,7 @@
 // backends/cuda/ops/attention.cu - scaled_dot_product_attention and its backward.
 //
 // q (B,Hq,Sq,D), k (B,Hkv,Sk,D), v (B,Hkv,Sk,Dv); query head h reads KV head
-// h / (Hq/Hkv) (GQA, never materialised).  Semantics of plugins/reference/
+// h / (Hq/Hkv) (GQA, never materialised).  Semantics of backends/reference/
 // attention.cpp: causal 1 keeps j <= i (top-left), 2 keeps j <= i + Sk - Sq
 // (bottom-right); an optional mask (bool keep / float additive) broadcasts to
 // (B,Hq,Sq,Sk); scale NaN = 1/sqrt(D); a row with no kept key gives out 0 and

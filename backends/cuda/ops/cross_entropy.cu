@@ -1,5 +1,5 @@
 // backends/cuda/ops/cross_entropy.cu - fused cross entropy forward and backward
-// (class dim LAST), semantics of plugins/reference/loss.cpp:
+// (class dim LAST), semantics of backends/reference/loss.cpp:
 //   lse_i  = logsumexp(x_i)
 //   loss_i = (1-ls) * (lse_i - x_i[t_i]) + ls * (lse_i - mean_c x_i[c]);  0 for t_i == ignore_index
 //   reduction 0: loss (*), 1: sum / #non-ignored (0/0 = NaN), 2: sum

@@ -3,7 +3,7 @@
 // multi_scale_, multi_unscale_check_).
 //
 // Steps: one elementwise pass per parameter, in place, the update rule of
-// plugins/reference/optim.cpp (torch.optim single-tensor code) in f32 (f64
+// backends/reference/optim.cpp (torch.optim single-tensor code) in f32 (f64
 // for f64 params).  The
 // grad has the param's dtype (inference casts it); state buffers (momentum_buf, exp_avg, exp_avg_sq) may have any
 // float dtype (e.g. f32 state for bf16 params): they are read and written

@@ -1,5 +1,5 @@
 // backends/cuda/ops/pool.cu - max_pool2d and avg_pool2d with backward, the
-// window walk of plugins/reference/pool.cpp (torch's CPU definition).
+// window walk of backends/reference/pool.cpp (torch's CPU definition).
 //
 // x (..., H, W) dense: P planes of H x W.  Output size (torch's
 // pooling_output_shape):  Ho = floor((H + 2p - d(k-1) - 1 + (ceil ? s-1 : 0))/s) + 1,

@@ -2,7 +2,7 @@
 //
 // x dense (GN_KERNEL_CONTIGUOUS) seen as (outer, L, inner): S = outer*inner
 // lines of length L.  Each element becomes an unsigned key of its dtype's
-// width whose unsigned order is the reference's order (plugins/reference/
+// width whose unsigned order is the reference's order (backends/reference/
 // sort.cpp): floats map sign-magnitude to biased (-0 folded onto +0 so they
 // tie, every NaN onto the largest key, so NaN sorts as the largest value);
 // signed integers flip the sign bit; descending inverts the key.  Lines are

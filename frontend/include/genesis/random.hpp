@@ -119,4 +119,29 @@ Tensor randperm(int64_t n, Generator* gen = nullptr, Options opts = {});
 /** randperm drawn from gen. */
 inline Tensor randperm(int64_t n, Generator& gen, Options opts = {}) { return randperm(n, &gen, opts); }
 
+// ---- host-side streams
+// Choices made on the host (a sampled token, a shuffle seed, synthetic benchmark ids) use
+// SplitMix64: tiny, fast and the same numbers on every machine.  Device tensors use Philox above.
+
+/** SplitMix64's output function of x + the golden-ratio increment: a bijective 64-bit mix. */
+uint64_t mix_seed(uint64_t x);
+/** The seed of sub-stream `stream` (an epoch, a rank, a request) of a run seeded with `seed`. */
+inline uint64_t derive_seed(uint64_t seed, uint64_t stream) { return mix_seed(seed ^ mix_seed(stream)); }
+
+/** A deterministic host stream (SplitMix64): one seed, the same sequence everywhere. */
+class HostRng {
+ public:
+  /** A stream starting at seed. */
+  explicit HostRng(uint64_t seed) : state_(seed) {}
+  /** The next 64 random bits. */
+  uint64_t next_u64();
+  /** A uniform double in [0, 1) with 53 random bits. */
+  double uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+  /** A uniform integer in [0, n) for n >= 1 (modulo draw: bias below 2^-40 for n < 2^24). */
+  int64_t below(int64_t n) { return static_cast<int64_t>(next_u64() % static_cast<uint64_t>(n)); }
+
+ private:
+  uint64_t state_;
+};
+
 }  // namespace genesis

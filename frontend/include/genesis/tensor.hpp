@@ -13,30 +13,15 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "genesis/error.hpp"
 #include "genesis/genesis.h"
 
 namespace genesis {
-
-// ------------------------------------------------------------------ errors
-
-/** Error raised by any failing Genesis call: a gn_code plus a message. */
-class Error : public std::runtime_error {
- public:
-  /** Error with a gn_code and message. */
-  Error(int32_t code, const std::string& msg) : std::runtime_error(msg), code_(code) {}
-  /** The gn_code (GN_ERR_SHAPE, ...). */
-  int32_t code() const { return code_; }
-
- private:
-  int32_t code_;
-};
-
-/** Throws genesis::Error (and frees st) when st is not NULL; `what` prefixes the message as "[what] ". */
-void check(gn_status* st, const char* what = nullptr);
 
 // ----------------------------------------------------------------- runtime
 
@@ -73,6 +58,10 @@ inline constexpr DType boolean = DType::boolean; ///< torch.bool
 
 /** "float32", "int64", ... */
 const char* dtype_name(DType d);
+/** The dtype a name spells, as every command-line flag and config file accepts it: torch's names
+ * ("float32", "bfloat16", "int64", "bool"; also "float", "half", "double", "long", "int"), the
+ * short forms ("f32", "fp32", "bf16", "f16", "fp16", "f64", "i64", ...); nullopt for anything else. */
+std::optional<DType> dtype_from_name(std::string_view name);
 /** True for f32/f16/bf16/f64. */
 bool is_floating(DType d);
 

@@ -170,7 +170,7 @@ struct Fd {
   }
 };
 
-// Writes path atomically (support/atomic_file.h): body gets the writer and may throw.
+// Writes path atomically (sdk/support/atomic_file.h): body gets the writer and may throw.
 template <class F>
 void write_atomically(const std::string& path, F body) {
   try {

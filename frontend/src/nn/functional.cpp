@@ -185,6 +185,19 @@ Tensor scaled_dot_product_attention(const Tensor& q_, const Tensor& k_, const Te
   return three_d ? out[0].squeeze(0) : out[0];
 }
 
+std::pair<Tensor, Tensor> add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps) {
+  auto out = detail::call(GN_OP_HANDLE("add_rms_norm"), {&x, &residual, &weight}, {gn_attr_float(eps)}, 2);
+  return {out[0], out[1]};
+}
+
+Tensor linear_swiglu(const Tensor& x, const Tensor& gate_up_weight) {
+  return call1(GN_OP_HANDLE("linear_swiglu"), {&x, &gate_up_weight});
+}
+
+void kv_cache_write_(const Tensor& cache, const Tensor& src, const Tensor& write_pos) {
+  call1(GN_OP_HANDLE("kv_cache_write_"), {&cache, &src, &write_pos});
+}
+
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   Tensor y = call1(GN_OP_HANDLE("rope"), {&x, &cos, &sin});
   if (auto n = record("rope", R::rope, {x, cos, sin}, y)) {

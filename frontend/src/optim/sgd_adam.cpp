@@ -1,5 +1,5 @@
 // sgd_adam.cpp - SGD, Adam, AdamW: one fused in-place op call per parameter
-// (sgd_step / adamw_step, semantics in plugins/reference/optim.cpp).
+// (sgd_step / adamw_step, semantics in backends/reference/optim.cpp).
 #include <cmath>
 
 #include "../internal.h"

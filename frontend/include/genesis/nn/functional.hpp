@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "genesis/tensor.hpp"
@@ -80,6 +81,15 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 /** RMS norm over the last dim; eps unset = machine epsilon of x's dtype (torch). */
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = {},
                 std::optional<double> eps = {});
+
+// ---- inference fast paths (no gradient: training records the unfused ops)
+/** (y, h): h = x + residual (rounded to x's dtype), y = rms_norm(h over the last dim) * weight (D). */
+std::pair<Tensor, Tensor> add_rms_norm(const Tensor& x, const Tensor& residual, const Tensor& weight, double eps);
+/** silu(x @ Wg^T) * (x @ Wu^T) for x (*, K) and the stacked weight (2I, K) = [Wg; Wu] -> (*, I). */
+Tensor linear_swiglu(const Tensor& x, const Tensor& gate_up_weight);
+/** In place: cache[b, :, write_pos[b] + t] = src[b, :, t] for cache (B, H, S, D) and src (B, H, T, D);
+ * write_pos (B) int64 on the device, so a captured graph replays with new offsets. */
+void kv_cache_write_(const Tensor& cache, const Tensor& src, const Tensor& write_pos);
 
 // ---- indexing and joining
 /** out[i][j] = x[index[i][j]][j] for dim 0 (torch.gather). */

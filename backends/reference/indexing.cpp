@@ -1,0 +1,341 @@
+// backends/reference/indexing.cpp - embedding and its backward, gather,
+// scatter, scatter_add, index_select, index_add, masked_fill, cat, stack,
+// triu, tril, one_hot.
+//
+// Index tensors may have any integer dtype; every index value is checked
+// (0 <= idx < size, no negative indices) and a bad one fails with GN_ERR_INDEX
+// naming the op, the value and the size.  Values are copied exactly between
+// integer dtypes; accumulations are in double (int64 when all are integers).
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "families.h"
+#include "util.h"
+
+namespace ref {
+namespace {
+
+using gn::sdk::elem_ptr;
+using gn::sdk::elem_ptr_at;
+using gn::sdk::load;
+using gn::sdk::next_index;
+
+// ----------------------------------------------------------------------------
+// helpers
+
+// Index value at p, checked against size.
+int64_t checked_index(const char* op, const char* p, int32_t dtype, int64_t size) {
+  if (!is_intlike(dtype)) fail_op(GN_ERR_DTYPE, op, std::string("indices must be integers, got ") + gn_dtype_name(dtype));
+  int64_t v = gn::sdk::load_int(p, dtype);
+  if (v < 0 || v >= size)
+    fail_op(GN_ERR_INDEX, op, "index " + std::to_string(v) + " is out of range for size " + std::to_string(size));
+  return v;
+}
+
+// All values of a 0-d/1-D index tensor (row-major), checked against size.
+std::vector<int64_t> checked_indices(const char* op, const gn_tensor_view& index, int64_t size) {
+  if (index.ndim > 1) fail_op(GN_ERR_SHAPE, op, "index must be 0-d or 1-D, got " + shape_str(index));
+  std::vector<int64_t> r((size_t)numel(index));
+  for (size_t i = 0; i < r.size(); ++i) r[i] = checked_index(op, elem_ptr(index, (int64_t)i), index.dtype, size);
+  return r;
+}
+
+// dst += alpha * src for one element (exact when both are integer-like).
+void add_elem(char* dst, int32_t dst_dtype, const char* src, int32_t src_dtype, double alpha) {
+  if (is_intlike(dst_dtype) && is_intlike(src_dtype)) {
+    int64_t v = gn::sdk::load_int(src, src_dtype);
+    gn::sdk::store_int(dst, dst_dtype, wrap_add(gn::sdk::load_int(dst, dst_dtype), wrap_mul((int64_t)alpha, v)));
+  } else {
+    gn::sdk::store(dst, dst_dtype, load(dst, dst_dtype) + alpha * load(src, src_dtype));
+  }
+}
+
+// Fail unless alpha is integral when the accumulation is integral.
+void check_alpha(const char* op, double alpha, int32_t dst_dtype, int32_t src_dtype) {
+  if (is_intlike(dst_dtype) && is_intlike(src_dtype) && (alpha != std::trunc(alpha) || std::fabs(alpha) > 9.2e18))
+    fail_op(GN_ERR_INVALID_ARGUMENT, op, "alpha must be an integer for integer tensors, got " + std::to_string(alpha));
+}
+
+// Size of dim d of v (a 0-d view counts as size 1).
+int64_t dim_size(const gn_tensor_view& v, int32_t d) { return v.ndim == 0 ? 1 : v.shape[d]; }
+
+// For gather/scatter: index has x's rank and index.shape[d] <= x.shape[d] for
+// d != dim (torch's rule); a 0-d x takes any index of one element.
+void check_index_shape(const char* op, const gn_tensor_view& index, const gn_tensor_view& x, int32_t dim) {
+  if (x.ndim == 0) {
+    if (numel(index) > 1) fail_op(GN_ERR_SHAPE, op, "index " + shape_str(index) + " is too large for a 0-d input");
+    return;
+  }
+  bool ok = index.ndim == x.ndim;
+  for (int32_t d = 0; ok && d < x.ndim; ++d) ok = d == dim || index.shape[d] <= x.shape[d];
+  if (!ok) fail_op(GN_ERR_SHAPE, op, "index " + shape_str(index) + " does not fit input " + shape_str(x) + " at dim " + std::to_string(dim));
+}
+
+// ----------------------------------------------------------------------------
+// embedding
+
+// embedding(weight (V,D), ids (*)) -> out (*, D): out[r, :] = weight[ids[r], :]
+GN_SDK_KERNEL(embedding_kernel) {
+  need_io("embedding", n_in, 2, n_out, 1);
+  const gn_tensor_view &w = in[0], &ids = in[1], &o = out[0];
+  if (w.ndim != 2) fail_op(GN_ERR_SHAPE, "embedding", "weight must be 2-D, got " + shape_str(w));
+  const int64_t V = w.shape[0], D = w.shape[1], n = numel(ids);
+  if (numel(o) != n * D) fail_op(GN_ERR_SHAPE, "embedding", "output " + shape_str(o) + " does not match ids " + shape_str(ids));
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t row[2] = {checked_index("embedding", elem_ptr(ids, r), ids.dtype, V), 0};
+    for (row[1] = 0; row[1] < D; ++row[1]) convert_elem(elem_ptr(o, r * D + row[1]), o.dtype, elem_ptr_at(w, row), w.dtype);
+  }
+}
+
+// embedding_backward(grad (*, D), ids (*); num_weights) -> (num_weights, D):
+// repeated ids accumulate.
+GN_SDK_KERNEL(embedding_backward_kernel) {
+  const char* op = "embedding_backward";
+  need_io(op, n_in, 2, n_out, 1);
+  const gn_tensor_view &g = in[0], &ids = in[1], &o = out[0];
+  const int64_t num_weights = attr_int(op, attrs, n_attrs, 0);
+  if (o.ndim != 2 || o.shape[0] != num_weights) fail_op(GN_ERR_SHAPE, op, "output must be (num_weights, D), got " + shape_str(o));
+  const int64_t D = o.shape[1], n = numel(ids);
+  if (numel(g) != n * D) fail_op(GN_ERR_SHAPE, op, "grad " + shape_str(g) + " does not match ids " + shape_str(ids));
+  std::vector<double> acc((size_t)(num_weights * D), 0.0);
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t id = checked_index(op, elem_ptr(ids, r), ids.dtype, num_weights);
+    for (int64_t d = 0; d < D; ++d) acc[(size_t)(id * D + d)] += load(elem_ptr(g, r * D + d), g.dtype);
+  }
+  for (int64_t i = 0; i < num_weights * D; ++i) gn::sdk::store(elem_ptr(o, i), o.dtype, acc[(size_t)i]);
+}
+
+// ----------------------------------------------------------------------------
+// gather / scatter
+
+// gather(x, index; dim) -> out (index's shape): out[p] = x[p with p[dim] = index[p]].
+GN_SDK_KERNEL(gather_kernel) {
+  const char* op = "gather";
+  need_io(op, n_in, 2, n_out, 1);
+  const gn_tensor_view &x = in[0], &index = in[1], &o = out[0];
+  const int32_t dim = wrap_dim_checked(op, attr_int(op, attrs, n_attrs, 0), x.ndim);
+  check_index_shape(op, index, x, dim);
+  if (numel(o) != numel(index)) fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " must have index's shape " + shape_str(index));
+  const int64_t n = numel(index);
+  std::vector<int64_t> p((size_t)index.ndim + 1, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = checked_index(op, elem_ptr_at(index, p.data()), index.dtype, dim_size(x, dim));
+    std::vector<int64_t> q(p);
+    if (x.ndim > 0) q[(size_t)dim] = v;
+    convert_elem(elem_ptr(o, i), o.dtype, elem_ptr_at(x, q.data()), x.dtype);
+    next_index(p.data(), index.shape, index.ndim);
+  }
+}
+
+// scatter / scatter_add(x, index, src; dim) -> out = copy of x, then for every
+// p in index: out[p with p[dim] = index[p]] (+)= src[p] (a 0-d src is a scalar).
+void scatter_impl(const char* op, bool add, const gn_tensor_view* in, size_t n_in, const gn_tensor_view* out,
+                  size_t n_out, const gn_attr_value* attrs, size_t n_attrs) {
+  need_io(op, n_in, 3, n_out, 1);
+  const gn_tensor_view &x = in[0], &index = in[1], &src = in[2], &o = out[0];
+  const int32_t dim = wrap_dim_checked(op, attr_int(op, attrs, n_attrs, 0), x.ndim);
+  check_index_shape(op, index, o, dim);
+  const bool scalar_src = src.ndim == 0;
+  if (!scalar_src) {
+    bool ok = src.ndim == index.ndim;
+    for (int32_t d = 0; ok && d < src.ndim; ++d) ok = index.shape[d] <= src.shape[d];
+    if (!ok) fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " is smaller than index " + shape_str(index));
+  }
+  copy_convert(op, o, x);
+  const int64_t n = numel(index);
+  std::vector<int64_t> p((size_t)index.ndim + 1, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t v = checked_index(op, elem_ptr_at(index, p.data()), index.dtype, dim_size(o, dim));
+    std::vector<int64_t> q(p);
+    if (o.ndim > 0) q[(size_t)dim] = v;
+    char* dst = elem_ptr_at(o, q.data());
+    const char* s = scalar_src ? base_ptr(src) : elem_ptr_at(src, p.data());
+    if (add) add_elem(dst, o.dtype, s, src.dtype, 1.0);
+    else convert_elem(dst, o.dtype, s, src.dtype);
+    next_index(p.data(), index.shape, index.ndim);
+  }
+}
+
+GN_SDK_KERNEL(scatter_kernel) { scatter_impl("scatter", false, in, n_in, out, n_out, attrs, n_attrs); }
+GN_SDK_KERNEL(scatter_add_kernel) { scatter_impl("scatter_add", true, in, n_in, out, n_out, attrs, n_attrs); }
+
+// ----------------------------------------------------------------------------
+// index_select / index_add
+
+// index_select(x, index (k); dim) -> out: out[p] = x[p with p[dim] = index[p[dim]]].
+GN_SDK_KERNEL(index_select_kernel) {
+  const char* op = "index_select";
+  need_io(op, n_in, 2, n_out, 1);
+  const gn_tensor_view &x = in[0], &index = in[1], &o = out[0];
+  const int32_t dim = wrap_dim_checked(op, attr_int(op, attrs, n_attrs, 0), x.ndim);
+  const std::vector<int64_t> ids = checked_indices(op, index, dim_size(x, dim));
+  if (x.ndim == 0) {
+    if (numel(o) != (int64_t)ids.size()) fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match the index");
+    for (int64_t i = 0; i < numel(o); ++i) convert_elem(elem_ptr(o, i), o.dtype, base_ptr(x), x.dtype);
+    return;
+  }
+  bool ok = o.ndim == x.ndim;
+  for (int32_t d = 0; ok && d < x.ndim; ++d) ok = o.shape[d] == (d == dim ? (int64_t)ids.size() : x.shape[d]);
+  if (!ok) fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match input " + shape_str(x) + " and the index");
+  const int64_t n = numel(o);
+  std::vector<int64_t> p((size_t)o.ndim, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int64_t> q(p);
+    q[(size_t)dim] = ids[(size_t)p[(size_t)dim]];
+    convert_elem(elem_ptr_at(o, p.data()), o.dtype, elem_ptr_at(x, q.data()), x.dtype);
+    next_index(p.data(), o.shape, o.ndim);
+  }
+}
+
+// index_add(x, index (k), src; dim, alpha) -> out = copy of x with
+// out.select(dim, index[i]) += alpha * src.select(dim, i).
+GN_SDK_KERNEL(index_add_kernel) {
+  const char* op = "index_add";
+  need_io(op, n_in, 3, n_out, 1);
+  const gn_tensor_view &x = in[0], &index = in[1], &src = in[2], &o = out[0];
+  const int32_t dim = wrap_dim_checked(op, attr_int(op, attrs, n_attrs, 0), x.ndim);
+  const double alpha = attr_float(op, attrs, n_attrs, 1);
+  check_alpha(op, alpha, o.dtype, src.dtype);
+  const std::vector<int64_t> ids = checked_indices(op, index, dim_size(o, dim));
+  copy_convert(op, o, x);
+  if (o.ndim == 0) {
+    if (numel(src) != (int64_t)ids.size()) fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " does not match the index");
+    for (int64_t i = 0; i < numel(src); ++i) add_elem(base_ptr(o), o.dtype, elem_ptr(src, i), src.dtype, alpha);
+    return;
+  }
+  bool ok = src.ndim == o.ndim;
+  for (int32_t d = 0; ok && d < o.ndim; ++d) ok = src.shape[d] == (d == dim ? (int64_t)ids.size() : o.shape[d]);
+  if (!ok) fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " does not match input " + shape_str(o) + " and the index");
+  const int64_t n = numel(src);
+  std::vector<int64_t> p((size_t)src.ndim, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int64_t> q(p);
+    q[(size_t)dim] = ids[(size_t)p[(size_t)dim]];
+    add_elem(elem_ptr_at(o, q.data()), o.dtype, elem_ptr_at(src, p.data()), src.dtype, alpha);
+    next_index(p.data(), src.shape, src.ndim);
+  }
+}
+
+// ----------------------------------------------------------------------------
+// masked_fill, cat, stack
+
+// masked_fill(x, mask; value) -> out = mask ? value : x (both broadcast to out).
+GN_SDK_KERNEL(masked_fill_kernel) {
+  need_io("masked_fill", n_in, 2, n_out, 1);
+  const double value = attr_float("masked_fill", attrs, n_attrs, 0);
+  const gn_tensor_view &x = in[0], &mask = in[1], &o = out[0];
+  const gn_tensor_view* ins[] = {&x, &mask};
+  for_each_bcast("masked_fill", o, ins, [&](char* po, const char* const* p) {
+    if (load(p[1], mask.dtype) != 0.0) gn::sdk::store(po, o.dtype, value);
+    else convert_elem(po, o.dtype, p[0], x.dtype);
+  });
+}
+
+// cat(x0, x1, ...; dim) -> out: each xi copied into its slice of out along dim.
+// 1-D empty inputs are skipped when out is not 1-D (torch's legacy rule).
+GN_SDK_KERNEL(cat_kernel) {
+  need_io("cat", n_in, 1, n_out, 1);
+  const gn_tensor_view& o = out[0];
+  if (o.ndim == 0) fail_op(GN_ERR_SHAPE, "cat", "cannot concatenate 0-d tensors");
+  const int32_t dim = wrap_dim_checked("cat", attr_int("cat", attrs, n_attrs, 0), o.ndim);
+  int64_t offset = 0;
+  for (size_t k = 0; k < n_in; ++k) {
+    const gn_tensor_view& x = in[k];
+    if (x.ndim != o.ndim) {
+      if (x.ndim == 1 && x.shape[0] == 0) continue;
+      fail_op(GN_ERR_SHAPE, "cat", "input " + std::to_string(k) + " " + shape_str(x) + " has another rank than " + shape_str(o));
+    }
+    bool ok = offset + x.shape[dim] <= o.shape[dim];
+    for (int32_t d = 0; ok && d < o.ndim; ++d) ok = d == dim || x.shape[d] == o.shape[d];
+    if (!ok) fail_op(GN_ERR_SHAPE, "cat", "input " + std::to_string(k) + " " + shape_str(x) + " does not fit output " + shape_str(o));
+    Dims shape(x.shape, x.shape + x.ndim), strides(o.strides, o.strides + o.ndim);
+    OwnedView slice(o, shape, strides, offset * o.strides[dim]);
+    copy_convert("cat", slice.v, x);
+    offset += x.shape[dim];
+  }
+  if (offset != o.shape[dim]) fail_op(GN_ERR_SHAPE, "cat", "inputs do not fill output " + shape_str(o));
+}
+
+// stack(x0, x1, ...; dim) -> out with a new dim of size n_in: out.select(dim, k) = xk.
+GN_SDK_KERNEL(stack_kernel) {
+  need_io("stack", n_in, 1, n_out, 1);
+  const gn_tensor_view& o = out[0];
+  const int32_t dim = wrap_dim_checked("stack", attr_int("stack", attrs, n_attrs, 0), o.ndim);
+  if (o.ndim == 0 || o.shape[dim] != (int64_t)n_in) fail_op(GN_ERR_SHAPE, "stack", "output " + shape_str(o) + " does not stack " + std::to_string(n_in) + " inputs");
+  Dims shape, strides;
+  for (int32_t d = 0; d < o.ndim; ++d)
+    if (d != dim) { shape.push_back(o.shape[d]); strides.push_back(o.strides[d]); }
+  for (size_t k = 0; k < n_in; ++k) {
+    const gn_tensor_view& x = in[k];
+    if (Dims(x.shape, x.shape + x.ndim) != shape) fail_op(GN_ERR_SHAPE, "stack", "input " + std::to_string(k) + " " + shape_str(x) + " has another shape than the others");
+    OwnedView slice(o, shape, strides, (int64_t)k * o.strides[dim]);
+    copy_convert("stack", slice.v, x);
+  }
+}
+
+// ----------------------------------------------------------------------------
+// triu, tril, one_hot
+
+// triu/tril(x (..., M, N); diagonal) -> out: keep j - i >= diagonal (triu) or
+// j - i <= diagonal (tril), zero elsewhere.
+void tri_impl(const char* op, bool upper, const gn_tensor_view& x, const gn_tensor_view& o, int64_t diagonal) {
+  if (x.ndim < 2) fail_op(GN_ERR_SHAPE, op, "input must have at least 2 dims, got " + shape_str(x));
+  const gn_tensor_view* ins[] = {&x};
+  std::vector<int64_t> p((size_t)o.ndim, 0);
+  for_each_bcast(op, o, ins, [&](char* po, const char* const* pp) {
+    int64_t i = p[(size_t)o.ndim - 2], j = p[(size_t)o.ndim - 1];
+    bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
+    if (keep) convert_elem(po, o.dtype, pp[0], x.dtype);
+    else gn::sdk::store_int(po, o.dtype, 0);
+    next_index(p.data(), o.shape, o.ndim);
+  });
+}
+
+GN_SDK_KERNEL(triu_kernel) {
+  need_io("triu", n_in, 1, n_out, 1);
+  tri_impl("triu", true, in[0], out[0], attr_int("triu", attrs, n_attrs, 0));
+}
+
+GN_SDK_KERNEL(tril_kernel) {
+  need_io("tril", n_in, 1, n_out, 1);
+  tri_impl("tril", false, in[0], out[0], attr_int("tril", attrs, n_attrs, 0));
+}
+
+// one_hot(ids (*); num_classes) -> int64 (*, C): out[r, ids[r]] = 1.
+GN_SDK_KERNEL(one_hot_kernel) {
+  const char* op = "one_hot";
+  need_io(op, n_in, 1, n_out, 1);
+  const gn_tensor_view &ids = in[0], &o = out[0];
+  const int64_t n = numel(ids);
+  int64_t C = attr_int(op, attrs, n_attrs, 0);
+  if (C < 0 && o.ndim > 0) C = o.shape[o.ndim - 1];  // -1: decided by inference
+  if (o.ndim != ids.ndim + 1 || o.shape[o.ndim - 1] != C || numel(o) != n * C)
+    fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match ids " + shape_str(ids) + " and " + std::to_string(C) + " classes");
+  for (int64_t i = 0; i < n * C; ++i) gn::sdk::store_int(elem_ptr(o, i), o.dtype, 0);
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t c = checked_index(op, elem_ptr(ids, r), ids.dtype, C);
+    gn::sdk::store_int(elem_ptr(o, r * C + c), o.dtype, 1);
+  }
+}
+
+}  // namespace
+
+void register_indexing(const gn::sdk::Registrar& r) {
+  r.kernel("embedding", kAllDtypes, embedding_kernel);
+  r.kernel("embedding_backward", kFloatingDtypes, embedding_backward_kernel);
+  r.kernel("gather", kAllDtypes, gather_kernel);
+  r.kernel("scatter", kAllDtypes, scatter_kernel);
+  r.kernel("scatter_add", kNumericDtypes, scatter_add_kernel);
+  r.kernel("index_select", kAllDtypes, index_select_kernel);
+  r.kernel("index_add", kNumericDtypes, index_add_kernel);
+  r.kernel("masked_fill", kAllDtypes, masked_fill_kernel);
+  r.kernel("cat", kAllDtypes, cat_kernel);
+  r.kernel("stack", kAllDtypes, stack_kernel);
+  r.kernel("triu", kAllDtypes, triu_kernel);
+  r.kernel("tril", kAllDtypes, tril_kernel);
+  r.kernel("one_hot", kIntDtypes, one_hot_kernel);
+}
+
+}  // namespace ref

@@ -1,0 +1,253 @@
+// tests/llm/chat/chat_template_test.cpp - genesis::ChatTemplate against jinja2: every
+// conversation x template and every language snippet in expected.json (written by
+// gen_expected.py with jinja2 set up as transformers does) must render byte for byte, and
+// every case jinja2 rejects must throw; plus parse errors and the apply() convenience.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "genesis/chat_template.hpp"
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using genesis::ChatMessage;
+using genesis::ChatTemplate;
+
+const std::string kDir = std::string(GENESIS_SOURCE_DIR) + "/tests/fixtures/chat_templates/";
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot open " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+const json& oracle() {
+  static const json j = json::parse(read_file(kDir + "expected.json"));
+  return j;
+}
+
+struct Case {
+  std::string id;        // gtest-safe name
+  std::string template_source;
+  std::string context;   // JSON object
+  std::string expected;  // when !error
+  bool error = false;
+  std::string jinja_error;
+};
+
+std::string safe_id(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+Case make_case(const std::string& id, const std::string& source, const json& c) {
+  Case k;
+  k.id = safe_id(id);
+  k.template_source = source;
+  k.context = c.at("context").dump();
+  k.error = c.contains("error");
+  if (k.error)
+    k.jinja_error = c.at("error").get<std::string>();
+  else
+    k.expected = c.at("expected").get<std::string>();
+  return k;
+}
+
+std::vector<Case> conversation_cases() {
+  std::vector<Case> out;
+  for (const auto& t : oracle().at("templates")) {
+    std::string source = read_file(kDir + t.at("file").get<std::string>());
+    for (const auto& c : t.at("cases"))
+      out.push_back(make_case(t.at("name").get<std::string>() + "__" + c.at("name").get<std::string>(), source, c));
+  }
+  return out;
+}
+
+std::vector<Case> snippet_cases(const char* group) {
+  std::vector<Case> out;
+  for (const auto& c : oracle().at(group))
+    out.push_back(make_case(c.at("name").get<std::string>(), c.at("template").get<std::string>(), c));
+  return out;
+}
+
+void check_case(const Case& k) {
+  if (k.error) {
+    EXPECT_THROW(ChatTemplate(k.template_source).render(k.context), genesis::Error) << "jinja2 raised " << k.jinja_error;
+    return;
+  }
+  EXPECT_EQ(ChatTemplate(k.template_source).render(k.context), k.expected);
+}
+
+class Conversations : public ::testing::TestWithParam<Case> {};
+TEST_P(Conversations, MatchesJinja2) { check_case(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Oracle, Conversations, ::testing::ValuesIn(conversation_cases()),
+                         [](const auto& info) { return info.param.id; });
+
+class Snippets : public ::testing::TestWithParam<Case> {};
+TEST_P(Snippets, MatchesJinja2) { check_case(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Oracle, Snippets, ::testing::ValuesIn(snippet_cases("snippets")),
+                         [](const auto& info) { return info.param.id; });
+
+class RuntimeErrors : public ::testing::TestWithParam<Case> {};
+TEST_P(RuntimeErrors, ThrowLikeJinja2) { check_case(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Oracle, RuntimeErrors, ::testing::ValuesIn(snippet_cases("errors")),
+                         [](const auto& info) { return info.param.id; });
+
+TEST(ChatTemplateOracle, CoversEveryTemplateWithTwentyConversations) {
+  ASSERT_GE(oracle().at("templates").size(), 3u);
+  for (const auto& t : oracle().at("templates")) EXPECT_GE(t.at("cases").size(), 20u) << t.at("name");
+}
+
+// ---- errors: the message names the construct and the line
+
+std::string parse_error(const std::string& source) {
+  try {
+    ChatTemplate tpl(source);
+  } catch (const genesis::Error& e) {
+    EXPECT_EQ(e.code(), GN_ERR_INVALID_ARGUMENT);
+    return e.what();
+  }
+  ADD_FAILURE() << "no error for: " << source;
+  return "";
+}
+
+std::string render_error(const std::string& source, const std::string& context = "{}") {
+  ChatTemplate tpl(source);
+  try {
+    tpl.render(context);
+  } catch (const genesis::Error& e) {
+    EXPECT_EQ(e.code(), GN_ERR_INVALID_ARGUMENT);
+    return e.what();
+  }
+  ADD_FAILURE() << "no error for: " << source;
+  return "";
+}
+
+TEST(ChatTemplateErrors, UnsupportedFilterAtParseTime) {
+  EXPECT_EQ(parse_error("line one\n\n{{ text | wordcount }}"), "[chat_template] unsupported filter 'wordcount' at line 3");
+  EXPECT_EQ(parse_error("{{ x is prime }}"), "[chat_template] unsupported test 'prime' at line 1");
+}
+
+TEST(ChatTemplateErrors, UnsupportedAndUnknownTags) {
+  EXPECT_EQ(parse_error("a\n{% call m() %}x{% endcall %}"), "[chat_template] unsupported tag 'call' at line 2");
+  EXPECT_EQ(parse_error("{% if x %}\n{% macro m() %}x{% endmacro %}{% endif %}"),
+            "[chat_template] macros must be defined at the top level of the template at line 2");
+  EXPECT_EQ(parse_error("{% include 'x.jinja' %}"), "[chat_template] unsupported tag 'include' at line 1");
+  EXPECT_EQ(parse_error("{% frobnicate %}"), "[chat_template] unknown tag 'frobnicate' at line 1");
+  EXPECT_EQ(parse_error("{% endfor %}"), "[chat_template] unknown tag 'endfor' at line 1");
+}
+
+TEST(ChatTemplateErrors, UnclosedBlocksAndTags) {
+  EXPECT_EQ(parse_error("{% for x in xs %}\n{% if x %}{{ x }}{% endif %}"),
+            "[chat_template] missing '{% endfor %}' for '{% for %}' opened at line 1");
+  EXPECT_EQ(parse_error("\n{% if a %}x{% else %}y"), "[chat_template] missing '{% endif %}' for '{% if %}' opened at line 2");
+  EXPECT_EQ(parse_error("x\n{{ name"), "[chat_template] unclosed '{{' tag opened at line 2");
+  EXPECT_EQ(parse_error("{# never closed"), "[chat_template] unclosed comment opened at line 1");
+  EXPECT_EQ(parse_error("{{ 'abc }}"), "[chat_template] unterminated string literal at line 1");
+}
+
+TEST(ChatTemplateErrors, SyntaxErrors) {
+  EXPECT_EQ(parse_error("{{ 1 + }}"), "[chat_template] unexpected end of print statement at line 1");
+  EXPECT_EQ(parse_error("{% if %}{% endif %}"), "[chat_template] unexpected end of statement block at line 1");
+  EXPECT_EQ(parse_error("{% for x of xs %}{% endfor %}"), "[chat_template] unexpected 'of', expected 'in' at line 1");
+  EXPECT_EQ(parse_error("{% break %}"), "[chat_template] 'break' outside a for loop at line 1");
+  EXPECT_EQ(parse_error("{{ (1 }}"), "[chat_template] unexpected '}', expected ')' at line 1");
+}
+
+TEST(ChatTemplateErrors, RaiseExceptionIsSurfaced) {
+  std::string msg = render_error("{% if messages[0].role != 'user' %}\n{{ raise_exception('Roles must alternate') }}\n{% endif %}",
+                                 R"({"messages": [{"role": "assistant", "content": ""}]})");
+  EXPECT_EQ(msg, "[chat_template] raise_exception: Roles must alternate at line 2");
+}
+
+TEST(ChatTemplateErrors, RuntimeErrorsNameTheProblem) {
+  EXPECT_EQ(render_error("{{ 'x'.format(1) }}"), "[chat_template] unsupported str method 'format' at line 1");
+  EXPECT_EQ(render_error("\n{{ missing.attr }}"), "[chat_template] 'missing' is undefined at line 2");
+  EXPECT_EQ(render_error("{{ m.a.b }}", R"({"m": {}})"), "[chat_template] 'dict object' has no attribute 'a' at line 1");
+  EXPECT_EQ(render_error("{{ xs.append(1) }}", R"({"xs": []})"),
+            "[chat_template] access to attribute 'append' of 'list' object is unsafe at line 1");
+  EXPECT_EQ(render_error("{{ 1 // 0 }}"), "[chat_template] integer division or modulo by zero at line 1");
+}
+
+TEST(ChatTemplateErrors, BadContext) {
+  ChatTemplate tpl("{{ x }}");
+  EXPECT_THROW(tpl.render("[1, 2]"), genesis::Error);
+  EXPECT_THROW(tpl.render("{not json"), genesis::Error);
+  EXPECT_THROW(tpl.render(R"({"n": 1E999999})"), genesis::Error);  // beyond a double: out_of_range
+  EXPECT_THROW(tpl.apply({}, true, {}, "[]"), genesis::Error);
+}
+
+// ---- apply(): the same keyword arguments as transformers' apply_chat_template
+
+const json& oracle_case(const std::string& tpl, const std::string& name) {
+  for (const auto& t : oracle().at("templates"))
+    if (t.at("name") == tpl)
+      for (const auto& c : t.at("cases"))
+        if (c.at("name") == name) return c;
+  throw std::runtime_error("no oracle case " + tpl + "/" + name);
+}
+
+std::vector<ChatMessage> messages_of(const json& c) {
+  std::vector<ChatMessage> out;
+  for (const auto& m : c.at("context").at("messages"))
+    out.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
+  return out;
+}
+
+TEST(ChatTemplateApply, MatchesTheOracle) {
+  ChatTemplate qwen3(read_file(kDir + "qwen3.jinja"));
+  ChatTemplate qwen25(read_file(kDir + "qwen2.5-instruct.jinja"));
+  for (const char* name : {"user_only", "multi_turn", "unicode_emoji", "empty_contents"}) {
+    const json& c = oracle_case("qwen3", name);
+    EXPECT_EQ(qwen3.apply(messages_of(c), c.at("context").at("add_generation_prompt").get<bool>()),
+              c.at("expected").get<std::string>()) << name;
+    const json& c25 = oracle_case("qwen2.5-instruct", name);
+    EXPECT_EQ(qwen25.apply(messages_of(c25), c25.at("context").at("add_generation_prompt").get<bool>()),
+              c25.at("expected").get<std::string>()) << name;
+  }
+  const json& off = oracle_case("qwen3", "enable_thinking_false");
+  EXPECT_EQ(qwen3.apply(messages_of(off), true, false), off.at("expected").get<std::string>());
+  const json& on = oracle_case("qwen3", "enable_thinking_true");
+  EXPECT_EQ(qwen3.apply(messages_of(on), true, true), on.at("expected").get<std::string>());
+  const json& extra = oracle_case("qwen3", "extra_kwargs");
+  EXPECT_EQ(qwen3.apply(messages_of(extra), true, {}, R"({"bos_token": "<|endoftext|>", "custom": {"a": 1}})"),
+            extra.at("expected").get<std::string>());
+}
+
+TEST(ChatTemplateApply, ExtraContextOverridesAndAddsTools) {
+  ChatTemplate tpl("{{ tools is none }}|{{ documents is none }}|{{ add_generation_prompt }}|{{ enable_thinking is defined }}|{{ tools | tojson }}");
+  EXPECT_EQ(tpl.apply({{"user", "hi"}}, false), "True|True|False|False|null");
+  EXPECT_EQ(tpl.apply({{"user", "hi"}}, true, true, R"({"tools": [{"name": "f"}]})"),
+            "False|True|True|True|[{\"name\": \"f\"}]");
+}
+
+TEST(ChatTemplateApply, OneTemplateRendersFromSeveralThreads) {
+  std::vector<Case> cases = conversation_cases();
+  ChatTemplate qwen3(read_file(kDir + "qwen3.jinja"));
+  std::string source = read_file(kDir + "qwen3.jinja");
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int rep = 0; rep < 5; ++rep)
+        for (const Case& k : cases)
+          if (k.template_source == source && !k.error && qwen3.render(k.context) != k.expected) ++mismatches;
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(ChatTemplateApply, StrftimeNowUsesTheLocalClock) {
+  ChatTemplate tpl("{{ strftime_now('%Y') | int > 2000 }}");
+  EXPECT_EQ(tpl.render("{}"), "True");
+}
+
+}  // namespace
