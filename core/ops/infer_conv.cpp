@@ -29,7 +29,15 @@ Pair pair_attr(const Args& a, size_t i, const char* name, int64_t min_value) {
   return p;
 }
 
-std::string pair_str(const Pair& p) { return "(" + std::to_string(p.h) + ", " + std::to_string(p.w) + ")"; }
+std::string pair_str(const Pair& p) {
+  // Appended piece by piece: g++ 12 misreports "(" + std::string&& as an overlapping memcpy (-Wrestrict).
+  std::string s = "(";
+  s += std::to_string(p.h);
+  s += ", ";
+  s += std::to_string(p.w);
+  s += ")";
+  return s;
+}
 
 // Floor division (div_rtn in torch) for a possibly negative numerator.
 int64_t floor_div(int64_t num, int64_t den) {

@@ -6,7 +6,7 @@ the digits of a number), with its own tokenizer, then asked held-out questions.
 1. examples/sft/make_task.py writes train.jsonl and test.jsonl (chat JSONL);
 2. genesis.models.train_tokenizer learns a 512-id byte-level BPE tokenizer on them;
 3. genesis.models.train_sft trains examples/sft/tiny-qwen3.json (a 0.8M-parameter Qwen3) with
-   the loss on the answers only (what `genesis train-sft` does);
+   the loss on the answers only (the SFT recipe of `genesis train-sft`);
 4. greedy answers to held-out questions, the first one streamed token by token (chat_qwen).
 """
 import argparse

@@ -291,7 +291,7 @@ class Tensor {
   Tensor softmax(int64_t dim) const;      ///< softmax along dim
   Tensor log_softmax(int64_t dim) const;  ///< log-softmax along dim
 
-  // ---- indexing, masking, sorting (frontend/src/indexing.cpp)
+  // ---- indexing, masking, sorting (frontend/src/tensor_indexing.cpp)
   Tensor masked_fill(const Tensor& mask, double value) const;  ///< where(mask, value, x) (mask broadcasts)
   Tensor triu(int64_t diagonal = 0) const;  ///< zero below the diagonal of the last two dims
   Tensor tril(int64_t diagonal = 0) const;  ///< zero above the diagonal of the last two dims

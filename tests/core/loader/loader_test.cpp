@@ -233,7 +233,9 @@ class BadPluginTest : public LoaderTest, public ::testing::WithParamInterface<Ba
   // Nothing of the rejected plugin may be visible in rt.
   void expect_nothing_registered(gn_runtime* rt) {
     const BadCase& c = GetParam();
-    if (c.leaked_type) EXPECT_FALSE(device_type(rt, c.leaked_type)) << c.leaked_type << " leaked";
+    if (c.leaked_type) {
+      EXPECT_FALSE(device_type(rt, c.leaked_type)) << c.leaked_type << " leaked";
+    }
     EXPECT_EQ(gn_device_count(rt, "olddev"), 0);
     EXPECT_EQ(gn_op_count(rt), baseline_op_count());
     EXPECT_TRUE(kernels_of(rt, "neg").empty());
@@ -314,7 +316,9 @@ TEST_F(LoaderTest, GoodPluginWorksAfterBadOnesWereSkipped) {
   int loaded = 0;
   for (const Record& r : rs) {
     loaded += r.loaded;
-    if (!r.loaded) EXPECT_NE(r.error, "") << r.path;
+    if (!r.loaded) {
+      EXPECT_NE(r.error, "") << r.path;
+    }
   }
   EXPECT_EQ(loaded, 1);
   EXPECT_EQ(loaded_named(rt.get(), "loadertest_good"), 1);

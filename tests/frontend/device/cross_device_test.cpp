@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 
 #include "genesis/amp.hpp"
@@ -160,7 +161,7 @@ TEST_F(CrossDevice, RngMemoryAndCheckpoints) {
   EXPECT_EQ(back.dtype(), DType::bf16);
   EXPECT_EQ(back.tolist(), t.tolist());
   EXPECT_EQ(load(path, cuda).at("w").device(), cuda);
-  std::system(("rm -rf " + std::string(tmpl)).c_str());
+  std::filesystem::remove_all(tmpl);
 }
 
 }  // namespace

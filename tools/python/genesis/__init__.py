@@ -21,11 +21,11 @@ import os as _os
 
 
 def _preload_installed_libraries():
-    """pip-installed layout: genesis/lib holds libgenesis and libgenesis_frontend (plugins under
+    """pip-installed layout: genesis/lib holds libgenesis, libgenesis_frontend and libgenesis_llm (plugins under
     genesis/lib/genesis/plugins).  Loading them by path first lets _C's dependencies resolve by
     soname wherever the package lands; the build tree's _C finds them by its RUNPATH instead."""
     lib = _os.path.join(_os.path.dirname(__file__), "lib")
-    for pattern in ("libgenesis.so.*", "libgenesis_frontend.so.*"):
+    for pattern in ("libgenesis.so.*", "libgenesis_frontend.so.*", "libgenesis_llm.so.*"):
         for path in sorted(_glob.glob(_os.path.join(lib, pattern))):
             _ctypes.CDLL(path, mode=_ctypes.RTLD_GLOBAL)
 

@@ -1,14 +1,15 @@
 """tools/python/packaging/genesis_wheel.py - the PEP 517 build backend of `pip install .`.
 
 It needs nothing from the network: CMake builds the package (the extension genesis._C, the core,
-the frontend and the plugins) in a build directory, and the wheel is assembled here by hand:
+the frontend, the LLM library and the plugins) in a build directory, and the wheel is assembled here by hand:
 
     genesis/*.py, genesis/_C.cpython-*.so           the package
     genesis/lib/libgenesis.so.1                     the core (plugins are found next to it)
     genesis/lib/libgenesis_frontend.so.<maj>.<min>  the C++ frontend
+    genesis/lib/libgenesis_llm.so.<maj>.<min>       the LLM library (models, tokenizer, SFT)
     genesis/lib/genesis/plugins/*.so                the device backends
 
-genesis/__init__.py loads the two libraries from genesis/lib by path before importing _C, so the
+genesis/__init__.py loads the three libraries from genesis/lib by path before importing _C, so the
 installed package works wherever it lands.  The build directory is $GENESIS_BUILD_DIR when set,
 else build/ when the README's commands already configured it (only the package's targets are
 built then), else build-wheel/; $GENESIS_CMAKE_ARGS are added to a first configure.
@@ -71,7 +72,7 @@ def _files(build):
         if os.path.isfile(path) and "__pycache__" not in path:
             out.append(("genesis/" + os.path.relpath(path, pkg), path))
     lib = os.path.join(build, "lib")
-    for link in ("libgenesis.so", "libgenesis_frontend.so"):
+    for link in ("libgenesis.so", "libgenesis_frontend.so", "libgenesis_llm.so"):
         soname = os.readlink(os.path.join(lib, link))  # libgenesis.so -> libgenesis.so.1 (the soname link)
         out.append((f"genesis/lib/{soname}", os.path.realpath(os.path.join(lib, link))))
     for plugin in sorted(glob.glob(os.path.join(lib, "genesis", "plugins", "libgenesis_plugin_*.so"))):

@@ -69,11 +69,8 @@ py::object div_(py::object self, py::handle o) {
   return self;
 }
 
-}  // namespace
-
-void bind_tensor_math(py::module_& m) {
-  py::class_<Tensor> t = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
-  // ---- arithmetic operators
+// ---- Tensor's operators (+ - * / ** @, comparisons, x += y)
+void bind_operators(py::class_<Tensor>& t) {
   t.def("__add__", [](const Tensor& a, py::handle o) {
      return binary(a, o, [](const Tensor& x, const Tensor& y) { return x + y; },
                    [](const Tensor& x, const Scalar& s) { return x + s; });
@@ -156,7 +153,10 @@ void bind_tensor_math(py::module_& m) {
         return div_(self, o);
       });
 
-  // ---- elementwise methods
+}
+
+// ---- elementwise methods and comparison methods
+void bind_elementwise(py::class_<Tensor>& t) {
 #define GN_PY_UNARY(name) t.def(#name, &Tensor::name);
   GN_PY_UNARY(neg) GN_PY_UNARY(abs) GN_PY_UNARY(sign) GN_PY_UNARY(exp) GN_PY_UNARY(log) GN_PY_UNARY(log1p)
   GN_PY_UNARY(sqrt) GN_PY_UNARY(rsqrt) GN_PY_UNARY(sin) GN_PY_UNARY(cos) GN_PY_UNARY(tanh) GN_PY_UNARY(sigmoid)
@@ -198,7 +198,10 @@ void bind_tensor_math(py::module_& m) {
   GN_PY_COMPARE_METHOD(le) GN_PY_COMPARE_METHOD(gt) GN_PY_COMPARE_METHOD(ge)
 #undef GN_PY_COMPARE_METHOD
 
-  // ---- reductions (dim None = all dims)
+}
+
+// ---- reductions (dim None = all dims), sorting
+void bind_reductions(py::class_<Tensor>& t) {
   t.def("sum",
         [](const Tensor& x, py::handle dim, bool keepdim, py::handle dtype) {
           Tensor src = dtype.is_none() ? x : x.to(dtype.cast<DType>());
@@ -278,7 +281,10 @@ void bind_tensor_math(py::module_& m) {
            py::arg("dim") = -1, py::arg("descending") = false)
       .def("argsort", &Tensor::argsort, py::arg("dim") = -1, py::arg("descending") = false);
 
-  // ---- views and joins
+}
+
+// ---- views, joins, gathers and scatters
+void bind_views(py::class_<Tensor>& t) {
   t.def("reshape", [](const Tensor& x, const py::args& s) { return x.reshape(shape_from_args(s)); })
       .def("view", [](const Tensor& x, const py::args& s) {
         if (s.size() == 1 && py::isinstance<DType>(s[0]))
@@ -332,7 +338,10 @@ void bind_tensor_math(py::module_& m) {
         return index_add(x, dim, index, src, alpha);
       }, py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1.0);
 
-  // ---- in place (not recorded: they raise on tensors that need grad, as torch); they return self
+}
+
+// ---- in-place methods (not recorded: they raise on tensors that need grad, as torch); they return self
+void bind_inplace(py::class_<Tensor>& t) {
   t.def("add_", &add_, py::arg("other"), py::arg("alpha") = 1.0)
       .def("sub_", &sub_, py::arg("other"), py::arg("alpha") = 1.0)
       .def("mul_", &mul_, py::arg("other"))
@@ -355,6 +364,18 @@ void bind_tensor_math(py::module_& m) {
         x.copy_(x.clamp(lo.value_or(-inf), hi.value_or(inf)));
         return self;
       }, py::arg("min") = py::none(), py::arg("max") = py::none());
+}
+
+
+}  // namespace
+
+void bind_tensor_math(py::module_& m) {
+  py::class_<Tensor> t = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
+  bind_operators(t);
+  bind_elementwise(t);
+  bind_reductions(t);
+  bind_views(t);
+  bind_inplace(t);
 }
 
 }  // namespace genesis::python

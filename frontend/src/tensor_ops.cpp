@@ -1,4 +1,4 @@
-// ops.cpp - differentiable forward ops: call the C op, then record a node
+// tensor_ops.cpp - differentiable forward ops: call the C op, then record a node
 // (autograd::record) with what its rule in autograd/rules.cpp reads.
 #include <algorithm>
 

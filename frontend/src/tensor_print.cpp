@@ -1,4 +1,4 @@
-// print.cpp - PyTorch-style printing: tensor([[1., 2.],\n        [3., 4.]]).
+// tensor_print.cpp - PyTorch-style printing: tensor([[1., 2.],\n        [3., 4.]]).
 //
 // Mirrors torch/_tensor_str.py: one formatter for all elements (integer-valued
 // floats as "1.", else 4 decimals, scientific when the range is wide), rows

@@ -1,8 +1,7 @@
-// layers.cpp - Linear, Embedding, Dropout, ModuleList, Sequential.
+// linear.cpp - Linear, Embedding, Dropout (genesis/nn/linear.hpp).
 #include <cmath>
 
 #include "genesis/autograd.hpp"
-#include "genesis/nn/container.hpp"
 #include "genesis/nn/functional.hpp"
 #include "genesis/nn/init.hpp"
 #include "genesis/nn/linear.hpp"
@@ -64,30 +63,5 @@ Dropout::Dropout(double p_) : p(p_) {
 }
 
 Tensor Dropout::forward(const Tensor& x) { return functional::dropout(x, p, training_); }
-
-// ---------------------------------------------------------- ModuleList, Sequential
-
-ModuleList::ModuleList(std::initializer_list<std::shared_ptr<Module>> modules) {
-  for (const auto& m : modules) push_back(m);
-}
-
-void ModuleList::push_back(std::shared_ptr<Module> m) {
-  register_module(std::to_string(modules_.size()), m);
-  modules_.push_back(std::move(m));
-}
-
-std::shared_ptr<Module> ModuleList::operator[](int64_t i) const {
-  const int64_t n = static_cast<int64_t>(modules_.size());
-  if (i < -n || i >= n)
-    throw Error(GN_ERR_INDEX, "[" + name() + "] index " + std::to_string(i) + " out of range for " +
-                                  std::to_string(n) + " modules");
-  return modules_[i < 0 ? i + n : i];
-}
-
-Tensor Sequential::forward(const Tensor& x) {
-  Tensor y = x;
-  for (const auto& m : *this) y = m->forward(y);
-  return y;
-}
 
 }  // namespace genesis::nn

@@ -1,21 +1,17 @@
-// sgd_adam.cpp - SGD, Adam, AdamW: one fused in-place op call per parameter
-// (sgd_step / adamw_step, semantics in backends/reference/optim.cpp).
+// adam.cpp - Adam and AdamW: one fused in-place adamw_step call per parameter
+// (semantics in backends/reference/optim.cpp); amsgrad in plain tensor ops.
 #include <cmath>
 
 #include "../internal.h"
+#include "checks.h"
 #include "genesis/optim/adam.hpp"
-#include "genesis/optim/sgd.hpp"
 
 namespace genesis::optim {
 
 namespace {
 
-Error invalid(const std::string& msg) { return Error(GN_ERR_INVALID_ARGUMENT, msg); }
-
-void check_common(double lr, double wd) {
-  if (lr < 0) throw invalid("Invalid learning rate: " + std::to_string(lr));
-  if (wd < 0) throw invalid("Invalid weight_decay value: " + std::to_string(wd));
-}
+using checks::check_common;
+using checks::invalid;
 
 std::map<std::string, double> adam_defaults(double lr, std::pair<double, double> betas, double eps, double wd,
                                             bool amsgrad, bool maximize) {
@@ -46,46 +42,6 @@ void amsgrad_step(Tensor& p, Tensor g, Tensor& m, Tensor& v, Tensor& vmax, doubl
 }
 
 }  // namespace
-
-SGD::SGD(std::vector<ParamGroup> groups, SGDOptions o)
-    : Optimizer(std::move(groups), {{"lr", o.lr}, {"momentum", o.momentum}, {"dampening", o.dampening},
-                                    {"weight_decay", o.weight_decay}, {"nesterov", o.nesterov ? 1.0 : 0.0},
-                                    {"maximize", o.maximize ? 1.0 : 0.0}}) {
-  check_common(o.lr, o.weight_decay);
-  if (o.momentum < 0) throw invalid("Invalid momentum value: " + std::to_string(o.momentum));
-  if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
-    throw invalid("Nesterov momentum requires a momentum and zero dampening");
-}
-
-void SGD::step() {
-  NoGradGuard ng;
-  const gn_op* op = GN_OP_HANDLE("sgd_step");
-  for (auto& g : groups_) {
-    const double lr = g["lr"], mom = g["momentum"], damp = g["dampening"], wd = g["weight_decay"];
-    const int64_t nesterov = g["nesterov"] != 0, maximize = g["maximize"] != 0;
-    for (auto& p : g.params) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      int64_t step = 2;  // > 1: the buffer exists and is updated
-      Tensor buf;
-      if (mom != 0) {
-        auto& st = state_[p.impl().get()].tensors;
-        auto it = st.find("momentum_buffer");
-        if (it == st.end()) {
-          buf = zeros_like(p);  // the op initialises it to the gradient on step 1
-          st["momentum_buffer"] = buf;
-          step = 1;
-        } else {
-          buf = it->second;
-        }
-      }
-      const auto attrs = {gn_attr_float(lr), gn_attr_float(mom), gn_attr_float(damp), gn_attr_float(wd),
-                          gn_attr_int(nesterov), gn_attr_int(maximize), gn_attr_int(step)};
-      if (mom != 0) detail::call(op, {&p, &grad, &buf}, attrs, 0);
-      else detail::call(op, {&p, &grad}, attrs, 0);
-    }
-  }
-}
 
 Adam::Adam(std::vector<ParamGroup> groups, AdamOptions o)
     : Adam(std::move(groups), adam_defaults(o.lr, o.betas, o.eps, o.weight_decay, o.amsgrad, o.maximize), false) {}

@@ -1,4 +1,4 @@
-// indexing.cpp - indexing, masking, sorting and scatter ops with autograd:
+// tensor_indexing.cpp - indexing, masking, sorting and scatter ops with autograd:
 // gather, index_select, scatter, scatter_add, index_add, masked_fill, triu,
 // tril, topk, sort, argsort, split/chunk, one_hot, bmm, nonzero, masked_select
 // and x.index({...}) with bool masks.  Their gradient rules are in
