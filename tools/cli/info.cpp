@@ -5,11 +5,14 @@
 // providers and devices, and every op with the backends and dtypes that
 // implement it.  Always exits 0 once a runtime exists: a missing or broken
 // plugin is something to report, not a failure of the tool.
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -232,8 +235,6 @@ void print_ops(gn_runtime* rt) {
   }
 }
 
-}  // namespace
-
 int run_info(const GlobalOptions& opts, bool with_ops) {
   print_versions();
   print_search_path(opts);
@@ -244,6 +245,16 @@ int run_info(const GlobalOptions& opts, bool with_ops) {
   print_device_types(rt.get());
   if (with_ops) print_ops(rt.get());
   return 0;
+}
+
+}  // namespace
+
+CommandRun setup_info(CLI::App& cmd) {
+  // Let the global options also follow the subcommand: `genesis info --quiet`.
+  cmd.fallthrough();
+  auto no_ops = std::make_shared<bool>(false);
+  cmd.add_flag("--no-ops", *no_ops, "leave out the op table (versions, plugins and devices only)");
+  return [no_ops](const GlobalOptions& g) { return run_info(g, !*no_ops); };
 }
 
 }  // namespace genesis::cli
