@@ -1,6 +1,7 @@
-// sft_trainer.cpp - the supervised fine-tuning loop: loss on assistant tokens, gradient
-// accumulation, AdamW with cosine-with-warmup, clipping, autocast, evaluation, checkpoints with an
-// exact resume, progress and a JSONL metrics log.
+// sft.cpp - genesis/train/sft.hpp: the supervised fine-tuning loop: loss on assistant tokens,
+// gradient accumulation, AdamW with cosine-with-warmup, clipping, autocast, evaluation, checkpoints
+// with an exact resume, progress and a JSONL metrics log.  Its data (reading, tokenizing,
+// batching) is in sft_data.cpp, the exact-match check in sft_eval.cpp.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -1,5 +1,6 @@
-// chat_data.cpp - chat JSONL reading, tokenization with assistant-only labels, and the
-// deterministic batcher (length-bucketed padding or packing) of supervised fine-tuning.
+// sft_data.cpp - the data half of genesis/train/sft.hpp: chat JSONL reading, tokenization with
+// assistant-only labels, and the deterministic batcher (length-bucketed padding or packing) of
+// supervised fine-tuning.
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
