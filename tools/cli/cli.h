@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -72,6 +73,12 @@ struct Command {
   const char* help;
   CommandRun (*setup)(CLI::App& cmd);
 };
+
+// What a setup returns for a command whose options live in *state: runs run(g, *state).
+template <class State>
+CommandRun bind_command(std::shared_ptr<State> state, int (*run)(const GlobalOptions&, State&)) {
+  return [state = std::move(state), run](const GlobalOptions& g) { return run(g, *state); };
+}
 
 // Adds every command of `table` under `parent`; what it returns runs the chosen one (-1 when none
 // was chosen; an exception escaping a command is printed as "genesis: ..." and gives 1).

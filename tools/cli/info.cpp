@@ -235,7 +235,11 @@ void print_ops(gn_runtime* rt) {
   }
 }
 
-int run_info(const GlobalOptions& opts, bool with_ops) {
+struct InfoOptions {
+  bool no_ops = false;  // versions, plugins and devices only
+};
+
+int run_info(const GlobalOptions& opts, InfoOptions& o) {
   print_versions();
   print_search_path(opts);
   std::fflush(stdout);  // keep our text ahead of the loader's stderr notes
@@ -243,7 +247,7 @@ int run_info(const GlobalOptions& opts, bool with_ops) {
   if (!create_runtime(opts, rt)) return 1;
   print_plugins(rt.get(), opts.has_plugins || std::getenv("GENESIS_PLUGINS"));
   print_device_types(rt.get());
-  if (with_ops) print_ops(rt.get());
+  if (!o.no_ops) print_ops(rt.get());
   return 0;
 }
 
@@ -252,9 +256,9 @@ int run_info(const GlobalOptions& opts, bool with_ops) {
 CommandRun setup_info(CLI::App& cmd) {
   // Let the global options also follow the subcommand: `genesis info --quiet`.
   cmd.fallthrough();
-  auto no_ops = std::make_shared<bool>(false);
-  cmd.add_flag("--no-ops", *no_ops, "leave out the op table (versions, plugins and devices only)");
-  return [no_ops](const GlobalOptions& g) { return run_info(g, !*no_ops); };
+  auto o = std::make_shared<InfoOptions>();
+  cmd.add_flag("--no-ops", o->no_ops, "leave out the op table (versions, plugins and devices only)");
+  return bind_command(o, run_info);
 }
 
 }  // namespace genesis::cli

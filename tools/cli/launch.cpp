@@ -22,7 +22,7 @@ struct LaunchState {
   double grace_s = 5;
 };
 
-int run_launch(LaunchState& s) {
+int run_launch(const GlobalOptions&, LaunchState& s) {
   s.o.argv = s.cmd->remaining();
   if (s.o.argv.empty()) {
     std::fprintf(stderr, "genesis launch: no program given (genesis launch [options] PROGRAM ARGS...)\n");
@@ -53,7 +53,7 @@ CommandRun setup_launch(CLI::App& cmd) {
       ->capture_default_str();
   // Everything from the program on belongs to the program, its options included.
   cmd.prefix_command();
-  return [s](const GlobalOptions&) { return run_launch(*s); };
+  return bind_command(s, run_launch);
 }
 
 }  // namespace genesis::cli

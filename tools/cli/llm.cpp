@@ -342,11 +342,6 @@ int run_convert(const GlobalOptions& go, LlmState& s) {
   return 0;
 }
 
-// Binds a command to its own options: what setup returns runs `run` on them.
-CommandRun bind(std::shared_ptr<LlmState> s, int (*run)(const GlobalOptions&, LlmState&)) {
-  return [s = std::move(s), run](const GlobalOptions& g) { return run(g, *s); };
-}
-
 }  // namespace
 
 CommandRun setup_generate(CLI::App& c) {
@@ -360,7 +355,7 @@ CommandRun setup_generate(CLI::App& c) {
   add_model_options(c, *s);
   add_sampling_options(c, *s);
   c.fallthrough();
-  return bind(s, run_generate);
+  return bind_command(s, run_generate);
 }
 
 CommandRun setup_chat(CLI::App& c) {
@@ -372,7 +367,7 @@ CommandRun setup_chat(CLI::App& c) {
   add_model_options(c, *s);
   add_sampling_options(c, *s);
   c.fallthrough();
-  return bind(s, run_chat);
+  return bind_command(s, run_chat);
 }
 
 CommandRun setup_convert(CLI::App& c) {
@@ -383,7 +378,7 @@ CommandRun setup_convert(CLI::App& c) {
   add_device_options(c, s->dev, "device used while converting (default: cpu)",
                      "float32, bfloat16 or float16 (default: the config's)");
   c.fallthrough();
-  return bind(s, run_convert);
+  return bind_command(s, run_convert);
 }
 
 CommandRun setup_bench_llm(CLI::App& c) {
@@ -401,7 +396,7 @@ CommandRun setup_bench_llm(CLI::App& c) {
   c.add_flag("--no-cuda-graph", s->no_graph, "run every decode step eagerly");
   add_model_options(c, *s);
   c.fallthrough();
-  return bind(s, run_bench_llm);
+  return bind_command(s, run_bench_llm);
 }
 
 }  // namespace genesis::cli

@@ -359,7 +359,7 @@ int run_grad_check(const GlobalOptions& g, const OpCheckOptions& opts) {
   return failed ? 1 : 0;
 }
 
-int run_op_check(const GlobalOptions& g, const OpCheckOptions& opts) {
+int run_op_check(const GlobalOptions& g, OpCheckOptions& opts) {
   if (opts.mode == "grad") return run_grad_check(g, opts);
   const bool perf = opts.mode == "perf";
   Side dut, ref;
@@ -460,7 +460,7 @@ CommandRun setup_op_check(CLI::App& cmd) {
                  "differences)")
       ->check(CLI::IsMember({"test", "perf", "grad"}));
   cmd.add_flag("-v,--verbose", opts->verbose, "print every case");
-  return [opts](const GlobalOptions& g) { return run_op_check(g, *opts); };
+  return bind_command(opts, run_op_check);
 }
 
 }  // namespace genesis::cli

@@ -55,7 +55,7 @@ bool parse_ids(const std::string& s, std::vector<int64_t>& ids, std::string& bad
 }
 
 
-int run_tokenize(const TokenizeOptions& opts) {
+int run_tokenize(const GlobalOptions&, TokenizeOptions& opts) {
   const int given = !opts.text.empty() + !opts.file.empty() + !opts.decode.empty();
   if (given != 1) {
     std::fprintf(stderr, "genesis tokenize: give one of --text, --file or --decode\n");
@@ -114,7 +114,7 @@ CommandRun setup_tokenize(CLI::App& cmd) {
   file->excludes(decode);
   cmd.add_flag("--no-special", opts->no_special, "encode without the post-processor's special tokens");
   cmd.add_flag("--skip-special", opts->skip_special, "decode without special tokens");
-  return [opts](const GlobalOptions&) { return run_tokenize(*opts); };
+  return bind_command(opts, run_tokenize);
 }
 
 }  // namespace genesis::cli

@@ -203,11 +203,6 @@ int run_bench_train(const GlobalOptions& go, TrainState& s) {
   return 0;
 }
 
-// Binds a command to its own options: what setup returns runs `run` on them.
-CommandRun bind(std::shared_ptr<TrainState> s, int (*run)(const GlobalOptions&, TrainState&)) {
-  return [s = std::move(s), run](const GlobalOptions& g) { return run(g, *s); };
-}
-
 }  // namespace
 
 CommandRun setup_train_tokenizer(CLI::App& c) {
@@ -223,7 +218,7 @@ CommandRun setup_train_tokenizer(CLI::App& c) {
   c.add_option("--chat-template", s->chat_template_file, "Jinja chat template file (default: ChatML)")
       ->check(CLI::ExistingFile);
   c.fallthrough();
-  return bind(s, run_train_tokenizer);
+  return bind_command(s, run_train_tokenizer);
 }
 
 CommandRun setup_train_sft(CLI::App& c) {
@@ -265,7 +260,7 @@ CommandRun setup_train_sft(CLI::App& c) {
   c.add_flag("--profile", s->profile, "print a per-op time table of the training run");
   add_device_options(c, s->dev, kDeviceHelp, "parameter dtype: float32 (default), bfloat16 or float16 (see --autocast)");
   c.fallthrough();
-  return bind(s, run_train_sft);
+  return bind_command(s, run_train_sft);
 }
 
 CommandRun setup_bench_train(CLI::App& c) {
@@ -282,7 +277,7 @@ CommandRun setup_bench_train(CLI::App& c) {
   c.add_flag("--json", s->bench_json, "one JSON line");
   c.add_flag("--profile", s->profile, "print a per-op time table of the run");
   c.fallthrough();
-  return bind(s, run_bench_train);
+  return bind_command(s, run_bench_train);
 }
 
 CommandRun setup_eval_chat(CLI::App& c) {
@@ -295,7 +290,7 @@ CommandRun setup_eval_chat(CLI::App& c) {
   c.add_option("--logits-out", s->logits_out, "also write the first conversation's ids and logits (safetensors)");
   add_device_options(c, s->dev, kDeviceHelp, "float32, bfloat16 or float16 (default: the config's)");
   c.fallthrough();
-  return bind(s, run_eval_chat);
+  return bind_command(s, run_eval_chat);
 }
 
 }  // namespace genesis::cli
