@@ -38,8 +38,8 @@ fi
 asan_tests=(support_test core_api_null_test core_checked_test core_ops_test core_runtime_test
             core_threading_test loader_test cpu_backend_test
             frontend_tensor_test frontend_gradcheck_test frontend_nn_test frontend_optim_test
-            frontend_amp_test frontend_io_test frontend_data_test frontend_tokenizer_test
-            frontend_chat_template_test frontend_qwen_test frontend_llm_cli_test)
+            frontend_amp_test frontend_io_test frontend_data_test llm_tokenizer_test
+            llm_chat_template_test frontend_qwen_test frontend_llm_cli_test)
 fuzzers=(safetensors checkpoint config_json tokenizer_json chat_template)
 cmake --build "$ASAN" -j "$jobs" --target "${asan_tests[@]}" op_consistency_test "${fuzzers[@]/#/fuzz_}" genesis_cli
 cmake --build "$TSAN" -j "$jobs" --target core_threading_test
@@ -62,7 +62,7 @@ jobs_list=()
 skip_tokenizer_test=--gtest_filter=-TokenizerCli.*
 for t in "${asan_tests[@]}"; do
   extra=""
-  [ "$t" = frontend_tokenizer_test ] && extra=$skip_tokenizer_test
+  [ "$t" = llm_tokenizer_test ] && extra=$skip_tokenizer_test
   jobs_list+=("asan.$t env $ASAN/bin/$t --gtest_brief=1 $extra")
 done
 # The cpu backend under the frontend's suites (the reference plugin serves what it lacks).

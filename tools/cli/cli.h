@@ -1,13 +1,16 @@
-// cli.h - what the `genesis` subcommands share: global options and runtime
-// creation over the C API.
+// cli.h - what the `genesis` subcommands share: global options, runtime creation over the C
+// API, the command table, and the frontend's device and dtype flags.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "genesis/distributed/launch.hpp"
 #include "genesis/genesis.h"
+#include "genesis/tensor.hpp"
 
 namespace CLI {
 class App;
@@ -54,86 +57,74 @@ std::vector<SearchDir> plugin_search_dirs(const GlobalOptions& opts);
 // File system path of the loaded libgenesis ("" if unknown).
 std::string library_path();
 
-// `genesis info`: versions, plugins, device types, ops.
-int run_info(const GlobalOptions& opts, bool with_ops = true);
+// ---------------------------------------------------------------- the command table
+// main.cpp lists every command once (kCommands); `bench` lists its own (kBenchCommands).  A
+// command's setup sees only the CLI::App made for it, so no command depends on another's
+// registration or on the table's order.
 
-// Options of `genesis test-ops`.
-struct TestOpsOptions {
-  std::string backend;        // plugin under test
-  std::string op;             // only this op ("" = all)
-  std::string mode = "test";  // test | perf | grad
-  bool verbose = false;
+// Runs the chosen command with the parsed global options and returns its exit status.
+using CommandRun = std::function<int(const GlobalOptions&)>;
+
+// One subcommand: its name, its one-line help, and setup, which adds its options (and its own
+// subcommands) to the App made for it and returns what runs it.  The options' storage lives in
+// what setup returns.
+struct Command {
+  const char* name;
+  const char* help;
+  CommandRun (*setup)(CLI::App& cmd);
 };
 
-// Registers the `test-ops` subcommand and its options on app.
-CLI::App* add_test_ops(CLI::App& app, TestOpsOptions& opts);
+// What a setup returns for a command whose options live in *state: runs run(g, *state).
+template <class State>
+CommandRun bind_command(std::shared_ptr<State> state, int (*run)(const GlobalOptions&, State&)) {
+  return [state = std::move(state), run](const GlobalOptions& g) { return run(g, *state); };
+}
 
-// `genesis test-ops`: a plugin's ops against the reference backend (test_ops.cpp); 1 when a case fails.
-int run_test_ops(const GlobalOptions& opts, const TestOpsOptions& test_opts);
+// Adds every command of `table` under `parent`; what it returns runs the chosen one (-1 when none
+// was chosen; an exception escaping a command is printed as "genesis: ..." and gives 1).
+CommandRun add_commands(CLI::App& parent, std::span<const Command> table);
 
-// Options of `genesis tokenize` (exactly one of text, file, decode).
-struct TokenizeOptions {
-  std::string model;          // folder with tokenizer.json
-  std::string text, file;     // what to encode
-  std::string decode;         // ids to decode: "1 2 3" or "1,2,3"
-  bool no_special = false;    // encode without the post-processor's special tokens
-  bool skip_special = false;  // decode without special tokens
-};
+CommandRun setup_info(CLI::App& cmd);             // info.cpp: versions, plugins, device types, ops
+CommandRun setup_tokenize(CLI::App& cmd);         // tokenize.cpp: text <-> ids, needs no runtime
+CommandRun setup_op_check(CLI::App& cmd);         // op_check.cpp: `test-ops`, a plugin's ops against the reference
+CommandRun setup_generate(CLI::App& cmd);         // llm.cpp
+CommandRun setup_chat(CLI::App& cmd);             // llm.cpp
+CommandRun setup_convert(CLI::App& cmd);          // llm.cpp
+CommandRun setup_bench_llm(CLI::App& cmd);        // llm.cpp: `bench llm`
+CommandRun setup_train_tokenizer(CLI::App& cmd);  // train.cpp
+CommandRun setup_train_sft(CLI::App& cmd);        // train.cpp
+CommandRun setup_eval_chat(CLI::App& cmd);        // train.cpp
+CommandRun setup_bench_train(CLI::App& cmd);      // train.cpp: `bench train`
+CommandRun setup_launch(CLI::App& cmd);           // launch.cpp: the ranks of a distributed job
+CommandRun setup_bench(CLI::App& cmd);            // main.cpp: `bench llm`, `bench train`
 
-// Registers the `tokenize` subcommand and its options on app.
-CLI::App* add_tokenize(CLI::App& app, TokenizeOptions& opts);
-
-// `genesis tokenize`: prints ids (one line) or decoded text; needs no runtime.
-int run_tokenize(const TokenizeOptions& opts);
-
-// `genesis generate`, `genesis chat` and `genesis bench llm` (llm.cpp).
-class LlmCommands {
- public:
-  // Adds the subcommands and their options to app.
-  explicit LlmCommands(CLI::App& app);
-  ~LlmCommands();
-  LlmCommands(const LlmCommands&) = delete;
-  LlmCommands& operator=(const LlmCommands&) = delete;
-  // Runs the chosen one of these subcommands and returns its exit code; -1 when none was chosen.
-  int run(const GlobalOptions& opts);
-  struct State;
-
- private:
-  std::unique_ptr<State> s_;
-};
+// ---------------------------------------------------------------- the frontend (device.cpp)
 
 // Initialises the C++ frontend's runtime as the global options say (the commands built on the
-// frontend: llm.cpp, train.cpp).
+// frontend: llm.cpp, train.cpp, test-ops --mode grad).
 void init_frontend(const GlobalOptions& g);
 
-// `genesis train-tokenizer`, `genesis train-sft` and `genesis eval-chat` (train.cpp).
-class TrainCommands {
- public:
-  // Adds the subcommands and their options to app.
-  explicit TrainCommands(CLI::App& app);
-  ~TrainCommands();
-  TrainCommands(const TrainCommands&) = delete;
-  TrainCommands& operator=(const TrainCommands&) = delete;
-  // Runs the chosen one of these subcommands and returns its exit code; -1 when none was chosen.
-  int run(const GlobalOptions& opts);
-  struct State;
-
- private:
-  std::unique_ptr<State> s_;
+// --device and --dtype of a command that places a model.
+struct DeviceFlags {
+  std::string device;  // "" = the command's default
+  std::string dtype;   // "" = the command's default
 };
 
-// `genesis launch` (launch.cpp): the ranks of a distributed job on this host.
-class LaunchCommand {
- public:
-  // Adds the subcommand and its options to app.
-  explicit LaunchCommand(CLI::App& app);
-  // Runs the job if this subcommand was chosen and returns its exit code; -1 when not chosen.
-  int run();
+// Help of --device when its default is cuda when available, else cpu.
+inline constexpr const char* kDeviceHelp =
+    "device (default: cuda when available, else cpu; under genesis launch cuda is cuda:$LOCAL_RANK)";
 
- private:
-  CLI::App* cmd_ = nullptr;
-  genesis::distributed::LaunchOptions o_;
-  double grace_s_ = 5;
-};
+// Adds --device (help device_help) and, when dtype_help is given, --dtype to cmd.
+void add_device_options(CLI::App& cmd, DeviceFlags& f, const char* device_help, const char* dtype_help = nullptr);
+
+// The device --device names, else `fallback` ("": cuda when available, else cpu).  Under
+// `genesis launch` (LOCAL_RANK set), "cuda" is this rank's GPU: cuda:$LOCAL_RANK.  Needs
+// init_frontend first.
+Device pick_device(const DeviceFlags& f, const std::string& fallback = "");
+
+// The dtype --dtype names: float32, bfloat16 or float16, in any spelling genesis::dtype_from_name
+// accepts (f32, fp32, bf16, f16, fp16, half, ...); nullopt when not given; an Error listing the
+// accepted names for anything else.
+std::optional<DType> pick_dtype(const DeviceFlags& f);
 
 }  // namespace genesis::cli

@@ -5,11 +5,14 @@
 // providers and devices, and every op with the backends and dtypes that
 // implement it.  Always exits 0 once a runtime exists: a missing or broken
 // plugin is something to report, not a failure of the tool.
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -232,9 +235,11 @@ void print_ops(gn_runtime* rt) {
   }
 }
 
-}  // namespace
+struct InfoOptions {
+  bool no_ops = false;  // versions, plugins and devices only
+};
 
-int run_info(const GlobalOptions& opts, bool with_ops) {
+int run_info(const GlobalOptions& opts, InfoOptions& o) {
   print_versions();
   print_search_path(opts);
   std::fflush(stdout);  // keep our text ahead of the loader's stderr notes
@@ -242,8 +247,18 @@ int run_info(const GlobalOptions& opts, bool with_ops) {
   if (!create_runtime(opts, rt)) return 1;
   print_plugins(rt.get(), opts.has_plugins || std::getenv("GENESIS_PLUGINS"));
   print_device_types(rt.get());
-  if (with_ops) print_ops(rt.get());
+  if (!o.no_ops) print_ops(rt.get());
   return 0;
+}
+
+}  // namespace
+
+CommandRun setup_info(CLI::App& cmd) {
+  // Let the global options also follow the subcommand: `genesis info --quiet`.
+  cmd.fallthrough();
+  auto o = std::make_shared<InfoOptions>();
+  cmd.add_flag("--no-ops", o->no_ops, "leave out the op table (versions, plugins and devices only)");
+  return bind_command(o, run_info);
 }
 
 }  // namespace genesis::cli

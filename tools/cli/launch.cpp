@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <memory>
 
 #include "cli.h"
 #include "genesis/distributed/launch.hpp"
@@ -13,37 +14,46 @@
 
 namespace genesis::cli {
 
-LaunchCommand::LaunchCommand(CLI::App& app) {
-  cmd_ = app.add_subcommand(
-      "launch", "run PROGRAM ARGS... as the ranks of a distributed job (torchrun's RANK, WORLD_SIZE, LOCAL_RANK, "
-                "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT); when one rank fails, stop the others and exit "
-                "with its code");
-  cmd_->add_option("--nproc-per-node", o_.nproc_per_node, "ranks on this host")->capture_default_str();
-  cmd_->add_option("--nnodes", o_.nnodes, "hosts in the job")->capture_default_str();
-  cmd_->add_option("--node-rank", o_.node_rank, "this host's index, 0 .. nnodes-1 (0 serves the store)")
-      ->capture_default_str();
-  cmd_->add_option("--master-addr", o_.master_addr, "address of the host of node rank 0")->capture_default_str();
-  cmd_->add_option("--master-port", o_.master_port, "free TCP port on that host for the store (0: any free one, one host only)")->capture_default_str();
-  cmd_->add_option("--grace", grace_s_, "seconds between SIGTERM and SIGKILL when stopping the job")
-      ->capture_default_str();
-  // Everything from the program on belongs to the program, its options included.
-  cmd_->prefix_command();
-}
+namespace {
 
-int LaunchCommand::run() {
-  if (!*cmd_) return -1;
-  o_.argv = cmd_->remaining();
-  if (o_.argv.empty()) {
+struct LaunchState {
+  CLI::App* cmd = nullptr;
+  genesis::distributed::LaunchOptions o;
+  double grace_s = 5;
+};
+
+int run_launch(const GlobalOptions&, LaunchState& s) {
+  s.o.argv = s.cmd->remaining();
+  if (s.o.argv.empty()) {
     std::fprintf(stderr, "genesis launch: no program given (genesis launch [options] PROGRAM ARGS...)\n");
     return 2;
   }
-  o_.grace = std::chrono::milliseconds((int64_t)(grace_s_ * 1000));
+  s.o.grace = std::chrono::milliseconds((int64_t)(s.grace_s * 1000));
   try {
-    return genesis::distributed::launch(o_);
+    return genesis::distributed::launch(s.o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "genesis launch: %s\n", e.what());
     return 2;
   }
+}
+
+}  // namespace
+
+CommandRun setup_launch(CLI::App& cmd) {
+  auto s = std::make_shared<LaunchState>();
+  s->cmd = &cmd;
+  genesis::distributed::LaunchOptions& o = s->o;
+  cmd.add_option("--nproc-per-node", o.nproc_per_node, "ranks on this host")->capture_default_str();
+  cmd.add_option("--nnodes", o.nnodes, "hosts in the job")->capture_default_str();
+  cmd.add_option("--node-rank", o.node_rank, "this host's index, 0 .. nnodes-1 (0 serves the store)")
+      ->capture_default_str();
+  cmd.add_option("--master-addr", o.master_addr, "address of the host of node rank 0")->capture_default_str();
+  cmd.add_option("--master-port", o.master_port, "free TCP port on that host for the store (0: any free one, one host only)")->capture_default_str();
+  cmd.add_option("--grace", s->grace_s, "seconds between SIGTERM and SIGKILL when stopping the job")
+      ->capture_default_str();
+  // Everything from the program on belongs to the program, its options included.
+  cmd.prefix_command();
+  return bind_command(s, run_launch);
 }
 
 }  // namespace genesis::cli

@@ -16,24 +16,19 @@
 #include "genesis/models/generation.hpp"
 #include "genesis/models/qwen.hpp"
 #include "genesis/profiler.hpp"
+#include "genesis/random.hpp"
 #include "genesis/tokenizer.hpp"
 
 namespace genesis::cli {
 
-void init_frontend(const GlobalOptions& g) {
-  genesis::init({.plugin_path = g.plugin_path,
-                 .plugins = g.has_plugins ? g.plugins : std::string(),
-                 .backends = g.backends,
-                 .no_default_paths = g.no_default_paths,
-                 .quiet = g.quiet});
-}
-
 namespace M = genesis::models;
 
-struct LlmCommands::State {
-  CLI::App *generate = nullptr, *chat = nullptr, *bench_llm = nullptr, *convert = nullptr;
-  // shared
-  std::string model_dir, device, dtype;
+namespace {
+
+// The options of one of these commands (each has its own; the ones it does not take stay unset).
+struct LlmState {
+  std::string model_dir;
+  DeviceFlags dev;
   // sampling (unset = the model's generation_config.json, else greedy)
   std::optional<double> temperature, top_p, min_p, repetition_penalty;
   std::optional<int64_t> top_k;
@@ -56,42 +51,30 @@ struct LlmCommands::State {
   std::string max_shard_size = "5GB";
 };
 
-namespace {
-
-void add_model_options(CLI::App* c, LlmCommands::State& s) {
-  c->add_option("--device", s.device, "device (default: cuda when available, else cpu)");
-  c->add_option("--dtype", s.dtype, "float32, bfloat16 or float16 (default: the config's dtype on cuda, float32 on cpu)");
+void add_model_options(CLI::App& c, LlmState& s) {
+  add_device_options(c, s.dev, kDeviceHelp, "float32, bfloat16 or float16 (default: the config's dtype on cuda, float32 on cpu)");
 }
 
-void add_sampling_options(CLI::App* c, LlmCommands::State& s) {
-  c->add_option("--max-new-tokens", s.max_new_tokens, "new tokens at most")->check(CLI::NonNegativeNumber);
-  c->add_option("--temperature", s.temperature, "0 = greedy (default: generation_config.json, else greedy)")
+void add_sampling_options(CLI::App& c, LlmState& s) {
+  c.add_option("--max-new-tokens", s.max_new_tokens, "new tokens at most")->check(CLI::NonNegativeNumber);
+  c.add_option("--temperature", s.temperature, "0 = greedy (default: generation_config.json, else greedy)")
       ->check(CLI::NonNegativeNumber);
-  c->add_option("--top-k", s.top_k, "keep the k most likely tokens (0 = off)")->check(CLI::NonNegativeNumber);
-  c->add_option("--top-p", s.top_p, "nucleus sampling mass in (0, 1]")->check(CLI::Range(0.0, 1.0));
-  c->add_option("--min-p", s.min_p, "drop tokens below min-p times the top probability")->check(CLI::Range(0.0, 1.0));
-  c->add_option("--repetition-penalty", s.repetition_penalty, "> 1 discourages repeats")->check(CLI::PositiveNumber);
-  c->add_option("--seed", s.seed, "sampling seed (same seed, same tokens)");
-  c->add_option("--stop", s.stop_strings, "stop when this text appears (repeatable)");
-  c->add_option("--stop-id", s.stop_ids, "stop at this token id (repeatable)");
-  c->add_flag("--ignore-eos", s.ignore_eos, "do not stop at the model's end-of-sequence ids");
-  c->add_flag("--no-cuda-graph", s.no_graph, "run every decode step eagerly");
+  c.add_option("--top-k", s.top_k, "keep the k most likely tokens (0 = off)")->check(CLI::NonNegativeNumber);
+  c.add_option("--top-p", s.top_p, "nucleus sampling mass in (0, 1]")->check(CLI::Range(0.0, 1.0));
+  c.add_option("--min-p", s.min_p, "drop tokens below min-p times the top probability")->check(CLI::Range(0.0, 1.0));
+  c.add_option("--repetition-penalty", s.repetition_penalty, "> 1 discourages repeats")->check(CLI::PositiveNumber);
+  c.add_option("--seed", s.seed, "sampling seed (same seed, same tokens)");
+  c.add_option("--stop", s.stop_strings, "stop when this text appears (repeatable)");
+  c.add_option("--stop-id", s.stop_ids, "stop at this token id (repeatable)");
+  c.add_flag("--ignore-eos", s.ignore_eos, "do not stop at the model's end-of-sequence ids");
+  c.add_flag("--no-cuda-graph", s.no_graph, "run every decode step eagerly");
 }
 
-void init_runtime(const GlobalOptions& g) { init_frontend(g); }
-
-Device pick_device(const LlmCommands::State& s) {
-  if (!s.device.empty()) return Device(s.device);
-  return cuda_available() ? Device("cuda") : Device("cpu");
-}
-
-std::optional<DType> pick_dtype(const LlmCommands::State& s, const Device& d) {
-  if (s.dtype == "float32" || s.dtype == "f32") return DType::f32;
-  if (s.dtype == "bfloat16" || s.dtype == "bf16") return DType::bf16;
-  if (s.dtype == "float16" || s.dtype == "f16") return DType::f16;
-  if (!s.dtype.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "--dtype must be float32, bfloat16 or float16, got '" + s.dtype + "'");
+// --dtype, else float32 on cpu and the config's dtype elsewhere (nullopt).
+std::optional<DType> model_dtype(const LlmState& s, const Device& d) {
+  if (std::optional<DType> dt = pick_dtype(s.dev)) return dt;
   if (d.type() == "cpu") return DType::f32;
-  return std::nullopt;  // the config's
+  return std::nullopt;
 }
 
 bool exists(const std::string& p) {
@@ -100,9 +83,9 @@ bool exists(const std::string& p) {
 }
 
 // Loads --model; config_dtype: an unset --dtype keeps the config's dtype on every device.
-std::unique_ptr<M::QwenForCausalLM> load_model(const LlmCommands::State& s, const Device& d, bool config_dtype = false) {
+std::unique_ptr<M::QwenForCausalLM> load_model(const LlmState& s, const Device& d, bool config_dtype = false) {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::optional<DType> dt = config_dtype && s.dtype.empty() ? std::nullopt : pick_dtype(s, d);
+  const std::optional<DType> dt = config_dtype ? pick_dtype(s.dev) : model_dtype(s, d);
   auto m = M::QwenForCausalLM::from_pretrained(s.model_dir, {.device = d, .dtype = dt});
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "loaded %s (%s, %.1fM parameters) on %s as %s in %.2f s\n", s.model_dir.c_str(),
@@ -111,7 +94,7 @@ std::unique_ptr<M::QwenForCausalLM> load_model(const LlmCommands::State& s, cons
   return m;
 }
 
-M::GenerationConfig sampling(const LlmCommands::State& s, const M::QwenForCausalLM& m) {
+M::GenerationConfig sampling(const LlmState& s, const M::QwenForCausalLM& m) {
   const M::QwenGenerationDefaults& d = m.generation_defaults;
   M::GenerationConfig g;
   g.max_new_tokens = s.max_new_tokens;
@@ -166,9 +149,9 @@ void add_tokenizer_stops(const Tokenizer& tok, M::GenerationConfig& g) {
     if (int64_t id = tok.token_to_id(t); id >= 0) g.stop_ids.push_back(id);
 }
 
-int run_generate(const GlobalOptions& go, LlmCommands::State& s) {
-  init_runtime(go);
-  const Device d = pick_device(s);
+int run_generate(const GlobalOptions& go, LlmState& s) {
+  init_frontend(go);
+  const Device d = pick_device(s.dev);
   const bool has_tok = exists(s.model_dir + "/tokenizer.json");
   if (s.prompt.empty() == s.prompt_ids.empty())
     throw Error(GN_ERR_INVALID_ARGUMENT, "give exactly one of --prompt TEXT and --prompt-ids 1,2,3");
@@ -213,9 +196,9 @@ int run_generate(const GlobalOptions& go, LlmCommands::State& s) {
   return 0;
 }
 
-int run_chat(const GlobalOptions& go, LlmCommands::State& s) {
-  init_runtime(go);
-  const Device d = pick_device(s);
+int run_chat(const GlobalOptions& go, LlmState& s) {
+  init_frontend(go);
+  const Device d = pick_device(s.dev);
   Tokenizer tok = Tokenizer::from_pretrained(s.model_dir);
   if (tok.chat_template().empty()) throw Error(GN_ERR_NOT_FOUND, s.model_dir + ": tokenizer_config.json has no chat_template");
   ChatTemplate tmpl(tok.chat_template());
@@ -263,9 +246,9 @@ int run_chat(const GlobalOptions& go, LlmCommands::State& s) {
   return 0;
 }
 
-int run_bench_llm(const GlobalOptions& go, LlmCommands::State& s) {
-  init_runtime(go);
-  const Device d = pick_device(s);
+int run_bench_llm(const GlobalOptions& go, LlmState& s) {
+  init_frontend(go);
+  const Device d = pick_device(s.dev);
   std::unique_ptr<M::QwenForCausalLM> model;
   std::string what;
   if (!s.model_dir.empty()) {
@@ -274,22 +257,17 @@ int run_bench_llm(const GlobalOptions& go, LlmCommands::State& s) {
   } else {
     const std::string name = s.config_name.empty() ? "qwen2.5-0.5b" : s.config_name;
     M::QwenConfig c = M::QwenConfig::preset(name);
-    const DType dt = pick_dtype(s, d).value_or(DType::bf16);
+    const DType dt = model_dtype(s, d).value_or(DType::bf16);
     manual_seed(0);
     model = std::make_unique<M::QwenForCausalLM>(c, Options{.dtype = dt, .device = d});
     what = name + " (random weights)";
   }
   const int64_t V = model->config.vocab_size;
   auto random_prompts = [&](int64_t n, uint64_t seed) {
+    HostRng rng(seed);
     std::vector<std::vector<int64_t>> p(static_cast<size_t>(s.batch));
-    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
     for (auto& row : p)
-      for (int64_t i = 0; i < n; ++i) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        row.push_back(static_cast<int64_t>(x % static_cast<uint64_t>(V)));
-      }
+      for (int64_t i = 0; i < n; ++i) row.push_back(rng.below(V));
     return p;
   };
   M::GenerationConfig g;
@@ -355,9 +333,9 @@ int64_t parse_size(const std::string& text) {
   return static_cast<int64_t>(v * mult);
 }
 
-int run_convert(const GlobalOptions& go, LlmCommands::State& s) {
-  init_runtime(go);
-  const Device d = s.device.empty() ? Device("cpu") : Device(s.device);
+int run_convert(const GlobalOptions& go, LlmState& s) {
+  init_frontend(go);
+  const Device d = pick_device(s.dev, "cpu");
   auto model = load_model(s, d, true);
   model->save_pretrained(s.out_dir, parse_size(s.max_shard_size));
   std::fprintf(stderr, "wrote %s\n", s.out_dir.c_str());
@@ -366,70 +344,59 @@ int run_convert(const GlobalOptions& go, LlmCommands::State& s) {
 
 }  // namespace
 
-LlmCommands::LlmCommands(CLI::App& app) : s_(std::make_unique<State>()) {
-  State& s = *s_;
-  s.generate = app.add_subcommand("generate", "generate text (or ids) after a prompt with a Qwen model folder");
-  s.generate->add_option("--model", s.model_dir, "Hugging Face model folder")->required();
-  s.generate->add_option("--prompt", s.prompt, "prompt text (needs tokenizer.json)");
-  s.generate->add_option("--prompt-ids", s.prompt_ids, "prompt token ids, e.g. 1,2,3");
-  s.generate->add_flag("--print-ids", s.print_ids, "print the generated ids space-separated on one line");
-  s.generate->add_flag("--chat", s.use_chat_template, "wrap the prompt as a user message with the chat template");
-  s.generate->add_option("--system", s.system, "system prompt (with --chat)");
-  add_model_options(s.generate, s);
-  add_sampling_options(s.generate, s);
-  s.generate->fallthrough();
-
-  s.chat = app.add_subcommand("chat", "interactive multi-turn chat with streaming output");
-  s.chat->add_option("--model", s.model_dir, "Hugging Face model folder with tokenizer files")->required();
-  s.chat->add_option("--system", s.system, "system prompt");
-  s.chat->add_flag("--no-thinking", s.no_thinking, "enable_thinking=false in the template (Qwen3)");
-  s.chat->add_flag("--thinking", s.thinking, "enable_thinking=true in the template (Qwen3)");
-  add_model_options(s.chat, s);
-  add_sampling_options(s.chat, s);
-  s.chat->fallthrough();
-
-  s.convert = app.add_subcommand("convert", "rewrite a model folder in another dtype or shard size (Hugging Face layout)");
-  s.convert->add_option("--model", s.model_dir, "Hugging Face model folder")->required();
-  s.convert->add_option("--out", s.out_dir, "output folder (created when missing)")->required();
-  s.convert->add_option("--max-shard-size", s.max_shard_size, "shard the weights above this size (5GB, 500MB, 64KB)");
-  s.convert->add_option("--dtype", s.dtype, "float32, bfloat16 or float16 (default: the config's)");
-  s.convert->add_option("--device", s.device, "device used while converting (default: cpu)");
-  s.convert->fallthrough();
-
-  CLI::App* bench = app.add_subcommand("bench", "benchmarks");
-  bench->require_subcommand(1);
-  bench->fallthrough();
-  s.bench_llm = bench->add_subcommand("llm", "prefill and decode tokens/s and peak memory of a Qwen model");
-  s.bench_llm->add_option("--model", s.model_dir, "Hugging Face model folder (default: a named config, random weights)");
-  s.bench_llm->add_option("--config", s.config_name,
-                          "named shape with random weights: qwen2.5-0.5b (default), qwen2.5-1.5b, qwen3-0.6b, ...");
-  s.bench_llm->add_option("--batch", s.batch, "sequences per batch")->check(CLI::PositiveNumber);
-  s.bench_llm->add_option("--prompt-len", s.prompt_len, "prompt tokens before decoding")->check(CLI::PositiveNumber);
-  s.bench_llm->add_option("--new-tokens", s.new_tokens, "tokens decoded")->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
-  s.bench_llm->add_option("--prefill-len", s.prefill_len, "prompt tokens of the prefill measure")->check(CLI::PositiveNumber);
-  s.bench_llm->add_option("--repeats", s.repeats, "timed repeats after one warm-up (best is reported)")
-      ->check(CLI::PositiveNumber);
-  s.bench_llm->add_flag("--json", s.json, "one JSON line");
-  s.bench_llm->add_flag("--profile", s.profile, "print a per-op profile of a short eager decode to stderr");
-  s.bench_llm->add_flag("--no-cuda-graph", s.no_graph, "run every decode step eagerly");
-  add_model_options(s.bench_llm, s);
-  s.bench_llm->fallthrough();
+CommandRun setup_generate(CLI::App& c) {
+  auto s = std::make_shared<LlmState>();
+  c.add_option("--model", s->model_dir, "Hugging Face model folder")->required();
+  c.add_option("--prompt", s->prompt, "prompt text (needs tokenizer.json)");
+  c.add_option("--prompt-ids", s->prompt_ids, "prompt token ids, e.g. 1,2,3");
+  c.add_flag("--print-ids", s->print_ids, "print the generated ids space-separated on one line");
+  c.add_flag("--chat", s->use_chat_template, "wrap the prompt as a user message with the chat template");
+  c.add_option("--system", s->system, "system prompt (with --chat)");
+  add_model_options(c, *s);
+  add_sampling_options(c, *s);
+  c.fallthrough();
+  return bind_command(s, run_generate);
 }
 
-LlmCommands::~LlmCommands() = default;
+CommandRun setup_chat(CLI::App& c) {
+  auto s = std::make_shared<LlmState>();
+  c.add_option("--model", s->model_dir, "Hugging Face model folder with tokenizer files")->required();
+  c.add_option("--system", s->system, "system prompt");
+  c.add_flag("--no-thinking", s->no_thinking, "enable_thinking=false in the template (Qwen3)");
+  c.add_flag("--thinking", s->thinking, "enable_thinking=true in the template (Qwen3)");
+  add_model_options(c, *s);
+  add_sampling_options(c, *s);
+  c.fallthrough();
+  return bind_command(s, run_chat);
+}
 
-int LlmCommands::run(const GlobalOptions& opts) {
-  State& s = *s_;
-  try {
-    if (*s.generate) return run_generate(opts, s);
-    if (*s.chat) return run_chat(opts, s);
-    if (*s.bench_llm) return run_bench_llm(opts, s);
-    if (*s.convert) return run_convert(opts, s);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "genesis: %s\n", e.what());
-    return 1;
-  }
-  return -1;
+CommandRun setup_convert(CLI::App& c) {
+  auto s = std::make_shared<LlmState>();
+  c.add_option("--model", s->model_dir, "Hugging Face model folder")->required();
+  c.add_option("--out", s->out_dir, "output folder (created when missing)")->required();
+  c.add_option("--max-shard-size", s->max_shard_size, "shard the weights above this size (5GB, 500MB, 64KB)");
+  add_device_options(c, s->dev, "device used while converting (default: cpu)",
+                     "float32, bfloat16 or float16 (default: the config's)");
+  c.fallthrough();
+  return bind_command(s, run_convert);
+}
+
+CommandRun setup_bench_llm(CLI::App& c) {
+  auto s = std::make_shared<LlmState>();
+  c.add_option("--model", s->model_dir, "Hugging Face model folder (default: a named config, random weights)");
+  c.add_option("--config", s->config_name,
+               "named shape with random weights: qwen2.5-0.5b (default), qwen2.5-1.5b, qwen3-0.6b, ...");
+  c.add_option("--batch", s->batch, "sequences per batch")->check(CLI::PositiveNumber);
+  c.add_option("--prompt-len", s->prompt_len, "prompt tokens before decoding")->check(CLI::PositiveNumber);
+  c.add_option("--new-tokens", s->new_tokens, "tokens decoded")->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  c.add_option("--prefill-len", s->prefill_len, "prompt tokens of the prefill measure")->check(CLI::PositiveNumber);
+  c.add_option("--repeats", s->repeats, "timed repeats after one warm-up (best is reported)")->check(CLI::PositiveNumber);
+  c.add_flag("--json", s->json, "one JSON line");
+  c.add_flag("--profile", s->profile, "print a per-op profile of a short eager decode to stderr");
+  c.add_flag("--no-cuda-graph", s->no_graph, "run every decode step eagerly");
+  add_model_options(c, *s);
+  c.fallthrough();
+  return bind_command(s, run_bench_llm);
 }
 
 }  // namespace genesis::cli

@@ -1,8 +1,72 @@
-// main.cpp - the `genesis` command-line tool: option parsing and subcommand
-// dispatch.  Each subcommand lives in its own file and only uses the C API.
+// main.cpp - the `genesis` command-line tool: global options, the table of commands and their
+// dispatch.  Each command lives in its own file and is registered here once, by its setup
+// function; none relies on another having been registered first.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <memory>
+#include <utility>
+
 #include "cli.h"
+
+namespace genesis::cli {
+namespace {
+
+// Every top-level command (help order: as listed).
+constexpr Command kCommands[] = {
+    {"info", "show the ABI and library versions, plugins (loaded or rejected and why), device types and every op "
+             "with the backends and dtypes implementing it", setup_info},
+    {"generate", "generate text (or ids) after a prompt with a Qwen model folder", setup_generate},
+    {"chat", "interactive multi-turn chat with streaming output", setup_chat},
+    {"convert", "rewrite a model folder in another dtype or shard size (Hugging Face layout)", setup_convert},
+    {"bench", "benchmarks", setup_bench},
+    {"train-tokenizer", "learn a byte-level BPE tokenizer from text or chat JSONL files", setup_train_tokenizer},
+    {"train-sft", "supervised fine-tuning on chat JSONL (assistant turns learned)", setup_train_sft},
+    {"eval-chat", "exact match of greedy answers to the last assistant turn of each conversation", setup_eval_chat},
+    {"tokenize", "encode text to token ids (one line, space-separated) or decode ids to text, with the "
+                 "tokenizer.json of a model folder", setup_tokenize},
+    {"test-ops", "run every op a plugin implements against the reference backend (or time it), from the ops' "
+                 "schemas: no source tree needed", setup_op_check},
+    {"launch", "run PROGRAM ARGS... as the ranks of a distributed job (torchrun's RANK, WORLD_SIZE, LOCAL_RANK, "
+               "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT); when one rank fails, stop the others and exit "
+               "with its code", setup_launch},
+};
+
+// `genesis bench ...`.
+constexpr Command kBenchCommands[] = {
+    {"llm", "prefill and decode tokens/s and peak memory of a Qwen model", setup_bench_llm},
+    {"train", "training tokens/s and peak memory of a Qwen shape (random weights and tokens)", setup_bench_train},
+};
+
+}  // namespace
+
+CommandRun add_commands(CLI::App& parent, std::span<const Command> table) {
+  std::vector<std::pair<CLI::App*, CommandRun>> runs;
+  for (const Command& c : table) {
+    CLI::App* app = parent.add_subcommand(c.name, c.help);
+    runs.emplace_back(app, c.setup(*app));
+  }
+  return [runs = std::move(runs)](const GlobalOptions& g) {
+    for (const auto& [app, run] : runs) {
+      if (!*app) continue;
+      try {
+        return run(g);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "genesis: %s\n", e.what());
+        return 1;
+      }
+    }
+    return -1;
+  };
+}
+
+CommandRun setup_bench(CLI::App& cmd) {
+  cmd.require_subcommand(1);
+  cmd.fallthrough();
+  return add_commands(cmd, kBenchCommands);
+}
+
+}  // namespace genesis::cli
 
 int main(int argc, char** argv) {
   using genesis::cli::GlobalOptions;
@@ -23,30 +87,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-default-paths", opts.no_default_paths,
                "search only --plugin-path (skip $GENESIS_PLUGIN_PATH and the built-in directory)");
 
-  CLI::App* info = app.add_subcommand(
-      "info", "show the ABI and library versions, plugins (loaded or rejected and why), "
-              "device types and every op with the backends and dtypes implementing it");
-  // Let the global options also follow the subcommand: `genesis info --quiet`.
-  info->fallthrough();
-  bool no_ops = false;
-  info->add_flag("--no-ops", no_ops, "leave out the op table (versions, plugins and devices only)");
-
-  genesis::cli::LlmCommands llm(app);
-  genesis::cli::TrainCommands train(app);
-  genesis::cli::TokenizeOptions tokenize_opts;
-  CLI::App* tokenize = genesis::cli::add_tokenize(app, tokenize_opts);
-  genesis::cli::TestOpsOptions test_ops_opts;
-  CLI::App* test_ops = genesis::cli::add_test_ops(app, test_ops_opts);
-  genesis::cli::LaunchCommand launch(app);
+  const genesis::cli::CommandRun run = genesis::cli::add_commands(app, genesis::cli::kCommands);
 
   CLI11_PARSE(app, argc, argv);
   opts.has_plugins = plugins->count() > 0;
-
-  if (*info) return genesis::cli::run_info(opts, !no_ops);
-  if (*tokenize) return genesis::cli::run_tokenize(tokenize_opts);
-  if (*test_ops) return genesis::cli::run_test_ops(opts, test_ops_opts);
-  if (int rc = llm.run(opts); rc >= 0) return rc;
-  if (int rc = train.run(opts); rc >= 0) return rc;
-  if (int rc = launch.run(); rc >= 0) return rc;
-  return 1;  // unreachable: require_subcommand(1)
+  const int rc = run(opts);
+  return rc >= 0 ? rc : 1;  // -1 is unreachable: require_subcommand(1)
 }

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "cli.h"
@@ -15,6 +16,15 @@
 
 namespace genesis::cli {
 namespace {
+
+// Options of `genesis tokenize` (exactly one of text, file, decode).
+struct TokenizeOptions {
+  std::string model;          // folder with tokenizer.json
+  std::string text, file;     // what to encode
+  std::string decode;         // ids to decode: "1 2 3" or "1,2,3"
+  bool no_special = false;    // encode without the post-processor's special tokens
+  bool skip_special = false;  // decode without special tokens
+};
 
 // "1 2 3", "1,2,3" or "[1, 2, 3]" -> ids; false (with `bad` set) on anything else.
 bool parse_ids(const std::string& s, std::vector<int64_t>& ids, std::string& bad) {
@@ -44,25 +54,8 @@ bool parse_ids(const std::string& s, std::vector<int64_t>& ids, std::string& bad
   return flush();
 }
 
-}  // namespace
 
-CLI::App* add_tokenize(CLI::App& app, TokenizeOptions& opts) {
-  CLI::App* sub = app.add_subcommand(
-      "tokenize", "encode text to token ids (one line, space-separated) or decode ids to text, "
-                  "with the tokenizer.json of a model folder");
-  sub->add_option("--model", opts.model, "model folder holding tokenizer.json (and tokenizer_config.json)")
-      ->required();
-  CLI::Option* text = sub->add_option("--text", opts.text, "text to encode");
-  CLI::Option* file = sub->add_option("--file", opts.file, "file whose whole content is encoded");
-  CLI::Option* decode = sub->add_option("--decode", opts.decode, "ids to decode, separated by spaces or commas");
-  text->excludes(file)->excludes(decode);
-  file->excludes(decode);
-  sub->add_flag("--no-special", opts.no_special, "encode without the post-processor's special tokens");
-  sub->add_flag("--skip-special", opts.skip_special, "decode without special tokens");
-  return sub;
-}
-
-int run_tokenize(const TokenizeOptions& opts) {
+int run_tokenize(const GlobalOptions&, TokenizeOptions& opts) {
   const int given = !opts.text.empty() + !opts.file.empty() + !opts.decode.empty();
   if (given != 1) {
     std::fprintf(stderr, "genesis tokenize: give one of --text, --file or --decode\n");
@@ -106,6 +99,22 @@ int run_tokenize(const TokenizeOptions& opts) {
     std::fprintf(stderr, "genesis tokenize: %s\n", e.what());
     return 1;
   }
+}
+
+}  // namespace
+
+CommandRun setup_tokenize(CLI::App& cmd) {
+  auto opts = std::make_shared<TokenizeOptions>();
+  cmd.add_option("--model", opts->model, "model folder holding tokenizer.json (and tokenizer_config.json)")
+      ->required();
+  CLI::Option* text = cmd.add_option("--text", opts->text, "text to encode");
+  CLI::Option* file = cmd.add_option("--file", opts->file, "file whose whole content is encoded");
+  CLI::Option* decode = cmd.add_option("--decode", opts->decode, "ids to decode, separated by spaces or commas");
+  text->excludes(file)->excludes(decode);
+  file->excludes(decode);
+  cmd.add_flag("--no-special", opts->no_special, "encode without the post-processor's special tokens");
+  cmd.add_flag("--skip-special", opts->skip_special, "decode without special tokens");
+  return bind_command(opts, run_tokenize);
 }
 
 }  // namespace genesis::cli

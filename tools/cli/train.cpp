@@ -17,6 +17,7 @@
 #include "genesis/models/qwen.hpp"
 #include "genesis/nn/init.hpp"
 #include "genesis/profiler.hpp"
+#include "genesis/random.hpp"
 #include "genesis/tokenizer.hpp"
 #include "genesis/train/bpe_trainer.hpp"
 #include "genesis/train/sft.hpp"
@@ -27,8 +28,10 @@ namespace M = genesis::models;
 namespace T = genesis::train;
 namespace fs = std::filesystem;
 
-struct TrainCommands::State {
-  CLI::App *tokenizer = nullptr, *sft = nullptr, *eval = nullptr, *bench = nullptr;
+namespace {
+
+// The options of one of these commands (each has its own; the ones it does not take stay unset).
+struct TrainState {
   // bench train
   std::string bench_config = "qwen2.5-0.5b";
   int64_t bench_batch = 8, bench_seq = 512, bench_steps = 10, bench_warmup = 3;
@@ -39,7 +42,8 @@ struct TrainCommands::State {
   T::BpeTrainerOptions bpe;
   std::string chat_template_file;
   // train-sft and eval-chat
-  std::string model_dir, config, tokenizer_dir, device, dtype;
+  std::string model_dir, config, tokenizer_dir;
+  DeviceFlags dev;
   T::SftOptions sft_opts;
   uint64_t seed = 0;
   int64_t exact_match = 0, max_new_tokens = 64, show = 3;
@@ -47,25 +51,7 @@ struct TrainCommands::State {
   std::string data, logits_out;
 };
 
-namespace {
-
-void init_runtime(const GlobalOptions& g) { init_frontend(g); }
-
-// Under `genesis launch`, "cuda" is this rank's GPU (cuda:$LOCAL_RANK).
-Device pick_device(const std::string& d) {
-  if (!d.empty()) return distributed::local_device(d);
-  return cuda_available() ? distributed::local_device("cuda") : Device("cpu");
-}
-
-std::optional<DType> pick_dtype(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  if (s == "float32" || s == "f32") return DType::f32;
-  if (s == "bfloat16" || s == "bf16") return DType::bf16;
-  if (s == "float16" || s == "f16") return DType::f16;
-  throw Error(GN_ERR_INVALID_ARGUMENT, "--dtype must be float32, bfloat16 or float16, got '" + s + "'");
-}
-
-int run_train_tokenizer(TrainCommands::State& s) {
+int run_train_tokenizer(const GlobalOptions&, TrainState& s) {
   if (!s.chat_template_file.empty()) s.bpe.chat_template = M::read_text_file(s.chat_template_file);
   s.bpe.log = [](const std::string& line) { std::fprintf(stderr, "train-tokenizer: %s\n", line.c_str()); };
   const auto t0 = std::chrono::steady_clock::now();
@@ -78,8 +64,8 @@ int run_train_tokenizer(TrainCommands::State& s) {
 
 // The model to train: an HF folder (--model), or new weights of a config.json file or a named
 // shape (--config) sized to the tokenizer's vocabulary.
-std::unique_ptr<M::QwenForCausalLM> make_model(TrainCommands::State& s, const Tokenizer& tok, const Device& d) {
-  const std::optional<DType> dt = pick_dtype(s.dtype);
+std::unique_ptr<M::QwenForCausalLM> make_model(TrainState& s, const Tokenizer& tok, const Device& d) {
+  const std::optional<DType> dt = pick_dtype(s.dev);
   if (!s.model_dir.empty()) {
     if (!s.config.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "give --model or --config, not both");
     return M::QwenForCausalLM::from_pretrained(s.model_dir, {.device = d, .dtype = dt.value_or(DType::f32)});
@@ -97,9 +83,9 @@ std::unique_ptr<M::QwenForCausalLM> make_model(TrainCommands::State& s, const To
   return m;
 }
 
-int run_train_sft(const GlobalOptions& go, TrainCommands::State& s) {
-  init_runtime(go);
-  const Device d = pick_device(s.device);
+int run_train_sft(const GlobalOptions& go, TrainState& s) {
+  init_frontend(go);
+  const Device d = pick_device(s.dev);
   T::SftOptions& o = s.sft_opts;
   if (s.tokenizer_dir.empty()) s.tokenizer_dir = s.model_dir;
   if (s.tokenizer_dir.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "--tokenizer DIR is needed with --config");
@@ -130,12 +116,12 @@ int run_train_sft(const GlobalOptions& go, TrainCommands::State& s) {
   return 0;
 }
 
-int run_eval_chat(const GlobalOptions& go, TrainCommands::State& s) {
-  init_runtime(go);
-  const Device d = pick_device(s.device);
+int run_eval_chat(const GlobalOptions& go, TrainState& s) {
+  init_frontend(go);
+  const Device d = pick_device(s.dev);
   Tokenizer tok = Tokenizer::from_pretrained(s.model_dir);
   if (tok.chat_template().empty()) throw Error(GN_ERR_NOT_FOUND, s.model_dir + ": the tokenizer has no chat template");
-  auto model = M::QwenForCausalLM::from_pretrained(s.model_dir, {.device = d, .dtype = pick_dtype(s.dtype)});
+  auto model = M::QwenForCausalLM::from_pretrained(s.model_dir, {.device = d, .dtype = pick_dtype(s.dev)});
   auto convs = T::read_chat_jsonl(s.data);
   if (s.exact_match > 0 && static_cast<int64_t>(convs.size()) > s.exact_match) convs.resize(static_cast<size_t>(s.exact_match));
   ChatTemplate tmpl(tok.chat_template());
@@ -161,24 +147,19 @@ int run_eval_chat(const GlobalOptions& go, TrainCommands::State& s) {
 
 // Training throughput: random tokens (every position a target), AdamW, autocast as asked; the
 // mean of the timed steps after warm-up, and the peak memory of the whole run.
-int run_bench_train(const GlobalOptions& go, TrainCommands::State& s) {
-  init_runtime(go);
-  const Device d = pick_device(s.device);
+int run_bench_train(const GlobalOptions& go, TrainState& s) {
+  init_frontend(go);
+  const Device d = pick_device(s.dev);
   struct stat st{};
   M::QwenConfig c = ::stat(s.bench_config.c_str(), &st) == 0 ? M::QwenConfig::from_file(s.bench_config)
                                                                : M::QwenConfig::preset(s.bench_config);
   manual_seed(0);
   M::QwenForCausalLM model(c, Options{.dtype = DType::f32, .device = d});
   std::vector<T::ChatExample> rows;
-  uint64_t x = 0x9E3779B97F4A7C15ull;
+  HostRng rng(0);
   for (int64_t r = 0; r < s.bench_batch * (s.bench_warmup + s.bench_steps); ++r) {
     T::ChatExample e;
-    for (int64_t t = 0; t < s.bench_seq; ++t) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      e.ids.push_back(static_cast<int64_t>(x % static_cast<uint64_t>(c.vocab_size)));
-    }
+    for (int64_t t = 0; t < s.bench_seq; ++t) e.ids.push_back(rng.below(c.vocab_size));
     e.labels = e.ids;
     rows.push_back(std::move(e));
   }
@@ -224,104 +205,92 @@ int run_bench_train(const GlobalOptions& go, TrainCommands::State& s) {
 
 }  // namespace
 
-TrainCommands::TrainCommands(CLI::App& app) : s_(std::make_unique<State>()) {
-  State& s = *s_;
-  T::SftOptions& o = s.sft_opts;
-
-  s.tokenizer = app.add_subcommand("train-tokenizer", "learn a byte-level BPE tokenizer from text or chat JSONL files");
-  s.tokenizer->add_option("files", s.files, "text files (.jsonl: the messages' contents)")->required()->check(CLI::ExistingFile);
-  s.tokenizer->add_option("--out", s.out_dir, "output folder (tokenizer.json, tokenizer_config.json)")->required();
-  s.tokenizer->add_option("--vocab-size", s.bpe.vocab_size, "ids in all, special tokens included")
+CommandRun setup_train_tokenizer(CLI::App& c) {
+  auto s = std::make_shared<TrainState>();
+  c.add_option("files", s->files, "text files (.jsonl: the messages' contents)")->required()->check(CLI::ExistingFile);
+  c.add_option("--out", s->out_dir, "output folder (tokenizer.json, tokenizer_config.json)")->required();
+  c.add_option("--vocab-size", s->bpe.vocab_size, "ids in all, special tokens included")
       ->check(CLI::Range(int64_t{257}, int64_t{1} << 24));
-  s.tokenizer->add_option("--min-frequency", s.bpe.min_frequency, "merge only pairs seen this often")
-      ->check(CLI::PositiveNumber);
-  s.tokenizer->add_option("--special-tokens", s.bpe.special_tokens, "special tokens, in id order")->delimiter(',');
-  s.tokenizer->add_option("--eos-token", s.bpe.eos_token, "end-of-turn token (one of the special tokens)");
-  s.tokenizer->add_option("--pad-token", s.bpe.pad_token, "padding token (one of the special tokens)");
-  s.tokenizer->add_option("--chat-template", s.chat_template_file, "Jinja chat template file (default: ChatML)")
+  c.add_option("--min-frequency", s->bpe.min_frequency, "merge only pairs seen this often")->check(CLI::PositiveNumber);
+  c.add_option("--special-tokens", s->bpe.special_tokens, "special tokens, in id order")->delimiter(',');
+  c.add_option("--eos-token", s->bpe.eos_token, "end-of-turn token (one of the special tokens)");
+  c.add_option("--pad-token", s->bpe.pad_token, "padding token (one of the special tokens)");
+  c.add_option("--chat-template", s->chat_template_file, "Jinja chat template file (default: ChatML)")
       ->check(CLI::ExistingFile);
-  s.tokenizer->fallthrough();
-
-  s.sft = app.add_subcommand("train-sft", "supervised fine-tuning on chat JSONL (assistant turns learned)");
-  s.sft->add_option("--model", s.model_dir, "Hugging Face model folder to fine-tune");
-  s.sft->add_option("--config", s.config, "train a new model: a config.json file or a named shape (qwen3-0.6b, ...)");
-  s.sft->add_option("--tokenizer", s.tokenizer_dir, "folder with tokenizer.json (default: --model)");
-  s.sft->add_option("--data", o.train_file, "training conversations (JSONL)")->required()->check(CLI::ExistingFile);
-  s.sft->add_option("--eval-data", o.eval_file, "held-out conversations (JSONL)")->check(CLI::ExistingFile);
-  s.sft->add_option("--eval-fraction", o.eval_fraction, "hold out this share of --data when --eval-data is not given")
-      ->check(CLI::Range(0.0, 0.9));
-  s.sft->add_option("--out", o.output_dir, "output folder: checkpoint, metrics.jsonl, final/ (HF folder)");
-  s.sft->add_option("--epochs", o.epochs, "passes over the data")->check(CLI::PositiveNumber);
-  s.sft->add_option("--max-steps", o.max_steps, "optimizer steps (overrides --epochs)")->check(CLI::NonNegativeNumber);
-  s.sft->add_option("--batch-size", o.batches.batch_size, "rows per micro-batch")->check(CLI::PositiveNumber);
-  s.sft->add_option("--grad-accum", o.grad_accum, "micro-batches per optimizer step")->check(CLI::PositiveNumber);
-  s.sft->add_option("--max-length", o.batches.max_length, "tokens per row (longer conversations are cut)")
-      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
-  s.sft->add_flag("--packing", o.batches.packing, "pack several conversations per row (attention stays within each)");
-  s.sft->add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber);
-  s.sft->add_option("--weight-decay", o.weight_decay, "AdamW weight decay (matrices only)")->check(CLI::NonNegativeNumber);
-  s.sft->add_option("--warmup-ratio", o.warmup_ratio, "share of steps warming up")->check(CLI::Range(0.0, 1.0));
-  s.sft->add_option("--warmup-steps", o.warmup_steps, "warm-up steps (overrides --warmup-ratio)")->check(CLI::NonNegativeNumber);
-  s.sft->add_option("--max-grad-norm", o.max_grad_norm, "clip the gradient norm (0 = off)")->check(CLI::NonNegativeNumber);
-  s.sft->add_option("--autocast", o.autocast, "none, bf16 or fp16 mixed precision");
-  s.sft->add_flag("--activation-checkpointing", o.activation_checkpointing, "recompute decoder layers in backward");
-  s.sft->add_option("--eval-every", o.eval_every, "steps between evaluations (0 = at the end)")->check(CLI::NonNegativeNumber);
-  s.sft->add_option("--save-every", o.save_every, "steps between checkpoints (0 = none)")->check(CLI::NonNegativeNumber);
-  s.sft->add_option("--log-every", o.log_every, "steps between metrics.jsonl lines")->check(CLI::PositiveNumber);
-  s.sft->add_option("--resume", o.resume, "checkpoint to continue from")->check(CLI::ExistingFile);
-  s.sft->add_option("--stop-after", o.stop_after, "end after this many steps with a checkpoint (resume later)")
-      ->check(CLI::NonNegativeNumber);
-  s.sft->add_option("--progress", o.progress, "auto, bar, lines or none");
-  s.sft->add_option("--seed", s.seed, "seed of the initial weights and the data order");
-  s.sft->add_option("--exact-match", s.exact_match, "after training, score greedy answers on this many held-out conversations")
-      ->check(CLI::NonNegativeNumber);
-  s.sft->add_option("--max-new-tokens", s.max_new_tokens, "answer length limit of --exact-match")->check(CLI::PositiveNumber);
-  s.sft->add_flag("--profile", s.profile, "print a per-op time table of the training run");
-  s.sft->add_option("--device", s.device, "device (default: cuda when available, else cpu)");
-  s.sft->add_option("--dtype", s.dtype, "parameter dtype (default float32; see --autocast)");
-  s.sft->fallthrough();
-
-  if (CLI::App* bench = app.get_subcommand("bench")) {
-    s.bench = bench->add_subcommand("train", "training tokens/s and peak memory of a Qwen shape (random weights and tokens)");
-    s.bench->add_option("--config", s.bench_config, "named shape (qwen2.5-0.5b, ...) or config.json");
-    s.bench->add_option("--batch", s.bench_batch, "rows per step")->check(CLI::PositiveNumber);
-    s.bench->add_option("--seq", s.bench_seq, "tokens per row")->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
-    s.bench->add_option("--steps", s.bench_steps, "timed steps")->check(CLI::PositiveNumber);
-    s.bench->add_option("--warmup", s.bench_warmup, "untimed steps first")->check(CLI::PositiveNumber);
-    s.bench->add_option("--autocast", o.autocast, "none, bf16 or fp16");
-    s.bench->add_flag("--activation-checkpointing", o.activation_checkpointing, "recompute decoder layers in backward");
-    s.bench->add_option("--device", s.device, "device (default: cuda when available, else cpu)");
-    s.bench->add_flag("--json", s.bench_json, "one JSON line");
-    s.bench->add_flag("--profile", s.profile, "print a per-op time table of the run");
-    s.bench->fallthrough();
-  }
-
-  s.eval = app.add_subcommand("eval-chat", "exact match of greedy answers to the last assistant turn of each conversation");
-  s.eval->add_option("--model", s.model_dir, "Hugging Face model folder with tokenizer files")->required();
-  s.eval->add_option("--data", s.data, "conversations (JSONL)")->required()->check(CLI::ExistingFile);
-  s.eval->add_option("--limit", s.exact_match, "score at most this many (0 = all)")->check(CLI::NonNegativeNumber);
-  s.eval->add_option("--max-new-tokens", s.max_new_tokens, "answer length limit")->check(CLI::PositiveNumber);
-  s.eval->add_option("--show", s.show, "print this many misses")->check(CLI::NonNegativeNumber);
-  s.eval->add_option("--logits-out", s.logits_out, "also write the first conversation's ids and logits (safetensors)");
-  s.eval->add_option("--device", s.device, "device (default: cuda when available, else cpu)");
-  s.eval->add_option("--dtype", s.dtype, "float32, bfloat16 or float16 (default: the config's)");
-  s.eval->fallthrough();
+  c.fallthrough();
+  return bind_command(s, run_train_tokenizer);
 }
 
-TrainCommands::~TrainCommands() = default;
+CommandRun setup_train_sft(CLI::App& c) {
+  auto s = std::make_shared<TrainState>();
+  T::SftOptions& o = s->sft_opts;
+  c.add_option("--model", s->model_dir, "Hugging Face model folder to fine-tune");
+  c.add_option("--config", s->config, "train a new model: a config.json file or a named shape (qwen3-0.6b, ...)");
+  c.add_option("--tokenizer", s->tokenizer_dir, "folder with tokenizer.json (default: --model)");
+  c.add_option("--data", o.train_file, "training conversations (JSONL)")->required()->check(CLI::ExistingFile);
+  c.add_option("--eval-data", o.eval_file, "held-out conversations (JSONL)")->check(CLI::ExistingFile);
+  c.add_option("--eval-fraction", o.eval_fraction, "hold out this share of --data when --eval-data is not given")
+      ->check(CLI::Range(0.0, 0.9));
+  c.add_option("--out", o.output_dir, "output folder: checkpoint, metrics.jsonl, final/ (HF folder)");
+  c.add_option("--epochs", o.epochs, "passes over the data")->check(CLI::PositiveNumber);
+  c.add_option("--max-steps", o.max_steps, "optimizer steps (overrides --epochs)")->check(CLI::NonNegativeNumber);
+  c.add_option("--batch-size", o.batches.batch_size, "rows per micro-batch")->check(CLI::PositiveNumber);
+  c.add_option("--grad-accum", o.grad_accum, "micro-batches per optimizer step")->check(CLI::PositiveNumber);
+  c.add_option("--max-length", o.batches.max_length, "tokens per row (longer conversations are cut)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  c.add_flag("--packing", o.batches.packing, "pack several conversations per row (attention stays within each)");
+  c.add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber);
+  c.add_option("--weight-decay", o.weight_decay, "AdamW weight decay (matrices only)")->check(CLI::NonNegativeNumber);
+  c.add_option("--warmup-ratio", o.warmup_ratio, "share of steps warming up")->check(CLI::Range(0.0, 1.0));
+  c.add_option("--warmup-steps", o.warmup_steps, "warm-up steps (overrides --warmup-ratio)")->check(CLI::NonNegativeNumber);
+  c.add_option("--max-grad-norm", o.max_grad_norm, "clip the gradient norm (0 = off)")->check(CLI::NonNegativeNumber);
+  c.add_option("--autocast", o.autocast, "none, bf16 or fp16 mixed precision");
+  c.add_flag("--activation-checkpointing", o.activation_checkpointing, "recompute decoder layers in backward");
+  c.add_option("--eval-every", o.eval_every, "steps between evaluations (0 = at the end)")->check(CLI::NonNegativeNumber);
+  c.add_option("--save-every", o.save_every, "steps between checkpoints (0 = none)")->check(CLI::NonNegativeNumber);
+  c.add_option("--log-every", o.log_every, "steps between metrics.jsonl lines")->check(CLI::PositiveNumber);
+  c.add_option("--resume", o.resume, "checkpoint to continue from")->check(CLI::ExistingFile);
+  c.add_option("--stop-after", o.stop_after, "end after this many steps with a checkpoint (resume later)")
+      ->check(CLI::NonNegativeNumber);
+  c.add_option("--progress", o.progress, "auto, bar, lines or none");
+  c.add_option("--seed", s->seed, "seed of the initial weights and the data order");
+  c.add_option("--exact-match", s->exact_match, "after training, score greedy answers on this many held-out conversations")
+      ->check(CLI::NonNegativeNumber);
+  c.add_option("--max-new-tokens", s->max_new_tokens, "answer length limit of --exact-match")->check(CLI::PositiveNumber);
+  c.add_flag("--profile", s->profile, "print a per-op time table of the training run");
+  add_device_options(c, s->dev, kDeviceHelp, "parameter dtype: float32 (default), bfloat16 or float16 (see --autocast)");
+  c.fallthrough();
+  return bind_command(s, run_train_sft);
+}
 
-int TrainCommands::run(const GlobalOptions& opts) {
-  State& s = *s_;
-  try {
-    if (*s.tokenizer) return run_train_tokenizer(s);
-    if (*s.sft) return run_train_sft(opts, s);
-    if (*s.eval) return run_eval_chat(opts, s);
-    if (s.bench && *s.bench) return run_bench_train(opts, s);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "genesis: %s\n", e.what());
-    return 1;
-  }
-  return -1;
+CommandRun setup_bench_train(CLI::App& c) {
+  auto s = std::make_shared<TrainState>();
+  T::SftOptions& o = s->sft_opts;
+  c.add_option("--config", s->bench_config, "named shape (qwen2.5-0.5b, ...) or config.json");
+  c.add_option("--batch", s->bench_batch, "rows per step")->check(CLI::PositiveNumber);
+  c.add_option("--seq", s->bench_seq, "tokens per row")->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  c.add_option("--steps", s->bench_steps, "timed steps")->check(CLI::PositiveNumber);
+  c.add_option("--warmup", s->bench_warmup, "untimed steps first")->check(CLI::PositiveNumber);
+  c.add_option("--autocast", o.autocast, "none, bf16 or fp16");
+  c.add_flag("--activation-checkpointing", o.activation_checkpointing, "recompute decoder layers in backward");
+  add_device_options(c, s->dev, kDeviceHelp);
+  c.add_flag("--json", s->bench_json, "one JSON line");
+  c.add_flag("--profile", s->profile, "print a per-op time table of the run");
+  c.fallthrough();
+  return bind_command(s, run_bench_train);
+}
+
+CommandRun setup_eval_chat(CLI::App& c) {
+  auto s = std::make_shared<TrainState>();
+  c.add_option("--model", s->model_dir, "Hugging Face model folder with tokenizer files")->required();
+  c.add_option("--data", s->data, "conversations (JSONL)")->required()->check(CLI::ExistingFile);
+  c.add_option("--limit", s->exact_match, "score at most this many (0 = all)")->check(CLI::NonNegativeNumber);
+  c.add_option("--max-new-tokens", s->max_new_tokens, "answer length limit")->check(CLI::PositiveNumber);
+  c.add_option("--show", s->show, "print this many misses")->check(CLI::NonNegativeNumber);
+  c.add_option("--logits-out", s->logits_out, "also write the first conversation's ids and logits (safetensors)");
+  add_device_options(c, s->dev, kDeviceHelp, "float32, bfloat16 or float16 (default: the config's)");
+  c.fallthrough();
+  return bind_command(s, run_eval_chat);
 }
 
 }  // namespace genesis::cli

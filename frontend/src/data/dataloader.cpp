@@ -7,17 +7,6 @@
 
 namespace genesis::data {
 
-namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 DataLoader::DataLoader(std::shared_ptr<const Dataset> ds, DataLoaderOptions options)
     : ds_(std::move(ds)), opt_(std::move(options)) {
   if (!ds_) throw Error(GN_ERR_INVALID_ARGUMENT, "[DataLoader] null dataset");
@@ -49,7 +38,7 @@ std::vector<int64_t> DataLoader::indices(int64_t epoch) const {
     for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
   } else {
     // A private generator keyed by (seed, epoch): no dependence on earlier epochs or global state.
-    Generator g(splitmix64(opt_.seed ^ splitmix64(static_cast<uint64_t>(epoch))));
+    Generator g(derive_seed(opt_.seed, static_cast<uint64_t>(epoch)));
     Tensor p = randperm(n, g);
     if (n) check(gn_tensor_to_host(p.handle(), order.data(), order.size() * sizeof(int64_t)), "DataLoader");
   }

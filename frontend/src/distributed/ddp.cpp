@@ -277,15 +277,6 @@ std::vector<std::vector<size_t>> DistributedDataParallel::bucket_indices() const
 
 // ---- DistributedSampler
 
-namespace {
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-}  // namespace
-
 DistributedSampler::DistributedSampler(int64_t dataset_size, int num_replicas, int rank, bool shuffle, uint64_t seed,
                                        bool drop_last)
     : n_(dataset_size),
@@ -305,7 +296,7 @@ std::vector<int64_t> DistributedSampler::indices() const {
   std::iota(order.begin(), order.end(), int64_t{0});
   if (shuffle_ && n_ > 0) {
     // Keyed by (seed, epoch) only, as DataLoader's shuffle: every rank draws the same order.
-    Generator g(splitmix64(seed_ ^ splitmix64(static_cast<uint64_t>(epoch_))));
+    Generator g(derive_seed(seed_, static_cast<uint64_t>(epoch_)));
     Tensor p = randperm(n_, g);
     check(gn_tensor_to_host(p.handle(), order.data(), order.size() * sizeof(int64_t)), "DistributedSampler");
   }

@@ -1,4 +1,4 @@
-// chat/methods.cpp - attribute and item access as jinja2's sandboxed environment does them:
+// chat_template/methods.cpp - attribute and item access as jinja2's sandboxed environment does them:
 // the str, dict and list methods templates call (message.content.startswith(...),
 // tool.items()), key and index lookup falling back to Undefined, slicing, `in`.
 #include <algorithm>

@@ -1,4 +1,4 @@
-// chat/value.h - the values a chat template computes with, modelled on the Python objects
+// chat_template/value.h - the values a chat template computes with, modelled on the Python objects
 // jinja2 sees (str, int, float, bool, None, list, tuple, dict, Undefined, namespace,
 // callables), and the Python semantics the renderer needs: truth, str(), repr(), ==, <.
 #pragma once

@@ -1,6 +1,7 @@
-// sft_trainer.cpp - the supervised fine-tuning loop: loss on assistant tokens, gradient
-// accumulation, AdamW with cosine-with-warmup, clipping, autocast, evaluation, checkpoints with an
-// exact resume, progress and a JSONL metrics log.
+// sft.cpp - genesis/train/sft.hpp: the supervised fine-tuning loop: loss on assistant tokens,
+// gradient accumulation, AdamW with cosine-with-warmup, clipping, autocast, evaluation, checkpoints
+// with an exact resume, progress and a JSONL metrics log.  Its data (reading, tokenizing,
+// batching) is in sft_data.cpp, the exact-match check in sft_eval.cpp.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,7 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "genesis/amp.hpp"
 #include "genesis/autograd.hpp"
@@ -18,6 +18,7 @@
 #include "genesis/models/qwen.hpp"
 #include "genesis/nn/functional.hpp"
 #include "genesis/optim.hpp"
+#include "genesis/random.hpp"
 #include "genesis/train/sft.hpp"
 #include "progress.h"
 
@@ -56,11 +57,13 @@ std::pair<Tensor, int64_t> sft_loss_sum(models::QwenForCausalLM& model, const De
 
 namespace {
 
+// "" and "none" (or float32 in any spelling): off; else the dtype dtype_from_name reads.
 std::optional<DType> autocast_dtype(const std::string& s) {
-  if (s.empty() || s == "none" || s == "fp32" || s == "float32") return std::nullopt;
-  if (s == "bf16" || s == "bfloat16") return DType::bf16;
-  if (s == "fp16" || s == "float16") return DType::f16;
-  throw Error(GN_ERR_INVALID_ARGUMENT, "[sft] autocast must be none, bf16 or fp16, got \"" + s + "\"");
+  const std::optional<DType> d = s.empty() || s == "none" ? DType::f32 : dtype_from_name(s);
+  if (d == DType::f32) return std::nullopt;
+  if (d == DType::bf16 || d == DType::f16) return d;
+  throw Error(GN_ERR_INVALID_ARGUMENT, "[sft] autocast must be none (fp32, f32, float32, float), bf16 (bfloat16) or "
+                                       "fp16 (f16, float16, half), got \"" + s + "\"");
 }
 
 Device model_device(models::QwenForCausalLM& m) { return m.model.embed_tokens.weight.device(); }
@@ -303,8 +306,8 @@ SftResult train_sft(models::QwenForCausalLM& model, const Tokenizer& tok, const 
     // A fixed shuffle (independent of the training seed) picks the held-out conversations.
     std::vector<size_t> idx(train.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-    std::mt19937_64 g(0x5EEDull);
-    for (size_t i = idx.size(); i > 1; --i) std::swap(idx[i - 1], idx[static_cast<size_t>(g() % i)]);
+    HostRng g(0x5EEDull);
+    for (size_t i = idx.size(); i > 1; --i) std::swap(idx[i - 1], idx[static_cast<size_t>(g.below(static_cast<int64_t>(i)))]);
     const size_t k = std::max<size_t>(1, static_cast<size_t>(o.eval_fraction * static_cast<double>(train.size())));
     std::vector<std::vector<ChatMessage>> keep;
     std::vector<bool> is_held(train.size(), false);

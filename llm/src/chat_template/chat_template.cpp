@@ -1,4 +1,4 @@
-// chat/chat_template.cpp - genesis::ChatTemplate: parse once, render with a JSON context
+// chat_template/chat_template.cpp - genesis::ChatTemplate: parse once, render with a JSON context
 // (objects keep their key order, as Python's json.loads does, so tojson matches).
 #include "genesis/chat_template.hpp"
 

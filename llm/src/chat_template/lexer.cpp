@@ -1,4 +1,4 @@
-// chat/lexer.cpp - jinja2's lexer with trim_blocks=True, lstrip_blocks=True,
+// chat_template/lexer.cpp - jinja2's lexer with trim_blocks=True, lstrip_blocks=True,
 // keep_trailing_newline=False: newlines normalised to "\n", `-` strips all whitespace
 // beside a tag, `+` keeps it, a block or comment tag eats one newline after it and the
 // spaces before it on its own line.

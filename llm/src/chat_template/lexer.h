@@ -1,4 +1,4 @@
-// chat/lexer.h - splits a template into text and tag tokens the way jinja2's lexer does
+// chat_template/lexer.h - splits a template into text and tag tokens the way jinja2's lexer does
 // with trim_blocks and lstrip_blocks on (transformers' settings).
 #pragma once
 

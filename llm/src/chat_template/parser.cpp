@@ -1,4 +1,4 @@
-// chat/parser.cpp - recursive-descent parser over the lexer's tokens, following jinja2's
+// chat_template/parser.cpp - recursive-descent parser over the lexer's tokens, following jinja2's
 // grammar and operator precedence (or < and < not < compare < +,- < ~ < *,/,//,% < ** <
 // unary, with filters and tests binding to the unary operand).
 #include <set>

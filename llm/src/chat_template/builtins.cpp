@@ -1,4 +1,4 @@
-// chat/builtins.cpp - the filters and tests chat templates use, with jinja2's semantics
+// chat_template/builtins.cpp - the filters and tests chat templates use, with jinja2's semantics
 // (tojson is transformers' own: json.dumps without HTML escaping), and the globals of
 // transformers' environment.
 #include "builtins.h"

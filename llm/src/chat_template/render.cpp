@@ -1,4 +1,4 @@
-// chat/render.cpp - runs a parsed template: statements with jinja2's scoping (a for
+// chat_template/render.cpp - runs a parsed template: statements with jinja2's scoping (a for
 // loop's body, including its `set`s, is a fresh scope each iteration; if-blocks are not
 // scopes; namespaces are shared objects), and expressions with Python operator semantics.
 #include <algorithm>

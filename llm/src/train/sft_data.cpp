@@ -1,11 +1,12 @@
-// chat_data.cpp - chat JSONL reading, tokenization with assistant-only labels, and the
-// deterministic batcher (length-bucketed padding or packing) of supervised fine-tuning.
+// sft_data.cpp - the data half of genesis/train/sft.hpp: chat JSONL reading, tokenization with
+// assistant-only labels, and the deterministic batcher (length-bucketed padding or packing) of
+// supervised fine-tuning.
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <sys/stat.h>
 
+#include "genesis/random.hpp"
 #include "genesis/train/sft.hpp"
 
 namespace genesis::train {
@@ -100,17 +101,16 @@ ChatExample tokenize_chat(const Tokenizer& tok, const ChatTemplate& tmpl, const 
 
 namespace {
 
-// Fisher-Yates with a 64-bit generator: the same order on every platform (std::shuffle's is not).
+// Fisher-Yates with the host stream: the same order on every platform (std::shuffle's is not).
 void shuffle(std::vector<int64_t>& v, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  for (size_t i = v.size(); i > 1; --i) {
-    const size_t j = static_cast<size_t>(g() % i);
-    std::swap(v[i - 1], v[j]);
-  }
+  HostRng g(seed);
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[static_cast<size_t>(g.below(static_cast<int64_t>(i)))]);
 }
 
-uint64_t epoch_seed(uint64_t seed, int64_t epoch, uint64_t salt) {
-  return seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch) * 0xBF58476D1CE4E5B9ull + salt;
+// The seed of one epoch's shuffle; `what` keeps the conversation order (1) and the batch order (2)
+// apart.
+uint64_t epoch_seed(uint64_t seed, int64_t epoch, uint64_t what) {
+  return derive_seed(derive_seed(seed, what), static_cast<uint64_t>(epoch));
 }
 
 }  // namespace

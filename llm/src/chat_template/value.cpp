@@ -1,4 +1,4 @@
-// chat/value.cpp - Python semantics of template values: truth, str(), repr(), float repr,
+// chat_template/value.cpp - Python semantics of template values: truth, str(), repr(), float repr,
 // ==, <, len(), iteration, json.dumps, and UTF-8 <-> code points.
 #include "value.h"
 

@@ -1,4 +1,4 @@
-// chat/builtins.h - what templates reach by name: filters, tests, globals, attribute and
+// chat_template/builtins.h - what templates reach by name: filters, tests, globals, attribute and
 // item access (with the str/dict/list methods jinja2 exposes through them), slicing, `in`.
 #pragma once
 

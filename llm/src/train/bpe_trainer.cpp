@@ -1,4 +1,4 @@
-// bpe_train.cpp - byte-level BPE training (genesis/train/bpe_trainer.hpp): piece counts from the
+// bpe_trainer.cpp - byte-level BPE training (genesis/train/bpe_trainer.hpp): piece counts from the
 // pre-tokenizer, then greedy merges of the most frequent adjacent pair, written as tokenizer.json.
 #include <algorithm>
 #include <filesystem>
@@ -9,7 +9,7 @@
 
 #include "genesis/io.hpp"
 #include "genesis/train/bpe_trainer.hpp"
-#include "tokenizer_impl.h"
+#include "../tokenizer/tokenizer_impl.h"
 
 namespace genesis::train {
 

@@ -1,4 +1,4 @@
-// chat/render.h - renders a parsed template against a context (the template's variables).
+// chat_template/render.h - renders a parsed template against a context (the template's variables).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// exact_match.cpp - held-out skill check: greedy answers to the last assistant turn of each
-// conversation, compared with the reference text.
+// sft_eval.cpp - exact_match of genesis/train/sft.hpp, a held-out skill check: greedy answers to
+// the last assistant turn of each conversation, compared with the reference text.
 #include "genesis/models/generation.hpp"
 #include "genesis/train/sft.hpp"
 

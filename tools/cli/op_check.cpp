@@ -1,4 +1,4 @@
-// test_ops.cpp - `genesis test-ops`: the ops a loaded plugin implements, run
+// op_check.cpp - `genesis test-ops`: the ops a loaded plugin implements, run
 // on it and on the reference backend from the same random inputs and
 // compared (--mode test), timed (--mode perf), or differentiated through the
 // frontend and checked against central differences (--mode grad, the
@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -40,6 +41,14 @@
 
 namespace genesis::cli {
 namespace {
+
+// Options of `genesis test-ops`.
+struct OpCheckOptions {
+  std::string backend;        // plugin under test
+  std::string op;             // only this op ("" = all)
+  std::string mode = "test";  // test | perf | grad
+  bool verbose = false;
+};
 
 constexpr int32_t kAllDtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
 
@@ -279,24 +288,6 @@ bool make_side(const GlobalOptions& g, const std::string& plugins, const std::st
   return create_runtime(o, side.rt);
 }
 
-}  // namespace
-
-CLI::App* add_test_ops(CLI::App& app, TestOpsOptions& opts) {
-  CLI::App* c = app.add_subcommand("test-ops", "run every op a plugin implements against the reference backend "
-                                               "(or time it), from the ops' schemas: no source tree needed");
-  c->fallthrough();
-  c->add_option("--backend", opts.backend, "plugin under test (cpu, cuda, reference, an op plugin)")->required();
-  c->add_option("--op", opts.op, "only this op");
-  c->add_option("--mode", opts.mode,
-                "test (compare with reference), perf (time the backend) or grad (gradients against finite "
-                "differences)")
-      ->check(CLI::IsMember({"test", "perf", "grad"}));
-  c->add_flag("-v,--verbose", opts.verbose, "print every case");
-  return c;
-}
-
-namespace {
-
 // Whether rt loaded the plugin `name` (else says so).
 bool plugin_loaded(gn_runtime* rt, const std::string& name) {
   for (size_t i = 0; i < gn_runtime_plugin_count(rt); ++i) {
@@ -309,7 +300,7 @@ bool plugin_loaded(gn_runtime* rt, const std::string& name) {
 }
 
 // --mode grad: every differentiable op the plugin has a kernel for, through the frontend.
-int run_test_grad(const GlobalOptions& g, const TestOpsOptions& opts) {
+int run_grad_check(const GlobalOptions& g, const OpCheckOptions& opts) {
   GlobalOptions o = g;
   o.plugins = opts.backend == "reference" ? "reference" : "reference," + opts.backend;
   o.has_plugins = true;
@@ -368,10 +359,8 @@ int run_test_grad(const GlobalOptions& g, const TestOpsOptions& opts) {
   return failed ? 1 : 0;
 }
 
-}  // namespace
-
-int run_test_ops(const GlobalOptions& g, const TestOpsOptions& opts) {
-  if (opts.mode == "grad") return run_test_grad(g, opts);
+int run_op_check(const GlobalOptions& g, OpCheckOptions& opts) {
+  if (opts.mode == "grad") return run_grad_check(g, opts);
   const bool perf = opts.mode == "perf";
   Side dut, ref;
   const std::string dut_plugins = opts.backend == "reference" ? "reference" : "reference," + opts.backend;
@@ -457,6 +446,21 @@ int run_test_ops(const GlobalOptions& g, const TestOpsOptions& opts) {
     return 1;
   }
   return failed ? 1 : 0;
+}
+
+}  // namespace
+
+CommandRun setup_op_check(CLI::App& cmd) {
+  auto opts = std::make_shared<OpCheckOptions>();
+  cmd.fallthrough();
+  cmd.add_option("--backend", opts->backend, "plugin under test (cpu, cuda, reference, an op plugin)")->required();
+  cmd.add_option("--op", opts->op, "only this op");
+  cmd.add_option("--mode", opts->mode,
+                 "test (compare with reference), perf (time the backend) or grad (gradients against finite "
+                 "differences)")
+      ->check(CLI::IsMember({"test", "perf", "grad"}));
+  cmd.add_flag("-v,--verbose", opts->verbose, "print every case");
+  return bind_command(opts, run_op_check);
 }
 
 }  // namespace genesis::cli

@@ -1,4 +1,4 @@
-// chat/ast.h - the parsed template: expression and statement nodes, and the Program
+// chat_template/ast.h - the parsed template: expression and statement nodes, and the Program
 // (the body plus the source) that ChatTemplate shares between renders.
 #pragma once
 
