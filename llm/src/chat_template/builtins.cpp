@@ -181,11 +181,6 @@ Value filter_map(const Value& seq, List& args, KwArgs& kwargs, int line) {
   return Value::make_lazy(std::move(out), Value::Lazy::Generator);
 }
 
-const std::set<std::string> kFilters = {
-    "abs", "capitalize", "count", "d", "default", "dictsort", "first", "float", "indent", "int", "items", "join", "last",
-    "length", "list", "lower", "map", "max", "min", "reject", "rejectattr", "replace", "reverse",
-    "safe", "select", "selectattr", "sort", "string", "sum", "title", "tojson", "trim", "unique", "upper"};
-
 const std::set<std::string> kTests = {
     "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even", "false",
     "float", "ge", "greaterthan", "gt", "in", "integer", "iterable", "le", "lessthan", "lower", "lt",
@@ -207,10 +202,11 @@ Value deferred(const std::function<Value()>& compute) {
 const std::set<std::string> kLazyFilters = {"items", "map", "reject", "rejectattr", "select", "selectattr", "unique"};
 
 Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& kwargs, int line);
+bool filter_exists(const std::string& name);
 
 }  // namespace
 
-bool has_filter(const std::string& name) { return kFilters.count(name) > 0; }
+bool has_filter(const std::string& name) { return filter_exists(name); }
 bool has_test(const std::string& name) { return kTests.count(name) > 0; }
 
 Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& kwargs, int line) {
@@ -220,38 +216,61 @@ Value call_filter(const std::string& name, const Value& v, List& args, KwArgs& k
 
 namespace {
 
-Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& kwargs, int line) {
-  auto no_args = [&] {
+// One filter call: the filter's name (a filter may serve several), its input and arguments.
+struct FilterCall {
+  const std::string& name;
+  const Value& v;
+  List& args;
+  KwArgs& kwargs;
+  int line;
+  void no_args() const {
     if (!args.empty() || !kwargs.empty()) fail("filter '" + name + "' takes no arguments", line);
-  };
-  if (name == "length" || name == "count") {
-    no_args();
-    return Value::integer(length(v, line));
   }
-  if (name == "tojson") return filter_tojson(v, args, kwargs, line);
-  if (name == "default" || name == "d") {
+};
+
+Value filter_length_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+    c.no_args();
+    return Value::integer(length(v, line));
+}
+
+Value filter_tojson_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+  return filter_tojson(v, args, kwargs, line);
+}
+
+Value filter_default_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     Args a(name, {"default_value", "boolean"}, args, kwargs, line);
     bool use_default = v.is_undefined() || (truthy(a.get(1, Value::boolean(false))) && !truthy(v));
     return use_default ? a.get(0, Value::string("")) : v;
-  }
-  if (name == "trim") {
+}
+
+Value filter_trim_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     Args a(name, {"chars"}, args, kwargs, line);
     Value chars = a.get(0, Value::none());
     return Value::string(py_strip(to_str(v), chars.is_string() ? std::optional<std::string>(chars.s) : std::nullopt, true, true));
-  }
-  if (name == "upper" || name == "lower") {
-    no_args();
+}
+
+Value filter_upper_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+    c.no_args();
     return Value::string(py_case(to_str(v), name == "upper"));
-  }
-  if (name == "capitalize") {
-    no_args();
+}
+
+Value filter_capitalize_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+    c.no_args();
     List none;
     return get_attr(Value::string(to_str(v)), name, line).fn->call(none, kwargs, line);
-  }
-  if (name == "title") {
+}
+
+Value filter_title_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     // jinja2's do_title: split at runs of [-\s({[<], then upper the first character of
     // every piece and lower the rest (not str.title()).
-    no_args();
+    c.no_args();
     std::u32string u = utf8_decode(to_str(v));
     auto sep = [](char32_t c) { return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_space(c); };
     std::string out;
@@ -263,12 +282,16 @@ Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& 
       k = e;
     }
     return Value::string(out);
-  }
-  if (name == "string" || name == "safe") {
-    no_args();
+}
+
+Value filter_string_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+    c.no_args();
     return Value::string(to_str(v));
-  }
-  if (name == "join") {
+}
+
+Value filter_join_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     Args a(name, {"d", "attribute"}, args, kwargs, line);
     std::string sep = to_str(a.get(0, Value::string(""))), out;
     bool first = true;
@@ -278,28 +301,36 @@ Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& 
       out += to_str(a.has(1) && !a.get(1).is_none() ? attr_path(item, a.get(1), line) : item);
     }
     return Value::string(out);
-  }
-  if (name == "first" || name == "last") {
-    no_args();
+}
+
+Value filter_first_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+    c.no_args();
     if (name == "last" && (v.lazy == Value::Lazy::Generator || v.lazy == Value::Lazy::Iterator))
       fail("'" + type_name(v) + "' object is not reversible", line);
     List items = iterate(v, line);
     if (items.empty()) return Value::undefined("No " + name + " item, sequence was empty.");
     return name == "first" ? items.front() : items.back();
-  }
-  if (name == "list") {
-    no_args();
+}
+
+Value filter_list_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+    c.no_args();
     return Value::make_list(iterate(v, line));
-  }
-  if (name == "items") {
-    no_args();
+}
+
+Value filter_items_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+    c.no_args();
     if (v.is_undefined()) return Value::make_lazy({}, Value::Lazy::Generator);
     if (!v.is_dict()) fail("items: can only get item pairs from a mapping", line);
     List none;
     Value view = get_attr(v, "items", line).fn->call(none, kwargs, line);
     return Value::make_lazy(*view.list, Value::Lazy::Generator);
-  }
-  if (name == "int") {
+}
+
+Value filter_int_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     Args a(name, {"default", "base"}, args, kwargs, line);
     Value dflt = a.get(0, Value::integer(0));
     require_defined(v, line);  // int(Undefined) raises instead of falling back to the default
@@ -310,30 +341,38 @@ Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& 
       if (auto f = parse_float(v.s); f && std::isfinite(*f)) return Value::integer(static_cast<int64_t>(std::trunc(*f)));
     }
     return dflt;
-  }
-  if (name == "float") {
+}
+
+Value filter_float_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     Args a(name, {"default"}, args, kwargs, line);
     require_defined(v, line);
     if (v.is_number()) return Value::real(v.as_double());
     if (v.is_string())
       if (auto f = parse_float(v.s)) return Value::real(*f);
     return a.get(0, Value::real(0.0));
-  }
-  if (name == "abs") {
-    no_args();
+}
+
+Value filter_abs_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+    c.no_args();
     if (v.is_integral()) return Value::integer(std::llabs(v.as_int()));
     if (v.kind == Value::Kind::Float) return Value::real(std::fabs(v.f));
     fail("bad operand type for abs(): '" + type_name(v) + "'", line);
-  }
-  if (name == "replace") {
+}
+
+Value filter_replace_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     Args a(name, {"old", "new", "count"}, args, kwargs, line);
     List m{a.get(0), a.get(1)};
     if (a.has(2) && !a.get(2).is_none()) m.push_back(a.get(2));
     KwArgs none;
     return get_attr(Value::string(to_str(v)), "replace", line).fn->call(m, none, line);
-  }
-  if (name == "reverse") {
-    no_args();
+}
+
+Value filter_reverse_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+    c.no_args();
     if (v.is_string()) {
       std::u32string u = utf8_decode(v.s);
       std::reverse(u.begin(), u.end());
@@ -344,13 +383,17 @@ Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& 
     List items = iterate(v, line);
     std::reverse(items.begin(), items.end());
     return reversible ? Value::make_lazy(std::move(items), Value::Lazy::Iterator) : Value::make_list(std::move(items));
-  }
-  if (name == "sort") {
+}
+
+Value filter_sort_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     Args a(name, {"reverse", "case_sensitive", "attribute"}, args, kwargs, line);
     return Value::make_list(sorted(iterate(v, line), truthy(a.get(0, Value::boolean(false))),
                                    truthy(a.get(1, Value::boolean(false))), a.get(2, Value::none()), line));
-  }
-  if (name == "unique") {
+}
+
+Value filter_unique_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     Args a(name, {"case_sensitive", "attribute"}, args, kwargs, line);
     bool cs = truthy(a.get(0, Value::boolean(false)));
     Value attribute = a.get(1, Value::none());
@@ -365,16 +408,20 @@ Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& 
       }
     }
     return Value::make_lazy(std::move(out), Value::Lazy::Generator);
-  }
-  if (name == "min" || name == "max") {
+}
+
+Value filter_min_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     Args a(name, {"case_sensitive", "attribute"}, args, kwargs, line);
     // A stable sort, descending for max: the first of equal extremes wins, as in Python.
     List items = sorted(iterate(v, line), name == "max", truthy(a.get(0, Value::boolean(false))),
                         a.get(1, Value::none()), line);
     if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
     return items.front();
-  }
-  if (name == "sum") {
+}
+
+Value filter_sum_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     Args a(name, {"attribute", "start"}, args, kwargs, line);
     Value total = a.get(1, Value::integer(0));
     for (const Value& item : iterate(v, line)) {
@@ -386,8 +433,10 @@ Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& 
         total = Value::real(total.as_double() + x.as_double());
     }
     return total;
-  }
-  if (name == "dictsort") {
+}
+
+Value filter_dictsort_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     Args a(name, {"case_sensitive", "by", "reverse"}, args, kwargs, line);
     if (!v.is_dict()) fail("dictsort: expected a mapping, got " + type_name(v), line);
     Value by = a.get(1, Value::string("key"));
@@ -396,8 +445,10 @@ Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& 
     for (const auto& [k, item] : v.dict->items) pairs.push_back(Value::make_list({Value::string(k), item}, true));
     return Value::make_list(sorted(std::move(pairs), truthy(a.get(2, Value::boolean(false))),
                                    truthy(a.get(0, Value::boolean(false))), Value::integer(by.s == "key" ? 0 : 1), line));
-  }
-  if (name == "indent") {
+}
+
+Value filter_indent_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
     Args a(name, {"width", "first", "blank"}, args, kwargs, line);
     Value width = a.get(0, Value::integer(4));
     std::string pad = width.is_string() ? width.s : std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), ' ');
@@ -418,12 +469,73 @@ Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& 
     }
     if (truthy(a.get(1, Value::boolean(false)))) out = pad + out;
     return Value::string(out);
-  }
-  if (name == "select" || name == "reject") return select(v, args, kwargs, name == "select", false, name.c_str(), line);
-  if (name == "selectattr" || name == "rejectattr")
-    return select(v, args, kwargs, name == "selectattr", true, name.c_str(), line);
-  if (name == "map") return filter_map(v, args, kwargs, line);
-  fail("unsupported filter '" + name + "'", line);
+}
+
+Value filter_select_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+  return select(v, args, kwargs, name == "select", false, name.c_str(), line);
+}
+
+Value filter_selectattr_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+  
+  return select(v, args, kwargs, name == "selectattr", true, name.c_str(), line);
+}
+
+Value filter_map_(const FilterCall& c) {
+  [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
+  return filter_map(v, args, kwargs, line);
+}
+
+using FilterFn = Value (*)(const FilterCall&);
+
+// Every supported filter, by the name templates call it by (jinja2's names and aliases).
+const std::map<std::string, FilterFn>& filter_table() {
+  static const std::map<std::string, FilterFn> table = {
+    {"abs", filter_abs_},
+    {"capitalize", filter_capitalize_},
+    {"count", filter_length_},
+    {"d", filter_default_},
+    {"default", filter_default_},
+    {"dictsort", filter_dictsort_},
+    {"first", filter_first_},
+    {"float", filter_float_},
+    {"indent", filter_indent_},
+    {"int", filter_int_},
+    {"items", filter_items_},
+    {"join", filter_join_},
+    {"last", filter_first_},
+    {"length", filter_length_},
+    {"list", filter_list_},
+    {"lower", filter_upper_},
+    {"map", filter_map_},
+    {"max", filter_min_},
+    {"min", filter_min_},
+    {"reject", filter_select_},
+    {"rejectattr", filter_selectattr_},
+    {"replace", filter_replace_},
+    {"reverse", filter_reverse_},
+    {"safe", filter_string_},
+    {"select", filter_select_},
+    {"selectattr", filter_selectattr_},
+    {"sort", filter_sort_},
+    {"string", filter_string_},
+    {"sum", filter_sum_},
+    {"title", filter_title_},
+    {"tojson", filter_tojson_},
+    {"trim", filter_trim_},
+    {"unique", filter_unique_},
+    {"upper", filter_upper_}};
+  return table;
+}
+
+bool filter_exists(const std::string& name) { return filter_table().count(name) > 0; }
+
+Value eager_filter(const std::string& name, const Value& v, List& args, KwArgs& kwargs, int line) {
+  const auto& table = filter_table();
+  auto it = table.find(name);
+  if (it == table.end()) fail("unsupported filter '" + name + "'", line);
+  return it->second(FilterCall{name, v, args, kwargs, line});
 }
 
 }  // namespace

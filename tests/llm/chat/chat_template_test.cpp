@@ -206,18 +206,18 @@ TEST(ChatTemplateApply, MatchesTheOracle) {
   ChatTemplate qwen3(read_file(kDir + "qwen3.jinja"));
   ChatTemplate qwen25(read_file(kDir + "qwen2.5-instruct.jinja"));
   for (const char* name : {"user_only", "multi_turn", "unicode_emoji", "empty_contents"}) {
-    const json& c = oracle_case("qwen3", name);
+    const json c = oracle_case("qwen3", name);
     EXPECT_EQ(qwen3.apply(messages_of(c), c.at("context").at("add_generation_prompt").get<bool>()),
               c.at("expected").get<std::string>()) << name;
-    const json& c25 = oracle_case("qwen2.5-instruct", name);
+    const json c25 = oracle_case("qwen2.5-instruct", name);
     EXPECT_EQ(qwen25.apply(messages_of(c25), c25.at("context").at("add_generation_prompt").get<bool>()),
               c25.at("expected").get<std::string>()) << name;
   }
-  const json& off = oracle_case("qwen3", "enable_thinking_false");
+  const json off = oracle_case("qwen3", "enable_thinking_false");
   EXPECT_EQ(qwen3.apply(messages_of(off), true, false), off.at("expected").get<std::string>());
-  const json& on = oracle_case("qwen3", "enable_thinking_true");
+  const json on = oracle_case("qwen3", "enable_thinking_true");
   EXPECT_EQ(qwen3.apply(messages_of(on), true, true), on.at("expected").get<std::string>());
-  const json& extra = oracle_case("qwen3", "extra_kwargs");
+  const json extra = oracle_case("qwen3", "extra_kwargs");
   EXPECT_EQ(qwen3.apply(messages_of(extra), true, {}, R"({"bos_token": "<|endoftext|>", "custom": {"a": 1}})"),
             extra.at("expected").get<std::string>());
 }

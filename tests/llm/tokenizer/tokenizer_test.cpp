@@ -117,7 +117,8 @@ TEST(TokenizerQwen3, ConfigTokensAndChatTemplate) {
   EXPECT_EQ(tok.bos_token, "");  // null in the config
   EXPECT_EQ(tok.bos_token_id, -1);
   EXPECT_NE(tok.chat_template().find("<|im_start|>"), std::string::npos);
-  EXPECT_EQ(tok.chat_template(), json::parse(read_file(kQwen3Dir + "/tokenizer_config.json"))["chat_template"]);
+  EXPECT_EQ(tok.chat_template(),
+            json::parse(read_file(kQwen3Dir + "/tokenizer_config.json")).at("chat_template").get<std::string>());
 }
 
 TEST(TokenizerQwen3, WithoutConfigTheTokensAreEmpty) {
