@@ -1,4 +1,4 @@
-// backends/cpu/ops/pool.cpp - max_pool2d (with torch's flat ih*W+iw indices),
+// backends/cpu/ops/simd/pool.cpp - max_pool2d (with torch's flat ih*W+iw indices),
 // avg_pool2d and both backwards in C++, f32, f64, f16 and bf16, planes (N*C)
 // in parallel.  oneDNN's pooling is not used: its max workspace holds offsets
 // in its own window order, not torch's indices, and its avg divisor rules
@@ -10,7 +10,7 @@
 // Bad attributes answer "unsupported" so the reference reports them.
 #include "loops.h"
 
-namespace gn::cpu {
+namespace gn::cpu::simd {
 namespace {
 
 struct Pool {
@@ -214,4 +214,4 @@ void register_pool(const gn::sdk::Registrar& r) {
   r.kernel("avg_pool2d_backward", dtypes, avg_pool2d_backward_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::simd

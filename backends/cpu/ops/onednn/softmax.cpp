@@ -1,4 +1,4 @@
-// backends/cpu/ops/softmax.cpp - softmax / log_softmax through oneDNN softmax v2.
+// backends/cpu/ops/onednn/softmax.cpp - softmax / log_softmax through oneDNN softmax v2.
 //
 // x (..., L, ...) -> y (x's shape, dtype from the op's dtype attribute, already
 // decided by inference): dense (GN_KERNEL_CONTIGUOUS), so x is seen as
@@ -18,7 +18,7 @@
 
 #include "loops.h"
 
-namespace gn::cpu {
+namespace gn::cpu::onednn {
 namespace {
 
 bool is_dnnl_float(int32_t dt) { return dt == GN_F32 || dt == GN_BF16 || dt == GN_F16; }
@@ -162,4 +162,4 @@ void register_softmax(const gn::sdk::Registrar& r) {
   r.kernel("log_softmax_backward", floats, log_softmax_backward_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::onednn

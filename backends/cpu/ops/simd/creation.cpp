@@ -1,11 +1,15 @@
-// backends/cpu/ops/random.cpp - rand, randn, randint, bernoulli on the Philox
-// definitions of genesis/sdk/philox.h (element i = row-major linear index,
-// counters from ctx->seed/offset), so every value is bit-identical to the
-// reference plugin's: the same functions, stored the same way.  Blocks of
-// 4096 elements run in parallel (Philox is counter-based: no state to share).
-#include "loops.h"
+// backends/cpu/ops/simd/creation.cpp - arange, full, and rand, randn, randint,
+// bernoulli on the Philox definitions of genesis/sdk/philox.h (element i =
+// row-major linear index, counters from ctx->seed/offset), so every value is
+// bit-identical to the reference plugin's: the same functions, stored the same
+// way.  Blocks of 4096 elements run in parallel (Philox is counter-based: no
+// state to share).  arange and full (no inputs; the output's dtype and shape
+// come from inference) use the reference's formulas and conversions.
+#include <cmath>
 
-namespace gn::cpu {
+#include "data_movement.h"
+
+namespace gn::cpu::simd {
 namespace {
 
 using namespace gn::sdk;
@@ -103,9 +107,48 @@ GN_SDK_KERNEL(bernoulli_kernel) {
   if (!ok) GN_UNSUPPORTED("[bernoulli] dtype");
 }
 
+// ----------------------------------------------------------------------------
+// arange, full
+
+GN_SDK_KERNEL(arange_kernel) {
+  const gn_tensor_view& o = out[0];
+  const double start = attr_d(attrs, n_attrs, 0, 0), end = attr_d(attrs, n_attrs, 1, 0), step = attr_d(attrs, n_attrs, 2, 1);
+  if (n_in != 0 || step == 0.0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(end))
+    GN_UNSUPPORTED("[arange] these arguments");  // the reference reports the error
+  const bool intlike = o.dtype == GN_I8 || o.dtype == GN_U8 || o.dtype == GN_I32 || o.dtype == GN_I64 || o.dtype == GN_BOOL;
+  const bool exact = intlike && start == std::trunc(start) && step == std::trunc(step) && std::fabs(start) < 9.2e18 &&
+                     std::fabs(step) < 9.2e18;
+  const size_t es = gn_dtype_size(o.dtype);
+  char* po = (char*)data_of(o);
+  // same formulas as the reference: exact int64 (wrapping) or start + i*step in double
+  parallel_range(gn_view_numel(&o), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      if (exact)
+        gn::sdk::store_int(po + i * es, o.dtype, (int64_t)((uint64_t)(int64_t)start + (uint64_t)i * (uint64_t)(int64_t)step));
+      else gn::sdk::store(po + i * es, o.dtype, start + (double)i * step);
+    }
+  });
+}
+
+GN_SDK_KERNEL(full_kernel) {
+  const gn_tensor_view& o = out[0];
+  if (n_in != 0) GN_UNSUPPORTED("[full] inputs");
+  const size_t es = gn_dtype_size(o.dtype);
+  char value[8];
+  gn::sdk::store(value, o.dtype, attr_d(attrs, n_attrs, 1, 0.0));
+  char* po = (char*)data_of(o);
+  parallel_range(gn_view_numel(&o), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) copy_elem(po + i * es, value, es);
+  });
+}
+
 }  // namespace
 
-void register_random(const gn::sdk::Registrar& r) {
+void register_creation(const gn::sdk::Registrar& r) {
+  const int32_t numeric[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
+  const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
+  r.kernel("arange", numeric, arange_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("full", all, full_kernel, GN_KERNEL_CONTIGUOUS);
   const int32_t fl[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
   r.kernel("rand", fl, rand_kernel);
   r.kernel("randn", fl, randn_kernel);
@@ -115,4 +158,4 @@ void register_random(const gn::sdk::Registrar& r) {
   r.kernel("bernoulli", bf, bernoulli_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::simd

@@ -1,6 +1,6 @@
-// backends/cpu/ops/elementwise.cpp - the generic C++ path of the elementwise
-// unary ops: every dtype that neither oneDNN (eltwise.cpp: f32/bf16/f16) nor
-// the vectorised loops (unary.cpp: f32/f64) serve - f64 activations, f16 where
+// backends/cpu/ops/generic/unary.cpp - the generic C++ path of the elementwise
+// unary ops: every dtype that neither oneDNN (onednn/unary.cpp: f32/bf16/f16)
+// nor the vectorised loops (simd/unary.cpp: f32/f64) serve - f64 activations, f16 where
 // this CPU's oneDNN has no f16 eltwise (it needs AVX512-FP16), integers and
 // bool, and ops whose output dtype differs from the input's (exp of an int is
 // f32, square of a bool is i64).  Integer inputs of float ops (exp, log, ...)
@@ -15,7 +15,7 @@
 // ceil, round, logical_not, clamp) use the same wrapping int64 forms.  Split over threads above 32K
 // elements.  Speed: f64 runs the libm double functions per element (glibc
 // declares no vector variants without -ffast-math); the f32/bf16 fast paths
-// stay in oneDNN, except small calls of the ops it rounds exactly (eltwise.cpp).
+// stay in oneDNN, except small calls of the ops it rounds exactly (onednn/unary.cpp).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -24,7 +24,7 @@
 #include "loops.h"
 #include "tiers.h"
 
-namespace gn::cpu {
+namespace gn::cpu::generic {
 namespace {
 
 using gn::sdk::load;
@@ -62,9 +62,10 @@ void apply(const gn_tensor_view& x, const gn_tensor_view& y, G&& g) {
 
 }  // namespace
 
-// Shared with eltwise.cpp (its f16 fallback and small calls) and registered below.
-void unary_generic(const char* name, const gn_tensor_view& x, const gn_tensor_view& y, const gn_attr_value* attrs,
-                   size_t n_attrs) {
+// Shared with onednn/unary.cpp (its f16 fallback and small calls) and
+// simd/unary.cpp, and registered below.
+void unary(const char* name, const gn_tensor_view& x, const gn_tensor_view& y, const gn_attr_value* attrs,
+           size_t n_attrs) {
   if (gn_view_numel(&x) != gn_view_numel(&y)) fail_op(GN_ERR_SHAPE, name, "x and y sizes differ");
   const int32_t xd = x.dtype, yd = y.dtype;
   const bool ints = intlike(xd) && intlike(yd);
@@ -126,15 +127,15 @@ namespace {
 GN_SDK_KERNEL(unary_generic_kernel) {
   const char* name = ctx->op_name ? ctx->op_name : "unary";
   if (n_in != 1 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, name, "expects 1 input and 1 output");
-  unary_generic(name, in[0], out[0], attrs, n_attrs);
+  unary(name, in[0], out[0], attrs, n_attrs);
 }
 
 }  // namespace
 
-void register_elementwise(const gn::sdk::Registrar& r) {
+void register_unary(const gn::sdk::Registrar& r) {
   // The last tier (plugin.cpp, kTiers): every dtype of every op of the shared
-  // list that the oneDNN (eltwise.cpp) and SIMD (unary.cpp) tiers left.
-  // gelu and clamp (attributes) are served by unary_generic too.
+  // list that the oneDNN (onednn/unary.cpp) and SIMD (simd/unary.cpp) tiers left.
+  // gelu and clamp (attributes) are served by unary() too.
   const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
   auto reg = [&](const char* op, bool takes_bool) {
     for (int32_t dt : all)
@@ -145,4 +146,4 @@ void register_elementwise(const gn::sdk::Registrar& r) {
   reg("clamp", false);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::generic

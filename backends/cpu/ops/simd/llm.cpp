@@ -1,4 +1,4 @@
-// backends/cpu/ops/llm.cpp - the LLM inference ops in C++ (OpenMP over rows):
+// backends/cpu/ops/simd/llm.cpp - the LLM inference ops in C++ (OpenMP over rows):
 //   kv_cache_write_(cache (B,H,S,D) dense, src (B,H,T,D) any strides, pos (B) int64):
 //     one (b, h, t) row of D elements per item, a memcpy when src's last dim is
 //     dense; rows whose target pos[b]+t lies outside [0, S) are skipped.  No
@@ -7,13 +7,13 @@
 //   add_rms_norm(x (R,N), residual (R,N), weight (N)) -> (y, h), dense
 //     (GN_KERNEL_CONTIGUOUS): per row, h = x + residual in double rounded once
 //     to the dtype (the correctly rounded sum, as add gives on every backend),
-//     then nn.cpp's rms_norm row on h, so y equals rms_norm(h, weight).y bit
+//     then norm.cpp's rms_norm row on h, so y equals rms_norm(h, weight).y bit
 //     for bit.  h is still in cache when the norm reads it.
 #include <cstring>
 
-#include "nn.h"
+#include "norm.h"
 
-namespace gn::cpu {
+namespace gn::cpu::simd {
 namespace {
 
 std::string dims_str(const int64_t* d, int32_t n) {
@@ -94,4 +94,4 @@ void register_llm(const gn::sdk::Registrar& r) {
   r.kernel("add_rms_norm", dtypes, add_rms_norm_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::simd

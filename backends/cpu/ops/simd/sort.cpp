@@ -1,4 +1,4 @@
-// backends/cpu/ops/sort.cpp - sort, argsort and topk along one dim, in C++.
+// backends/cpu/ops/simd/sort.cpp - sort, argsort and topk along one dim, in C++.
 //
 // x dense (GN_KERNEL_CONTIGUOUS), seen as (outer, L, inner); every line along
 // dim is ordered on its own thread (lines in parallel).  The order is the
@@ -14,7 +14,7 @@
 
 #include "loops.h"
 
-namespace gn::cpu {
+namespace gn::cpu::simd {
 namespace {
 
 // Key type of the comparison: double for floats (f16/bf16 widened exactly),
@@ -123,4 +123,4 @@ void register_sort(const gn::sdk::Registrar& r) {
   r.kernel("topk", numeric, topk_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::simd

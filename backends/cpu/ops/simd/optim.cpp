@@ -1,4 +1,4 @@
-// backends/cpu/ops/optim.cpp - sgd_step, adamw_step (in place, torch.optim
+// backends/cpu/ops/simd/optim.cpp - sgd_step, adamw_step (in place, torch.optim
 // 1.13 single-tensor formulas) and the multi-tensor helpers multi_sum_sq,
 // multi_scale_, multi_unscale_check_, f32 and f64, as vectorised C++ loops in
 // 16K-element chunks.  Each element is updated in double with the reference's
@@ -7,7 +7,7 @@
 // multi_sum_sq adds fixed 64K-element chunk sums in order: deterministic.
 #include "loops.h"
 
-namespace gn::cpu {
+namespace gn::cpu::simd {
 namespace {
 
 bool same_f(const gn_tensor_view& a, const gn_tensor_view& b) {
@@ -188,4 +188,4 @@ void register_optim(const gn::sdk::Registrar& r) {
   r.kernel("multi_unscale_check_", dtypes, multi_unscale_check_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::simd

@@ -1,4 +1,4 @@
-// backends/cpu/ops/norm.cpp - layer_norm forward through oneDNN layer normalization.
+// backends/cpu/ops/onednn/norm.cpp - layer_norm forward through oneDNN layer normalization.
 //
 // x (..., N) normalised over its last normalized_ndim dims (N = their product),
 // optional weight/bias (N) -> y (x's shape and dtype), mean (R), rstd (R) in
@@ -13,7 +13,7 @@
 
 #include "loops.h"
 
-namespace gn::cpu {
+namespace gn::cpu::onednn {
 namespace {
 
 // Widen n elements of a dense float view into f32 at dst (a plain copy for f32).
@@ -166,4 +166,4 @@ void register_norm(const gn::sdk::Registrar& r) {
   r.kernel("layer_norm", dtypes, layer_norm_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::onednn

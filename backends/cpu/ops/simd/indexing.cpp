@@ -1,13 +1,21 @@
-// backends/cpu/ops/shape.cpp - data-movement ops in C++: gather, scatter,
-// scatter_add, index_select, index_add, masked_fill, cat, stack, triu, tril,
-// one_hot, arange, full.
+// backends/cpu/ops/simd/indexing.cpp - embedding / embedding_backward,
+// gather, scatter, scatter_add, index_select, index_add, masked_fill and
+// one_hot in C++.
 //
-// All registered GN_KERNEL_CONTIGUOUS (dense row-major views).  Most are byte
-// copies, so every dtype works; the accumulating ones (scatter_add, index_add)
-// take every dtype but bool (as the reference).  Inputs of another dtype than the output (promotion),
-// 0-d inputs of the gather/scatter family, and any index out of range answer
-// "unsupported" before anything is written, so the reference kernel runs and
-// reports the error (GN_ERR_INDEX, GN_ERR_SHAPE) itself.
+//  * embedding: rows of weight copied (memcpy) per id, ids in parallel;
+//    f32/f64/bf16/f16 weights, int32/int64 ids.  Any id out of range answers
+//    "unsupported" before writing, so the reference reports GN_ERR_INDEX.
+//  * embedding_backward: deterministic without atomics: ids are bucketed by
+//    value (counting sort, stable), then each weight row sums its gradient
+//    rows in increasing position order in double, exactly the reference's
+//    order: bit-identical results; rows in parallel.
+//  * the others: registered GN_KERNEL_CONTIGUOUS (dense row-major views).
+//    Most are byte copies, so every dtype works; the accumulating ones
+//    (scatter_add, index_add) take every dtype but bool (as the reference).
+//    Inputs of another dtype than the output (promotion), 0-d inputs of the
+//    gather/scatter family, and any index out of range answer "unsupported"
+//    before anything is written, so the reference kernel runs and reports the
+//    error (GN_ERR_INDEX, GN_ERR_SHAPE) itself.
 //
 // Order of accumulation (scatter_add, index_add): the reference visits the
 // index (or src) in row-major order and rounds after every addition.  Here the
@@ -15,27 +23,69 @@
 // along `dim`; two fibers never touch the same output element) and each fiber
 // is walked in increasing order along dim, so every output element receives
 // its terms in the reference's order: bit-identical results.
-#include <cmath>
+#include "data_movement.h"
 
-#include "loops.h"
-
-namespace gn::cpu {
+namespace gn::cpu::simd {
 namespace {
 
-using Dims = std::vector<int64_t>;
+// ----------------------------------------------------------------------------
+// embedding
 
-Dims dims_of(const gn_tensor_view& v) { return {v.shape, v.shape + v.ndim}; }
-
-int64_t prod(const Dims& d, size_t b, size_t e) {
-  int64_t p = 1;
-  for (size_t i = b; i < e; ++i) p *= d[i];
-  return p;
+bool load_ids(const gn_tensor_view& ids, int64_t V, std::vector<int64_t>& out) {
+  const int64_t n = gn_view_numel(&ids);
+  out.resize((size_t)n);
+  if (ids.dtype == GN_I64) copy_bytes(out.data(), data_of(ids), (size_t)n * 8);
+  else if (ids.dtype == GN_I32)
+    for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int32_t*)data_of(ids))[i];
+  else return false;
+  for (int64_t v : out)
+    if (v < 0 || v >= V) return false;
+  return true;
 }
 
-// dim attribute wrapped into [0, ndim); -1 when out of range.
-int32_t wrap_dim(int64_t d, int32_t ndim) {
-  if (d < 0) d += ndim;
-  return d >= 0 && d < ndim ? (int32_t)d : -1;
+GN_SDK_KERNEL(embedding_kernel) {
+  if (n_in < 2 || n_out < 1) GN_UNSUPPORTED("[embedding] arity");
+  const gn_tensor_view &w = in[0], &o = out[0];
+  std::vector<int64_t> ids;
+  if (w.ndim != 2 || o.dtype != w.dtype || !load_ids(in[1], w.shape[0], ids) ||
+      gn_view_numel(&o) != (int64_t)ids.size() * w.shape[1])
+    GN_UNSUPPORTED("[embedding] these arguments");
+  const int64_t D = w.shape[1];
+  const size_t row = (size_t)D * gn_dtype_size(w.dtype);
+  const char* pw = (const char*)data_of(w);
+  char* po = (char*)data_of(o);
+  parallel_for((int64_t)ids.size(), D, [&](int64_t r) { copy_bytes(po + r * row, pw + ids[(size_t)r] * row, row); });
+}
+
+GN_SDK_KERNEL(embedding_backward_kernel) {
+  if (n_in < 2 || n_out < 1) GN_UNSUPPORTED("[embedding_backward] arity");
+  const gn_tensor_view &g = in[0], &o = out[0];
+  const int64_t V = attr_i(attrs, n_attrs, 0, -1);
+  std::vector<int64_t> ids;
+  if (o.ndim != 2 || o.shape[0] != V || o.dtype != g.dtype || !load_ids(in[1], V, ids) ||
+      gn_view_numel(&g) != (int64_t)ids.size() * o.shape[1])
+    GN_UNSUPPORTED("[embedding_backward] these arguments");
+  const int64_t D = o.shape[1], n = (int64_t)ids.size();
+  std::vector<int64_t> start((size_t)V + 1, 0), pos((size_t)n);
+  for (int64_t id : ids) ++start[(size_t)id + 1];
+  for (int64_t v = 0; v < V; ++v) start[(size_t)v + 1] += start[(size_t)v];
+  std::vector<int64_t> fill(start.begin(), start.end() - 1);
+  for (int64_t r = 0; r < n; ++r) pos[(size_t)fill[(size_t)ids[(size_t)r]]++] = r;
+  if (!dispatch_float_h(g.dtype, [&](auto z) {
+        using T = decltype(z);
+        const T* pg = (const T*)data_of(g);
+        T* po = (T*)data_of(o);
+        parallel_for(V, D * (1 + n / std::max<int64_t>(V, 1)), [&](int64_t v) {
+          std::vector<double> acc((size_t)D, 0.0);
+          for (int64_t k = start[(size_t)v]; k < start[(size_t)v + 1]; ++k) {
+            const T* gr = pg + pos[(size_t)k] * D;
+#pragma omp simd
+            for (int64_t d = 0; d < D; ++d) acc[(size_t)d] += (double)gr[d];
+          }
+          for (int64_t d = 0; d < D; ++d) po[v * D + d] = to_t<T>(acc[(size_t)d]);
+        });
+      }))
+    GN_UNSUPPORTED("[embedding_backward] dtype");
 }
 
 // Index values (i64/i32/i8/u8) of a dense view, all checked against [0, size).
@@ -53,16 +103,6 @@ bool load_indices(const gn_tensor_view& ix, int64_t size, std::vector<int64_t>& 
   bool ok = true;
   for (int64_t v : out) ok &= v >= 0 && v < size;
   return ok;
-}
-
-// Copy `n` elements of es bytes.
-inline void copy_elem(char* d, const char* s, size_t es) {
-  switch (es) {
-    case 1: *d = *s; break;
-    case 2: copy_bytes(d, s, 2); break;
-    case 4: copy_bytes(d, s, 4); break;
-    default: copy_bytes(d, s, 8); break;
-  }
 }
 
 // ----------------------------------------------------------------------------
@@ -235,7 +275,7 @@ GN_SDK_KERNEL(index_add_kernel) {
 }
 
 // ----------------------------------------------------------------------------
-// masked_fill, cat, stack
+// masked_fill, one_hot
 
 GN_SDK_KERNEL(masked_fill_kernel) {
   const gn_tensor_view &x = in[0], &o = out[0];
@@ -260,90 +300,6 @@ GN_SDK_KERNEL(masked_fill_kernel) {
   });
 }
 
-// cat: out (outer, sum of sizes, inner); 1-D empty inputs are skipped when out
-// is not 1-D (torch's legacy rule, as the reference).
-GN_SDK_KERNEL(cat_kernel) {
-  const gn_tensor_view& o = out[0];
-  const int32_t dim = wrap_dim(attr_i(attrs, n_attrs, 0, 0), o.ndim);
-  if (dim < 0) GN_UNSUPPORTED("[cat] dim");
-  const Dims od = dims_of(o);
-  int64_t total = 0;
-  for (size_t k = 0; k < n_in; ++k) {
-    const gn_tensor_view& x = in[k];
-    if (x.dtype != o.dtype) GN_UNSUPPORTED("[cat] mixed dtypes");
-    if (x.ndim != o.ndim) {
-      if (x.ndim == 1 && x.shape[0] == 0) continue;
-      GN_UNSUPPORTED("[cat] ranks");
-    }
-    for (int32_t d = 0; d < o.ndim; ++d)
-      if (d != dim && x.shape[d] != o.shape[d]) GN_UNSUPPORTED("[cat] shapes");
-    total += x.shape[dim];
-  }
-  if (total != o.shape[dim]) GN_UNSUPPORTED("[cat] shapes");
-  const size_t es = gn_dtype_size(o.dtype);
-  const int64_t outer = prod(od, 0, (size_t)dim), inner = prod(od, (size_t)dim + 1, od.size());
-  const size_t orow = (size_t)(o.shape[dim] * inner) * es;
-  char* po = (char*)data_of(o);
-  int64_t off = 0;
-  for (size_t k = 0; k < n_in; ++k) {
-    const gn_tensor_view& x = in[k];
-    if (x.ndim != o.ndim) continue;
-    const size_t xrow = (size_t)(x.shape[dim] * inner) * es;
-    const char* px = (const char*)data_of(x);
-    const size_t base = (size_t)(off * inner) * es;
-    parallel_for(outer, (int64_t)xrow / 4 + 1,
-                 [&](int64_t a) { copy_bytes(po + (size_t)a * orow + base, px + (size_t)a * xrow, xrow); });
-    off += x.shape[dim];
-  }
-}
-
-GN_SDK_KERNEL(stack_kernel) {
-  const gn_tensor_view& o = out[0];
-  const int32_t dim = wrap_dim(attr_i(attrs, n_attrs, 0, 0), o.ndim);
-  if (dim < 0 || o.shape[dim] != (int64_t)n_in) GN_UNSUPPORTED("[stack] these arguments");
-  Dims shape = dims_of(o);
-  shape.erase(shape.begin() + dim);
-  for (size_t k = 0; k < n_in; ++k)
-    if (in[k].dtype != o.dtype || dims_of(in[k]) != shape) GN_UNSUPPORTED("[stack] inputs");
-  const size_t es = gn_dtype_size(o.dtype);
-  const int64_t outer = prod(shape, 0, (size_t)dim), inner = prod(shape, (size_t)dim, shape.size());
-  const size_t row = (size_t)inner * es;
-  const int64_t K = (int64_t)n_in;
-  char* po = (char*)data_of(o);
-  parallel_for(outer * K, inner, [&](int64_t r) {
-    const int64_t a = r / K, k = r % K;
-    copy_bytes(po + (size_t)r * row, (const char*)data_of(in[k]) + (size_t)a * row, row);
-  });
-}
-
-// ----------------------------------------------------------------------------
-// triu / tril, one_hot
-
-template <bool UPPER>
-void tri(const gn_tensor_view* in, size_t n_in, const gn_tensor_view& o, int64_t diagonal) {
-  const gn_tensor_view& x = in[0];
-  if (n_in != 1 || x.ndim < 2 || o.dtype != x.dtype || dims_of(o) != dims_of(x))
-    GN_UNSUPPORTED(UPPER ? "[triu] these arguments" : "[tril] these arguments");
-  const int64_t M = x.shape[x.ndim - 2], N = x.shape[x.ndim - 1], rows = N ? gn_view_numel(&x) / N : 0;
-  const size_t es = gn_dtype_size(x.dtype);
-  const char* px = (const char*)data_of(x);
-  char* po = (char*)data_of(o);
-  parallel_for(rows, N, [&](int64_t r) {
-    const int64_t i = r % M;
-    // triu keeps j >= i + diagonal, tril keeps j <= i + diagonal
-    const int64_t b = UPPER ? std::clamp<int64_t>(i + diagonal, 0, N) : 0;
-    const int64_t e = UPPER ? N : std::clamp<int64_t>(i + diagonal + 1, 0, N);
-    char* d = po + (size_t)(r * N) * es;
-    const char* s = px + (size_t)(r * N) * es;
-    set_bytes(d, 0, (size_t)b * es);
-    if (e > b) move_bytes(d + b * es, s + b * es, (size_t)(e - b) * es);
-    set_bytes(d + e * es, 0, (size_t)(N - e) * es);
-  });
-}
-
-GN_SDK_KERNEL(triu_kernel) { tri<true>(in, n_in, out[0], attr_i(attrs, n_attrs, 0, 0)); }
-GN_SDK_KERNEL(tril_kernel) { tri<false>(in, n_in, out[0], attr_i(attrs, n_attrs, 0, 0)); }
-
 GN_SDK_KERNEL(one_hot_kernel) {
   const gn_tensor_view &ids = in[0], &o = out[0];
   int64_t C = attr_i(attrs, n_attrs, 0, -1);
@@ -360,61 +316,24 @@ GN_SDK_KERNEL(one_hot_kernel) {
   });
 }
 
-// ----------------------------------------------------------------------------
-// arange, full (no inputs; the output's dtype and shape come from inference)
-
-GN_SDK_KERNEL(arange_kernel) {
-  const gn_tensor_view& o = out[0];
-  const double start = attr_d(attrs, n_attrs, 0, 0), end = attr_d(attrs, n_attrs, 1, 0), step = attr_d(attrs, n_attrs, 2, 1);
-  if (n_in != 0 || step == 0.0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(end))
-    GN_UNSUPPORTED("[arange] these arguments");  // the reference reports the error
-  const bool intlike = o.dtype == GN_I8 || o.dtype == GN_U8 || o.dtype == GN_I32 || o.dtype == GN_I64 || o.dtype == GN_BOOL;
-  const bool exact = intlike && start == std::trunc(start) && step == std::trunc(step) && std::fabs(start) < 9.2e18 &&
-                     std::fabs(step) < 9.2e18;
-  const size_t es = gn_dtype_size(o.dtype);
-  char* po = (char*)data_of(o);
-  // same formulas as the reference: exact int64 (wrapping) or start + i*step in double
-  parallel_range(gn_view_numel(&o), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      if (exact)
-        gn::sdk::store_int(po + i * es, o.dtype, (int64_t)((uint64_t)(int64_t)start + (uint64_t)i * (uint64_t)(int64_t)step));
-      else gn::sdk::store(po + i * es, o.dtype, start + (double)i * step);
-    }
-  });
-}
-
-GN_SDK_KERNEL(full_kernel) {
-  const gn_tensor_view& o = out[0];
-  if (n_in != 0) GN_UNSUPPORTED("[full] inputs");
-  const size_t es = gn_dtype_size(o.dtype);
-  char value[8];
-  gn::sdk::store(value, o.dtype, attr_d(attrs, n_attrs, 1, 0.0));
-  char* po = (char*)data_of(o);
-  parallel_range(gn_view_numel(&o), [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) copy_elem(po + i * es, value, es);
-  });
-}
-
 }  // namespace
 
-void register_shape(const gn::sdk::Registrar& r) {
+void register_indexing(const gn::sdk::Registrar& r) {
+  // embedding copies rows: every dtype
+  const int32_t every[] = {GN_F32, GN_F64, GN_BF16, GN_F16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
+  r.kernel("embedding", every, embedding_kernel, GN_KERNEL_CONTIGUOUS);
+  const int32_t f2[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
+  r.kernel("embedding_backward", f2, embedding_backward_kernel, GN_KERNEL_CONTIGUOUS);
   const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
   const int32_t acc[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
   const int32_t ids[] = {GN_I32, GN_I64, GN_I8, GN_U8};
-  const int32_t numeric[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64};
   r.kernel("gather", all, gather_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("scatter", all, scatter_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("scatter_add", acc, scatter_add_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("index_select", all, index_select_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("index_add", acc, index_add_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("masked_fill", all, masked_fill_kernel, GN_KERNEL_CONTIGUOUS);
-  r.kernel("cat", all, cat_kernel, GN_KERNEL_CONTIGUOUS);
-  r.kernel("stack", all, stack_kernel, GN_KERNEL_CONTIGUOUS);
-  r.kernel("triu", all, triu_kernel, GN_KERNEL_CONTIGUOUS);
-  r.kernel("tril", all, tril_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("one_hot", ids, one_hot_kernel, GN_KERNEL_CONTIGUOUS);
-  r.kernel("arange", numeric, arange_kernel, GN_KERNEL_CONTIGUOUS);
-  r.kernel("full", all, full_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::simd

@@ -1,4 +1,4 @@
-// backends/cpu/ops/binary.cpp - add/sub/mul/div/maximum/minimum with broadcasting.
+// backends/cpu/ops/onednn/binary.cpp - add/sub/mul/div/maximum/minimum with broadcasting.
 //
 // a, b (broadcast to out's shape; the core has promoted both to out's dtype)
 // -> out.  Dense same-shape f32 add/sub/mul/div (alpha 1) run a plain
@@ -13,15 +13,16 @@
 //    It walks out's rows (last dim) in parallel with per-operand strides;
 //    f32 is computed in double and rounded once, like the reference.
 // Anything else (bf16/f16 layouts oneDNN refuses, mixed dtypes, div rounding
-// modes) goes to the generic path (binary_generic.cpp), as do integers and
+// modes) goes to the generic path (generic/binary.cpp), as do integers and
 // bool (registered there).
 #include <immintrin.h>
 
 #include <cmath>
 
 #include "loops.h"
+#include "tiers.h"
 
-namespace gn::cpu {
+namespace gn::cpu::onednn {
 namespace {
 
 using dnnl::algorithm;
@@ -275,12 +276,12 @@ GN_SDK_KERNEL(binary_kernel) {
   const BinaryDef& def = *(const BinaryDef*)ctx->kernel_data;
   if (n_in != 2 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, def.name, "expects 2 inputs and 1 output");
   const gn_tensor_view &a = in[0], &b = in[1], &o = out[0];
-  if (a.dtype != o.dtype || b.dtype != o.dtype) return binary_generic(def.name, a, b, o, attrs, n_attrs);
+  if (a.dtype != o.dtype || b.dtype != o.dtype) return generic::binary(def.name, a, b, o, attrs, n_attrs);
   double alpha = 1.0;
   if ((def.op == BinOp::add || def.op == BinOp::sub) && n_attrs > 0 && attrs[0].kind == GN_ATTR_FLOAT)
     alpha = attrs[0].u.f;
   if (def.op == BinOp::div && n_attrs > 0 && attrs[0].kind == GN_ATTR_INT && attrs[0].u.i != 0)
-    return binary_generic(def.name, a, b, o, attrs, n_attrs);  // rounding modes
+    return generic::binary(def.name, a, b, o, attrs, n_attrs);  // rounding modes
   if (a.ndim > o.ndim || b.ndim > o.ndim) fail_op(GN_ERR_SHAPE, def.name, "operand rank exceeds the output's");
   if (gn_view_numel(&o) == 0) return;
   if (!out_is_simple(o)) GN_UNSUPPORTED(std::string("[") + def.name + "] output layout");
@@ -291,7 +292,7 @@ GN_SDK_KERNEL(binary_kernel) {
   if (o.dtype == GN_F32) return binary_loop_dispatch<float>(def.op, a, b, o, alpha);
   if (o.dtype == GN_F64) return binary_loop_dispatch<double>(def.op, a, b, o, alpha);
   // bf16/f16 layouts oneDNN does not take (src0 broadcast, maximum/minimum)
-  binary_generic(def.name, a, b, o, attrs, n_attrs);
+  generic::binary(def.name, a, b, o, attrs, n_attrs);
 }
 
 }  // namespace
@@ -301,4 +302,4 @@ void register_binary(const gn::sdk::Registrar& r) {
   for (const BinaryDef& d : kBinary) r.kernel(d.name, dtypes, binary_kernel, 0, (void*)&d);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::onednn

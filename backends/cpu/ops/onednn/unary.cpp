@@ -1,4 +1,4 @@
-// backends/cpu/ops/eltwise.cpp - elementwise unary ops through oneDNN eltwise.
+// backends/cpu/ops/onednn/unary.cpp - elementwise unary ops through oneDNN eltwise.
 //
 // x (any shape) -> y (x's shape, x's dtype).  Registered GN_KERNEL_CONTIGUOUS,
 // so both are dense and seen as one 1-D run of numel elements.  Float dtypes
@@ -6,7 +6,7 @@
 // inputs of ops that promote (exp of int -> f32) arrive with a different x and
 // y dtype and are refused, so the reference kernel serves them.
 // What oneDNN refuses (f16 on CPUs without AVX512-FP16, clamp bounds that f32
-// cannot hold) goes to the generic C++ path (elementwise.cpp), as do f64,
+// cannot hold) goes to the generic C++ path (generic/unary.cpp), as do f64,
 // integer and bool inputs (registered there).
 // Not here: log (oneDNN 2.6's eltwise_log is off by ~3e-6 absolute near x = 1,
 // tens of ulp; the cross-backend suite caught it), so the reference serves it.
@@ -35,8 +35,9 @@
 #include <limits>
 
 #include "common.h"
+#include "tiers.h"
 
-namespace gn::cpu {
+namespace gn::cpu::onednn {
 namespace {
 
 using dnnl::algorithm;
@@ -96,7 +97,7 @@ GN_SDK_KERNEL(eltwise_kernel) {
   const EltwiseDef* def = (const EltwiseDef*)ctx->kernel_data;
   if (n_in != 1 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, def->name, "expects 1 input and 1 output");
   if (def->exact && gn_view_numel(&in[0]) <= kSmallNumel)
-    return unary_generic(def->name, in[0], out[0], attrs, n_attrs);
+    return generic::unary(def->name, in[0], out[0], attrs, n_attrs);
   algorithm alg = def->alg;
   float alpha = def->alpha, beta = def->beta;
   if (alg == algorithm::eltwise_gelu_erf && n_attrs > 0 && attrs[0].kind == GN_ATTR_INT && attrs[0].u.i != 0)
@@ -106,22 +107,22 @@ GN_SDK_KERNEL(eltwise_kernel) {
     // Bounds that are NaN, or not representable as the float oneDNN compares
     // with, would change the answer: leave those to the reference.
     if (std::isnan(lo) || std::isnan(hi) || (double)(float)lo != lo || (double)(float)hi != hi || lo > hi)
-      return unary_generic(def->name, in[0], out[0], attrs, n_attrs);
+      return generic::unary(def->name, in[0], out[0], attrs, n_attrs);
     alpha = (float)lo;
     beta = (float)hi;
   }
   // f16 (no oneDNN f16 eltwise without AVX512-FP16) and anything else oneDNN
-  // refuses: the generic C++ path (elementwise.cpp), same answer as the reference.
+  // refuses: the generic C++ path (generic/unary.cpp), same answer as the reference.
   if (!eltwise_run(ctx, def->name, in[0], out[0], alg, alpha, beta))
-    unary_generic(def->name, in[0], out[0], attrs, n_attrs);
+    generic::unary(def->name, in[0], out[0], attrs, n_attrs);
 }
 
 }  // namespace
 
-void register_eltwise(const gn::sdk::Registrar& r) {
+void register_unary(const gn::sdk::Registrar& r) {
   const int32_t dtypes[] = {GN_F32, GN_BF16, GN_F16};
   for (const EltwiseDef& d : kEltwise)
     r.kernel(d.name, dtypes, eltwise_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::onednn

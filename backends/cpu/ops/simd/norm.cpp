@@ -1,19 +1,19 @@
-// backends/cpu/ops/nn.cpp - rms_norm, layer_norm_backward and swiglu, forward and backward, in C++
-// (OpenMP over rows / chunks), f32 and f64, dense tensors
-// (GN_KERNEL_CONTIGUOUS).  Row statistics accumulate in double (the
-// reference does everything in double), elementwise math is done in double
-// too, so f32 outputs differ from the reference by about one rounding.
+// backends/cpu/ops/simd/norm.cpp - rms_norm, rms_norm_backward and
+// layer_norm_backward in C++ (OpenMP over rows / chunks), f32, f64, f16 and
+// bf16, dense tensors (GN_KERNEL_CONTIGUOUS).  Row statistics accumulate in
+// double (the reference does everything in double), elementwise math is done
+// in double too, so f32 outputs differ from the reference by about one
+// rounding.  (layer_norm itself runs in onednn/norm.cpp.)
 //   rms_norm(x (R,N), [w (N)]) -> (y, rstd (R) f32, f64 for f64 x)
 //   rms_norm_backward(dy, x, rstd, [w]) -> (dx, dw): dw sums over rows per
 //     thread-independent column blocks (deterministic)
 //   layer_norm_backward(dy, x, mean, rstd, [w]) -> (dx, dw, db), same scheme
-//   swiglu(gate, up) -> silu(gate)*up; swiglu_backward(g, gate, up) -> (dgate, dup)
-#include "nn.h"
+#include "norm.h"
 
-namespace gn::cpu {
+namespace gn::cpu::simd {
 
-// One row of rms_norm (nn.h): never inlined, so that rms_norm and
-// add_rms_norm (ops/llm.cpp) run the same machine code and round identically
+// One row of rms_norm (norm.h): never inlined, so that rms_norm and
+// add_rms_norm (simd/llm.cpp) run the same machine code and round identically
 // (the simd reduction's lane order depends on how the loop is compiled).
 template <class T>
 [[gnu::noinline]] double rms_norm_row(const T* xr, const T* w, T* yr, int64_t N, double eps) {
@@ -36,9 +36,6 @@ template double rms_norm_row<f16_t>(const f16_t*, const f16_t*, f16_t*, int64_t,
 template double rms_norm_row<bf16_t>(const bf16_t*, const bf16_t*, bf16_t*, int64_t, double);
 
 namespace {
-
-template <class T>
-inline double sigm(T x) { return 1.0 / (1.0 + std::exp(-(double)x)); }
 
 template <class T, class S>
 void rms_fwd(const T* x, const T* w, T* y, S* rstd, int64_t R, int64_t N, double eps) {
@@ -197,56 +194,13 @@ GN_SDK_KERNEL(layer_norm_backward_kernel) {
   });
 }
 
-bool same(const gn_tensor_view& a, const gn_tensor_view& b) {
-  if (a.ndim != b.ndim || a.dtype != b.dtype) return false;
-  for (int32_t d = 0; d < a.ndim; ++d)
-    if (a.shape[d] != b.shape[d]) return false;
-  return true;
-}
-
-GN_SDK_KERNEL(swiglu_kernel) {
-  if (n_in < 2 || n_out < 1 || !same(in[0], in[1]) || !same(in[0], out[0])) GN_UNSUPPORTED("[swiglu] shapes");
-  const int64_t n = gn_view_numel(&in[0]);
-  if (!dispatch_float_h(in[0].dtype, [&](auto t) {
-        using T = decltype(t);
-        const T *g = (const T*)data_of(in[0]), *u = (const T*)data_of(in[1]);
-        T* y = (T*)data_of(out[0]);
-        parallel_range(n, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) y[i] = to_t<T>((double)g[i] * sigm(g[i]) * (double)u[i]);
-        });
-      }))
-    GN_UNSUPPORTED("[swiglu] dtype");
-}
-
-GN_SDK_KERNEL(swiglu_backward_kernel) {
-  if (n_in < 3 || n_out < 2 || !same(in[0], in[1]) || !same(in[0], in[2]) || !same(in[0], out[0]) ||
-      !same(in[0], out[1]))
-    GN_UNSUPPORTED("[swiglu_backward] shapes");
-  const int64_t n = gn_view_numel(&in[0]);
-  if (!dispatch_float_h(in[0].dtype, [&](auto t) {
-        using T = decltype(t);
-        const T *g = (const T*)data_of(in[0]), *a = (const T*)data_of(in[1]), *u = (const T*)data_of(in[2]);
-        T *da = (T*)data_of(out[0]), *du = (T*)data_of(out[1]);
-        parallel_range(n, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) {
-            const double s = sigm(a[i]), gi = g[i], ai = a[i];
-            da[i] = to_t<T>(gi * (double)u[i] * s * (1.0 + ai * (1.0 - s)));
-            du[i] = to_t<T>(gi * ai * s);
-          }
-        });
-      }))
-    GN_UNSUPPORTED("[swiglu_backward] dtype");
-}
-
 }  // namespace
 
-void register_nn(const gn::sdk::Registrar& r) {
+void register_norm(const gn::sdk::Registrar& r) {
   const int32_t dtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
   r.kernel("rms_norm", dtypes, rms_norm_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("rms_norm_backward", dtypes, rms_norm_backward_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("layer_norm_backward", dtypes, layer_norm_backward_kernel, GN_KERNEL_CONTIGUOUS);
-  r.kernel("swiglu", dtypes, swiglu_kernel, GN_KERNEL_CONTIGUOUS);
-  r.kernel("swiglu_backward", dtypes, swiglu_backward_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::simd

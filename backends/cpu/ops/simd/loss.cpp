@@ -1,4 +1,4 @@
-// backends/cpu/ops/loss.cpp - cross_entropy forward and backward in C++
+// backends/cpu/ops/simd/loss.cpp - cross_entropy forward and backward in C++
 // (class dim LAST, ignore_index, label smoothing, reductions none/mean/sum),
 // f32 and f64 logits, int32/int64 targets, rows in parallel.
 //
@@ -10,7 +10,7 @@
 // and bad attributes answer "unsupported" so the reference reports them.
 #include "loops.h"
 
-namespace gn::cpu {
+namespace gn::cpu::simd {
 namespace {
 
 template <class T>
@@ -143,4 +143,4 @@ void register_loss(const gn::sdk::Registrar& r) {
   r.kernel("cross_entropy_backward", dtypes, cross_entropy_backward_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::simd

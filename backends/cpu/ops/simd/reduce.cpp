@@ -1,4 +1,4 @@
-// backends/cpu/ops/reduce.cpp - sum mean prod max min argmax argmin var std
+// backends/cpu/ops/simd/reduce.cpp - sum mean prod max min argmax argmin var std
 // logsumexp norm over any dim set, keepdim or not, every dtype the reference
 // takes (argmax/argmin -> int64; f16/bf16 read exactly as double; integers
 // and bool through exact int64 for sum/prod/max/min/argmax/argmin).  C++ with
@@ -19,7 +19,7 @@
 #include "genesis/sdk/scalar_tables.h"
 #include "loops.h"
 
-namespace gn::cpu {
+namespace gn::cpu::simd {
 namespace {
 
 using Red = gn::sdk::scalar::Reduction;
@@ -338,4 +338,4 @@ void register_reduce(const gn::sdk::Registrar& r) {
         r.kernel(d.name, dt, reduce_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::simd

@@ -1,7 +1,7 @@
-// backends/cpu/ops/binary_generic.cpp - the generic C++ path of the
+// backends/cpu/ops/generic/binary.cpp - the generic C++ path of the
 // elementwise binary ops: add sub mul div pow maximum minimum, the compares
 // and logical_and/or, for every dtype and layout the fast paths (oneDNN
-// binary and the f32/f64 loops in binary.cpp, the compares in indexing.cpp)
+// binary and the f32/f64 loops in onednn/binary.cpp, the compares in simd/binary.cpp)
 // do not take: bf16/f16 with broadcasting, integers and bool, div rounding
 // modes, pow.  The ops and their bool operands come from the SDK's lists
 // (GN_SCALAR_BINARY_OPS, GN_SCALAR_COMPARE_OPS), so a new binary op is served
@@ -25,7 +25,7 @@
 #include "loops.h"
 #include "tiers.h"
 
-namespace gn::cpu {
+namespace gn::cpu::generic {
 namespace {
 
 using gn::sdk::load;
@@ -75,8 +75,8 @@ std::vector<int64_t> bstrides(const gn_tensor_view& v, const gn_tensor_view& out
 
 }  // namespace
 
-void binary_generic(const char* name, const gn_tensor_view& a, const gn_tensor_view& b, const gn_tensor_view& o,
-                    const gn_attr_value* attrs, size_t n_attrs) {
+void binary(const char* name, const gn_tensor_view& a, const gn_tensor_view& b, const gn_tensor_view& o,
+            const gn_attr_value* attrs, size_t n_attrs) {
   const sc::BinaryOpName* def = sc::find_binary_op(name);
   if (!def) GN_UNSUPPORTED(std::string("[") + name + "] in the generic binary path");
   const int op = def->op;
@@ -194,15 +194,15 @@ namespace {
 GN_SDK_KERNEL(binary_generic_kernel) {
   const char* name = ctx->op_name ? ctx->op_name : "binary";
   if (n_in != 2 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, name, "expects 2 inputs and 1 output");
-  binary_generic(name, in[0], in[1], out[0], attrs, n_attrs);
+  binary(name, in[0], in[1], out[0], attrs, n_attrs);
 }
 
 }  // namespace
 
-void register_binary_generic(const gn::sdk::Registrar& r) {
+void register_binary(const gn::sdk::Registrar& r) {
   // The last tier (plugin.cpp, kTiers): every dtype of every op of the shared
   // lists (GN_SCALAR_BINARY_OPS, GN_SCALAR_COMPARE_OPS; bool where the functor
-  // takes it) that the oneDNN (binary.cpp) and SIMD (indexing.cpp: compares)
+  // takes it) that the oneDNN (onednn/binary.cpp) and SIMD (simd/binary.cpp: compares)
   // tiers left.
   const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
   for (const sc::BinaryOpName& op : sc::kBinaryOps)
@@ -210,4 +210,4 @@ void register_binary_generic(const gn::sdk::Registrar& r) {
       if ((op.takes_bool || dt != GN_BOOL) && !tier_serves(op.name, dt)) r.kernel(op.name, dt, binary_generic_kernel);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::generic

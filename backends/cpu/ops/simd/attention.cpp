@@ -1,4 +1,4 @@
-// backends/cpu/ops/attention.cpp - scaled_dot_product_attention and its
+// backends/cpu/ops/simd/attention.cpp - scaled_dot_product_attention and its
 // backward in C++ (oneDNN 2.6 has no attention primitive).
 //
 // q (B,Hq,Sq,D), k (B,Hkv,Sk,D), v (B,Hkv,Sk,Dv), optional mask broadcast to
@@ -20,7 +20,7 @@
 
 #include "loops.h"
 
-namespace gn::cpu {
+namespace gn::cpu::simd {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
@@ -225,4 +225,4 @@ void register_attention(const gn::sdk::Registrar& r) {
   r.kernel("scaled_dot_product_attention_backward", floats, sdpa_backward_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
-}  // namespace gn::cpu
+}  // namespace gn::cpu::simd
