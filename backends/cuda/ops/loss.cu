@@ -1,4 +1,4 @@
-// backends/cuda/ops/cross_entropy.cu - fused cross entropy forward and backward
+// backends/cuda/ops/loss.cu - fused cross entropy forward and backward
 // (class dim LAST), semantics of backends/reference/loss.cpp:
 //   lse_i  = logsumexp(x_i)
 //   loss_i = (1-ls) * (lse_i - x_i[t_i]) + ls * (lse_i - mean_c x_i[c]);  0 for t_i == ignore_index
@@ -416,7 +416,7 @@ GN_SDK_KERNEL(cross_entropy_backward_kernel) {
 
 // Dense views only (the core copies strided ones; a strided copy is still in
 // the logits dtype, never f32).
-GN_CUDA_FAMILY(cross_entropy) {
+GN_CUDA_FAMILY(loss) {
   r.kernel("cross_entropy", kFloatDtypes, cross_entropy_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("cross_entropy_backward", kFloatDtypes, cross_entropy_backward_kernel, GN_KERNEL_CONTIGUOUS);
 }

@@ -1,6 +1,7 @@
-// backends/cuda/ops/matmul.cu - matmul (torch.matmul semantics), bmm, linear
-// (x @ W^T + bias) and linear_swiglu (a SwiGLU MLP's gate/up projection and
-// activation) through cuBLASLt.
+// backends/cuda/ops/linalg.cu - matmul (torch.matmul semantics) and bmm
+// through cuBLASLt.  The same path (matmul.cuh) serves linear (x @ W^T + bias)
+// and linear_swiglu (a SwiGLU MLP's gate/up projection and activation) in
+// llm.cu.
 //
 // out (batch..., M, N) = a (batch..., M, K) @ b (batch..., K, N); a 1-D a is
 // (1, K) and its M dim is absent from out, a 1-D b is (K, 1); batch dims
@@ -37,9 +38,13 @@
 
 #include "common.cuh"
 #include "kernels/gemv.cuh"
+#include "matmul.cuh"
 
 namespace gn::cuda {
 namespace {
+
+using matmul::Batch;
+using matmul::Mat;
 
 constexpr size_t kLtWorkspace = 32u << 20;  // cuBLASLt's recommendation for Hopper
 
@@ -54,15 +59,7 @@ constexpr size_t kLtWorkspace = 32u << 20;  // cuBLASLt's recommendation for Hop
   } while (0)
 
 // ----------------------------------------------------------------------------
-// operand description
-
-// One matrix (rows x cols) with element strides, plus its collapsed batch.
-struct Mat {
-  int64_t rows = 1, cols = 1, rs = 0, cs = 0;
-  char* base = nullptr;
-  // batch dims right-aligned to the output batch (stride 0 = broadcast)
-  int64_t bstride[GN_MAX_DIMS] = {};
-};
+// operand description (Mat: matmul.cuh)
 
 // A cuBLASLt operand: stored (col-major) rows x cols with leading dim ld, op.
 struct LtOperand {
@@ -93,13 +90,7 @@ int align_of(const void* p, int64_t stride_bytes) {
 }
 
 // ----------------------------------------------------------------------------
-// plain kernels: strided pack / scatter and the fallback GEMM
-
-struct Batch {  // output batch shape and per-operand strides (elements)
-  int nb = 0;
-  int64_t shape[GN_MAX_DIMS] = {};
-  int64_t sa[GN_MAX_DIMS] = {}, sb[GN_MAX_DIMS] = {}, so[GN_MAX_DIMS] = {};
-};
+// plain kernels: strided pack / scatter and the fallback GEMM (Batch: matmul.cuh)
 
 __device__ __forceinline__ void batch_offsets(const Batch& b, int64_t i, int64_t& oa, int64_t& ob, int64_t& oo) {
   oa = ob = oo = 0;
@@ -306,13 +297,17 @@ void launch_naive(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, co
   GN_CUDA_CHECK_LAUNCH();
 }
 
+}  // namespace
+
+namespace matmul {
+
 // The few-rows path (kernels/gemv.cuh) when the operands allow it, else
 // false.  Rows of x and out are listed one by one (batch offsets resolved
 // here), so any batch layout, a strided-row view and trans_a all qualify as
 // long as each row of a is contiguous along K and 16-byte aligned.
 template <class T>
 bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const Batch& bt, int64_t nbatch,
-              int64_t M, int64_t N, int64_t K, int64_t ors, int64_t ocs, const T* bias, bool swiglu = false) {
+              int64_t M, int64_t N, int64_t K, int64_t ors, int64_t ocs, const T* bias, bool swiglu) {
   static const bool off = [] {  // GENESIS_NO_GEMV=1: cuBLASLt for these too (comparisons)
     const char* e = std::getenv("GENESIS_NO_GEMV");
     return e && e[0] == '1';
@@ -349,7 +344,7 @@ bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const 
 
 template <class T>
 void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& av, const gn_tensor_view& bv,
-                  const gn_tensor_view& ov, bool ta, bool tb, const T* bias = nullptr, bool* bias_done = nullptr) {
+                  const gn_tensor_view& ov, bool ta, bool tb, const T* bias, bool* bias_done) {
   const int32_t dt = ov.dtype;
   if (av.ndim < 1 || bv.ndim < 1) fail_op(GN_ERR_SHAPE, op, "operands must be at least 1-D");
   if (av.dtype != dt || bv.dtype != dt)
@@ -549,6 +544,26 @@ void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view
   }
 }
 
+template bool try_gemv<__half>(const gn_kernel_ctx*, const Mat&, const Mat&, __half*, const Batch&, int64_t, int64_t,
+                               int64_t, int64_t, int64_t, int64_t, const __half*, bool);
+template bool try_gemv<__nv_bfloat16>(const gn_kernel_ctx*, const Mat&, const Mat&, __nv_bfloat16*, const Batch&,
+                                      int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, const __nv_bfloat16*, bool);
+template void matmul_typed<float>(const char*, const gn_kernel_ctx*, const gn_tensor_view&, const gn_tensor_view&,
+                                  const gn_tensor_view&, bool, bool, const float*, bool*);
+template void matmul_typed<__half>(const char*, const gn_kernel_ctx*, const gn_tensor_view&, const gn_tensor_view&,
+                                   const gn_tensor_view&, bool, bool, const __half*, bool*);
+template void matmul_typed<__nv_bfloat16>(const char*, const gn_kernel_ctx*, const gn_tensor_view&,
+                                          const gn_tensor_view&, const gn_tensor_view&, bool, bool,
+                                          const __nv_bfloat16*, bool*);
+template void matmul_typed<double>(const char*, const gn_kernel_ctx*, const gn_tensor_view&, const gn_tensor_view&,
+                                   const gn_tensor_view&, bool, bool, const double*, bool*);
+
+}  // namespace matmul
+
+namespace {
+
+using matmul::matmul_typed;
+
 bool flag(const gn_attr_value* attrs, size_t n_attrs, size_t i) {
   return i < n_attrs && attrs[i].kind == GN_ATTR_INT && attrs[i].u.i != 0;
 }
@@ -567,102 +582,6 @@ void matmul_run(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& 
   }
 }
 
-// out (R, N) dense += bias (N), in acc_t (rounded once more: matmul then add)
-template <class T>
-__global__ void bias_rows_kernel(T* __restrict__ o, const T* __restrict__ bias, int64_t n, int64_t N) {
-  pdl_wait();  // launched with launch_pdl (common.cuh)
-  pdl_trigger();
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    o[i] = convert<T>(convert<acc_t<T>>(o[i]) + convert<acc_t<T>>(bias[i % N]));
-}
-
-// linear(x (*, K), weight (N, K), [bias (N)]) -> (*, N), dense operands: the
-// few-rows path adds the bias in its epilogue (one rounding), otherwise
-// cuBLASLt's product then bias_rows_kernel.
-template <class T>
-void linear_typed(const gn_kernel_ctx* ctx, const gn_tensor_view& x, const gn_tensor_view& w, const gn_tensor_view* b,
-                  const gn_tensor_view& o) {
-  const T* bias = b ? data_ptr<const T>(*b) : nullptr;
-  bool done = false;
-  matmul_typed<T>("linear", ctx, x, w, o, false, true, bias, &done);
-  if (!bias || done) return;
-  const int64_t n = numel(o), N = w.shape[0];
-  if (n == 0) return;
-  launch_pdl<bias_rows_kernel<T>>(blocks_for(n), kThreads, 0, stream(ctx), data_ptr<T>(o), bias, n, N);
-}
-
-// t (R, 2I) dense -> y (R, I) = silu(t[:, :I]) * t[:, I:], in acc_t
-template <class T>
-__global__ void swiglu_rows_kernel(const T* __restrict__ t, T* __restrict__ y, int64_t n, int64_t I) {
-  pdl_wait();  // launched with launch_pdl (common.cuh)
-  pdl_trigger();
-  using A = acc_t<T>;
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t r = e / I, i = e - r * I;
-    const A g = convert<A>(t[r * 2 * I + i]), u = convert<A>(t[r * 2 * I + I + i]);
-    y[e] = convert<T>(g / (A(1) + exp(-g)) * u);
-  }
-}
-
-// linear_swiglu(x (*, K), weight (2I, K)) -> (*, I), dense operands: the
-// few-rows path applies the activation in its epilogue (one rounding), else
-// cuBLASLt's (R, 2I) product in workspace, then swiglu_rows_kernel.
-template <class T>
-void linear_swiglu_typed(const gn_kernel_ctx* ctx, const gn_tensor_view& x, const gn_tensor_view& w,
-                         const gn_tensor_view& o) {
-  const int64_t I = w.shape[0] / 2, n = numel(o), R = I ? n / I : 0;
-  if (n == 0) return;
-  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
-    // x rows as one (R, K) matrix against the (2I, K) weight: the gemv's row list
-    const int64_t K = w.shape[1];
-    Mat a{}, b{};
-    a.base = data_ptr<char>(x); a.rows = R; a.cols = K; a.rs = K; a.cs = 1;
-    b.base = data_ptr<char>(w); b.rows = K; b.cols = 2 * I; b.rs = 1; b.cs = K;
-    Batch bt{};
-    bt.nb = 0;
-    if (try_gemv<T>(ctx, a, b, data_ptr<T>(o), bt, 1, R, 2 * I, K, I, 1, nullptr, true)) return;
-  }
-  T* t = static_cast<T*>(workspace(ctx, (size_t)(R * 2 * I) * sizeof(T)));
-  const int64_t tshape[2] = {R, 2 * I}, tstr[2] = {2 * I, 1}, xshape[2] = {R, w.shape[1]}, xstr[2] = {w.shape[1], 1};
-  gn_tensor_view tv = o, xv = x;
-  tv.data = t; tv.byte_offset = 0; tv.ndim = 2; tv.shape = tshape; tv.strides = tstr;
-  xv.ndim = 2; xv.shape = xshape; xv.strides = xstr;  // dense x as (R, K)
-  matmul_typed<T>("linear_swiglu", ctx, xv, w, tv, false, true);
-  launch_pdl<swiglu_rows_kernel<T>>(blocks_for(n), kThreads, 0, stream(ctx), t, data_ptr<T>(o), n, I);
-}
-
-GN_SDK_KERNEL(linear_swiglu_kernel) {
-  const char* op = "linear_swiglu";
-  need_io(op, n_in, 2, n_out, 1);
-  DeviceGuard guard(ctx);
-  if (in[1].ndim != 2 || in[1].shape[0] % 2 != 0)
-    fail_op(GN_ERR_SHAPE, op, "weight must be 2-D with an even number of rows, got " + shape_str(in[1]));
-  switch (out[0].dtype) {
-    case GN_F32: linear_swiglu_typed<float>(ctx, in[0], in[1], out[0]); break;
-    case GN_F16: linear_swiglu_typed<__half>(ctx, in[0], in[1], out[0]); break;
-    case GN_BF16: linear_swiglu_typed<__nv_bfloat16>(ctx, in[0], in[1], out[0]); break;
-    case GN_F64: linear_swiglu_typed<double>(ctx, in[0], in[1], out[0]); break;
-    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(out[0].dtype) + " is not supported");
-  }
-}
-
-GN_SDK_KERNEL(linear_kernel) {
-  const char* op = "linear";
-  if (n_in < 2 || n_in > 3 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, op, "expects 2 or 3 inputs and 1 output");
-  DeviceGuard guard(ctx);
-  if (in[1].ndim != 2) fail_op(GN_ERR_SHAPE, op, "weight must be 2-D, got " + shape_str(in[1]));
-  const gn_tensor_view* b = n_in == 3 ? &in[2] : nullptr;
-  if (b && (numel(*b) != in[1].shape[0] || b->dtype != out[0].dtype))
-    fail_op(GN_ERR_SHAPE, op, "bias must have " + std::to_string(in[1].shape[0]) + " elements of the output dtype");
-  switch (out[0].dtype) {
-    case GN_F32: linear_typed<float>(ctx, in[0], in[1], b, out[0]); break;
-    case GN_F16: linear_typed<__half>(ctx, in[0], in[1], b, out[0]); break;
-    case GN_BF16: linear_typed<__nv_bfloat16>(ctx, in[0], in[1], b, out[0]); break;
-    case GN_F64: linear_typed<double>(ctx, in[0], in[1], b, out[0]); break;
-    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(out[0].dtype) + " is not supported");
-  }
-}
-
 GN_SDK_KERNEL(matmul_kernel) {
   need_io("matmul", n_in, 2, n_out, 1);
   matmul_run("matmul", ctx, in[0], in[1], out[0], flag(attrs, n_attrs, 0), flag(attrs, n_attrs, 1));
@@ -678,13 +597,10 @@ GN_SDK_KERNEL(bmm_kernel) {
 
 }  // namespace
 
-GN_CUDA_FAMILY(matmul) {
+GN_CUDA_FAMILY(linalg) {
   const int32_t dtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I32, GN_I64};
   r.kernel("matmul", dtypes, matmul_kernel);
   r.kernel("bmm", dtypes, bmm_kernel);
-  const int32_t float_dtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
-  r.kernel("linear", float_dtypes, linear_kernel, GN_KERNEL_CONTIGUOUS);
-  r.kernel("linear_swiglu", float_dtypes, linear_swiglu_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cuda
