@@ -188,36 +188,4 @@ constexpr int64_t kSmallNumel = 4096;
   fail(code, std::string("[") + op + "] " + msg);
 }
 
-// Registration entry points of the op families (ops/*.cpp).
-void register_matmul(const gn::sdk::Registrar& r);
-void register_eltwise(const gn::sdk::Registrar& r);
-void register_binary(const gn::sdk::Registrar& r);
-void register_softmax(const gn::sdk::Registrar& r);
-void register_norm(const gn::sdk::Registrar& r);
-void register_convert(const gn::sdk::Registrar& r);
-void register_unary(const gn::sdk::Registrar& r);
-void register_reduce(const gn::sdk::Registrar& r);
-void register_conv(const gn::sdk::Registrar& r);
-void register_nn(const gn::sdk::Registrar& r);
-void register_random(const gn::sdk::Registrar& r);
-void register_loss(const gn::sdk::Registrar& r);
-void register_optim(const gn::sdk::Registrar& r);
-void register_indexing(const gn::sdk::Registrar& r);
-void register_pool(const gn::sdk::Registrar& r);
-void register_shape(const gn::sdk::Registrar& r);
-void register_elementwise(const gn::sdk::Registrar& r);
-void register_binary_generic(const gn::sdk::Registrar& r);
-void register_sort(const gn::sdk::Registrar& r);
-void register_attention(const gn::sdk::Registrar& r);
-void register_llm(const gn::sdk::Registrar& r);
-
-// The generic elementwise unary path (ops/elementwise.cpp): any dtypes, the
-// reference's formulas in double; GN_ERR_UNSUPPORTED for ops it does not know.
-void unary_generic(const char* name, const gn_tensor_view& x, const gn_tensor_view& y, const gn_attr_value* attrs,
-                   size_t n_attrs);
-// The generic binary path (ops/binary_generic.cpp): any dtypes and strides,
-// the reference's arithmetic; GN_ERR_UNSUPPORTED for ops it does not know.
-void binary_generic(const char* name, const gn_tensor_view& a, const gn_tensor_view& b, const gn_tensor_view& o,
-                    const gn_attr_value* attrs, size_t n_attrs);
-
 }  // namespace gn::cpu

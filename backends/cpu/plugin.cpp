@@ -2,7 +2,8 @@
 // score 100 (outranks the reference plugin), host memory from the caching
 // allocator, synchronous streams/events, threads from the runtime option
 // "num_threads" or GENESIS_NUM_THREADS (default: all cores), and the kernels
-// of ops/*.cpp.  Ops not registered here fall back to the reference backend.
+// of ops/<tier>/*.cpp (tiers.h).  Ops not registered here fall back to the
+// reference backend.
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -224,17 +225,20 @@ void pin_openmp_runtime() {
 // plugin).  So oneDNN primitives register first, the vectorised C++ loops
 // (f32/f64) next, the generic C++ paths (every other dtype and layout, the
 // reference's formulas) last.  A family file registers each of its dtypes in
-// one tier; docs/architecture.md describes the tiers.
+// one tier; tiers.h lists the files of each tier (ops/<tier>/<stem>.cpp, one
+// per section of core/ops/ops.def), docs/architecture.md describes the tiers.
 struct KernelTier {
   const char* name;
   std::initializer_list<void (*)(const gn::sdk::Registrar&)> families;
 };
 const KernelTier kTiers[] = {
-    {"oneDNN", {register_matmul, register_eltwise, register_binary, register_softmax, register_norm, register_conv}},
-    {"SIMD loops", {register_convert, register_unary, register_reduce, register_nn, register_random, register_loss,
-                    register_optim, register_indexing, register_pool, register_shape, register_sort,
-                    register_attention, register_llm}},
-    {"generic", {register_elementwise, register_binary_generic}},
+    {"oneDNN", {onednn::register_unary, onednn::register_binary, onednn::register_softmax, onednn::register_linalg,
+                onednn::register_norm, onednn::register_conv, onednn::register_llm}},
+    {"SIMD loops", {simd::register_unary, simd::register_binary, simd::register_creation, simd::register_reduce,
+                    simd::register_norm, simd::register_rope, simd::register_activation, simd::register_loss,
+                    simd::register_attention, simd::register_indexing, simd::register_shape, simd::register_sort,
+                    simd::register_pool, simd::register_optim, simd::register_llm}},
+    {"generic", {generic::register_unary, generic::register_binary}},
 };
 
 // (op, dtype) pairs registered so far: the host's register_kernel, recorded.

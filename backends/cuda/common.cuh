@@ -5,7 +5,7 @@
 // ---------------------------------------------------------------------------
 // How a family registers its kernels (no central list to edit):
 //
-//   // backends/cuda/ops/myfamily.cu
+//   // backends/cuda/ops/myfamily.cu (myfamily: the stem of a section of core/ops/ops.def)
 //   #include "common.cuh"
 //   namespace gn::cuda {
 //   namespace {

@@ -45,7 +45,8 @@
 #include "genesis/sdk/convert.h"
 #include "genesis/sdk/plugin.h"
 
-namespace gn::gloo_backend {
+namespace gn::gloo {
+namespace {
 
 using gn::sdk::fail;
 using Ms = std::chrono::milliseconds;
@@ -374,7 +375,8 @@ void init(const gn_host_api* h, gn_plugin_info*) {
   sdk::throw_if(h, h->register_comm(h->host_ctx, &vt));
 }
 
-}  // namespace gn::gloo_backend
+}  // namespace
+}  // namespace gn::gloo
 
 GN_SDK_PLUGIN("gloo", "0.1.0", "Gloo communicator for cpu tensors over TCP (collectives, send/recv)",
-              gn::gloo_backend::init)
+              gn::gloo::init)

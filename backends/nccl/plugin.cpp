@@ -35,7 +35,8 @@
 #error "the nccl plugin needs NCCL >= 2.14 (non-blocking communicators, ncclCommFinalize)"
 #endif
 
-namespace gn::nccl_backend {
+namespace gn::nccl {
+namespace {
 
 using gn::sdk::fail;
 using Clock = std::chrono::steady_clock;
@@ -445,7 +446,8 @@ void init(const gn_host_api* h, gn_plugin_info*) {
   sdk::throw_if(h, h->register_comm(h->host_ctx, &vt));
 }
 
-}  // namespace gn::nccl_backend
+}  // namespace
+}  // namespace gn::nccl
 
 GN_SDK_PLUGIN("nccl", "0.1.0", "NCCL communicator for cuda tensors (non-blocking, aborts on a dead peer)",
-              gn::nccl_backend::init)
+              gn::nccl::init)

@@ -19,10 +19,10 @@
 #include "dense.h"
 #include "families.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
-using namespace ref::dense;
+using namespace gn::reference::dense;
 using gn::sdk::fail;
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
@@ -213,4 +213,4 @@ void register_attention(const gn::sdk::Registrar& r) {
   r.kernel("scaled_dot_product_attention_backward", kFloatDtypes, sdpa_backward_kernel);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

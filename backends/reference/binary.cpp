@@ -12,7 +12,7 @@
 #include "genesis/sdk/scalar_tables.h"
 #include "util.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
 using gn::sdk::load;
@@ -100,4 +100,4 @@ void register_binary(const gn::sdk::Registrar& r) {
   r.kernel("where", kAllDtypes, where_kernel);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

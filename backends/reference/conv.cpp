@@ -1,6 +1,5 @@
 // backends/reference/conv.cpp - conv2d (NCHW, stride / padding / dilation /
-// groups, optional bias) and its backward; register_conv also registers the
-// pooling kernels of pool.cpp.
+// groups, optional bias) and its backward.
 //
 // y[n,o,oh,ow] = bias[o] + sum_{c,i,j} x[n, g*Cg + c, oh*sh - ph + i*dh, ow*sw - pw + j*dw] * w[o,c,i,j]
 // where g = o / (O/groups) is o's group, Cg = C/groups, and x is 0 outside.
@@ -10,13 +9,10 @@
 #include "dense.h"
 #include "families.h"
 
-namespace ref {
-
-void register_pool(const gn::sdk::Registrar& r);  // pool.cpp
-
+namespace gn::reference {
 namespace {
 
-using namespace ref::dense;
+using namespace gn::reference::dense;
 using gn::sdk::fail;
 
 struct ConvParams {
@@ -158,7 +154,6 @@ GN_SDK_KERNEL(conv2d_backward_kernel) {
 void register_conv(const gn::sdk::Registrar& r) {
   r.kernel("conv2d", kFloatDtypes, conv2d_kernel);
   r.kernel("conv2d_backward", kFloatDtypes, conv2d_backward_kernel);
-  register_pool(r);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

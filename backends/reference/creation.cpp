@@ -10,7 +10,7 @@
 #include "families.h"
 #include "util.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
 using gn::sdk::elem_ptr;
@@ -100,4 +100,4 @@ void register_creation(const gn::sdk::Registrar& r) {
   r.kernel("bernoulli", kFloatingDtypes, bernoulli_kernel);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

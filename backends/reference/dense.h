@@ -1,7 +1,7 @@
-// backends/reference/dense.h - helpers of the reference kernels in linalg, norm,
-// activation, loss, attention, conv, pool and optim: move strided views of any
-// dtype to and from dense row-major std::vector<double> (llm.c style: load,
-// compute in double, store), read attributes, check shapes.
+// backends/reference/dense.h - helpers of the reference kernels in linalg,
+// norm, rope, activation, loss, attention, conv, pool, optim and llm: move
+// strided views of any dtype to and from dense row-major std::vector<double>
+// (llm.c style: load, compute in double, store), read attributes, check shapes.
 #pragma once
 
 #include <cmath>
@@ -11,7 +11,7 @@
 
 #include "genesis/sdk/sdk.h"
 
-namespace ref::dense {
+namespace gn::reference::dense {
 
 using Vec = std::vector<double>;
 using Shape = std::vector<int64_t>;
@@ -173,4 +173,4 @@ inline Pair attr_pair(const char* op, const char* name, const gn_attr_value* a, 
 // The float dtypes every family here registers.
 inline constexpr int32_t kFloatDtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
 
-}  // namespace ref::dense
+}  // namespace gn::reference::dense

@@ -1,25 +1,29 @@
-// backends/reference/families.h - one registration function per op family;
-// each lives in <family>.cpp and registers its kernels for device type "cpu".
+// backends/reference/families.h - one registration function per op family,
+// the sections of core/ops/ops.def: register_<stem> lives in <stem>.cpp and
+// registers that section's kernels for device type "cpu".
 #pragma once
 
 #include "genesis/sdk/sdk.h"
 
-namespace ref {
+namespace gn::reference {
 
-void register_unary(const gn::sdk::Registrar& r);      // unary.cpp: neg..isfinite, cast, copy, fill, clamp
-void register_binary(const gn::sdk::Registrar& r);     // binary.cpp: add..logical_or, where
-void register_creation(const gn::sdk::Registrar& r);   // creation.cpp: arange, full, rand, randn, randint, bernoulli
-void register_reduce(const gn::sdk::Registrar& r);     // reduce.cpp: sum..norm
-void register_softmax(const gn::sdk::Registrar& r);    // softmax.cpp: softmax, log_softmax and backward
-void register_indexing(const gn::sdk::Registrar& r);  // indexing.cpp: embedding*, gather, scatter*, index_*, masked_fill, cat, stack, triu, tril, one_hot
-void register_sort(const gn::sdk::Registrar& r);       // sort.cpp: topk, sort, argsort
-void register_linalg(const gn::sdk::Registrar& r);     // linalg.cpp: matmul, bmm
-void register_norm(const gn::sdk::Registrar& r);       // norm.cpp: layer_norm, rms_norm and backward
-void register_activation(const gn::sdk::Registrar& r); // activation.cpp: rope, swiglu and backward
-void register_loss(const gn::sdk::Registrar& r);       // loss.cpp: cross_entropy and backward
-void register_attention(const gn::sdk::Registrar& r);  // attention.cpp: scaled_dot_product_attention and backward
-void register_conv(const gn::sdk::Registrar& r);       // conv.cpp: conv2d, pooling and backward
-void register_optim(const gn::sdk::Registrar& r);      // optim.cpp: sgd_step, adamw_step, multi_* helpers
-void register_llm(const gn::sdk::Registrar& r);        // llm.cpp: kv_cache_write_, add_rms_norm, linear, linear_swiglu
+void register_unary(const gn::sdk::Registrar& r);       // neg..isfinite, cast, copy, fill, clamp, expm1
+void register_binary(const gn::sdk::Registrar& r);      // add..logical_or, where
+void register_creation(const gn::sdk::Registrar& r);    // arange, full, rand, randn, randint, bernoulli
+void register_reduce(const gn::sdk::Registrar& r);      // sum..norm
+void register_softmax(const gn::sdk::Registrar& r);     // softmax, log_softmax and backward
+void register_linalg(const gn::sdk::Registrar& r);      // matmul, bmm
+void register_norm(const gn::sdk::Registrar& r);        // layer_norm, rms_norm and backward
+void register_rope(const gn::sdk::Registrar& r);        // rope and backward
+void register_activation(const gn::sdk::Registrar& r);  // swiglu and backward
+void register_loss(const gn::sdk::Registrar& r);        // cross_entropy and backward
+void register_attention(const gn::sdk::Registrar& r);   // scaled_dot_product_attention and backward
+void register_indexing(const gn::sdk::Registrar& r);    // embedding*, gather, scatter*, index_*, masked_fill, one_hot
+void register_shape(const gn::sdk::Registrar& r);       // cat, stack, triu, tril (split is a view: no kernel)
+void register_sort(const gn::sdk::Registrar& r);        // topk, sort, argsort
+void register_conv(const gn::sdk::Registrar& r);        // conv2d and backward
+void register_pool(const gn::sdk::Registrar& r);        // max_pool2d, avg_pool2d and backward
+void register_optim(const gn::sdk::Registrar& r);       // sgd_step, adamw_step, multi_* helpers
+void register_llm(const gn::sdk::Registrar& r);         // kv_cache_write_, add_rms_norm, linear, linear_swiglu
 
-}  // namespace ref
+}  // namespace gn::reference

@@ -10,10 +10,10 @@
 #include "dense.h"
 #include "families.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
-using namespace ref::dense;
+using namespace gn::reference::dense;
 using gn::sdk::fail;
 
 // ----------------------------------------------------------------------------
@@ -159,4 +159,4 @@ void register_linalg(const gn::sdk::Registrar& r) {
   r.kernel("bmm", dtypes, bmm_kernel);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

@@ -10,10 +10,10 @@
 #include "dense.h"
 #include "families.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
-using namespace ref::dense;
+using namespace gn::reference::dense;
 using gn::sdk::fail;
 
 std::string strides_str(const gn_tensor_view& v) {
@@ -168,4 +168,4 @@ void register_llm(const gn::sdk::Registrar& r) {
   r.kernel("add_rms_norm", kFloatDtypes, add_rms_norm_kernel);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

@@ -19,10 +19,10 @@
 #include "dense.h"
 #include "families.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
-using namespace ref::dense;
+using namespace gn::reference::dense;
 using gn::sdk::fail;
 
 // logsumexp of one row (NaN propagates; all -inf gives -inf; +inf gives +inf).
@@ -164,4 +164,4 @@ void register_loss(const gn::sdk::Registrar& r) {
   r.kernel("cross_entropy_backward", kFloatDtypes, cross_entropy_backward_kernel);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

@@ -9,10 +9,10 @@
 #include "dense.h"
 #include "families.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
-using namespace ref::dense;
+using namespace gn::reference::dense;
 using gn::sdk::fail;
 
 // Number of trailing elements that one row normalizes over.
@@ -202,4 +202,4 @@ void register_norm(const gn::sdk::Registrar& r) {
   r.kernel("rms_norm_backward", kFloatDtypes, rms_norm_backward_kernel);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

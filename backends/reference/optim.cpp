@@ -8,10 +8,10 @@
 #include "dense.h"
 #include "families.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
-using namespace ref::dense;
+using namespace gn::reference::dense;
 using gn::sdk::fail;
 
 // ----------------------------------------------------------------------------
@@ -173,4 +173,4 @@ void register_optim(const gn::sdk::Registrar& r) {
   r.kernel("multi_unscale_check_", kFloatDtypes, multi_unscale_check_kernel);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

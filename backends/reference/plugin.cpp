@@ -13,7 +13,7 @@
 #include "families.h"
 #include "genesis/sdk/host_device.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
 // ----------------------------------------------------------------------------
@@ -132,19 +132,22 @@ void init(const gn_host_api* h, gn_plugin_info*) {
   register_creation(r);
   register_reduce(r);
   register_softmax(r);
-  register_indexing(r);
-  register_sort(r);
   register_linalg(r);
   register_norm(r);
+  register_rope(r);
   register_activation(r);
   register_loss(r);
   register_attention(r);
+  register_indexing(r);
+  register_shape(r);
+  register_sort(r);
   register_conv(r);
+  register_pool(r);
   register_optim(r);
   register_llm(r);
 }
 
 }  // namespace
-}  // namespace ref
+}  // namespace gn::reference
 
-GN_SDK_PLUGIN("reference", "0.1.0", "naive double-precision CPU kernels of every op: the test oracle", ref::init)
+GN_SDK_PLUGIN("reference", "0.1.0", "naive double-precision CPU kernels of every op: the test oracle", gn::reference::init)

@@ -1,5 +1,5 @@
 // backends/reference/pool.cpp - max_pool2d and avg_pool2d with backward, as
-// torch's CPU kernels define them (registered through register_conv).
+// torch's CPU kernels define them.
 //
 // x (..., H, W): every leading dim is a plane (N*C planes for NCHW).
 // Output size, torch's pooling_output_shape:
@@ -21,13 +21,11 @@
 #include "dense.h"
 #include "families.h"
 
-namespace ref {
-
-void register_pool(const gn::sdk::Registrar& r);  // called by register_conv (conv.cpp)
+namespace gn::reference {
 
 namespace {
 
-using namespace ref::dense;
+using namespace gn::reference::dense;
 using gn::sdk::fail;
 
 struct PoolParams {
@@ -230,4 +228,4 @@ void register_pool(const gn::sdk::Registrar& r) {
   r.kernel("avg_pool2d_backward", kFloatDtypes, avg_pool2d_backward_kernel);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

@@ -14,7 +14,7 @@
 #include "genesis/sdk/scalar_tables.h"
 #include "util.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
 using gn::sdk::load;
@@ -183,4 +183,4 @@ void register_reduce(const gn::sdk::Registrar& r) {
       if (gn::sdk::scalar::reduce_takes(d.inputs, dt)) r.kernel(d.name, dt, reduce_kernel, 0, (void*)&d);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

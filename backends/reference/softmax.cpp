@@ -10,7 +10,7 @@
 #include "families.h"
 #include "util.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
 using gn::sdk::load;
@@ -101,4 +101,4 @@ void register_softmax(const gn::sdk::Registrar& r) {
   r.kernel("log_softmax_backward", kFloatingDtypes, log_softmax_backward_kernel);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

@@ -14,7 +14,7 @@
 #include "families.h"
 #include "util.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
 // Positions 0..L-1 of one line in sorted order.
@@ -108,4 +108,4 @@ void register_sort(const gn::sdk::Registrar& r) {
   r.kernel("topk", kNumericDtypes, topk_kernel);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

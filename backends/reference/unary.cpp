@@ -11,7 +11,7 @@
 #include "genesis/sdk/scalar_tables.h"
 #include "util.h"
 
-namespace ref {
+namespace gn::reference {
 namespace {
 
 using gn::sdk::load;
@@ -106,4 +106,4 @@ void register_unary(const gn::sdk::Registrar& r) {
   r.kernel("clamp", kNumericDtypes, clamp_kernel);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

@@ -1,5 +1,5 @@
-// plugins/reference/util.h - helpers of the reference kernels in unary, binary,
-// creation, reduce, softmax, indexing and sort: attributes, "[op] ..." errors,
+// backends/reference/util.h - helpers of the reference kernels in unary, binary,
+// creation, reduce, softmax, indexing, shape and sort: attributes, "[op] ..." errors,
 // exact integer loads, broadcast walks over strided views, sub-views, and the
 // (kept dims) x (reduced dims) layout every reduction and dim-wise op uses.
 //
@@ -14,7 +14,7 @@
 
 #include "genesis/sdk/sdk.h"
 
-namespace ref {
+namespace gn::reference {
 
 using Dims = std::vector<int64_t>;
 
@@ -232,4 +232,4 @@ inline Groups line_groups(const gn_tensor_view& x, int32_t dim) {
   return make_groups(x, mask);
 }
 
-}  // namespace ref
+}  // namespace gn::reference

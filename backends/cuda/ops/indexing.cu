@@ -1,23 +1,205 @@
-// backends/cuda/ops/indexing.cu - gather, scatter, scatter_add, index_select,
-// index_add.
+// backends/cuda/ops/indexing.cu - embedding and its backward, gather, scatter,
+// scatter_add, index_select, index_add, masked_fill, one_hot.
 //
-// Every tensor is dense (GN_KERNEL_CONTIGUOUS); index tensors have any integer
-// dtype.  Values are copied as raw elements of their size (exact for every
-// dtype).  scatter with repeated targets is deterministic: the largest index
-// position wins (as the reference's row-major loop), found with an atomicMax
-// pass first.  The accumulating ops (scatter_add, index_add) are deterministic
-// and bit-identical to the reference: (target, position) pairs are radix-
-// sorted (CUB, stable), then one thread per run of equal targets adds the run
-// in position order with the reference's arithmetic (double, rounded to the
-// dtype after every addition; wrapping int64 for integers).  No atomics.
-// Out-of-range indices fail with GN_ERR_INDEX (device flag, nn_common.cuh).
+// embedding: weight (V, D) dense, any dtype; ids (*) any integer dtype ->
+//   out (*, D) = weight[ids].  Rows are copied as raw bytes in the widest
+//   unit (16, 8, 4, 2 or 1 bytes) that divides the row and the alignment.
+// embedding_backward: grad (*, D) float, ids (*) -> (num_weights, D),
+//   repeated ids accumulate DETERMINISTICALLY: the (id, position) pairs are
+//   radix-sorted (CUB, stable, so equal ids keep their original order), then
+//   one block per run of equal ids adds its grad rows in that order in double
+//   (the reference's arithmetic and order: bit-identical results) and writes
+//   the weight row once.  Rows of ids that never occur are 0.  No atomics.  A
+//   run is summed serially (columns in parallel): a single id repeated m times
+//   costs m row reads on one block column slab.
+//
+// The rest: every tensor is dense (GN_KERNEL_CONTIGUOUS); index tensors have
+// any integer dtype.  Values are copied as raw elements of their size (exact
+// for every dtype).  scatter with repeated targets is deterministic: the
+// largest index position wins (as the reference's row-major loop), found with
+// an atomicMax pass first.  The accumulating ops (scatter_add, index_add) are
+// deterministic and bit-identical to the reference: (target, position) pairs
+// are radix-sorted (CUB, stable), then one thread per run of equal targets
+// adds the run in position order with the reference's arithmetic (double,
+// rounded to the dtype after every addition; wrapping int64 for integers).  No
+// atomics.
+//   masked_fill: mask (bool) broadcast to x through an OffsetCalc; the fill
+//     value is converted to the dtype's bits once on the host (gn::sdk::store,
+//     the reference's own conversion).
+//   one_hot: out (n, C) int64 = (ids[r] == c); ids outside [0, C) fail.
+// Out-of-range ids and indices fail with GN_ERR_INDEX (device flag, read back
+// after the launch; see nn_common.cuh).
 #include <cub/device/device_radix_sort.cuh>
+
+#include <cstring>
 
 #include "common.cuh"
 #include "kernels/nn_common/nn_common.cuh"
 
 namespace gn::cuda {
 namespace {
+
+using nn::BadIndex;
+using nn::IndexPtr;
+
+// ----------------------------------------------------------------------------
+// embedding forward
+
+// out row r (upr units) = weight row ids[r]; U = copy unit.
+template <class U>
+__global__ void embedding_fwd_kernel(const U* __restrict__ w, nn::IndexPtr ids, U* __restrict__ out, int64_t n,
+                                     int64_t upr, int64_t V, nn::BadIndex bad) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
+  const int64_t total = n * upr;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = i / upr, c = i - r * upr;
+    const int64_t id = ids[r];
+    if (id < 0 || id >= V) {
+      if (c == 0) bad.report(id);
+      continue;
+    }
+    out[i] = w[id * upr + c];
+  }
+}
+
+// Widest copy unit dividing `row_bytes` with both base pointers aligned to it.
+int unit_bytes(int64_t row_bytes, const void* a, const void* b) {
+  for (int u = 16; u > 1; u /= 2)
+    if (row_bytes % u == 0 && ((uintptr_t)a % u) == 0 && ((uintptr_t)b % u) == 0) return u;
+  return 1;
+}
+
+// in: weight (V, D), ids (*); out: (*, D)
+GN_SDK_KERNEL(embedding_kernel) {
+  const char* op = "embedding";
+  need_io(op, n_in, 2, n_out, 1);
+  DeviceGuard dg(ctx);
+  const gn_tensor_view &w = in[0], &ids = in[1], &o = out[0];
+  if (w.ndim != 2) fail_op(GN_ERR_SHAPE, op, "weight must be 2-D, got " + shape_str(w));
+  const int64_t V = w.shape[0], D = w.shape[1], n = numel(ids);
+  if (numel(o) != n * D || o.dtype != w.dtype)
+    fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match ids " + shape_str(ids));
+  const nn::IndexPtr ip = nn::index_ptr(op, ids);
+  if (n == 0 || D == 0) return;
+  const int64_t row_bytes = D * (int64_t)gn_dtype_size(w.dtype);
+  const void* wp = gn_view_ptr(&w);
+  void* op_ = gn_view_ptr(&o);
+  const int u = unit_bytes(row_bytes, wp, op_);
+  const int64_t upr = row_bytes / u;
+  nn::IndexCheck check(ctx);
+  const unsigned grid = nn::grid_for(ctx, n * upr);
+  switch (u) {
+    case 16:
+      launch_pdl_ptr(embedding_fwd_kernel<uint4>, grid, kThreads, 0, stream(ctx), (const uint4*)wp, ip, (uint4*)op_, n,
+                     upr, V, check.dev);
+      break;
+    case 8:
+      launch_pdl_ptr(embedding_fwd_kernel<uint2>, grid, kThreads, 0, stream(ctx), (const uint2*)wp, ip, (uint2*)op_, n,
+                     upr, V, check.dev);
+      break;
+    case 4:
+      launch_pdl_ptr(embedding_fwd_kernel<uint32_t>, grid, kThreads, 0, stream(ctx), (const uint32_t*)wp, ip,
+                     (uint32_t*)op_, n, upr, V, check.dev);
+      break;
+    case 2:
+      launch_pdl_ptr(embedding_fwd_kernel<uint16_t>, grid, kThreads, 0, stream(ctx), (const uint16_t*)wp, ip,
+                     (uint16_t*)op_, n, upr, V, check.dev);
+      break;
+    default:
+      launch_pdl_ptr(embedding_fwd_kernel<uint8_t>, grid, kThreads, 0, stream(ctx), (const uint8_t*)wp, ip,
+                     (uint8_t*)op_, n, upr, V, check.dev);
+      break;
+  }
+  GN_CUDA_CHECK_LAUNCH();
+  check.finish(op, V);
+}
+
+// ----------------------------------------------------------------------------
+// embedding backward
+
+// keys[i] = ids[i] (out of range: reported, key V so it sorts last and is
+// skipped), pos[i] = i.
+__global__ void embedding_keys_kernel(nn::IndexPtr ids, int32_t* __restrict__ keys, int32_t* __restrict__ pos,
+                                      int64_t n, int64_t V, nn::BadIndex bad) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t id = ids[i];
+    if (id < 0 || id >= V) {
+      bad.report(id);
+      keys[i] = (int32_t)V;
+    } else {
+      keys[i] = (int32_t)id;
+    }
+    pos[i] = (int32_t)i;
+  }
+}
+
+// Block x walks sorted positions; at the start of each run of equal keys it
+// sums the run's grad rows (original order) for its slab of columns.
+template <class T>
+__global__ void embedding_bwd_runs_kernel(const T* __restrict__ g, const int32_t* __restrict__ keys,
+                                          const int32_t* __restrict__ pos, T* __restrict__ out, int64_t n, int64_t D,
+                                          int64_t V) {
+  using A = double;  // the reference's sum, in its order: bit-identical
+  for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+    const int32_t key = keys[i];
+    if ((i > 0 && keys[i - 1] == key) || key >= V) continue;
+    for (int64_t col = blockIdx.y * (int64_t)blockDim.x + threadIdx.x; col < D; col += (int64_t)gridDim.y * blockDim.x) {
+      A acc = A(0);
+      for (int64_t j = i; j < n && keys[j] == key; ++j) acc += convert<A>(g[(int64_t)pos[j] * D + col]);
+      out[(int64_t)key * D + col] = convert<T>(acc);
+    }
+  }
+}
+
+// in: grad (*, D), ids (*); out: (num_weights, D); attrs: num_weights
+GN_SDK_KERNEL(embedding_backward_kernel) {
+  const char* op = "embedding_backward";
+  need_io(op, n_in, 2, n_out, 1);
+  DeviceGuard dg(ctx);
+  const gn_tensor_view &g = in[0], &ids = in[1], &o = out[0];
+  const int64_t V = attr_int(op, attrs, n_attrs, 0);
+  if (o.ndim != 2 || o.shape[0] != V || o.dtype != g.dtype)
+    fail_op(GN_ERR_SHAPE, op, "output must be (num_weights, D) in grad's dtype, got " + shape_str(o));
+  const int64_t D = o.shape[1], n = numel(ids);
+  if (numel(g) != n * D) fail_op(GN_ERR_SHAPE, op, "grad " + shape_str(g) + " does not match ids " + shape_str(ids));
+  const nn::IndexPtr ip = nn::index_ptr(op, ids);
+  if (n >= INT32_MAX || V >= INT32_MAX)
+    fail_op(GN_ERR_UNSUPPORTED, op, "more than 2^31-1 ids or weights is not supported on cuda");
+  const size_t esize = gn_dtype_size(g.dtype);
+  if (numel(o) > 0) GN_CUDA_CHECK(cudaMemsetAsync(gn_view_ptr(&o), 0, (size_t)numel(o) * esize, stream(ctx)));
+  if (n == 0) return;
+  nn::IndexCheck check(ctx);
+  // Sort (key, position) pairs over the bits that V needs (the sentinel V included).
+  int end_bit = 1;
+  while (end_bit < 32 && ((int64_t)1 << end_bit) <= V) ++end_bit;
+  size_t temp_bytes = 0;
+  GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, (const int32_t*)nullptr, (int32_t*)nullptr,
+                                                (const int32_t*)nullptr, (int32_t*)nullptr, (int)n, 0, end_bit,
+                                                stream(ctx)));
+  nn::Carver cv;
+  const size_t o_kin = cv.add(n * 4), o_kout = cv.add(n * 4), o_vin = cv.add(n * 4), o_vout = cv.add(n * 4),
+               o_tmp = cv.add(temp_bytes);
+  char* ws = static_cast<char*>(workspace(ctx, cv.total));
+  int32_t *kin = (int32_t*)(ws + o_kin), *kout = (int32_t*)(ws + o_kout);
+  int32_t *vin = (int32_t*)(ws + o_vin), *vout = (int32_t*)(ws + o_vout);
+  embedding_keys_kernel<<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(ip, kin, vin, n, V, check.dev);
+  GN_CUDA_CHECK_LAUNCH();
+  GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(ws + o_tmp, temp_bytes, kin, kout, vin, vout, (int)n, 0, end_bit,
+                                                stream(ctx)));
+  if (D > 0) {
+    const int threads = D >= 256 ? 256 : (int)((D + 31) / 32 * 32);
+    const unsigned slabs = (unsigned)std::min<int64_t>((D + threads - 1) / threads, 65535);
+    const dim3 grid((unsigned)std::min<int64_t>(n, (int64_t)1 << 30), slabs);
+    dispatch_float(g.dtype, op, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      embedding_bwd_runs_kernel<T><<<grid, threads, 0, stream(ctx)>>>(data_ptr<const T>(g), kout, vout,
+                                                                      data_ptr<T>(o), n, D, V);
+    });
+    GN_CUDA_CHECK_LAUNCH();
+  }
+  check.finish(op, V);
+}
 
 using nn::BadIndex;
 using nn::IndexPtr;
@@ -452,14 +634,94 @@ GN_SDK_KERNEL(index_add_kernel_fn) {
   check.finish(op, size);
 }
 
+// ----------------------------------------------------------------------------
+// masked_fill
+
+template <class U>
+__global__ void masked_fill_kernel(const U* __restrict__ x, const uint8_t* __restrict__ mask, U* __restrict__ out,
+                                   OffsetCalc<1> oc, int64_t n, U value) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t off[1];
+    oc.get(i, off);
+    out[i] = mask[off[0]] ? value : x[i];
+  }
+}
+
+// in: x, mask (bool, broadcast to x); out: x's shape; attrs: value
+GN_SDK_KERNEL(masked_fill_fn) {
+  const char* op = "masked_fill";
+  need_io(op, n_in, 2, n_out, 1);
+  DeviceGuard dg(ctx);
+  const gn_tensor_view &x = in[0], &mask = in[1], &o = out[0];
+  const double value = attr_float(op, attrs, n_attrs, 0);
+  if (mask.dtype != GN_BOOL) fail_op(GN_ERR_DTYPE, op, std::string("mask must be bool, got ") + gn_dtype_name(mask.dtype));
+  bool ok = mask.ndim <= x.ndim && numel(o) == numel(x) && o.dtype == x.dtype;
+  for (int32_t d = 0; ok && d < mask.ndim; ++d) {
+    const int64_t s = mask.shape[d], t = x.shape[d + x.ndim - mask.ndim];
+    ok = s == t || s == 1;
+  }
+  if (!ok) fail_op(GN_ERR_SHAPE, op, "mask " + shape_str(mask) + " does not broadcast to " + shape_str(x));
+  const int64_t n = numel(x);
+  if (n == 0) return;
+  const gn_tensor_view* views[1] = {&mask};
+  const OffsetCalc<1> oc = make_offset_calc<1>(x.shape, x.ndim, views);
+  uint64_t bits = 0;
+  gn::sdk::store(&bits, x.dtype, value);  // little-endian: the low bytes are the element
+  nn::dispatch_raw(x.dtype, op, [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    U v;
+    memcpy(&v, &bits, sizeof(U));
+    masked_fill_kernel<U><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(
+        data_ptr<const U>(x), data_ptr<const uint8_t>(mask), data_ptr<U>(o), oc, n, v);
+  });
+  GN_CUDA_CHECK_LAUNCH();
+}
+
+// ----------------------------------------------------------------------------
+// one_hot
+
+__global__ void one_hot_kernel(IndexPtr ids, int64_t* __restrict__ out, int64_t n, int64_t C, BadIndex bad) {
+  const int64_t total = n * C;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = i / C, c = i - r * C;
+    const int64_t v = ids[r];
+    if (c == 0 && (v < 0 || v >= C)) bad.report(v);
+    out[i] = v == c ? 1 : 0;
+  }
+}
+
+// in: ids (*); out: int64 (*, C); attrs: num_classes
+GN_SDK_KERNEL(one_hot_fn) {
+  const char* op = "one_hot";
+  need_io(op, n_in, 1, n_out, 1);
+  DeviceGuard dg(ctx);
+  const gn_tensor_view &ids = in[0], &o = out[0];
+  const IndexPtr ip = nn::index_ptr(op, ids);
+  const int64_t n = numel(ids);
+  int64_t C = attr_int(op, attrs, n_attrs, 0);
+  if (C < 0 && o.ndim > 0) C = o.shape[o.ndim - 1];
+  if (o.dtype != GN_I64 || o.ndim != ids.ndim + 1 || o.shape[o.ndim - 1] != C || numel(o) != n * C)
+    fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match ids " + shape_str(ids) + " and " +
+                                  std::to_string(C) + " classes");
+  if (n * C == 0) return;
+  nn::IndexCheck check(ctx);
+  one_hot_kernel<<<nn::grid_for(ctx, n * C), kThreads, 0, stream(ctx)>>>(ip, data_ptr<int64_t>(o), n, C, check.dev);
+  GN_CUDA_CHECK_LAUNCH();
+  check.finish(op, C);
+}
+
 }  // namespace
 
 GN_CUDA_FAMILY(indexing) {
+  r.kernel("embedding", kAllDtypes, embedding_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("embedding_backward", kFloatDtypes, embedding_backward_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("gather", kAllDtypes, gather_kernel_fn, GN_KERNEL_CONTIGUOUS);
   r.kernel("scatter", kAllDtypes, scatter_kernel_fn, GN_KERNEL_CONTIGUOUS);
   r.kernel("scatter_add", kNumericDtypes, scatter_add_kernel_fn, GN_KERNEL_CONTIGUOUS);
   r.kernel("index_select", kAllDtypes, index_select_kernel_fn, GN_KERNEL_CONTIGUOUS);
   r.kernel("index_add", kNumericDtypes, index_add_kernel_fn, GN_KERNEL_CONTIGUOUS);
+  r.kernel("masked_fill", kAllDtypes, masked_fill_fn, GN_KERNEL_CONTIGUOUS);
+  r.kernel("one_hot", kIntDtypes, one_hot_fn, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cuda

@@ -21,8 +21,15 @@
 //   arithmetic, so y equals rms_norm(h, weight).y bit for bit.  For 16-bit
 //   rows of up to 1024 elements (512 for f32) that block is a single warp when
 //   rows are many, one thread per 16 bytes when they are few (nn::row_threads_for).
+//
+// linear(x (*, K), weight (N, K), [bias (N)]) and linear_swiglu(x, weight
+// (2I, K)), dense: linalg.cu's matmul path (matmul.cuh) with the weight
+// transposed.  The few-rows path (bf16/f16 decode) applies the bias or the
+// SwiGLU activation in its epilogue (one rounding); otherwise cuBLASLt's
+// product is followed by a bias / activation kernel.
 #include "common.cuh"
 #include "kernels/nn_common/nn_common.cuh"
+#include "matmul.cuh"
 
 namespace gn::cuda {
 namespace {
@@ -251,11 +258,113 @@ GN_SDK_KERNEL(add_rms_norm_op) {
   });
 }
 
+// ----------------------------------------------------------------------------
+// linear, linear_swiglu: the matmul path of linalg.cu (matmul.cuh)
+
+// out (R, N) dense += bias (N), in acc_t (rounded once more: matmul then add)
+template <class T>
+__global__ void bias_rows_kernel(T* __restrict__ o, const T* __restrict__ bias, int64_t n, int64_t N) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    o[i] = convert<T>(convert<acc_t<T>>(o[i]) + convert<acc_t<T>>(bias[i % N]));
+}
+
+// linear(x (*, K), weight (N, K), [bias (N)]) -> (*, N), dense operands: the
+// few-rows path adds the bias in its epilogue (one rounding), otherwise
+// cuBLASLt's product then bias_rows_kernel.
+template <class T>
+void linear_typed(const gn_kernel_ctx* ctx, const gn_tensor_view& x, const gn_tensor_view& w, const gn_tensor_view* b,
+                  const gn_tensor_view& o) {
+  const T* bias = b ? data_ptr<const T>(*b) : nullptr;
+  bool done = false;
+  matmul::matmul_typed<T>("linear", ctx, x, w, o, false, true, bias, &done);
+  if (!bias || done) return;
+  const int64_t n = numel(o), N = w.shape[0];
+  if (n == 0) return;
+  launch_pdl<bias_rows_kernel<T>>(blocks_for(n), kThreads, 0, stream(ctx), data_ptr<T>(o), bias, n, N);
+}
+
+// t (R, 2I) dense -> y (R, I) = silu(t[:, :I]) * t[:, I:], in acc_t
+template <class T>
+__global__ void swiglu_rows_kernel(const T* __restrict__ t, T* __restrict__ y, int64_t n, int64_t I) {
+  pdl_wait();  // launched with launch_pdl (common.cuh)
+  pdl_trigger();
+  using A = acc_t<T>;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t r = e / I, i = e - r * I;
+    const A g = convert<A>(t[r * 2 * I + i]), u = convert<A>(t[r * 2 * I + I + i]);
+    y[e] = convert<T>(g / (A(1) + exp(-g)) * u);
+  }
+}
+
+// linear_swiglu(x (*, K), weight (2I, K)) -> (*, I), dense operands: the
+// few-rows path applies the activation in its epilogue (one rounding), else
+// cuBLASLt's (R, 2I) product in workspace, then swiglu_rows_kernel.
+template <class T>
+void linear_swiglu_typed(const gn_kernel_ctx* ctx, const gn_tensor_view& x, const gn_tensor_view& w,
+                         const gn_tensor_view& o) {
+  const int64_t I = w.shape[0] / 2, n = numel(o), R = I ? n / I : 0;
+  if (n == 0) return;
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
+    // x rows as one (R, K) matrix against the (2I, K) weight: the gemv's row list
+    const int64_t K = w.shape[1];
+    matmul::Mat a{}, b{};
+    a.base = data_ptr<char>(x); a.rows = R; a.cols = K; a.rs = K; a.cs = 1;
+    b.base = data_ptr<char>(w); b.rows = K; b.cols = 2 * I; b.rs = 1; b.cs = K;
+    matmul::Batch bt{};
+    bt.nb = 0;
+    if (matmul::try_gemv<T>(ctx, a, b, data_ptr<T>(o), bt, 1, R, 2 * I, K, I, 1, nullptr, true)) return;
+  }
+  T* t = static_cast<T*>(workspace(ctx, (size_t)(R * 2 * I) * sizeof(T)));
+  const int64_t tshape[2] = {R, 2 * I}, tstr[2] = {2 * I, 1}, xshape[2] = {R, w.shape[1]}, xstr[2] = {w.shape[1], 1};
+  gn_tensor_view tv = o, xv = x;
+  tv.data = t; tv.byte_offset = 0; tv.ndim = 2; tv.shape = tshape; tv.strides = tstr;
+  xv.ndim = 2; xv.shape = xshape; xv.strides = xstr;  // dense x as (R, K)
+  matmul::matmul_typed<T>("linear_swiglu", ctx, xv, w, tv, false, true);
+  launch_pdl<swiglu_rows_kernel<T>>(blocks_for(n), kThreads, 0, stream(ctx), t, data_ptr<T>(o), n, I);
+}
+
+GN_SDK_KERNEL(linear_swiglu_kernel) {
+  const char* op = "linear_swiglu";
+  need_io(op, n_in, 2, n_out, 1);
+  DeviceGuard guard(ctx);
+  if (in[1].ndim != 2 || in[1].shape[0] % 2 != 0)
+    fail_op(GN_ERR_SHAPE, op, "weight must be 2-D with an even number of rows, got " + shape_str(in[1]));
+  switch (out[0].dtype) {
+    case GN_F32: linear_swiglu_typed<float>(ctx, in[0], in[1], out[0]); break;
+    case GN_F16: linear_swiglu_typed<__half>(ctx, in[0], in[1], out[0]); break;
+    case GN_BF16: linear_swiglu_typed<__nv_bfloat16>(ctx, in[0], in[1], out[0]); break;
+    case GN_F64: linear_swiglu_typed<double>(ctx, in[0], in[1], out[0]); break;
+    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(out[0].dtype) + " is not supported");
+  }
+}
+
+GN_SDK_KERNEL(linear_kernel) {
+  const char* op = "linear";
+  if (n_in < 2 || n_in > 3 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, op, "expects 2 or 3 inputs and 1 output");
+  DeviceGuard guard(ctx);
+  if (in[1].ndim != 2) fail_op(GN_ERR_SHAPE, op, "weight must be 2-D, got " + shape_str(in[1]));
+  const gn_tensor_view* b = n_in == 3 ? &in[2] : nullptr;
+  if (b && (numel(*b) != in[1].shape[0] || b->dtype != out[0].dtype))
+    fail_op(GN_ERR_SHAPE, op, "bias must have " + std::to_string(in[1].shape[0]) + " elements of the output dtype");
+  switch (out[0].dtype) {
+    case GN_F32: linear_typed<float>(ctx, in[0], in[1], b, out[0]); break;
+    case GN_F16: linear_typed<__half>(ctx, in[0], in[1], b, out[0]); break;
+    case GN_BF16: linear_typed<__nv_bfloat16>(ctx, in[0], in[1], b, out[0]); break;
+    case GN_F64: linear_typed<double>(ctx, in[0], in[1], b, out[0]); break;
+    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(out[0].dtype) + " is not supported");
+  }
+}
+
 }  // namespace
 
 GN_CUDA_FAMILY(llm) {
   r.kernel("kv_cache_write_", kFloatDtypes, kv_cache_write_op);
   r.kernel("add_rms_norm", kFloatDtypes, add_rms_norm_op, GN_KERNEL_CONTIGUOUS);
+  const int32_t float_dtypes[] = {GN_F32, GN_F64, GN_F16, GN_BF16};
+  r.kernel("linear", float_dtypes, linear_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("linear_swiglu", float_dtypes, linear_swiglu_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cuda

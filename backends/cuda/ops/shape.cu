@@ -1,77 +1,25 @@
-// backends/cuda/ops/shape.cu - masked_fill, cat, stack, triu, tril, one_hot.
+// backends/cuda/ops/shape.cu - cat, stack, triu, tril.
 // (split is a core view op: no kernel.)
 //
 // Every tensor is dense (GN_KERNEL_CONTIGUOUS); inputs arrive in the output's
 // dtype (inference casts), so everything is a raw element copy of the dtype's
 // size, exact for every dtype.
-//   masked_fill: mask (bool) broadcast to x through an OffsetCalc; the fill
-//     value is converted to the dtype's bits once on the host (gn::sdk::store,
-//     the reference's own conversion).
 //   cat / stack: out seen as (outer, total, inner); input k is (outer, d_k,
 //     inner) copied at offset sum(d_<k) in the widest unit (16..1 bytes) that
 //     divides both row pitches, the offset and the alignment.  stack is cat
 //     with d_k = 1.  One launch per input.
 //   triu / tril: keep j - i >= diag (triu) / <= diag (tril), else 0 bits.
-//   one_hot: out (n, C) int64 = (ids[r] == c); ids outside [0, C) fail.
-#include <cstring>
-
 #include "common.cuh"
 #include "kernels/nn_common/nn_common.cuh"
 
 namespace gn::cuda {
 namespace {
 
-using nn::BadIndex;
-using nn::IndexPtr;
-
 int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
   const int64_t n = ndim > 0 ? ndim : 1;
   if (dim == GN_DIM_NONE || dim < -n || dim >= n)
     fail_op(GN_ERR_INDEX, op, "dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
   return ndim > 0 ? (int32_t)(dim < 0 ? dim + n : dim) : 0;
-}
-
-// ----------------------------------------------------------------------------
-// masked_fill
-
-template <class U>
-__global__ void masked_fill_kernel(const U* __restrict__ x, const uint8_t* __restrict__ mask, U* __restrict__ out,
-                                   OffsetCalc<1> oc, int64_t n, U value) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t off[1];
-    oc.get(i, off);
-    out[i] = mask[off[0]] ? value : x[i];
-  }
-}
-
-// in: x, mask (bool, broadcast to x); out: x's shape; attrs: value
-GN_SDK_KERNEL(masked_fill_fn) {
-  const char* op = "masked_fill";
-  need_io(op, n_in, 2, n_out, 1);
-  DeviceGuard dg(ctx);
-  const gn_tensor_view &x = in[0], &mask = in[1], &o = out[0];
-  const double value = attr_float(op, attrs, n_attrs, 0);
-  if (mask.dtype != GN_BOOL) fail_op(GN_ERR_DTYPE, op, std::string("mask must be bool, got ") + gn_dtype_name(mask.dtype));
-  bool ok = mask.ndim <= x.ndim && numel(o) == numel(x) && o.dtype == x.dtype;
-  for (int32_t d = 0; ok && d < mask.ndim; ++d) {
-    const int64_t s = mask.shape[d], t = x.shape[d + x.ndim - mask.ndim];
-    ok = s == t || s == 1;
-  }
-  if (!ok) fail_op(GN_ERR_SHAPE, op, "mask " + shape_str(mask) + " does not broadcast to " + shape_str(x));
-  const int64_t n = numel(x);
-  if (n == 0) return;
-  const gn_tensor_view* views[1] = {&mask};
-  const OffsetCalc<1> oc = make_offset_calc<1>(x.shape, x.ndim, views);
-  uint64_t bits = 0;
-  gn::sdk::store(&bits, x.dtype, value);  // little-endian: the low bytes are the element
-  nn::dispatch_raw(x.dtype, op, [&](auto tag) {
-    using U = typename decltype(tag)::type;
-    U v;
-    memcpy(&v, &bits, sizeof(U));
-    masked_fill_kernel<U><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(
-        data_ptr<const U>(x), data_ptr<const uint8_t>(mask), data_ptr<U>(o), oc, n, v);
-  });
-  GN_CUDA_CHECK_LAUNCH();
 }
 
 // ----------------------------------------------------------------------------
@@ -201,48 +149,13 @@ void tri_impl(const gn_kernel_ctx* ctx, const char* op, bool upper, const gn_ten
 GN_SDK_KERNEL(triu_fn) { tri_impl(ctx, "triu", true, in, n_in, out, n_out, attrs, n_attrs); }
 GN_SDK_KERNEL(tril_fn) { tri_impl(ctx, "tril", false, in, n_in, out, n_out, attrs, n_attrs); }
 
-// ----------------------------------------------------------------------------
-// one_hot
-
-__global__ void one_hot_kernel(IndexPtr ids, int64_t* __restrict__ out, int64_t n, int64_t C, BadIndex bad) {
-  const int64_t total = n * C;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t r = i / C, c = i - r * C;
-    const int64_t v = ids[r];
-    if (c == 0 && (v < 0 || v >= C)) bad.report(v);
-    out[i] = v == c ? 1 : 0;
-  }
-}
-
-// in: ids (*); out: int64 (*, C); attrs: num_classes
-GN_SDK_KERNEL(one_hot_fn) {
-  const char* op = "one_hot";
-  need_io(op, n_in, 1, n_out, 1);
-  DeviceGuard dg(ctx);
-  const gn_tensor_view &ids = in[0], &o = out[0];
-  const IndexPtr ip = nn::index_ptr(op, ids);
-  const int64_t n = numel(ids);
-  int64_t C = attr_int(op, attrs, n_attrs, 0);
-  if (C < 0 && o.ndim > 0) C = o.shape[o.ndim - 1];
-  if (o.dtype != GN_I64 || o.ndim != ids.ndim + 1 || o.shape[o.ndim - 1] != C || numel(o) != n * C)
-    fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match ids " + shape_str(ids) + " and " +
-                                  std::to_string(C) + " classes");
-  if (n * C == 0) return;
-  nn::IndexCheck check(ctx);
-  one_hot_kernel<<<nn::grid_for(ctx, n * C), kThreads, 0, stream(ctx)>>>(ip, data_ptr<int64_t>(o), n, C, check.dev);
-  GN_CUDA_CHECK_LAUNCH();
-  check.finish(op, C);
-}
-
 }  // namespace
 
 GN_CUDA_FAMILY(shape) {
-  r.kernel("masked_fill", kAllDtypes, masked_fill_fn, GN_KERNEL_CONTIGUOUS);
   r.kernel("cat", kAllDtypes, cat_fn, GN_KERNEL_CONTIGUOUS);
   r.kernel("stack", kAllDtypes, stack_fn, GN_KERNEL_CONTIGUOUS);
   r.kernel("triu", kAllDtypes, triu_fn, GN_KERNEL_CONTIGUOUS);
   r.kernel("tril", kAllDtypes, tril_fn, GN_KERNEL_CONTIGUOUS);
-  r.kernel("one_hot", kIntDtypes, one_hot_fn, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cuda

@@ -1,7 +1,7 @@
 // backends/cuda/kernels/nn_common/nn_common.cuh - helpers shared by the nn,
-// indexing, sort, conv/pool and optimizer families (ops/norm.cu,
-// ops/rope_swiglu.cu, ops/embedding.cu, ops/indexing.cu, ops/sort.cu,
-// ops/conv.cu, ops/pool.cu, ops/optim.cu): deterministic block reductions,
+// indexing, sort, conv/pool and optimizer families (ops/norm.cu, ops/rope.cu,
+// ops/activation.cu, ops/loss.cu, ops/indexing.cu, ops/shape.cu, ops/sort.cu,
+// ops/conv.cu, ops/pool.cu, ops/optim.cu, ops/llm.cu): deterministic block reductions,
 // the device-side out-of-range index flag, raw element copies and a
 // workspace carver.
 #pragma once
