@@ -419,6 +419,14 @@ void need_io(const char* op, size_t n_in, size_t want_in, size_t n_out, size_t w
 // offset of each operand.  Built on the host from views broadcast to one
 // shape; dims are coalesced first (dims that are contiguous for every operand
 // merge), so most strided calls run with 1-3 dims.  Passed by value to kernels.
+// `#pragma unroll` for loops in __host__ __device__ code: nvcc's device pass only (the host
+// compiler, which also reads this header from .cpp files, does not know the pragma).
+#ifdef __CUDA_ARCH__
+#define GN_UNROLL _Pragma("unroll")
+#else
+#define GN_UNROLL
+#endif
+
 template <int NARGS>
 struct OffsetCalc {
   int ndim;
@@ -426,13 +434,13 @@ struct OffsetCalc {
   int64_t strides[GN_MAX_DIMS][NARGS];  // elements
 
   __host__ __device__ __forceinline__ void get(int64_t linear, int64_t (&off)[NARGS]) const {
-#pragma unroll
+    GN_UNROLL
     for (int a = 0; a < NARGS; ++a) off[a] = 0;
     for (int d = ndim - 1; d >= 0; --d) {
       const int64_t s = shape[d];
       const int64_t i = linear % s;
       linear /= s;
-#pragma unroll
+      GN_UNROLL
       for (int a = 0; a < NARGS; ++a) off[a] += i * strides[d][a];
     }
   }

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -289,7 +290,7 @@ gn_status* dev_props(void*, int32_t index, gn_device_props* props) {
     const cudaDeviceProp& cp = device_prop(index);
     gn_device_props p{};
     p.struct_size = props->struct_size;
-    std::strncpy(p.name, cp.name, sizeof(p.name) - 1);
+    std::snprintf(p.name, sizeof(p.name), "%s", cp.name);  // truncated to fit, always terminated
     p.total_memory = cp.totalGlobalMem;
     size_t free_b = 0, total_b = 0;
     {

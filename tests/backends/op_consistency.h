@@ -185,7 +185,7 @@ inline std::string suite_skip_reason() {
   } while (0)
 
 // Backend serving device type `name` in rt ("" if absent).
-std::string backend_of(gn_runtime* rt, const char* name) {
+[[maybe_unused]] std::string backend_of(gn_runtime* rt, const char* name) {
   for (size_t i = 0; i < gn_device_type_count(rt); ++i) {
     gn_device_type_record rec{};
     rec.struct_size = sizeof(rec);
@@ -325,7 +325,7 @@ const Tol kEltF32{1e-5, 1e-6};
 const Tol kNormF32{1e-5, 1e-5};
 const Tol kBf16{1e-2, 1e-2};
 
-Tol matmul_tol(int32_t dtype, int64_t K) {
+[[maybe_unused]] Tol matmul_tol(int32_t dtype, int64_t K) {
   const double s = std::sqrt((double)std::max<int64_t>(K, 1));
   if (dtype == GN_F32) return {8 * s * kEpsF32, 8 * s * kEpsF32};
   if (dtype == GN_F64) return {8 * s * kEpsF64, 8 * s * kEpsF64};

@@ -5,7 +5,7 @@
 //
 // Tolerances: all exact (0) - these ops copy elements, and the accumulating
 // ones (scatter_add, index_add) add in the reference's order with one rounding
-// per addition (see backends/cpu/ops/shape.cpp), so even repeated indices give
+// per addition (see backends/cpu/ops/simd/indexing.cpp), so even repeated indices give
 // bit-identical sums.  Index inputs: uniform values truncated to integers
 // (build()); out-of-range indices must give the same error code.
 #include <set>

@@ -104,7 +104,7 @@ std::vector<Case> binary_cases() {
   return cs;
 }
 
-// The generic binary path (binary_generic.cpp): integers and bool (int64
+// The generic binary path (backends/cpu/ops/generic/binary.cpp): integers and bool (int64
 // arithmetic, wrapping), f16 and bf16 with any broadcast (double arithmetic,
 // one rounding), div rounding modes, pow, logical_and/or, compares of the
 // small dtypes.  All follow the reference's formulas: exact.  Integer

@@ -178,7 +178,7 @@ std::vector<uint32_t> call_f32(Rt& r, const char* name, const std::vector<float>
   return bits;
 }
 
-// Small eltwise calls skip the oneDNN primitive call (ops/eltwise.cpp): relu,
+// Small eltwise calls skip the oneDNN primitive call (ops/onednn/unary.cpp): relu,
 // neg, abs, sqrt, square and clamp run the generic loop, equal to the
 // reference bit for bit (NaN and signed zeros included); the other ops run
 // the primitive on the calling thread and leave its OpenMP setting as it was.
