@@ -5,29 +5,21 @@
 # the build's Debian packages and oneDNN, so the package is built there without the cpu plugin,
 # against headers and libraries carried from here, and the cuda plugin comes from a CUDA build here:
 #
-#   bash tests/tools/python/gpu_check.sh bundle     # here: pack .carry/pydeps ($GENESIS_CUDA_PLUGIN)
-#   bash tests/tools/python/gpu_check.sh run        # there (carry .carry/pydeps): build, then the tests
+#   bash tests/tools/python/gpu_check.sh bundle     # here: pack .carry/deps ($GENESIS_CUDA_PLUGIN)
+#   bash tests/tools/python/gpu_check.sh run        # there (carry .carry/deps): build, then the tests
 #
 # `run` builds into /tmp/genesis-py and runs test_cuda.py (skipped without a GPU) and the tensor,
 # autograd, nn, optim and DLPack suites with that machine's interpreter, NumPy, PyTorch and pybind11.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-D=$PWD/.carry/pydeps
+D=$PWD/.carry/deps
 case "${1:-}" in
   bundle)
     cuda=${GENESIS_CUDA_PLUGIN:-build/lib/genesis/plugins/libgenesis_plugin_cuda.so}
     [ -f "$cuda" ] || { echo "no cuda plugin at $cuda (set GENESIS_CUDA_PLUGIN)"; exit 1; }
-    rm -rf "$D" && mkdir -p "$D/include" "$D/lib/pkgconfig" "$D/share/cmake" "$D/plugins"
-    cp -r /usr/include/nlohmann "$D/include/"
-    cp /usr/include/pcre2.h /usr/include/utf8proc.h "$D/include/"
-    cp -a /usr/lib/x86_64-linux-gnu/libpcre2-8.so* /usr/lib/x86_64-linux-gnu/libutf8proc.so* "$D/lib/"
-    cp -r /usr/share/cmake/nlohmann_json "$D/share/cmake/"
-    for pc in libpcre2-8 libutf8proc; do
-      sed -e 's#^prefix=.*#prefix=${pcfiledir}/../..#; s#^libdir=.*#libdir=${prefix}/lib#' \
-        "/usr/lib/x86_64-linux-gnu/pkgconfig/$pc.pc" > "$D/lib/pkgconfig/$pc.pc"
-    done
+    bash scripts/gpu_check.sh bundle  # the headers and libraries that machine lacks, into .carry/deps
+    mkdir -p "$D/plugins"
     cp "$cuda" "$D/plugins/"
-    du -sh "$D"
     ;;
   run)
     export PKG_CONFIG_PATH=$D/lib/pkgconfig CPATH=$D/include LIBRARY_PATH=$D/lib LD_LIBRARY_PATH=$D/lib

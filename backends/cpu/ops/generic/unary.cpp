@@ -23,18 +23,11 @@
 #include "genesis/sdk/scalar_tables.h"
 #include "loops.h"
 #include "tiers.h"
+#include "scalar_access.h"
 
 namespace gn::cpu::generic {
 namespace {
 
-using gn::sdk::load;
-using gn::sdk::load_int;
-using gn::sdk::store;
-using gn::sdk::store_int;
-
-namespace sc = gn::sdk::scalar;
-
-bool intlike(int32_t dt) { return dt == GN_I8 || dt == GN_U8 || dt == GN_I32 || dt == GN_I64 || dt == GN_BOOL; }
 
 // fn(F{}) for the functor F of the shared list (GN_SCALAR_UNARY_OPS) named `name`; false when none.
 template <class Fn>
