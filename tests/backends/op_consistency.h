@@ -99,7 +99,7 @@ struct Case {
 };
 
 // Test names in failure messages instead of byte dumps.
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 // ---------------------------------------------------------------- runtimes
 //
@@ -135,7 +135,7 @@ inline std::string suite_device_type() {
   return d.substr(0, d.find(':'));
 }
 
-bool suite_plugin_built() {
+inline bool suite_plugin_built() {
   return std::filesystem::exists(std::string(GENESIS_TEST_PLUGIN_DIR) + "/libgenesis_plugin_" GN_SUITE_BACKEND ".so");
 }
 
@@ -166,7 +166,7 @@ struct Runtimes {
   Rt solo{kSuiteIsCpu ? GN_SUITE_BACKEND : GN_SUITE_PLUGINS, GN_SUITE_DEVICE};
 };
 
-Runtimes& runtimes() {
+inline Runtimes& runtimes() {
   static Runtimes* r = new Runtimes();  // lives to the end of the process
   return *r;
 }
@@ -185,7 +185,7 @@ inline std::string suite_skip_reason() {
   } while (0)
 
 // Backend serving device type `name` in rt ("" if absent).
-[[maybe_unused]] std::string backend_of(gn_runtime* rt, const char* name) {
+inline std::string backend_of(gn_runtime* rt, const char* name) {
   for (size_t i = 0; i < gn_device_type_count(rt); ++i) {
     gn_device_type_record rec{};
     rec.struct_size = sizeof(rec);
@@ -198,20 +198,20 @@ inline std::string suite_skip_reason() {
 
 // ---------------------------------------------------------------- tensors
 
-int64_t numel(const std::vector<int64_t>& s) {
+inline int64_t numel(const std::vector<int64_t>& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
 }
 
-gn_tensor* check(gn_status* st, gn_tensor* t) {
+inline gn_tensor* check(gn_status* st, gn_tensor* t) {
   EXPECT_EQ(st, nullptr) << gn_status_message(st);
   gn_status_free(st);
   return t;
 }
 
 // t (released) moved to dev; a retain when it is there already.
-gn_tensor* move_to(gn_tensor* t, gn_device dev) {
+inline gn_tensor* move_to(gn_tensor* t, gn_device dev) {
   gn_tensor* d = nullptr;
   check(gn_tensor_to_device(t, dev, &d), d);
   gn_tensor_release(t);
@@ -221,7 +221,7 @@ gn_tensor* move_to(gn_tensor* t, gn_device dev) {
 // Build `in` on r's device from seed: random storage (larger for
 // non-contiguous layouts) made on the host, converted to the dtype there,
 // moved to the device, then viewed as asked.
-gt::T build(Rt& r, const Input& in, uint32_t seed) {
+inline gt::T build(Rt& r, const Input& in, uint32_t seed) {
   std::vector<int64_t> base = in.shape;
   const size_t n = base.size();
   Layout layout = in.layout;
@@ -250,7 +250,7 @@ gt::T build(Rt& r, const Input& in, uint32_t seed) {
 }
 
 // A tensor's values as float64 (any dtype, any layout, any device).
-std::vector<double> as_f64(gn_tensor* t) {
+inline std::vector<double> as_f64(gn_tensor* t) {
   gn_device host{};
   gn_status* hs = gn_device_parse(gn_tensor_runtime(t), "cpu", &host);
   EXPECT_EQ(hs, nullptr) << gn_status_message(hs);
@@ -276,7 +276,7 @@ struct Result {
   std::vector<std::vector<double>> values;
 };
 
-Result run_case(Rt& r, const Case& c) {
+inline Result run_case(Rt& r, const Case& c) {
   std::vector<gt::T> ins;
   std::vector<gn_tensor*> raw;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
@@ -325,7 +325,7 @@ const Tol kEltF32{1e-5, 1e-6};
 const Tol kNormF32{1e-5, 1e-5};
 const Tol kBf16{1e-2, 1e-2};
 
-[[maybe_unused]] Tol matmul_tol(int32_t dtype, int64_t K) {
+inline Tol matmul_tol(int32_t dtype, int64_t K) {
   const double s = std::sqrt((double)std::max<int64_t>(K, 1));
   if (dtype == GN_F32) return {8 * s * kEpsF32, 8 * s * kEpsF32};
   if (dtype == GN_F64) return {8 * s * kEpsF64, 8 * s * kEpsF64};
@@ -333,7 +333,7 @@ const Tol kBf16{1e-2, 1e-2};
   return {1e-2, 1e-2 * std::max(1.0, s / 4)};
 }
 
-std::string dname(int32_t dt) {
+inline std::string dname(int32_t dt) {
   switch (dt) {
     case GN_F32: return "f32";
     case GN_BF16: return "bf16";
@@ -348,9 +348,12 @@ std::string dname(int32_t dt) {
   }
 }
 
-std::string sname(const std::vector<int64_t>& s) {
+inline std::string sname(const std::vector<int64_t>& s) {
   std::string r;
-  for (int64_t d : s) r += (r.empty() ? "" : "x") + std::to_string(d);
+  for (int64_t d : s) {
+    if (!r.empty()) r += 'x';
+    r += std::to_string(d);
+  }
   return r.empty() ? "scalar" : r;
 }
 

@@ -172,7 +172,9 @@ std::vector<uint32_t> call_f32(Rt& r, const char* name, const std::vector<float>
   gn_status* st = gn_op_call(r.rt, op, &t, 1, attrs.data(), attrs.size(), &y, 1);
   EXPECT_EQ(st, nullptr) << name << ": " << gn_status_message(st);
   gn_status_free(st);
-  if (y) EXPECT_EQ(gn_tensor_to_host(y, bits.data(), bits.size() * sizeof(float)), nullptr);
+  if (y) {
+    EXPECT_EQ(gn_tensor_to_host(y, bits.data(), bits.size() * sizeof(float)), nullptr);
+  }
   gn_tensor_release(t);
   gn_tensor_release(y);
   return bits;

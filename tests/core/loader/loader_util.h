@@ -29,7 +29,10 @@ inline std::string case_file(const std::string& c, const std::string& stem) {
 // Colon-joined case directories, searched in this order.
 inline std::string search_path(std::initializer_list<const char*> cases) {
   std::string out;
-  for (const char* c : cases) out += (out.empty() ? "" : ":") + case_dir(c);
+  for (const char* c : cases) {
+    if (!out.empty()) out += ':';
+    out += case_dir(c);
+  }
   return out;
 }
 

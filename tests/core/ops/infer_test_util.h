@@ -196,7 +196,7 @@ inline ::testing::AssertionResult has_out(const Result& r, size_t k, int32_t dty
 inline ::testing::AssertionResult fails(const Result& r, int32_t code, std::string_view op,
                                         std::vector<std::string> needles = {}) {
   if (r.ok()) return ::testing::AssertionFailure() << "inference succeeded";
-  const std::string prefix = "[" + std::string(op) + "] ";
+  const std::string prefix = std::string("[").append(op).append("] ");
   if (r.code != code)
     return ::testing::AssertionFailure() << "code " << r.code << " (expected " << code << "): " << r.msg;
   if (r.msg.rfind(prefix, 0) != 0)

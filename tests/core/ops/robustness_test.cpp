@@ -91,7 +91,7 @@ TEST(Robustness, RandomInputsNeverCrash) {
         ASSERT_TRUE(r.code == GN_ERR_SHAPE || r.code == GN_ERR_DTYPE || r.code == GN_ERR_INVALID_ARGUMENT ||
                     r.code == GN_ERR_INDEX)
             << r.code << ": " << r.msg;
-        ASSERT_EQ(r.msg.rfind("[" + std::string(s.name) + "] ", 0), 0u) << r.msg;
+        ASSERT_EQ(r.msg.rfind(std::string("[").append(s.name).append("] "), 0), 0u) << r.msg;
         ASSERT_EQ(r.msg.find("internal"), std::string::npos) << r.msg;
       }
     }

@@ -29,7 +29,7 @@ TEST(Sizes, EmptyWithOverflowingShapeIsRefused) {
   for (std::vector<int64_t> shape : {std::vector<int64_t>{k62}, {4, k62}, {k62, 4}, {kMax, 2}, {k62, k62, 0}}) {
     gn_tensor* t = nullptr;
     expect_refused(gn_tensor_empty(r.rt, shape.data(), (int32_t)shape.size(), GN_F32, r.cpu, &t),
-                   "(" + std::to_string(shape[0]));
+                   std::string("(").append(std::to_string(shape[0])));
     EXPECT_EQ(t, nullptr);
   }
   // Large zero-size and valid shapes still work.
