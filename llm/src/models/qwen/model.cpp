@@ -392,8 +392,11 @@ std::pair<Tensor, Tensor> QwenForCausalLM::rope_tables(int64_t n) {
 }
 
 AttentionContext QwenForCausalLM::attention_context(int64_t T, KVCache* cache, const Tensor& mask) {
+  if (T < 1 || (cache && T > cache->capacity))
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] attention_context: " + std::to_string(T) + " positions" +
+                                             (cache ? " for a cache of " + std::to_string(cache->capacity) : std::string()));
   const QwenKernels k = model.kernels(nullptr);
-  ensure_rope(cache ? std::max(T, cache->capacity) : T, k.rope_all);
+  ensure_rope(cache ? cache->capacity : T, k.rope_all);
   const int64_t D = config.head_dim;
   AttentionContext ctx;
   if (k.rope_all) {
