@@ -151,7 +151,7 @@ class Decoder {
  private:
   // Logits (B, V) for ids_ (B, 1) at positions pos_ (B), attending cache positions [0, kv_len).
   Tensor step(int64_t kv_len) {
-    ctx_ = m_.attention_context(pos_, &cache_, kv_len);  // kept: a captured step reads its tensors
+    ctx_ = m_.attention_context(pos_, &cache_, kv_len);  // kept: a captured step reads its tensors and tables
     Tensor h = m_.hidden_states(ids_, ctx_);              // (B, 1, hidden)
     return m_.logits(h.view({B_, h.size(-1)}));
   }

@@ -104,6 +104,8 @@ struct AttentionContext {
   Tensor mask;                ///< (B, 1, T, kv_len) bool keep-mask (without a cache: (B, 1, T, T), the causal
                               ///< rule included, e.g. packed sequences); undefined = causal
   bool prefill_from_zero = false;  ///< cache mode, every row starts at 0: attend causally to this pass's k/v
+  std::vector<Tensor> sources;     ///< model tables the tensors above were gathered from, kept alive with the
+                                   ///< context (a captured step reads them by address, even if the model regrows them)
 };
 
 /** The kernels one forward runs.  QwenModel::kernels() picks them once per forward (the only place

@@ -31,7 +31,8 @@
 //     forward.
 // A context over a cache sizes the table to the cache's capacity (P grows in powers of two), so
 // the contexts of the decode steps allocate and upload nothing: a step captured in a CUDA graph
-// reads only storage that stays, and its positions from the fixed tensor it was given.
+// reads its positions from the fixed tensor it was given, and tables that its context keeps alive
+// (AttentionContext::sources) even if a longer pass makes the model regrow them meanwhile.
 #include <algorithm>
 #include <cmath>
 #include <tuple>
@@ -431,6 +432,7 @@ AttentionContext QwenForCausalLM::attention_context(const Tensor& positions, KVC
   ensure_rope(cache ? cache->capacity : T, k.rope_all);
   const Tensor flat = positions.reshape({B * T});
   AttentionContext ctx;
+  ctx.sources = {rope_, rope_heads_, rope_floor_, positions_};
   if (k.rope_all) {
     const Tensor rows = all_heads_rows(flat);  // (2, B T, H, D)
     const int64_t H = rows.size(2);
