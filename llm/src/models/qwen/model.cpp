@@ -400,6 +400,7 @@ AttentionContext QwenForCausalLM::attention_context(int64_t T, KVCache* cache, c
   ensure_rope(cache ? cache->capacity : T, k.rope_all);
   const int64_t D = config.head_dim;
   AttentionContext ctx;
+  ctx.sources = {rope_, rope_heads_, rope_floor_, positions_};
   if (k.rope_all) {
     const Tensor rows = rope_heads_.defined() ? rope_heads_.slice(1, 0, T) : all_heads_rows(positions_.slice(0, 0, T));
     const int64_t H = rows.size(2);
