@@ -3,6 +3,7 @@
 // with the library called directly (tokenizer + chat template + generate) on the same folder.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -25,6 +26,10 @@ const bool g_init = [] {
 
 std::string src(const std::string& rel) { return std::string(GENESIS_SOURCE_DIR) + "/" + rel; }
 
+// A path in the temporary folder of this process alone: the tests of this file run as parallel
+// processes (and other build trees' copies may run beside them), each writing its own stdin file.
+std::string tmp(const std::string& name) { return testing::TempDir() + name + "_" + std::to_string(::getpid()); }
+
 void copy_file(const std::string& from, const std::string& to) {
   std::ifstream in(from, std::ios::binary);
   std::ofstream out(to, std::ios::binary | std::ios::trunc);
@@ -34,7 +39,7 @@ void copy_file(const std::string& from, const std::string& to) {
 // A one-layer Qwen3 with Qwen3's vocabulary, saved with the real tokenizer files.
 const std::string& model_dir() {
   static const std::string dir = [] {
-    const std::string d = testing::TempDir() + "genesis_cli_qwen3";
+    const std::string d = tmp("genesis_cli_qwen3");
     ::mkdir(d.c_str(), 0755);
     M::QwenConfig c = M::QwenConfig::preset("qwen3-0.6b");
     c.hidden_size = 32;
@@ -57,7 +62,7 @@ const std::string& model_dir() {
 
 // Runs the tool with stdin from `input`; returns stdout (stderr goes to the test log).
 std::string run_cli(const std::string& args, const std::string& input = "") {
-  const std::string in = testing::TempDir() + "genesis_cli_stdin.txt";
+  const std::string in = tmp("genesis_cli_stdin.txt");
   std::ofstream(in, std::ios::binary | std::ios::trunc) << input;
   const std::string cmd = std::string(GENESIS_CLI_PATH) + " --plugin-path " + GENESIS_TEST_PLUGIN_DIR +
                           " --plugins reference --no-default-paths " + args + " < " + in;
@@ -124,7 +129,7 @@ TEST(GenesisCli, ChatRendersTheTemplateKeepsHistoryAndResets) {
 }
 
 TEST(GenesisCli, ConvertWritesALoadableShardedCopy) {
-  const std::string out = testing::TempDir() + "genesis_cli_converted";
+  const std::string out = tmp("genesis_cli_converted");
   run_cli("convert --model " + model_dir() + " --out " + out + " --dtype bfloat16 --max-shard-size 2MB");
   struct stat s {};
   EXPECT_EQ(::stat((out + "/model.safetensors.index.json").c_str(), &s), 0);

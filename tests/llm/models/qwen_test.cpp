@@ -12,12 +12,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "genesis/autograd.hpp"
 #include "genesis/io.hpp"
 #include "genesis/models/generation.hpp"
 #include "genesis/models/qwen.hpp"
+#include "genesis/profiler.hpp"
 
 namespace {
 
@@ -189,6 +191,92 @@ TEST_P(QwenParity, Bfloat16IsCloseToTheFloat64Oracle) {
             << max_diff(got, want) / max_abs(want) << "\n";
   const double lw = host(ref.at("loss"))[0];
   EXPECT_NEAR(host(model->loss(ref.at("input_ids"), ref.at("labels")))[0], lw, 0.01 * lw);
+}
+
+// Every way of building a context gives the same logits: the model's own (one rope over all heads
+// where it can), a hand-made per-head one, explicit positions, and the all-heads rows gathered per
+// forward instead of kept (rope_all_heads_max_bytes 0), which generation then uses too.
+TEST_P(QwenParity, ContextFormsGiveTheSameResults) {
+  auto model = M::QwenForCausalLM::from_pretrained(fixture(GetParam()), {.device = dev()});
+  genesis::NoGradGuard ng;
+  const int64_t B = 2, T = 7, D = model->config.head_dim;
+  Tensor ids = genesis::tensor(std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7}, {B, T}, {.device = dev()});
+  const auto want = host(model->forward(ids));
+  auto [cos, sin] = model->rope_tables(T);
+  M::AttentionContext per_head;
+  per_head.cos = cos.slice(0, 0, T).view({1, 1, T, D});
+  per_head.sin = sin.slice(0, 0, T).view({1, 1, T, D});
+  EXPECT_EQ(max_diff(host(model->logits(model->hidden_states(ids, per_head))), want), 0.0);
+  Tensor pos = genesis::arange(static_cast<double>(T), {.dtype = DType::i64, .device = dev()}).view({1, T}).expand({B, T}).contiguous();
+  EXPECT_EQ(max_diff(host(model->logits(model->hidden_states(ids, model->attention_context(pos)))), want), 0.0);
+
+  const std::vector<std::vector<int64_t>> prompts = {{5, 17, 99, 3}, {400, 2, 7, 8, 9, 10, 11, 12, 13}, {42}};
+  M::GenerationConfig g;
+  g.max_new_tokens = 6;
+  g.ignore_eos = true;
+  const auto kept = M::generate(*model, prompts, g).tokens;
+  auto gathered = M::QwenForCausalLM::from_pretrained(fixture(GetParam()), {.device = dev()});
+  gathered->rope_all_heads_max_bytes = 0;
+  EXPECT_EQ(max_diff(host(gathered->forward(ids)), want), 0.0);
+  EXPECT_EQ(M::generate(*gathered, prompts, g).tokens, kept);
+}
+
+// A pass longer than the generation's cache, run from the token callback, regrows the model's
+// rotary tables; the generation (its captured step on CUDA included) goes on with the tables it
+// started with and gives the same tokens.
+TEST_P(QwenParity, TablesRegrownMidGenerationChangeNothing) {
+  const std::vector<std::vector<int64_t>> prompts = {{5, 17, 99, 3}, {42}};
+  M::GenerationConfig g;
+  g.max_new_tokens = 8;
+  g.ignore_eos = true;
+  auto model = M::QwenForCausalLM::from_pretrained(fixture(GetParam()), {.device = dev()});
+  const auto want = M::generate(*model, prompts, g).tokens;
+  auto fresh = M::QwenForCausalLM::from_pretrained(fixture(GetParam()), {.device = dev()});
+  int calls = 0;
+  const auto got = M::generate(*fresh, prompts, g, [&](size_t, int64_t) {
+                     if (++calls == 5) {  // after the first decode steps (and, on CUDA, the capture)
+                       std::vector<int64_t> ids(200, 7);
+                       (void)fresh->forward(genesis::tensor(ids, {1, 200}, {.device = dev()}));
+                     }
+                     return true;
+                   }).tokens;
+  EXPECT_EQ(got, want);
+}
+
+// What one decode step runs: generating one token more costs exactly one step.  Without q/k norm a
+// layer's q, k and v come from one projection and one rope, and no concatenation; with it (Qwen3)
+// q and k rotate separately and k|v are joined for the cache.  The step gathers its rotary rows once.
+TEST_P(QwenParity, DecodeStepRunsOneFusedRopePerLayer) {
+  auto model = M::QwenForCausalLM::from_pretrained(fixture(GetParam()), {.device = dev()});
+  const int64_t L = model->config.num_hidden_layers;
+  auto calls = [&](int64_t n) {
+    M::GenerationConfig g;
+    g.max_new_tokens = n;
+    g.ignore_eos = true;
+    g.cuda_graph = false;  // count the eager step's op calls
+    genesis::profiler_start();
+    M::generate(*model, {{5, 17, 99}, {4, 2}}, g);
+    genesis::profiler_stop();
+    std::map<std::string, int64_t> c;
+    std::istringstream in(genesis::profiler_summary());
+    std::string line, name;
+    int64_t k = 0;
+    while (std::getline(in, line))
+      if (std::istringstream(line) >> name >> k) c[name] = k;
+    return c;
+  };
+  calls(4);  // the model makes its rotary tables once
+  auto a = calls(3), b = calls(4);
+  auto step = [&](const char* op) { return b[op] - a[op]; };
+  const bool qk_norm = model->config.qk_norm;
+  EXPECT_EQ(step("rope"), qk_norm ? 2 * L : L);
+  EXPECT_EQ(step("cat"), qk_norm ? L : 0);
+  EXPECT_EQ(step("kv_cache_write_"), L);
+  EXPECT_EQ(step("index_select"), 1);
+  EXPECT_EQ(step("embedding"), 1);
+  // Nothing is created in a step (a captured step may not upload): the tables were made before.
+  EXPECT_EQ(step("full"), 0);
+  EXPECT_EQ(step("arange"), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, QwenParity, ::testing::Values("qwen2-tiny", "qwen3-tiny"));

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "genesis/nn/container.hpp"
@@ -90,18 +91,30 @@ struct KVCache {
   Tensor values(int64_t layer, int64_t len) const;
 };
 
-/** What one forward pass attends to: plain causal attention over its own T positions, or a KV
- * cache that it first writes into at per-row offsets. */
+/** What one forward pass attends to and where its tokens sit.  QwenForCausalLM::attention_context
+ * builds it from positions (rotary rows, cache offsets, mask); a caller may also fill it by hand
+ * (cos/sin from rope_tables() and a mask).  One of the two rotary forms is enough. */
 struct AttentionContext {
-  Tensor cos, sin;            ///< rotary tables broadcastable to (B, 1, T, head_dim)
-  Tensor cos_all, sin_all;    ///< optional (B|1, T, Hq + 2*Hkv, head_dim): the same for every head of the
-                              ///< fused q/k/v projection, identity (1, 0) on the value heads: one rope call
+  Tensor cos, sin;            ///< per-head rotary rows broadcastable to (B, 1, T, head_dim)
+  Tensor cos_all, sin_all;    ///< (B|1, T, Hq + 2*Hkv, head_dim): the rows of every head of the fused q/k/v
+                              ///< projection, identity (1, 0) on the value heads: one rope call
   KVCache* cache = nullptr;   ///< null: no cache (training, scoring)
   Tensor write_pos;           ///< (B) int64 on the device: cache offset of this pass's first position
   int64_t kv_len = 0;         ///< cache positions attended (the first kv_len)
   Tensor mask;                ///< (B, 1, T, kv_len) bool keep-mask (without a cache: (B, 1, T, T), the causal
                               ///< rule included, e.g. packed sequences); undefined = causal
   bool prefill_from_zero = false;  ///< cache mode, every row starts at 0: attend causally to this pass's k/v
+  std::vector<Tensor> sources;     ///< model tables the tensors above were gathered from, kept alive with the
+                                   ///< context (a captured step reads them by address, even if the model regrows them)
+};
+
+/** The kernels one forward runs.  QwenModel::kernels() picks them once per forward (the only place
+ * that decides; see model.cpp); the default is the training set, whose ops all have backward rules. */
+struct QwenKernels {
+  bool inference = false;  ///< nothing is recorded for backward: residual adds fused with the next norm (add_rms_norm)
+  bool fused_qkv = false;  ///< one projection over the q/k/v weights (row blocks of one buffer)
+  bool rope_all = false;   ///< one rope over every head of that projection (no q/k norm; the context has cos_all)
+  bool fused_mlp = false;  ///< gate/up projection and activation as one linear_swiglu
 };
 
 /** Self-attention with GQA/MQA (K/V never repeated), optional q/k/v bias and q/k RMSNorm. */
@@ -109,9 +122,12 @@ class QwenAttention : public nn::Module {
  public:
   /** Layers of config c with parameters created per factory (dtype, device). */
   QwenAttention(const QwenConfig& c, const Options& factory);
-  /** x (B, T, hidden) -> (B, T, hidden). */
-  Tensor forward(const Tensor& x, const AttentionContext& ctx, int64_t layer);
+  /** x (B, T, hidden) -> (B, T, hidden) with the kernels k. */
+  Tensor forward(const Tensor& x, const AttentionContext& ctx, int64_t layer, const QwenKernels& k = {});
   using nn::Module::forward;  // Module's one-tensor form stays visible (it throws: this one needs a context)
+  /** True while q/k/v weights (and biases) are still row blocks of one buffer (Module::to() or a
+   * reassigned parameter gives them storage of their own). */
+  bool weights_fused() const;
   /** "QwenAttention". */
   std::string name() const override { return "QwenAttention"; }
   int64_t num_heads, num_kv_heads, head_dim;
@@ -127,8 +143,12 @@ class QwenMLP : public nn::Module {
  public:
   /** Layers of config c with parameters created per factory. */
   QwenMLP(const QwenConfig& c, const Options& factory);
-  /** x (B, T, hidden) -> (B, T, hidden). */
-  Tensor forward(const Tensor& x) override;
+  /** x (B, T, hidden) -> (B, T, hidden) with the training kernels. */
+  Tensor forward(const Tensor& x) override { return forward(x, QwenKernels{}); }
+  /** x (B, T, hidden) -> (B, T, hidden) with the kernels k. */
+  Tensor forward(const Tensor& x, const QwenKernels& k);
+  /** True while the gate/up weights are still row blocks of one buffer. */
+  bool weights_fused() const;
   /** "QwenMLP". */
   std::string name() const override { return "QwenMLP"; }
   nn::Linear gate_proj, up_proj, down_proj;
@@ -142,8 +162,13 @@ class QwenDecoderLayer : public nn::Module {
  public:
   /** Block of config c. */
   QwenDecoderLayer(const QwenConfig& c, const Options& factory);
-  /** x (B, T, hidden) -> (B, T, hidden). */
-  Tensor forward(const Tensor& x, const AttentionContext& ctx, int64_t layer);
+  /** x (B, T, hidden) -> (B, T, hidden) with the kernels k. */
+  Tensor forward(const Tensor& x, const AttentionContext& ctx, int64_t layer, const QwenKernels& k = {});
+  /** The block over h + pending (pending: the previous block's MLP output, not yet added; may be
+   * undefined): returns (h', its MLP output), whose sum is the block's output.  Carrying the last add
+   * into the next block lets inference fuse it with that block's first norm. */
+  std::pair<Tensor, Tensor> forward(const Tensor& h, const Tensor& pending, const AttentionContext& ctx, int64_t layer,
+                                    const QwenKernels& k);
   using nn::Module::forward;  // Module's one-tensor form stays visible (it throws: this one needs a context)
   /** "QwenDecoderLayer". */
   std::string name() const override { return "QwenDecoderLayer"; }
@@ -157,9 +182,15 @@ class QwenModel : public nn::Module {
  public:
   /** Stack of config c. */
   QwenModel(const QwenConfig& c, const Options& factory);
-  /** ids (B, T) int64 -> hidden states (B, T, hidden) after the final norm. */
+  /** ids (B, T) int64 -> hidden states (B, T, hidden) after the final norm.  Training, scoring, prefill
+   * and decode steps all run here, with the kernels kernels(&ctx) picks. */
   Tensor forward(const Tensor& ids, const AttentionContext& ctx);
   using nn::Module::forward;  // Module's one-tensor form stays visible (it throws: this one needs a context)
+  /** The kernels a forward runs now: the inference set when nothing is recorded for backward (grad
+   * mode off or no parameter requiring grad, and not a checkpointed region's first pass), each fused
+   * op where the fused weights still hold the parameters; rope_all also needs ctx->cos_all (ctx null:
+   * what a context should hold). */
+  QwenKernels kernels(const AttentionContext* ctx) const;
   /** "QwenModel". */
   std::string name() const override { return "QwenModel"; }
   nn::Embedding embed_tokens;
@@ -192,9 +223,23 @@ class QwenForCausalLM : public nn::Module {
   Tensor hidden_states(const Tensor& ids, const AttentionContext& ctx);
   /** Logits of hidden states h (*, hidden) -> (*, vocab). */
   Tensor logits(const Tensor& h);
-  /** Rotary tables (positions, head_dim) covering at least n positions, in the parameters' dtype
-   * and device; computed in float64 and cached. */
+  /** Rotary tables cos, sin (positions, head_dim) covering at least n positions, in the parameters'
+   * dtype and device; computed in float64 and cached (views of the model's one table). */
   std::pair<Tensor, Tensor> rope_tables(int64_t n);
+  /** The context of a forward over positions 0..T-1 in every row: training and scoring (mask: an
+   * optional (B, 1, T, T) keep-mask holding the causal rule, e.g. packed rows), or with a cache a
+   * prefill from position 0 that writes each row's K/V at 0 and attends its own K/V.  With a cache
+   * the model's tables are sized to its capacity, so later contexts over it allocate nothing. */
+  AttentionContext attention_context(int64_t T, KVCache* cache = nullptr, const Tensor& mask = {});
+  /** The context of a forward whose token (b, t) sits at positions[b, t]: positions (B, T) int64 on
+   * the device, or (B) for one token per row (a decode step); every position below T without a
+   * cache, below the cache's capacity with one.  Without a cache it attends within the pass
+   * (causally, or under mask).  With one it writes the pass's K/V at positions[b, 0] and attends
+   * cache positions [0, kv_len) (0: the capacity) under the mask j <= positions[b, t].  Over a cache
+   * that a context has sized, it runs only device ops reading storage that stays in place: a
+   * captured decode step replays with whatever positions then holds. */
+  AttentionContext attention_context(const Tensor& positions, KVCache* cache = nullptr, int64_t kv_len = 0,
+                                     const Tensor& mask = {});
   /** "QwenForCausalLM". */
   std::string name() const override { return "QwenForCausalLM"; }
   /** Redraws every parameter as transformers' _init_weights does. */
@@ -212,9 +257,16 @@ class QwenForCausalLM : public nn::Module {
   QwenGenerationDefaults generation_defaults;
   QwenModel model;
   std::shared_ptr<nn::Linear> lm_head;  ///< null when tied to model.embed_tokens
+  /** Largest all-heads rotary table (every position x every head) kept per model; above it each
+   * forward gathers its rows from the per-position table (one op more per forward). */
+  int64_t rope_all_heads_max_bytes = int64_t{64} << 20;
 
  private:
-  Tensor rope_cos_, rope_sin_;
+  void ensure_rope(int64_t n, bool all_heads);
+  Tensor all_heads_rows(const Tensor& positions) const;
+  // The rotary table and what is derived from it (model.cpp): rope_ (2, P + 1, D), rope_heads_
+  // (2, P, Hq + 2 Hkv, D) or undefined, rope_floor_ (1, Hq + 2 Hkv) int64, positions_ (P) int64.
+  Tensor rope_, rope_heads_, rope_floor_, positions_;
 };
 
 /** Reads a whole text file; throws genesis::Error (GN_ERR_NOT_FOUND / GN_ERR_IO) naming it. */

@@ -37,11 +37,11 @@ std::string shape_str(const Shape& s) {
   return r + "]";
 }
 
-std::optional<DType> dtype_from_name(const std::string& n) {
-  if (n == "float32") return DType::f32;
-  if (n == "bfloat16") return DType::bf16;
-  if (n == "float16") return DType::f16;
-  return std::nullopt;
+// The dtype a config names when it is one a checkpoint is loaded as (float32, bfloat16, float16),
+// else float32.
+DType config_dtype(const std::string& name) {
+  const std::optional<DType> d = dtype_from_name(name);
+  return d && (*d == DType::bf16 || *d == DType::f16) ? *d : DType::f32;
 }
 
 const char* dtype_config_name(DType d) {
@@ -92,7 +92,7 @@ ShardPlan plan_shards(const std::string& dir) {
 
 std::unique_ptr<QwenForCausalLM> QwenForCausalLM::from_pretrained(const std::string& dir, const LoadOptions& opts) {
   QwenConfig cfg = QwenConfig::from_file(dir + "/config.json");
-  const DType dt = opts.dtype.value_or(dtype_from_name(cfg.dtype).value_or(DType::f32));
+  const DType dt = opts.dtype.value_or(config_dtype(cfg.dtype));
   if (!is_floating(dt) || dt == DType::f64)
     throw Error(GN_ERR_DTYPE, std::string("[qwen] load dtype must be float32, bfloat16 or float16, got ") + dtype_name(dt));
   std::unique_ptr<QwenForCausalLM> m;

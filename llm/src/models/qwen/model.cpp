@@ -1,7 +1,39 @@
-// model.cpp - the Qwen modules' forward passes, initialisation and rotary tables.
+// model.cpp - the Qwen modules' forward passes, initialisation, the rotary table and the
+// attention contexts built from positions.
 //
-// Shapes: B batch, T positions in this pass, S cache positions attended,
-// Hq query heads, Hkv key/value heads (Hq % Hkv == 0), D head_dim.
+// Shapes: B batch, T positions in this pass, S cache positions attended, Hq query heads, Hkv
+// key/value heads (Hq % Hkv == 0), H = Hq + 2 Hkv, D head_dim, P positions in the rotary table.
+//
+// One decode path.  Training, scoring, the prefill and every decode step run QwenModel::forward;
+// they differ only in their AttentionContext (built here from positions, attention_context) and in
+// the kernel set, which QwenModel::kernels() alone picks, once per forward:
+//   - training (something is recorded for backward, or a checkpointed region's first pass, whose
+//     recomputation in backward must give the same values): separate q/k/v projections, per-head
+//     rope, swiglu and plain residual adds, ops that all have backward rules;
+//   - inference: one projection over the q/k/v weights (row blocks of one buffer, so training and
+//     checkpoints still see HF's separate tensors) viewed as (B, T, H, D), then one rope over all H
+//     heads (the value heads rotate by angle 0).  q is heads [0, Hq) and k|v heads [Hq, H) come out
+//     as one (B, 2 Hkv, T, D) piece, which one kv_cache_write_ stores in the layer's (B, 2 Hkv, S, D)
+//     cache.  gate/up and the activation run as one linear_swiglu, and each residual add is fused
+//     with the RMSNorm after it (add_rms_norm: a block hands its MLP output on, not yet added).
+//     Qwen3's per-head q/k RMSNorm sits between projection and rope, so it keeps the per-head rope.
+//
+// The rotary table: one per model, rope_ (2, P + 1, D) = cos then sin of positions 0..P-1
+// (computed in float64, stored in the parameters' dtype), its row P the identity (cos 1, sin 0).
+// Every rope operand is a view of it or a gather from it, each of cos and sin dense (the rope
+// kernels read dense operands; a strided one would cost a copy per call):
+//   - per head, positions 0..T-1: rope_[:, :T] viewed (1, 1, T, D);
+//   - per head, positions (B, T): index_select(rope_, 1, positions) viewed (B, 1, T, D);
+//   - all heads: head h of position p reads row max(p, floor[h]), floor 0 on the q/k heads and P
+//     on the value heads.  Gathered once for every position into rope_heads_ (2, P, H, D) while
+//     that stays under rope_all_heads_max_bytes, so a decode step costs one
+//     index_select(rope_heads_, 1, pos) -> (2, B, H, D); beyond it the max and the gather run per
+//     forward.
+// A context over a cache sizes the table to the cache's capacity (P grows in powers of two), so
+// the contexts of the decode steps allocate and upload nothing: a step captured in a CUDA graph
+// reads its positions from the fixed tensor it was given, and tables that its context keeps alive
+// (AttentionContext::sources) even if a longer pass makes the model regrow them meanwhile.
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 
@@ -15,7 +47,6 @@ namespace genesis::models {
 namespace F = nn::functional;
 
 namespace {
-
 // Makes the given Linear weights (all (rows_i, in)) row blocks of one buffer so that one matmul
 // computes every projection; the old values are kept.  Returns the buffer.
 Tensor fuse_rows(const std::vector<nn::Linear*>& ls, const Options& f) {
@@ -62,13 +93,6 @@ bool still_fused(const Tensor& fused, const std::vector<const Tensor*>& parts) {
     p += static_cast<size_t>(t->numel()) * es;
   }
   return true;
-}
-
-// Inference-only fast paths are taken when nothing is being recorded for backward, except in the
-// first pass of a checkpointed layer: backward recomputes it with the training ops, and the two
-// passes must give the same values.
-bool inference_mode(const Tensor& w) {
-  return !autograd::in_checkpoint_forward() && (!autograd::grad_enabled() || !w.requires_grad());
 }
 
 }  // namespace
@@ -118,24 +142,25 @@ QwenAttention::QwenAttention(const QwenConfig& c, const Options& f)
   if (c.attention_bias) qkv_bias_ = fuse_bias({&q_proj, &k_proj, &v_proj}, f);
 }
 
-Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int64_t layer) {
-  const int64_t B = x.size(0), T = x.size(1), D = head_dim;
-  const int64_t nq = num_heads * D, nkv = num_kv_heads * D;
-  const bool fused = inference_mode(q_proj.weight) &&
-                     still_fused(qkv_weight_, {&q_proj.weight, &k_proj.weight, &v_proj.weight}) &&
-                     (!qkv_bias_.defined() || still_fused(qkv_bias_, {&q_proj.bias, &k_proj.bias, &v_proj.bias}));
+bool QwenAttention::weights_fused() const {
+  return still_fused(qkv_weight_, {&q_proj.weight, &k_proj.weight, &v_proj.weight}) &&
+         (!qkv_bias_.defined() || still_fused(qkv_bias_, {&q_proj.bias, &k_proj.bias, &v_proj.bias}));
+}
+
+Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int64_t layer, const QwenKernels& kn) {
+  const int64_t B = x.size(0), T = x.size(1), D = head_dim, Hq = num_heads, Hkv = num_kv_heads;
+  const int64_t nq = Hq * D, nkv = Hkv * D;
   Tensor q, k, v;  // (B, H, T, D), rotated
   Tensor kv;       // (B, 2 Hkv, T, D): rotated keys then values, when they come out as one piece
-  if (fused && !q_norm && ctx.cos_all.defined()) {
-    // One projection and one rope over all Hq + 2 Hkv heads (the value heads' table is 1, 0).
-    Tensor y = F::rope(F::linear(x, qkv_weight_, qkv_bias_).view({B, T, num_heads + 2 * num_kv_heads, D}),
-                       ctx.cos_all, ctx.sin_all);
-    q = y.slice(2, 0, num_heads).transpose(1, 2);
-    kv = y.slice(2, num_heads, num_heads + 2 * num_kv_heads).transpose(1, 2);
-    k = kv.slice(1, 0, num_kv_heads);
-    v = kv.slice(1, num_kv_heads, 2 * num_kv_heads);
+  if (kn.rope_all) {
+    // One projection and one rope over all Hq + 2 Hkv heads (the value heads' rows are 1, 0).
+    Tensor y = F::rope(F::linear(x, qkv_weight_, qkv_bias_).view({B, T, Hq + 2 * Hkv, D}), ctx.cos_all, ctx.sin_all);
+    q = y.slice(2, 0, Hq).transpose(1, 2);
+    kv = y.slice(2, Hq, Hq + 2 * Hkv).transpose(1, 2);
+    k = kv.slice(1, 0, Hkv);
+    v = kv.slice(1, Hkv, 2 * Hkv);
   } else {
-    if (fused) {  // one (B, T, hidden) @ (nq + 2 nkv, hidden)^T projection
+    if (kn.fused_qkv) {  // one (B, T, hidden) @ (nq + 2 nkv, hidden)^T projection
       Tensor qkv = F::linear(x, qkv_weight_, qkv_bias_);
       q = qkv.slice(-1, 0, nq);
       k = qkv.slice(-1, nq, nq + nkv);
@@ -145,33 +170,33 @@ Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int6
       k = k_proj(x);
       v = v_proj(x);
     }
-    q = q.reshape({B, T, num_heads, D});
-    k = k.reshape({B, T, num_kv_heads, D});
-    v = v.reshape({B, T, num_kv_heads, D});
+    q = q.reshape({B, T, Hq, D});
+    k = k.reshape({B, T, Hkv, D});
+    v = v.reshape({B, T, Hkv, D});
     if (q_norm) {  // Qwen3: RMSNorm over each head's D before rope
       q = (*q_norm)(q);
       k = (*k_norm)(k);
     }
-    q = F::rope(q.transpose(1, 2), ctx.cos, ctx.sin);  // (B, Hq, T, D)
-    k = F::rope(k.transpose(1, 2), ctx.cos, ctx.sin);  // (B, Hkv, T, D)
-    v = v.transpose(1, 2);                             // (B, Hkv, T, D)
+    // Per-head rows; a context holding only the all-heads form gives them as head 0's (a strided view).
+    const Tensor cos = ctx.cos.defined() ? ctx.cos : ctx.cos_all.slice(2, 0, 1).transpose(1, 2);
+    const Tensor sin = ctx.sin.defined() ? ctx.sin : ctx.sin_all.slice(2, 0, 1).transpose(1, 2);
+    q = F::rope(q.transpose(1, 2), cos, sin);  // (B, Hq, T, D)
+    k = F::rope(k.transpose(1, 2), cos, sin);  // (B, Hkv, T, D)
+    v = v.transpose(1, 2);                     // (B, Hkv, T, D)
   }
 
-  Tensor out;
-  if (!ctx.cache) {
-    // A mask (packed conversations) already holds the causal rule.
-    out = F::scaled_dot_product_attention(q, k, v, ctx.mask, 0, !ctx.mask.defined());
-  } else {
+  if (ctx.cache) {
     if (!kv.defined()) kv = F::cat({k, v}, 1);
     // cache[b, :, write_pos[b] + t] = kv[b, :, t] (device-side offsets: graph-replayable)
-    Tensor& cache = ctx.cache->kv[static_cast<size_t>(layer)];
-    F::kv_cache_write_(cache, kv, ctx.write_pos);
-    if (ctx.prefill_from_zero) {
-      out = F::scaled_dot_product_attention(q, k, v, {}, 0, true);
-    } else {
-      out = F::scaled_dot_product_attention(q, ctx.cache->keys(layer, ctx.kv_len), ctx.cache->values(layer, ctx.kv_len),
-                                            ctx.mask, 0, false);
-    }
+    F::kv_cache_write_(ctx.cache->kv[static_cast<size_t>(layer)], kv, ctx.write_pos);
+  }
+  Tensor out;
+  if (ctx.cache && !ctx.prefill_from_zero) {
+    out = F::scaled_dot_product_attention(q, ctx.cache->keys(layer, ctx.kv_len), ctx.cache->values(layer, ctx.kv_len),
+                                          ctx.mask, 0, false);
+  } else {
+    // Within the pass: causal, or under a mask that already holds the causal rule (packed rows).
+    out = F::scaled_dot_product_attention(q, k, v, ctx.mask, 0, !ctx.mask.defined());
   }
   return o_proj(out.transpose(1, 2).reshape({B, T, nq}));
 }
@@ -188,11 +213,11 @@ QwenMLP::QwenMLP(const QwenConfig& c, const Options& f)
   gate_up_weight_ = fuse_rows({&gate_proj, &up_proj}, f);
 }
 
-Tensor QwenMLP::forward(const Tensor& x) {
-  if (inference_mode(gate_proj.weight) && still_fused(gate_up_weight_, {&gate_proj.weight, &up_proj.weight})) {
-    // silu(x Wg^T) * (x Wu^T) in one op: the backends apply the activation in the product's epilogue
-    return down_proj(F::linear_swiglu(x, gate_up_weight_));  // (B, T, I)
-  }
+bool QwenMLP::weights_fused() const { return still_fused(gate_up_weight_, {&gate_proj.weight, &up_proj.weight}); }
+
+Tensor QwenMLP::forward(const Tensor& x, const QwenKernels& k) {
+  // silu(x Wg^T) * (x Wu^T) in one op: the backends apply the activation in the product's epilogue
+  if (k.fused_mlp) return down_proj(F::linear_swiglu(x, gate_up_weight_));  // (B, T, I)
   return down_proj(F::swiglu(gate_proj(x), up_proj(x)));
 }
 
@@ -209,9 +234,28 @@ QwenDecoderLayer::QwenDecoderLayer(const QwenConfig& c, const Options& f)
   register_module("post_attention_layernorm", post_attention_layernorm);
 }
 
-Tensor QwenDecoderLayer::forward(const Tensor& x, const AttentionContext& ctx, int64_t layer) {
-  Tensor h = x + self_attn.forward(input_layernorm(x), ctx, layer);
-  return h + mlp(post_attention_layernorm(h));
+namespace {
+// (norm(h + pending), h + pending), or (norm(h), h) when nothing is pending; one add_rms_norm at
+// inference.
+std::pair<Tensor, Tensor> add_norm(const Tensor& pending, const Tensor& h, nn::RMSNorm& n, const QwenKernels& k) {
+  if (!pending.defined()) return {n(h), h};
+  if (k.inference) return F::add_rms_norm(pending, h, n.weight, *n.eps);
+  Tensor sum = h + pending;
+  return {n(sum), sum};
+}
+}  // namespace
+
+std::pair<Tensor, Tensor> QwenDecoderLayer::forward(const Tensor& h, const Tensor& pending, const AttentionContext& ctx,
+                                                    int64_t layer, const QwenKernels& k) {
+  auto [normed, x] = add_norm(pending, h, input_layernorm, k);
+  Tensor a = self_attn.forward(normed, ctx, layer, k);
+  std::tie(normed, x) = add_norm(a, x, post_attention_layernorm, k);
+  return {x, mlp.forward(normed, k)};
+}
+
+Tensor QwenDecoderLayer::forward(const Tensor& x, const AttentionContext& ctx, int64_t layer, const QwenKernels& k) {
+  auto [h, m] = forward(x, Tensor(), ctx, layer, k);
+  return h + m;
 }
 
 // ---------------------------------------------------------------- model
@@ -227,42 +271,39 @@ QwenModel::QwenModel(const QwenConfig& c, const Options& f)
   register_module("norm", norm);
 }
 
-namespace {
-// (y, h) = add_rms_norm(x, residual, norm.weight): h = x + residual, y = rms_norm(h) * weight.
-std::pair<Tensor, Tensor> add_norm(const Tensor& x, const Tensor& residual, const nn::RMSNorm& n) {
-  return F::add_rms_norm(x, residual, n.weight, *n.eps);
+QwenKernels QwenModel::kernels(const AttentionContext* ctx) const {
+  QwenKernels k;
+  // The fused ops have no backward rules, and a checkpointed region's first pass must compute what
+  // backward's recomputation (with grad) computes.
+  if (autograd::in_checkpoint_forward()) return k;
+  if (autograd::grad_enabled())
+    for (const Tensor& p : parameters())
+      if (p.requires_grad()) return k;
+  k.inference = k.fused_qkv = k.fused_mlp = true;
+  bool qk_norm = false;
+  for (const auto& l : layers) {
+    k.fused_qkv = k.fused_qkv && l->self_attn.weights_fused();
+    k.fused_mlp = k.fused_mlp && l->mlp.weights_fused();
+    qk_norm = qk_norm || l->self_attn.q_norm;
+  }
+  k.rope_all = k.fused_qkv && !qk_norm && (!ctx || ctx->cos_all.defined());
+  return k;
 }
-}  // namespace
 
 Tensor QwenModel::forward(const Tensor& ids, const AttentionContext& ctx) {
-  Tensor h = embed_tokens(ids);
-  if (!inference_mode(embed_tokens.weight)) {
-    for (size_t i = 0; i < layers.size(); ++i) {
-      if (gradient_checkpointing) {  // keep only the layer's input; backward recomputes the rest
-        auto layer = layers[i];
-        const int64_t at = static_cast<int64_t>(i);
-        h = autograd::checkpoint([layer, ctx, at](const std::vector<Tensor>& x) { return layer->forward(x[0], ctx, at); },
-                                 {h});
-      } else {
-        h = layers[i]->forward(h, ctx, static_cast<int64_t>(i));
-      }
-    }
-    return norm(h);
-  }
-  // Inference: each residual add is fused with the norm that follows it, so the hidden state
-  // is read once per sublayer.  `pending` is the sublayer output not yet added to h.
-  Tensor pending;
+  const QwenKernels k = kernels(&ctx);
+  Tensor h = embed_tokens(ids), pending;  // pending: the last block's MLP output, not yet added to h
   for (size_t i = 0; i < layers.size(); ++i) {
-    QwenDecoderLayer& L = *layers[i];
-    Tensor normed;
-    if (pending.defined()) std::tie(normed, h) = add_norm(pending, h, L.input_layernorm);
-    else normed = L.input_layernorm(h);
-    Tensor a = L.self_attn.forward(normed, ctx, static_cast<int64_t>(i));
-    std::tie(normed, h) = add_norm(a, h, L.post_attention_layernorm);
-    pending = L.mlp(normed);
+    const int64_t at = static_cast<int64_t>(i);
+    if (gradient_checkpointing && !k.inference) {  // keep only the layer's input; backward recomputes the rest
+      auto layer = layers[i];
+      h = autograd::checkpoint(
+          [layer, ctx, at, k](const std::vector<Tensor>& x) { return layer->forward(x[0], ctx, at, k); }, {h});
+    } else {
+      std::tie(h, pending) = layers[i]->forward(h, pending, ctx, at, k);
+    }
   }
-  if (!pending.defined()) return norm(h);
-  return add_norm(pending, h, norm).first;
+  return add_norm(pending, h, norm, k).first;
 }
 
 // ---------------------------------------------------------------- causal LM
@@ -301,29 +342,119 @@ void QwenForCausalLM::init_weights() {
   }
 }
 
-std::pair<Tensor, Tensor> QwenForCausalLM::rope_tables(int64_t n) {
+// ---------------------------------------------------------------- rotary table and contexts
+
+void QwenForCausalLM::ensure_rope(int64_t n, bool all_heads) {
   const Tensor& w = model.embed_tokens.weight;
-  if (rope_cos_.defined() && rope_cos_.size(0) >= n && rope_cos_.dtype() == w.dtype() &&
-      rope_cos_.device() == w.device())
-    return {rope_cos_, rope_sin_};
-  // Grow in powers of two so a long generation rebuilds the table O(log n) times.
-  int64_t rows = 64;
-  while (rows < n) rows *= 2;
-  const int64_t D = config.head_dim, half = D / 2;
-  std::vector<double> cs(static_cast<size_t>(rows * D)), sn(cs.size());
-  for (int64_t i = 0; i < half; ++i) {
-    // inv_freq[i] = theta^(-2i/D); the table repeats it for both halves (cat(freqs, freqs)).
-    const double inv = std::pow(config.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(D));
-    for (int64_t p = 0; p < rows; ++p) {
-      const double a = static_cast<double>(p) * inv;
-      const size_t at = static_cast<size_t>(p * D + i);
-      cs[at] = cs[at + static_cast<size_t>(half)] = std::cos(a);
-      sn[at] = sn[at + static_cast<size_t>(half)] = std::sin(a);
+  const Options o{.dtype = w.dtype(), .device = w.device()};
+  const int64_t D = config.head_dim, hqk = config.num_attention_heads + config.num_key_value_heads,
+                H = hqk + config.num_key_value_heads;
+  if (!rope_.defined() || rope_.size(1) - 1 < n || rope_.dtype() != w.dtype() || !(rope_.device() == w.device())) {
+    // Grow in powers of two so a long generation rebuilds the table O(log n) times.
+    int64_t rows = 64;
+    while (rows < n) rows *= 2;
+    const int64_t half = D / 2;
+    std::vector<double> t(static_cast<size_t>(2 * (rows + 1) * D));
+    double* cs = t.data();
+    double* sn = cs + (rows + 1) * D;
+    for (int64_t i = 0; i < half; ++i) {
+      // inv_freq[i] = theta^(-2i/D); the table repeats it for both halves (cat(freqs, freqs)).
+      const double inv = std::pow(config.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(D));
+      for (int64_t p = 0; p < rows; ++p) {
+        const double a = static_cast<double>(p) * inv;
+        cs[p * D + i] = cs[p * D + i + half] = std::cos(a);
+        sn[p * D + i] = sn[p * D + i + half] = std::sin(a);
+      }
     }
+    std::fill(cs + rows * D, cs + (rows + 1) * D, 1.0);  // row P: the identity rotation
+    rope_ = tensor(t, {2, rows + 1, D}, o);
+    std::vector<int64_t> floor(static_cast<size_t>(H), 0);
+    std::fill(floor.begin() + hqk, floor.end(), rows);
+    rope_floor_ = tensor(floor, {1, H}, {.device = w.device()});
+    positions_ = arange(static_cast<double>(rows), {.dtype = DType::i64, .device = w.device()});
+    rope_heads_ = Tensor();
   }
-  rope_cos_ = tensor(cs, {rows, D}, {.dtype = w.dtype(), .device = w.device()});
-  rope_sin_ = tensor(sn, {rows, D}, {.dtype = w.dtype(), .device = w.device()});
-  return {rope_cos_, rope_sin_};
+  const int64_t P = rope_.size(1) - 1;
+  if (all_heads && !rope_heads_.defined() &&
+      2 * P * H * D * static_cast<int64_t>(gn_dtype_size(static_cast<int32_t>(rope_.dtype()))) <= rope_all_heads_max_bytes)
+    rope_heads_ = all_heads_rows(positions_);
+}
+
+Tensor QwenForCausalLM::all_heads_rows(const Tensor& positions) const {
+  const int64_t N = positions.size(0), H = rope_floor_.size(1), D = config.head_dim;
+  if (rope_heads_.defined()) return rope_heads_.index_select(1, positions);
+  return rope_.index_select(1, positions.view({N, 1}).maximum(rope_floor_).view({N * H})).view({2, N, H, D});
+}
+
+std::pair<Tensor, Tensor> QwenForCausalLM::rope_tables(int64_t n) {
+  ensure_rope(n, false);
+  const int64_t P = rope_.size(1) - 1;
+  return {rope_.select(0, 0).slice(0, 0, P), rope_.select(0, 1).slice(0, 0, P)};
+}
+
+AttentionContext QwenForCausalLM::attention_context(int64_t T, KVCache* cache, const Tensor& mask) {
+  if (T < 1 || (cache && T > cache->capacity))
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] attention_context: " + std::to_string(T) + " positions" +
+                                             (cache ? " for a cache of " + std::to_string(cache->capacity) : std::string()));
+  const QwenKernels k = model.kernels(nullptr);
+  ensure_rope(cache ? cache->capacity : T, k.rope_all);
+  const int64_t D = config.head_dim;
+  AttentionContext ctx;
+  ctx.sources = {rope_, rope_heads_, rope_floor_, positions_};
+  if (k.rope_all) {
+    const Tensor rows = rope_heads_.defined() ? rope_heads_.slice(1, 0, T) : all_heads_rows(positions_.slice(0, 0, T));
+    const int64_t H = rows.size(2);
+    ctx.cos_all = rows.select(0, 0).view({1, T, H, D});
+    ctx.sin_all = rows.select(0, 1).view({1, T, H, D});
+  } else {
+    ctx.cos = rope_.select(0, 0).slice(0, 0, T).view({1, 1, T, D});
+    ctx.sin = rope_.select(0, 1).slice(0, 0, T).view({1, 1, T, D});
+  }
+  ctx.mask = mask;
+  if (cache) {
+    ctx.cache = cache;
+    ctx.write_pos = zeros({cache->batch}, {.dtype = DType::i64, .device = model.embed_tokens.weight.device()});
+    ctx.prefill_from_zero = true;
+  }
+  return ctx;
+}
+
+AttentionContext QwenForCausalLM::attention_context(const Tensor& positions, KVCache* cache, int64_t kv_len,
+                                                    const Tensor& mask) {
+  if (positions.dim() < 1 || positions.dim() > 2 || positions.dtype() != DType::i64)
+    throw Error(GN_ERR_SHAPE, "[qwen] attention_context expects positions (B, T) or (B) int64");
+  if (cache && mask.defined())
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] attention_context: with a cache the mask is j <= position; pass none");
+  const int64_t B = positions.size(0), T = positions.dim() == 2 ? positions.size(1) : 1, D = config.head_dim;
+  if (cache && (kv_len < 0 || kv_len > cache->capacity))
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] attention_context: kv_len " + std::to_string(kv_len) +
+                                             " outside [0, " + std::to_string(cache->capacity) + "]");
+  const QwenKernels k = model.kernels(nullptr);
+  ensure_rope(cache ? cache->capacity : T, k.rope_all);
+  const Tensor flat = positions.reshape({B * T});
+  AttentionContext ctx;
+  ctx.sources = {rope_, rope_heads_, rope_floor_, positions_};
+  if (k.rope_all) {
+    const Tensor rows = all_heads_rows(flat);  // (2, B T, H, D)
+    const int64_t H = rows.size(2);
+    ctx.cos_all = rows.select(0, 0).view({B, T, H, D});
+    ctx.sin_all = rows.select(0, 1).view({B, T, H, D});
+  } else {
+    const Tensor rows = rope_.index_select(1, flat);  // (2, B T, D)
+    ctx.cos = rows.select(0, 0).view({B, 1, T, D});
+    ctx.sin = rows.select(0, 1).view({B, 1, T, D});
+  }
+  ctx.mask = mask;
+  if (cache) {
+    if (kv_len == 0) kv_len = cache->capacity;
+    ctx.cache = cache;
+    ctx.kv_len = kv_len;
+    ctx.write_pos = T == 1 ? flat : positions.select(1, 0).contiguous();
+    // Row b's token t attends cache positions j <= positions[b, t] (right padding leaves stale
+    // entries beyond a row's own positions).
+    ctx.mask = positions_.slice(0, 0, kv_len).le(positions.reshape({B, T, 1})).view({B, 1, T, kv_len});
+  }
+  return ctx;
 }
 
 Tensor QwenForCausalLM::hidden_states(const Tensor& ids, const AttentionContext& ctx) {
@@ -337,12 +468,7 @@ Tensor QwenForCausalLM::logits(const Tensor& h) {
 Tensor QwenForCausalLM::forward(const Tensor& ids) {
   if (ids.dim() != 2)
     throw Error(GN_ERR_SHAPE, "[qwen] forward expects ids (B, T), got rank " + std::to_string(ids.dim()));
-  const int64_t T = ids.size(1);
-  auto [cos, sin] = rope_tables(T);
-  AttentionContext ctx;
-  ctx.cos = cos.slice(0, 0, T).view({1, 1, T, config.head_dim});
-  ctx.sin = sin.slice(0, 0, T).view({1, 1, T, config.head_dim});
-  return logits(hidden_states(ids, ctx));
+  return logits(hidden_states(ids, attention_context(ids.size(1))));
 }
 
 Tensor QwenForCausalLM::loss(const Tensor& ids, const Tensor& labels) {

@@ -1,11 +1,17 @@
-// generate.cpp - batched prefill, KV-cached decode (eager or a replayed CUDA graph) and the
-// token loop with stop conditions and streaming.
+// generation.cpp - genesis/models/generation.hpp: batched prefill, KV-cached decode (eager or a
+// replayed CUDA graph), the token loop with stop conditions and streaming, and sampling.
+//
+// This file manages the batch, the cache, the graph and the tokens; what a forward needs at given
+// positions (rotary rows, cache offsets, the mask) comes from the model (attention_context).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
 
 #include "genesis/autograd.hpp"
 #include "genesis/models/generation.hpp"
-#include "genesis/nn/functional.hpp"
+#include "genesis/random.hpp"
 
 namespace genesis::models {
 
@@ -16,18 +22,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
-
-// Deterministic uniforms in [0, 1) for sampling (splitmix64: same seed, same numbers everywhere).
-struct Uniform {
-  uint64_t s;
-  double next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) * 0x1.0p-53;
-  }
-};
 
 std::vector<int64_t> ints_to_host(const Tensor& t) {
   std::vector<int64_t> out(static_cast<size_t>(t.numel()));
@@ -68,22 +62,15 @@ class StreamScope {
   gn_stream* prev_ = nullptr;
 };
 
-// The state of one batched decode: the cache, the position buffers and (on CUDA) the graph.
+// The state of one batched decode: the cache, the step's input buffers and (on CUDA) the graph.
 class Decoder {
  public:
   Decoder(QwenForCausalLM& m, int64_t batch, int64_t capacity)
       : m_(m), B_(batch), cap_(capacity), dev_(m.model.embed_tokens.weight.device()) {
-    const Tensor& w = m.model.embed_tokens.weight;
-    cache_ = KVCache::allocate(m.config, batch, capacity, dev_, w.dtype());
-    auto tables = m.rope_tables(capacity);
-    cos_ = tables.first;
-    sin_ = tables.second;
-    positions_ = arange(static_cast<double>(capacity), {.dtype = DType::i64, .device = dev_}).view({1, capacity});
+    cache_ = KVCache::allocate(m.config, batch, capacity, dev_, m.model.embed_tokens.weight.dtype());
     ids_ = zeros({B_, 1}, {.dtype = DType::i64, .device = dev_});
     pos_ = zeros({B_}, {.dtype = DType::i64, .device = dev_});
     ones_ = ones({B_}, {.dtype = DType::i64, .device = dev_});
-    rope_all_tables(1);  // the decode steps' (made before any graph capture)
-    step_table(capacity);
   }
   ~Decoder() {
     if (graph_) gn_graph_destroy(graph_);
@@ -91,7 +78,8 @@ class Decoder {
   Decoder(const Decoder&) = delete;
   Decoder& operator=(const Decoder&) = delete;
 
-  // Prompts right-padded to T; returns logits (B, V) at each row's last prompt position.
+  // Prompts right-padded to T; returns logits (B, V) at each row's last prompt position.  Its
+  // context sizes the model's tables to the cache, before any step is captured.
   Tensor prefill(const std::vector<std::vector<int64_t>>& prompts, int64_t T) {
     std::vector<int64_t> flat(static_cast<size_t>(B_ * T), 0), last(static_cast<size_t>(B_));
     for (int64_t b = 0; b < B_; ++b) {
@@ -100,15 +88,7 @@ class Decoder {
       last[static_cast<size_t>(b)] = b * T + static_cast<int64_t>(p.size()) - 1;
     }
     Tensor ids = tensor(flat, {B_, T}, {.device = dev_});
-    AttentionContext ctx;
-    const int64_t D = m_.config.head_dim;
-    ctx.cos = cos_.slice(0, 0, T).view({1, 1, T, D});
-    ctx.sin = sin_.slice(0, 0, T).view({1, 1, T, D});
-    rope_all(ctx, cos_.slice(0, 0, T).view({1, T, 1, D}), sin_.slice(0, 0, T).view({1, T, 1, D}));
-    ctx.cache = &cache_;
-    ctx.write_pos = zeros({B_}, {.dtype = DType::i64, .device = dev_});
-    ctx.prefill_from_zero = true;
-    Tensor h = m_.hidden_states(ids, ctx);  // (B, T, hidden)
+    Tensor h = m_.hidden_states(ids, m_.attention_context(T, &cache_));  // (B, T, hidden)
     Tensor rows = h.reshape({B_ * T, h.size(-1)}).index_select(0, tensor(last, {B_}, {.device = dev_}));
     return m_.logits(rows);  // (B, V)
   }
@@ -171,71 +151,17 @@ class Decoder {
  private:
   // Logits (B, V) for ids_ (B, 1) at positions pos_ (B), attending cache positions [0, kv_len).
   Tensor step(int64_t kv_len) {
-    const int64_t D = m_.config.head_dim;
-    AttentionContext ctx;
-    if (step_table_.defined()) {  // one gather: (B, 2, H, D)
-      const Tensor t = step_table_.index_select(0, pos_);
-      ctx.cos_all = t.slice(1, 0, 1);  // (B, T=1, H, D)
-      ctx.sin_all = t.slice(1, 1, 2);
-      ctx.cos = ctx.cos_all.slice(2, 0, 1);  // (B, 1, 1, D): a query head's row is cos[pos]
-      ctx.sin = ctx.sin_all.slice(2, 0, 1);
-    } else {
-      ctx.cos = cos_.index_select(0, pos_).view({B_, 1, 1, D});
-      ctx.sin = sin_.index_select(0, pos_).view({B_, 1, 1, D});
-      rope_all(ctx, ctx.cos, ctx.sin);  // (B, 1, 1, D) is also (B, T=1, 1, D)
-    }
-    ctx.cache = &cache_;
-    ctx.write_pos = pos_;
-    ctx.kv_len = kv_len;
-    // Row b attends cache positions j <= pos[b] (right padding leaves stale entries beyond it).
-    ctx.mask = positions_.slice(1, 0, kv_len).le(pos_.view({B_, 1})).view({B_, 1, 1, kv_len});
-    Tensor h = m_.hidden_states(ids_, ctx);  // (B, 1, hidden)
+    ctx_ = m_.attention_context(pos_, &cache_, kv_len);  // kept: a captured step reads its tensors and tables
+    Tensor h = m_.hidden_states(ids_, ctx_);              // (B, 1, hidden)
     return m_.logits(h.view({B_, h.size(-1)}));
-  }
-
-  // The decode steps' rope tables for every position, (capacity, 2, H, D) with H = Hq + 2 Hkv:
-  // cos over the query and key heads then 1 over the value heads, and sin then 0.  A step then
-  // gathers its rows with one index_select instead of two gathers and two concatenations.  Only
-  // for the fused projection (no q/k norm) and up to 64 MiB; otherwise steps build them as prefill does.
-  void step_table(int64_t capacity) {
-    const QwenConfig& c = m_.config;
-    const int64_t hkv = c.num_key_value_heads, hqk = c.num_attention_heads + hkv, D = c.head_dim;
-    const int64_t bytes = capacity * 2 * (hqk + hkv) * D * static_cast<int64_t>(gn_dtype_size(static_cast<int32_t>(cos_.dtype())));
-    if (c.qk_norm || bytes > (int64_t{64} << 20)) return;
-    const Options o{.dtype = cos_.dtype(), .device = dev_};
-    const Tensor cs = cos_.slice(0, 0, capacity).view({capacity, 1, 1, D}).expand({capacity, 1, hqk, D});
-    const Tensor sn = sin_.slice(0, 0, capacity).view({capacity, 1, 1, D}).expand({capacity, 1, hqk, D});
-    namespace F = nn::functional;
-    step_table_ = F::cat({F::cat({cs, ones({capacity, 1, hkv, D}, o)}, 2), F::cat({sn, zeros({capacity, 1, hkv, D}, o)}, 2)},
-                         1)
-                      .contiguous();
-  }
-
-  void rope_all_tables(int64_t T) {
-    const QwenConfig& c = m_.config;
-    const Options o{.dtype = cos_.dtype(), .device = dev_};
-    one_v_ = ones({B_, T, c.num_key_value_heads, c.head_dim}, o);
-    zero_v_ = zeros({B_, T, c.num_key_value_heads, c.head_dim}, o);
-  }
-
-  // Tables for one rope over every head of the fused projection: cos/sin (N, T, 1, D) repeated over
-  // the query and key heads, then 1 and 0 over the value heads (rotation by angle 0).
-  void rope_all(AttentionContext& ctx, const Tensor& cos, const Tensor& sin) {
-    const QwenConfig& c = m_.config;
-    const int64_t N = cos.size(0), T = cos.size(1), D = c.head_dim, hqk = c.num_attention_heads + c.num_key_value_heads;
-    const Options o{.dtype = cos.dtype(), .device = dev_};
-    const bool decode = N == B_ && T == 1;  // the preallocated identity part fits
-    const Tensor one = decode ? one_v_ : ones({N, T, c.num_key_value_heads, D}, o);
-    const Tensor zero = decode ? zero_v_ : zeros({N, T, c.num_key_value_heads, D}, o);
-    ctx.cos_all = nn::functional::cat({cos.expand({N, T, hqk, D}), one}, 2);
-    ctx.sin_all = nn::functional::cat({sin.expand({N, T, hqk, D}), zero}, 2);
   }
 
   QwenForCausalLM& m_;
   int64_t B_, cap_;
   Device dev_;
   KVCache cache_;
-  Tensor cos_, sin_, positions_, ids_, pos_, ones_, one_v_, zero_v_, step_table_;
+  AttentionContext ctx_;
+  Tensor ids_, pos_, ones_;
   Tensor logits_, next_;
   gn_graph* graph_ = nullptr;
   bool greedy_graph_ = false;
@@ -286,7 +212,7 @@ GenerationResult generate(QwenForCausalLM& model, const std::vector<std::vector<
   model.eval();
   const Device dev = model.model.embed_tokens.weight.device();
   StreamScope stream(dev);
-  Uniform rng{cfg.seed};
+  HostRng rng(cfg.seed);
   std::vector<std::vector<int64_t>> history(prompts);  // prompt + output, for the repetition penalty
   std::vector<char> done(prompts.size(), 0);
   std::vector<int64_t> pos(prompts.size());
@@ -299,7 +225,7 @@ GenerationResult generate(QwenForCausalLM& model, const std::vector<std::vector<
     std::vector<float> all = floats_to_host(logits);
     for (size_t b = 0; b < prompts.size(); ++b) {
       std::vector<float> row(all.begin() + static_cast<int64_t>(b) * V, all.begin() + static_cast<int64_t>(b + 1) * V);
-      next[b] = sample_token(row, history[b], cfg, rng.next());
+      next[b] = sample_token(row, history[b], cfg, rng.uniform());
     }
     return next;
   };
@@ -363,6 +289,74 @@ GenerationResult generate(QwenForCausalLM& model, const std::vector<std::vector<
   }
   r.decode_seconds = seconds_since(t0);
   return r;
+}
+
+
+// ---------------------------------------------------------------- sampling
+// One token from a row of logits, in transformers' order: repetition penalty, temperature, top-k,
+// top-p, min-p, then one draw.
+
+int64_t sample_token(std::vector<float>& logits, const std::vector<int64_t>& history, const GenerationConfig& cfg,
+                     double u) {
+  const int64_t V = static_cast<int64_t>(logits.size());
+  if (V == 0) throw Error(GN_ERR_INVALID_ARGUMENT, "[generate] empty logits");
+  constexpr float kOff = -std::numeric_limits<float>::infinity();
+  if (cfg.repetition_penalty != 1.0) {
+    // Each id seen once: negative scores are multiplied, positive ones divided (CTRL's rule).
+    std::vector<int64_t> seen(history);
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    const float p = static_cast<float>(cfg.repetition_penalty);
+    for (int64_t id : seen)
+      if (id >= 0 && id < V) logits[static_cast<size_t>(id)] = logits[static_cast<size_t>(id)] < 0 ? logits[static_cast<size_t>(id)] * p : logits[static_cast<size_t>(id)] / p;
+  }
+  if (cfg.temperature == 0)
+    return std::max_element(logits.begin(), logits.end()) - logits.begin();  // first max on ties, as argmax
+
+  const float inv_t = static_cast<float>(1.0 / cfg.temperature);
+  for (float& x : logits) x *= inv_t;
+  // Candidates sorted by descending score (ties by id); top-k trims the list first.
+  std::vector<int32_t> idx(static_cast<size_t>(V));
+  std::iota(idx.begin(), idx.end(), 0);
+  auto by_score = [&](int32_t a, int32_t b) {
+    return logits[static_cast<size_t>(a)] != logits[static_cast<size_t>(b)] ? logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] : a < b;
+  };
+  size_t n = idx.size();
+  if (cfg.top_k > 0 && static_cast<size_t>(cfg.top_k) < n) {
+    std::nth_element(idx.begin(), idx.begin() + cfg.top_k - 1, idx.end(), by_score);
+    // Keep every score equal to the k-th one (transformers compares against the k-th value).
+    const float kth = logits[static_cast<size_t>(idx[static_cast<size_t>(cfg.top_k - 1)])];
+    n = static_cast<size_t>(std::partition(idx.begin(), idx.end(), [&](int32_t i) { return logits[static_cast<size_t>(i)] >= kth; }) - idx.begin());
+  }
+  std::sort(idx.begin(), idx.begin() + static_cast<int64_t>(n), by_score);
+  // Probabilities of the candidates (softmax over them; tokens cut by top-k have probability 0).
+  const float top = logits[static_cast<size_t>(idx[0])];
+  if (top == kOff) return idx[0];
+  std::vector<double> prob(n);
+  double z = 0;
+  for (size_t i = 0; i < n; ++i) z += prob[i] = std::exp(static_cast<double>(logits[static_cast<size_t>(idx[i])]) - top);
+  for (double& p : prob) p /= z;
+  if (cfg.top_p < 1.0) {
+    // Keep the most likely tokens until their mass reaches top_p (at least one).
+    double mass = 0;
+    size_t keep = 0;
+    while (keep < n && (keep == 0 || mass < cfg.top_p)) mass += prob[keep++];
+    n = keep;
+  }
+  if (cfg.min_p > 0) {
+    const double floor = cfg.min_p * prob[0];
+    size_t keep = 1;
+    while (keep < n && prob[keep] >= floor) ++keep;
+    n = keep;
+  }
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) total += prob[i];
+  double target = u * total, acc = 0;
+  for (size_t i = 0; i < n; ++i) {
+    acc += prob[i];
+    if (target < acc) return idx[i];
+  }
+  return idx[n - 1];
 }
 
 }  // namespace genesis::models
