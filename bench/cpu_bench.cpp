@@ -213,8 +213,11 @@ void BM_onednn_layer_norm(benchmark::State& state) {
       dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift);
   dnnl::layer_normalization_forward::primitive_desc pd(desc, d.eng);
   run_dnnl(state, dnnl::layer_normalization_forward(pd),
-           {{DNNL_ARG_SRC, d.buffer(md, 1)}, {DNNL_ARG_DST, memory(md, d.eng)}, {DNNL_ARG_MEAN, memory(stat, d.eng)},
-            {DNNL_ARG_VARIANCE, memory(stat, d.eng)}, {DNNL_ARG_SCALE, d.buffer(ss, 2)},
+           {{DNNL_ARG_SRC, d.buffer(md, 1)},
+            {DNNL_ARG_DST, memory(md, d.eng)},
+            {DNNL_ARG_MEAN, memory(stat, d.eng)},
+            {DNNL_ARG_VARIANCE, memory(stat, d.eng)},
+            {DNNL_ARG_SCALE, d.buffer(ss, 2)},
             {DNNL_ARG_SHIFT, d.buffer(ss, 3)}});
   set_rate(state, "GBs", 2.0 * 4 * r * c * 1e-9);
 }
@@ -223,7 +226,8 @@ void BM_onednn_layer_norm(benchmark::State& state) {
 // reorders from/to NCHW (and OIHW weights) that a caller with plain tensors needs.
 void onednn_conv2d(benchmark::State& state, bool user_layouts) {
   Dnnl& d = Dnnl::get();
-  const memory::dims src{kConvN, kConvC, kConvH, kConvH}, wei{kConvO, kConvC, 3, 3}, dst{kConvN, kConvO, kConvH, kConvH};
+  const memory::dims src{kConvN, kConvC, kConvH, kConvH}, wei{kConvO, kConvC, 3, 3},
+      dst{kConvN, kConvO, kConvH, kConvH};
   memory::desc src_u(src, dt::f32, tag::nchw), wei_u(wei, dt::f32, tag::oihw), dst_u(dst, dt::f32, tag::nchw);
   dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                        memory::desc(src, dt::f32, tag::any), memory::desc(wei, dt::f32, tag::any),

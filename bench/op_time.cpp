@@ -28,7 +28,7 @@ void check(gn_status* s) {
 }
 
 int32_t dtype_of(const char* s) {
-  const std::pair<const char*, int32_t> names[] = {{"f32", GN_F32}, {"f64", GN_F64}, {"f16", GN_F16},
+  const std::pair<const char*, int32_t> names[] = {{"f32", GN_F32},   {"f64", GN_F64}, {"f16", GN_F16},
                                                    {"bf16", GN_BF16}, {"i32", GN_I32}, {"i64", GN_I64}};
   for (const auto& [n, d] : names)
     if (!std::strcmp(s, n)) return d;

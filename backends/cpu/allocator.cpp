@@ -48,8 +48,7 @@ void* HostAllocator::allocate(size_t bytes) {
       p = std::aligned_alloc(alignment_for(cls), cls);
     }
     if (!p)
-      gn::sdk::fail(GN_ERR_OUT_OF_MEMORY,
-                    "[cpu] out of host memory allocating " + std::to_string(bytes) + " bytes");
+      gn::sdk::fail(GN_ERR_OUT_OF_MEMORY, "[cpu] out of host memory allocating " + std::to_string(bytes) + " bytes");
     ++misses_;
   }
   live_.emplace(p, cls);

@@ -37,8 +37,8 @@ class HostAllocator {
   void release_cached_locked();
 
   mutable std::mutex mu_;
-  std::unordered_map<void*, size_t> live_;                 // ptr -> class size
-  std::unordered_map<size_t, std::vector<void*>> free_;    // class size -> cached blocks
+  std::unordered_map<void*, size_t> live_;               // ptr -> class size
+  std::unordered_map<size_t, std::vector<void*>> free_;  // class size -> cached blocks
   uint64_t allocated_ = 0, cached_ = 0, peak_allocated_ = 0, peak_reserved_ = 0;
   uint64_t num_allocs_ = 0, num_frees_ = 0, hits_ = 0, misses_ = 0, oom_retries_ = 0;
 };

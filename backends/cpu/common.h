@@ -24,13 +24,13 @@ using gn::sdk::fail;
 // Run a oneDNN call; an "unimplemented" answer becomes GN_ERR_UNSUPPORTED (the
 // dispatcher then falls back to the reference kernel), anything else an
 // internal error naming file:line.
-#define DNNL_CHECK(expr)                                                                  \
-  do {                                                                                    \
-    try {                                                                                 \
-      expr;                                                                               \
-    } catch (const dnnl::error& e_) {                                                     \
-      ::gn::cpu::dnnl_fail(e_, #expr, __FILE__, __LINE__);                                \
-    }                                                                                     \
+#define DNNL_CHECK(expr)                                   \
+  do {                                                     \
+    try {                                                  \
+      expr;                                                \
+    } catch (const dnnl::error& e_) {                      \
+      ::gn::cpu::dnnl_fail(e_, #expr, __FILE__, __LINE__); \
+    }                                                      \
   } while (0)
 
 [[noreturn]] void dnnl_fail(const dnnl::error& e, const char* expr, const char* file, int line);
@@ -124,7 +124,7 @@ struct Cached {
   dnnl::memory::desc src_md, src1_md, dst_md, aux_md;  // per-family meaning
   dnnl::memory::desc scratch_md;                       // user-mode scratchpad
   size_t scratch_bytes = 0;
-  std::string impl;                                    // impl_info_str, for debugging
+  std::string impl;  // impl_info_str, for debugging
 };
 
 // Thread-safe cache: look up key, or build with make() and remember the result

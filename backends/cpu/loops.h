@@ -65,15 +65,20 @@ inline float to_f32(f16_t v) { return gn::sdk::half_to_float(v.bits); }
 // reference's), f32/f64/integers convert as C++ does.
 template <class T>
 inline double ld(const T* p) {
-  if constexpr (std::is_same_v<T, bf16_t> || std::is_same_v<T, f16_t>) return (double)to_f32(*p);
-  else return (double)*p;
+  if constexpr (std::is_same_v<T, bf16_t> || std::is_same_v<T, f16_t>)
+    return (double)to_f32(*p);
+  else
+    return (double)*p;
 }
 template <class T>
 inline void st(T* p, double v) {
   // gn::sdk::store's conversions, without its switch on the dtype (not always inlined)
-  if constexpr (std::is_same_v<T, bf16_t>) p->bits = gn::sdk::float_to_bf16((float)v);
-  else if constexpr (std::is_same_v<T, f16_t>) p->bits = gn::sdk::float_to_half((float)v);
-  else *p = (T)v;
+  if constexpr (std::is_same_v<T, bf16_t>)
+    p->bits = gn::sdk::float_to_bf16((float)v);
+  else if constexpr (std::is_same_v<T, f16_t>)
+    p->bits = gn::sdk::float_to_half((float)v);
+  else
+    *p = (T)v;
 }
 
 // double -> T with the reference's rounding (the cast for f32/f64/ints).
@@ -84,16 +89,44 @@ inline T to_t(double v) {
   return r;
 }
 
-template <int32_t DT> struct Storage;
-template <> struct Storage<GN_F32> { using T = float; };
-template <> struct Storage<GN_F64> { using T = double; };
-template <> struct Storage<GN_F16> { using T = f16_t; };
-template <> struct Storage<GN_BF16> { using T = bf16_t; };
-template <> struct Storage<GN_I8> { using T = int8_t; };
-template <> struct Storage<GN_U8> { using T = uint8_t; };
-template <> struct Storage<GN_I32> { using T = int32_t; };
-template <> struct Storage<GN_I64> { using T = int64_t; };
-template <> struct Storage<GN_BOOL> { using T = uint8_t; };
+template <int32_t DT>
+struct Storage;
+template <>
+struct Storage<GN_F32> {
+  using T = float;
+};
+template <>
+struct Storage<GN_F64> {
+  using T = double;
+};
+template <>
+struct Storage<GN_F16> {
+  using T = f16_t;
+};
+template <>
+struct Storage<GN_BF16> {
+  using T = bf16_t;
+};
+template <>
+struct Storage<GN_I8> {
+  using T = int8_t;
+};
+template <>
+struct Storage<GN_U8> {
+  using T = uint8_t;
+};
+template <>
+struct Storage<GN_I32> {
+  using T = int32_t;
+};
+template <>
+struct Storage<GN_I64> {
+  using T = int64_t;
+};
+template <>
+struct Storage<GN_BOOL> {
+  using T = uint8_t;
+};
 
 // Call f(std::integral_constant<int32_t, DT>) for a runtime dtype; false if unknown.
 template <class F>
@@ -115,8 +148,14 @@ inline bool dispatch_dtype(int32_t dt, F&& f) {
 // f32/f64 only.
 template <class F>
 inline bool dispatch_float(int32_t dt, F&& f) {
-  if (dt == GN_F32) { f(float{}); return true; }
-  if (dt == GN_F64) { f(double{}); return true; }
+  if (dt == GN_F32) {
+    f(float{});
+    return true;
+  }
+  if (dt == GN_F64) {
+    f(double{});
+    return true;
+  }
   return false;
 }
 

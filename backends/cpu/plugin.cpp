@@ -64,11 +64,11 @@ void execute(const gn_kernel_ctx* ctx, const Cached& c, std::unordered_map<int, 
 }
 
 void dnnl_fail(const dnnl::error& e, const char* expr, const char* file, int line) {
-  const int32_t code = e.status == dnnl_unimplemented ? GN_ERR_UNSUPPORTED
+  const int32_t code = e.status == dnnl_unimplemented   ? GN_ERR_UNSUPPORTED
                        : e.status == dnnl_out_of_memory ? GN_ERR_OUT_OF_MEMORY
                                                         : GN_ERR_INTERNAL;
-  fail(code, std::string("[cpu] oneDNN: ") + e.what() + " (status " + std::to_string((int)e.status) + ") in " +
-                 expr + " at " + file + ":" + std::to_string(line));
+  fail(code, std::string("[cpu] oneDNN: ") + e.what() + " (status " + std::to_string((int)e.status) + ") in " + expr +
+                 " at " + file + ":" + std::to_string(line));
 }
 
 namespace {
@@ -232,12 +232,14 @@ struct KernelTier {
   std::initializer_list<void (*)(const gn::sdk::Registrar&)> families;
 };
 const KernelTier kTiers[] = {
-    {"oneDNN", {onednn::register_unary, onednn::register_binary, onednn::register_softmax, onednn::register_linalg,
-                onednn::register_norm, onednn::register_conv, onednn::register_llm}},
-    {"SIMD loops", {simd::register_unary, simd::register_binary, simd::register_creation, simd::register_reduce,
-                    simd::register_norm, simd::register_rope, simd::register_activation, simd::register_loss,
-                    simd::register_attention, simd::register_indexing, simd::register_shape, simd::register_sort,
-                    simd::register_pool, simd::register_optim, simd::register_llm}},
+    {"oneDNN",
+     {onednn::register_unary, onednn::register_binary, onednn::register_softmax, onednn::register_linalg,
+      onednn::register_norm, onednn::register_conv, onednn::register_llm}},
+    {"SIMD loops",
+     {simd::register_unary, simd::register_binary, simd::register_creation, simd::register_reduce, simd::register_norm,
+      simd::register_rope, simd::register_activation, simd::register_loss, simd::register_attention,
+      simd::register_indexing, simd::register_shape, simd::register_sort, simd::register_pool, simd::register_optim,
+      simd::register_llm}},
     {"generic", {generic::register_unary, generic::register_binary}},
 };
 

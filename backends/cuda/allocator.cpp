@@ -25,10 +25,10 @@ std::string mib(uint64_t bytes) {
   return buf;
 }
 
-#define ALLOC_CHECK(expr)                                                      \
-  do {                                                                         \
-    cudaError_t e_ = (expr);                                                   \
-    if (e_ != cudaSuccess) cuda_fail(e_, #expr, __FILE__, __LINE__);           \
+#define ALLOC_CHECK(expr)                                            \
+  do {                                                               \
+    cudaError_t e_ = (expr);                                         \
+    if (e_ != cudaSuccess) cuda_fail(e_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 }  // namespace
@@ -49,8 +49,10 @@ DeviceAllocator::Block* DeviceAllocator::new_block() {
 }
 
 void DeviceAllocator::recycle_block(Block* b) {
-  if (spare_blocks_.size() < kSpares) spare_blocks_.push_back(b);
-  else delete b;
+  if (spare_blocks_.size() < kSpares)
+    spare_blocks_.push_back(b);
+  else
+    delete b;
 }
 
 DeviceAllocator::Block* DeviceAllocator::quick_take(size_t size, cudaStream_t stream) {
@@ -166,9 +168,8 @@ DeviceAllocator::Block* DeviceAllocator::new_segment(size_t size, bool small, cu
   if (seg > total)
     gn::sdk::fail(GN_ERR_OUT_OF_MEMORY,
                   "CUDA out of memory on cuda:" + std::to_string(device_) + ": tried to allocate " + mib(requested) +
-                      " (" + std::to_string(requested) + " bytes), more than the device's total memory (" +
-                      mib(total) + "); " + mib(allocated_) + " allocated by Genesis, " + mib(reserved_) +
-                      " reserved by its cache");
+                      " (" + std::to_string(requested) + " bytes), more than the device's total memory (" + mib(total) +
+                      "); " + mib(allocated_) + " allocated by Genesis, " + mib(reserved_) + " reserved by its cache");
   void* p = nullptr;
   cudaError_t err = cudaMalloc(&p, seg);
   if (err == cudaErrorMemoryAllocation) {
@@ -183,10 +184,10 @@ DeviceAllocator::Block* DeviceAllocator::new_segment(size_t size, bool small, cu
       size_t free_b = 0, total_b = 0;
       cudaMemGetInfo(&free_b, &total_b);
       gn::sdk::fail(GN_ERR_OUT_OF_MEMORY,
-                    "CUDA out of memory on cuda:" + std::to_string(device_) + ": tried to allocate " +
-                        mib(requested) + " (" + std::to_string(requested) + " bytes); " + mib(allocated_) +
-                        " allocated by Genesis, " + mib(reserved_) + " reserved by its cache, " + mib(free_b) +
-                        " free of " + mib(total_b) + " on the device (the cache was emptied and the request retried once)");
+                    "CUDA out of memory on cuda:" + std::to_string(device_) + ": tried to allocate " + mib(requested) +
+                        " (" + std::to_string(requested) + " bytes); " + mib(allocated_) + " allocated by Genesis, " +
+                        mib(reserved_) + " reserved by its cache, " + mib(free_b) + " free of " + mib(total_b) +
+                        " on the device (the cache was emptied and the request retried once)");
     }
   }
   if (err != cudaSuccess) cuda_fail(err, "cudaMalloc", __FILE__, __LINE__);
@@ -253,9 +254,7 @@ void* DeviceAllocator::allocate(size_t bytes, cudaStream_t stream) {
 void DeviceAllocator::free_block(Block* b) {
   b->allocated = false;
   // Merge with free neighbours (never with blocks waiting on events).
-  auto mergeable = [&](Block* n) {
-    return n && !n->allocated && n->pending_events == 0 && !n->deferred && !n->quick;
-  };
+  auto mergeable = [&](Block* n) { return n && !n->allocated && n->pending_events == 0 && !n->deferred && !n->quick; };
   if (mergeable(b->prev)) {
     Block* p = b->prev;
     pool_remove(p);
@@ -281,8 +280,8 @@ void DeviceAllocator::release(void* ptr, cudaStream_t stream) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = live_.find(ptr);
   if (it == live_.end())
-    gn::sdk::fail(GN_ERR_INVALID_ARGUMENT, "[cuda] free of a pointer this allocator did not hand out (cuda:" +
-                                               std::to_string(device_) + ")");
+    gn::sdk::fail(GN_ERR_INVALID_ARGUMENT,
+                  "[cuda] free of a pointer this allocator did not hand out (cuda:" + std::to_string(device_) + ")");
   Block* b = it->second;
   {
     auto n = live_.extract(it);

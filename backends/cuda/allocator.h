@@ -46,10 +46,10 @@ namespace gn::cuda {
 class DeviceAllocator {
  public:
   static constexpr size_t kRound = 512;
-  static constexpr size_t kSmallSize = size_t(1) << 20;      // <= : small pool
+  static constexpr size_t kSmallSize = size_t(1) << 20;  // <= : small pool
   static constexpr size_t kSmallSegment = size_t(2) << 20;
   static constexpr size_t kLargeSegment = size_t(20) << 20;
-  static constexpr size_t kMidSize = size_t(10) << 20;        // <= : shares a 20 MiB segment
+  static constexpr size_t kMidSize = size_t(10) << 20;  // <= : shares a 20 MiB segment
   static constexpr size_t kSegmentRound = size_t(2) << 20;
 
   explicit DeviceAllocator(int device) : device_(device) {}
@@ -78,9 +78,9 @@ class DeviceAllocator {
   struct Block {
     char* ptr = nullptr;
     size_t size = 0;
-    size_t req = 0;          // rounded request of a live block (what `allocated` counts)
+    size_t req = 0;  // rounded request of a live block (what `allocated` counts)
     cudaStream_t stream = nullptr;
-    uint64_t pool = 0;       // 0 = shared, else a graph capture's private pool
+    uint64_t pool = 0;  // 0 = shared, else a graph capture's private pool
     bool small = false;
     bool allocated = false;
     bool deferred = false;   // freed during a capture that reads it: held until the graph dies
@@ -111,7 +111,7 @@ class DeviceAllocator {
   Block* new_segment(size_t size, bool small, cudaStream_t stream, uint64_t pool, size_t requested);
   void free_block(Block* b);  // back into its pool, merged with free neighbours
   void process_events(bool wait);
-  void release_cached();      // cudaFree every fully free shared segment
+  void release_cached();  // cudaFree every fully free shared segment
   uint64_t capture_pool(cudaStream_t stream) const;
   cudaEvent_t get_event();
 
@@ -141,7 +141,7 @@ class DeviceAllocator {
   std::vector<std::unordered_map<void*, Block*>::node_type> spare_live_nodes_;
   std::deque<std::pair<cudaEvent_t, Block*>> events_;  // cross-stream frees in flight
   std::vector<cudaEvent_t> spare_events_;
-  std::unordered_map<cudaStream_t, uint64_t> capturing_;  // stream -> private pool
+  std::unordered_map<cudaStream_t, uint64_t> capturing_;             // stream -> private pool
   std::unordered_map<uint64_t, std::vector<Block*>> pool_segments_;  // private pool -> segment heads
   std::unordered_map<uint64_t, std::vector<Block*>> deferred_;       // pool -> blocks freed during its capture
   uint64_t next_pool_ = 1;

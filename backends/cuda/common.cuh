@@ -74,10 +74,9 @@ struct FamilyRegistration {
   static FamilyRegistration*& head();
 };
 
-#define GN_CUDA_FAMILY(family)                                                              \
-  static void gn_cuda_family_##family(const ::gn::sdk::Registrar& r);                       \
-  static ::gn::cuda::FamilyRegistration gn_cuda_family_reg_##family(#family,                \
-                                                                    gn_cuda_family_##family); \
+#define GN_CUDA_FAMILY(family)                                                                         \
+  static void gn_cuda_family_##family(const ::gn::sdk::Registrar& r);                                  \
+  static ::gn::cuda::FamilyRegistration gn_cuda_family_reg_##family(#family, gn_cuda_family_##family); \
   static void gn_cuda_family_##family([[maybe_unused]] const ::gn::sdk::Registrar& r)
 
 // Dtype lists for Registrar::kernel.
@@ -93,9 +92,9 @@ inline constexpr int32_t kIntDtypes[] = {GN_I8, GN_U8, GN_I32, GN_I64};
 // everything else is a device error naming the call and the place.
 [[noreturn]] void cuda_fail(cudaError_t err, const char* expr, const char* file, int line);
 
-#define GN_CUDA_CHECK(expr)                                                       \
-  do {                                                                            \
-    cudaError_t gn_err_ = (expr);                                                 \
+#define GN_CUDA_CHECK(expr)                                                                \
+  do {                                                                                     \
+    cudaError_t gn_err_ = (expr);                                                          \
     if (gn_err_ != cudaSuccess) ::gn::cuda::cuda_fail(gn_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 
@@ -128,8 +127,8 @@ inline void* workspace(const gn_kernel_ctx* ctx, size_t bytes) {
   if (!bytes) return nullptr;
   void* p = ctx->workspace ? ctx->workspace(ctx, bytes) : nullptr;
   if (!p)
-    fail(GN_ERR_OUT_OF_MEMORY, std::string("[") + (ctx->op_name ? ctx->op_name : "cuda") +
-                                   "] could not get " + std::to_string(bytes) + " bytes of workspace");
+    fail(GN_ERR_OUT_OF_MEMORY, std::string("[") + (ctx->op_name ? ctx->op_name : "cuda") + "] could not get " +
+                                   std::to_string(bytes) + " bytes of workspace");
   return p;
 }
 
@@ -167,7 +166,7 @@ using DriverLaunchExFn = CUresult (*)(const CUlaunchConfig*, CUfunction, void**,
 DriverLaunchExFn driver_launch_ex();  // plugin.cpp; nullptr when PDL is off or unavailable
 bool pdl_enabled();                   // plugin.cpp; false with GENESIS_CUDA_NO_PDL=1
 [[noreturn]] void driver_fail(CUresult r, const char* what);
-int current_device_index();      // the device DeviceGuard made current (thread-local)
+int current_device_index();  // the device DeviceGuard made current (thread-local)
 
 #ifdef __CUDACC__
 template <class K>
@@ -231,8 +230,12 @@ void launch_impl(dim3 grid, dim3 block, size_t smem, cudaStream_t s, Args&&... a
           attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
           attr.value.programmaticStreamSerializationAllowed = 1;
           CUlaunchConfig cfg{};
-          cfg.gridDimX = grid.x; cfg.gridDimY = grid.y; cfg.gridDimZ = grid.z;
-          cfg.blockDimX = block.x; cfg.blockDimY = block.y; cfg.blockDimZ = block.z;
+          cfg.gridDimX = grid.x;
+          cfg.gridDimY = grid.y;
+          cfg.gridDimZ = grid.z;
+          cfg.blockDimX = block.x;
+          cfg.blockDimY = block.y;
+          cfg.blockDimZ = block.z;
           cfg.sharedMemBytes = (unsigned)smem;
           cfg.hStream = reinterpret_cast<CUstream>(s);
           cfg.attrs = &attr;
@@ -285,21 +288,52 @@ struct Tag {
 
 // Accumulation type: float for the 16-bit floats, double for double, int64
 // for integers (sums), bool stays bool-ish via int64.
-template <class T> struct AccOf { using type = T; };
-template <> struct AccOf<__half> { using type = float; };
-template <> struct AccOf<__nv_bfloat16> { using type = float; };
-template <> struct AccOf<float> { using type = float; };
-template <> struct AccOf<double> { using type = double; };
-template <> struct AccOf<int8_t> { using type = int64_t; };
-template <> struct AccOf<uint8_t> { using type = int64_t; };
-template <> struct AccOf<int32_t> { using type = int64_t; };
-template <> struct AccOf<int64_t> { using type = int64_t; };
-template <> struct AccOf<bool> { using type = int64_t; };
-template <class T> using acc_t = typename AccOf<T>::type;
+template <class T>
+struct AccOf {
+  using type = T;
+};
+template <>
+struct AccOf<__half> {
+  using type = float;
+};
+template <>
+struct AccOf<__nv_bfloat16> {
+  using type = float;
+};
+template <>
+struct AccOf<float> {
+  using type = float;
+};
+template <>
+struct AccOf<double> {
+  using type = double;
+};
+template <>
+struct AccOf<int8_t> {
+  using type = int64_t;
+};
+template <>
+struct AccOf<uint8_t> {
+  using type = int64_t;
+};
+template <>
+struct AccOf<int32_t> {
+  using type = int64_t;
+};
+template <>
+struct AccOf<int64_t> {
+  using type = int64_t;
+};
+template <>
+struct AccOf<bool> {
+  using type = int64_t;
+};
+template <class T>
+using acc_t = typename AccOf<T>::type;
 
-template <class T> constexpr bool is_float_v =
-    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
-    std::is_same_v<T, __nv_bfloat16>;
+template <class T>
+constexpr bool is_float_v = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
+                            std::is_same_v<T, __nv_bfloat16>;
 
 // Conversions between element types through float/double/int64 (bool: != 0).
 template <class To, class From>
@@ -405,7 +439,9 @@ void dispatch_all(int32_t dtype, const char* op, F&& f) {
 inline int64_t numel(const gn_tensor_view& v) { return gn_view_numel(&v); }
 inline bool is_contiguous(const gn_tensor_view& v) { return gn_view_is_contiguous(&v) != 0; }
 template <class T>
-inline T* data_ptr(const gn_tensor_view& v) { return reinterpret_cast<T*>(gn_view_ptr(&v)); }
+inline T* data_ptr(const gn_tensor_view& v) {
+  return reinterpret_cast<T*>(gn_view_ptr(&v));
+}
 
 std::string shape_str(const gn_tensor_view& v);
 

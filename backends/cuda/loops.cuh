@@ -26,9 +26,12 @@ struct InPtrs {
 
 template <class Out, class In, int NIN, class F>
 __device__ __forceinline__ Out apply_f(const F& f, const In (&a)[NIN]) {
-  if constexpr (NIN == 1) return f(a[0]);
-  else if constexpr (NIN == 2) return f(a[0], a[1]);
-  else return f(a[0], a[1], a[2]);
+  if constexpr (NIN == 1)
+    return f(a[0]);
+  else if constexpr (NIN == 2)
+    return f(a[0], a[1]);
+  else
+    return f(a[0], a[1], a[2]);
 }
 
 // Dense path: each block step covers a tile of blockDim.x * N * U elements;
@@ -36,8 +39,8 @@ __device__ __forceinline__ Out apply_f(const F& f, const In (&a)[NIN]) {
 // the warp is one contiguous 512-byte run) before computing, then U stores.
 // The ragged end of the tensor is done element by element.
 template <int N, int U, class Out, class In, int NIN, class F>
-__global__ void __launch_bounds__(kThreads) ew_dense_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in, F f,
-                                                             bool streaming) {
+__global__ void __launch_bounds__(kThreads)
+    ew_dense_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in, F f, bool streaming) {
   pdl_wait();  // launched with launch_pdl (common.cuh)
   pdl_trigger();
   const int64_t tile = (int64_t)blockDim.x * N * U;
@@ -74,8 +77,10 @@ __global__ void __launch_bounds__(kThreads) ew_dense_kernel(int64_t n, Out* __re
           o.v[j] = apply_f<Out, In, NIN>(f, a);
         }
         if constexpr (N > 1) {
-          if (streaming) store_vec_cs<Out, N>(out + base, o);
-          else store_vec<Out, N>(out + base, o);
+          if (streaming)
+            store_vec_cs<Out, N>(out + base, o);
+          else
+            store_vec<Out, N>(out + base, o);
         } else {
           out[base] = o.v[0];
         }
@@ -98,8 +103,8 @@ __global__ void __launch_bounds__(kThreads) ew_dense_kernel(int64_t n, Out* __re
 // one 32-bit div/mod walk, then a 16-byte load per stride-1 operand and one
 // scalar load per stride-0 operand.
 template <int N, class Out, class In, int NIN, class F>
-__global__ void __launch_bounds__(kThreads) ew_inner_vec_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in,
-                                                                 OffsetCalc<NIN + 1> oc, F f) {
+__global__ void __launch_bounds__(kThreads)
+    ew_inner_vec_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in, OffsetCalc<NIN + 1> oc, F f) {
   pdl_wait();  // launched with launch_pdl (common.cuh)
   pdl_trigger();
   const int last = oc.ndim - 1;
@@ -145,8 +150,8 @@ constexpr int kStridedPer = 4;
 
 // Strided path: operand 0 of the OffsetCalc is out, then the inputs.
 template <class Index, class Out, class In, int NIN, class F>
-__global__ void __launch_bounds__(kThreads) ew_strided_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in,
-                                                               OffsetCalc<NIN + 1> oc, F f) {
+__global__ void __launch_bounds__(kThreads)
+    ew_strided_kernel(int64_t n, Out* __restrict__ out, InPtrs<In, NIN> in, OffsetCalc<NIN + 1> oc, F f) {
   pdl_wait();  // launched with launch_pdl (common.cuh)
   pdl_trigger();
   const int64_t stride = (int64_t)gridDim.x * blockDim.x * kStridedPer;
@@ -224,12 +229,12 @@ void elementwise(const gn_kernel_ctx* ctx, const gn_tensor_view& out, const gn_t
     const bool streaming = (int64_t)(sizeof(Out) + NIN * sizeof(In)) * n > (int64_t(128) << 20);
     if (vec) {
       int64_t b = (n + (int64_t)kThreads * N * U - 1) / ((int64_t)kThreads * N * U);
-      launch_pdl<ew_dense_kernel<N, U, Out, In, NIN, F>>(dim3((unsigned)(b < max_blocks ? b : max_blocks)), dim3(kThreads),
-             0, st, n, o, ptrs, f, streaming);
+      launch_pdl<ew_dense_kernel<N, U, Out, In, NIN, F>>(dim3((unsigned)(b < max_blocks ? b : max_blocks)),
+                                                         dim3(kThreads), 0, st, n, o, ptrs, f, streaming);
     } else {
       int64_t b = (n + (int64_t)kThreads * 4 - 1) / ((int64_t)kThreads * 4);
       launch_pdl<ew_dense_kernel<1, 4, Out, In, NIN, F>>(dim3((unsigned)(b < max_blocks ? b : max_blocks)),
-             dim3(kThreads), 0, st, n, o, ptrs, f, false);
+                                                         dim3(kThreads), 0, st, n, o, ptrs, f, false);
     }
   } else {
     const gn_tensor_view* views[NIN + 1];

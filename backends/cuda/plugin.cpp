@@ -40,8 +40,8 @@ void cuda_fail(cudaError_t err, const char* expr, const char* file, int line) {
   (void)cudaGetLastError();  // clear a non-sticky error so the next call starts clean
   const int32_t code = err == cudaErrorMemoryAllocation ? GN_ERR_OUT_OF_MEMORY : GN_ERR_DEVICE;
   const char* base = std::strrchr(file, '/');
-  fail(code, std::string("[cuda] ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err) + " in " + expr +
-                 " at " + (base ? base + 1 : file) + ":" + std::to_string(line));
+  fail(code, std::string("[cuda] ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err) + " in " + expr + " at " +
+                 (base ? base + 1 : file) + ":" + std::to_string(line));
 }
 
 // The CUDA runtime is linked statically: its current device belongs to this
@@ -276,8 +276,8 @@ gn_status* dev_count(void*, int32_t* count) {
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
-    return host()->status_new(GN_ERR_DEVICE, (std::string("no usable CUDA device: ") + cudaGetErrorName(err) +
-                                              " (" + cudaGetErrorString(err) + ")")
+    return host()->status_new(GN_ERR_DEVICE, (std::string("no usable CUDA device: ") + cudaGetErrorName(err) + " (" +
+                                              cudaGetErrorString(err) + ")")
                                                  .c_str());
   }
   if (n == 0) return host()->status_new(GN_ERR_DEVICE, "no CUDA device: cudaGetDeviceCount returned 0");
@@ -295,8 +295,10 @@ gn_status* dev_props(void*, int32_t index, gn_device_props* props) {
     size_t free_b = 0, total_b = 0;
     {
       DeviceGuard g(index);
-      if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) p.free_memory = free_b;
-      else (void)cudaGetLastError();
+      if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
+        p.free_memory = free_b;
+      else
+        (void)cudaGetLastError();
     }
     p.compute_major = cp.major;
     p.compute_minor = cp.minor;
@@ -434,8 +436,10 @@ gn_status* dev_copy(void*, int32_t index, void* dst, const void* src, size_t byt
       case GN_COPY_HOST_TO_DEVICE: {
         cudaPointerAttributes attr{};
         bool pageable = true;
-        if (cudaPointerGetAttributes(&attr, src) == cudaSuccess) pageable = attr.type == cudaMemoryTypeUnregistered;
-        else (void)cudaGetLastError();
+        if (cudaPointerGetAttributes(&attr, src) == cudaSuccess)
+          pageable = attr.type == cudaMemoryTypeUnregistered;
+        else
+          (void)cudaGetLastError();
         if (pageable && staging().copy_h2d(dst, src, bytes, s)) return;
         GN_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
         break;
@@ -447,8 +451,7 @@ gn_status* dev_copy(void*, int32_t index, void* dst, const void* src, size_t byt
       case GN_COPY_DEVICE_TO_DEVICE:
         GN_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s));  // peer copies too (UVA)
         break;
-      default:
-        fail(GN_ERR_INVALID_ARGUMENT, "[cuda] copy: unknown copy kind " + std::to_string(kind));
+      default: fail(GN_ERR_INVALID_ARGUMENT, "[cuda] copy: unknown copy kind " + std::to_string(kind));
     }
   });
 }

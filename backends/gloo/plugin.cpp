@@ -130,11 +130,11 @@ gn_status* run(void* c, const char* what, F&& f) {
       const std::string msg = e.what();
       const bool timed_out = msg.find("Timed out") != std::string::npos || msg.find("timed out") != std::string::npos;
       const int32_t code = timed_out ? GN_ERR_TIMEOUT : GN_ERR_ABORTED;
-      const std::string text = std::string("[gloo] ") + what + " on rank " + std::to_string(comm.rank) + ": " +
-                               (timed_out ? "a peer did not answer within " + std::to_string(comm.timeout.count()) +
-                                                " ms"
-                                          : std::string("a peer closed its connection (it exited or was aborted)")) +
-                               " (" + msg + ")";
+      const std::string text =
+          std::string("[gloo] ") + what + " on rank " + std::to_string(comm.rank) + ": " +
+          (timed_out ? "a peer did not answer within " + std::to_string(comm.timeout.count()) + " ms"
+                     : std::string("a peer closed its connection (it exited or was aborted)")) +
+          " (" + msg + ")";
       comm.set_error(code, text);
       fail(code, text);
     }
@@ -152,7 +152,8 @@ using ReduceFn = void (*)(void*, const void*, const void*, size_t);
 template <class T>
 ReduceFn reduce_fn(int32_t op) {
   switch (op) {
-    case GN_REDUCE_SUM: case GN_REDUCE_AVG: return static_cast<ReduceFn>(&::gloo::sum<T>);
+    case GN_REDUCE_SUM:
+    case GN_REDUCE_AVG: return static_cast<ReduceFn>(&::gloo::sum<T>);
     case GN_REDUCE_PROD: return static_cast<ReduceFn>(&::gloo::product<T>);
     case GN_REDUCE_MAX: return static_cast<ReduceFn>(&::gloo::max<T>);
     default: return static_cast<ReduceFn>(&::gloo::min<T>);
@@ -210,7 +211,8 @@ gn_status* comm_create(void*, const gn_comm_id*, int32_t, int32_t, int32_t, void
 
 gn_status* comm_init(void*, const gn_comm_config* cfg, void** out) {
   return sdk::guard(host(), [&] {
-    if (!cfg->store) fail(GN_ERR_INVALID_ARGUMENT, "[gloo] init: gn_comm_config.store is NULL (gloo meets over a store)");
+    if (!cfg->store)
+      fail(GN_ERR_INVALID_ARGUMENT, "[gloo] init: gn_comm_config.store is NULL (gloo meets over a store)");
     auto c = std::make_unique<Comm>();
     c->rank = cfg->rank;
     c->size = cfg->world_size;
@@ -244,8 +246,7 @@ gn_status* comm_destroy(void*, void* c) {
   return sdk::guard(host(), [&] { delete static_cast<Comm*>(c); });
 }
 
-gn_status* comm_all_reduce(void*, void* c, const gn_tensor_view* send, const gn_tensor_view* recv, int32_t op,
-                           void*) {
+gn_status* comm_all_reduce(void*, void* c, const gn_tensor_view* send, const gn_tensor_view* recv, int32_t op, void*) {
   return run(c, "all_reduce", [&](Comm& comm) {
     const size_t n = (size_t)gn_view_numel(recv);
     if (ptr_of(send) != ptr_of(recv)) std::memcpy(ptr_of(recv), ptr_of(send), bytes_of(recv));
@@ -378,5 +379,4 @@ void init(const gn_host_api* h, gn_plugin_info*) {
 }  // namespace
 }  // namespace gn::gloo
 
-GN_SDK_PLUGIN("gloo", "0.1.0", "Gloo communicator for cpu tensors over TCP (collectives, send/recv)",
-              gn::gloo::init)
+GN_SDK_PLUGIN("gloo", "0.1.0", "Gloo communicator for cpu tensors over TCP (collectives, send/recv)", gn::gloo::init)

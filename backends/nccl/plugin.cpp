@@ -125,7 +125,8 @@ struct Comm {
       }
       ncclResult_t async = ncclSuccess;
       if (ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress) {
-        set_error(GN_ERR_ABORTED, std::string("[nccl] rank ") + std::to_string(rank) + ": " + ncclGetErrorString(async) +
+        set_error(GN_ERR_ABORTED, std::string("[nccl] rank ") + std::to_string(rank) + ": " +
+                                      ncclGetErrorString(async) +
                                       "; a peer probably died: the communicator was aborted");
         abort_comm();
         continue;
@@ -188,7 +189,8 @@ ncclDataType_t nccl_dtype(int32_t dtype) {
     case GN_BF16: return ncclBfloat16;
     case GN_F64: return ncclFloat64;
     case GN_I8: return ncclInt8;
-    case GN_U8: case GN_BOOL: return ncclUint8;
+    case GN_U8:
+    case GN_BOOL: return ncclUint8;
     case GN_I32: return ncclInt32;
     case GN_I64: return ncclInt64;
     default: fail(GN_ERR_DTYPE, "[nccl] unknown dtype " + std::to_string(dtype));
@@ -209,9 +211,7 @@ ncclRedOp_t nccl_op(int32_t op, int32_t dtype, const char* what) {
   }
 }
 
-void* ptr_of(const gn_tensor_view* v) {
-  return static_cast<char*>(v->data) + v->byte_offset;
-}
+void* ptr_of(const gn_tensor_view* v) { return static_cast<char*>(v->data) + v->byte_offset; }
 size_t count_of(const gn_tensor_view* v) { return (size_t)gn_view_numel(v); }
 cudaStream_t stream_of(void* s) { return static_cast<cudaStream_t>(s); }
 
@@ -242,8 +242,8 @@ gn_status* join(const gn_comm_id* id, int32_t rank, int32_t size, int32_t device
     config.blocking = 0;
     ncclResult_t r = ncclCommInitRankConfig(&c->comm, size, u, rank, &config);
     if (r != ncclSuccess && r != ncclInProgress)
-      fail(GN_ERR_IO, std::string("[nccl] init: rank ") + std::to_string(rank) + " of " + std::to_string(size) +
-                          ": " + ncclGetErrorString(r));
+      fail(GN_ERR_IO, std::string("[nccl] init: rank ") + std::to_string(rank) + " of " + std::to_string(size) + ": " +
+                          ncclGetErrorString(r));
     c->poll("init", [] { return true; });
     cuda_check(cudaMalloc(&c->scratch, 4), "init: cudaMalloc");
     Comm* raw = c.get();
@@ -274,7 +274,8 @@ gn_status* comm_destroy(void*, void* p) {
     bool ok = r == ncclSuccess || r == ncclInProgress;
     if (ok) {
       try {
-        c->poll("destroy", [] { return true; }, 60000);
+        c->poll(
+            "destroy", [] { return true; }, 60000);
       } catch (const sdk::Error&) {
         ok = false;
       }
@@ -372,9 +373,8 @@ gn_status* comm_recv(void*, void* p, const gn_tensor_view* buf, int32_t peer, in
 gn_status* comm_barrier(void*, void* p, void* stream) {
   return sdk::guard(host(), [&] {
     Comm& c = comm_of(p);
-    c.issue("barrier", stream_of(stream), [&] {
-      return ncclAllReduce(c.scratch, c.scratch, 1, ncclInt32, ncclSum, c.comm, stream_of(stream));
-    });
+    c.issue("barrier", stream_of(stream),
+            [&] { return ncclAllReduce(c.scratch, c.scratch, 1, ncclInt32, ncclSum, c.comm, stream_of(stream)); });
   });
 }
 
@@ -390,12 +390,15 @@ gn_status* comm_synchronize(void*, void* p, void* stream, int64_t timeout_ms) {
       ~Destroy() { cudaEventDestroy(e); }
     } destroy{ev};
     cuda_check(cudaEventRecord(ev, stream_of(stream)), "synchronize: cudaEventRecord");
-    c.poll("synchronize", [&] {
-      cudaError_t q = cudaEventQuery(ev);
-      if (q == cudaErrorNotReady) return false;
-      cuda_check(q, "synchronize: cudaEventQuery");
-      return true;
-    }, timeout_ms);
+    c.poll(
+        "synchronize",
+        [&] {
+          cudaError_t q = cudaEventQuery(ev);
+          if (q == cudaErrorNotReady) return false;
+          cuda_check(q, "synchronize: cudaEventQuery");
+          return true;
+        },
+        timeout_ms);
   });
 }
 

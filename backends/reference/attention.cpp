@@ -39,8 +39,8 @@ AttnDims check_dims(const char* op, const gn_tensor_view& q, const gn_tensor_vie
   expect_shape(op, "k", k, {d.B, d.Hkv, d.Sk, d.D});
   expect_shape(op, "v", v, {d.B, d.Hkv, d.Sk, d.Dv});
   if (d.Hkv == 0 ? d.Hq != 0 : d.Hq % d.Hkv != 0)
-    fail(GN_ERR_SHAPE, std::string("[") + op + "] Hq " + std::to_string(d.Hq) + " is not a multiple of Hkv " +
-                           std::to_string(d.Hkv));
+    fail(GN_ERR_SHAPE,
+         std::string("[") + op + "] Hq " + std::to_string(d.Hq) + " is not a multiple of Hkv " + std::to_string(d.Hkv));
   return d;
 }
 
@@ -80,8 +80,7 @@ void attention_probs(double* P, double* lse, const double* q, const double* k, c
         double sum = 0.0;
         for (int64_t j = 0; j < d.Sk; ++j) sum += s[(size_t)j] == kNegInf ? 0.0 : std::exp(s[(size_t)j] - m);
         lse[row] = m + std::log(sum);
-        for (int64_t j = 0; j < d.Sk; ++j)
-          Pi[j] = s[(size_t)j] == kNegInf ? 0.0 : std::exp(s[(size_t)j] - lse[row]);
+        for (int64_t j = 0; j < d.Sk; ++j) Pi[j] = s[(size_t)j] == kNegInf ? 0.0 : std::exp(s[(size_t)j] - lse[row]);
       }
 }
 
@@ -120,7 +119,8 @@ GN_SDK_KERNEL(sdpa_kernel) {
   const char* op = "scaled_dot_product_attention";
   expect_io(op, n_in, 3, n_out, 1);
   int64_t causal = attr_int(op, attrs, n_attrs, 0);
-  if (causal < 0 || causal > 2) fail(GN_ERR_INVALID_ARGUMENT, "[scaled_dot_product_attention] causal must be 0, 1 or 2");
+  if (causal < 0 || causal > 2)
+    fail(GN_ERR_INVALID_ARGUMENT, "[scaled_dot_product_attention] causal must be 0, 1 or 2");
   AttnDims d = check_dims(op, in[0], in[1], in[2]);
   double scale = resolve_scale(attr_float(op, attrs, n_attrs, 1), d.D);
   expect_shape(op, "out", out[0], {d.B, d.Hq, d.Sq, d.Dv});

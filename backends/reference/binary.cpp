@@ -37,7 +37,8 @@ GN_SDK_KERNEL(binary_kernel) {
   const bool add_sub = def.op == sc::kBin_add || def.op == sc::kBin_sub;
   const double alpha = add_sub ? attr_float(op, attrs, n_attrs, 0) : 1.0;
   const int64_t mode = def.op == sc::kBin_div ? attr_int(op, attrs, n_attrs, 0) : 0;
-  if (mode < 0 || mode > 2) fail_op(GN_ERR_INVALID_ARGUMENT, op, "rounding_mode must be 0, 1 or 2, got " + std::to_string(mode));
+  if (mode < 0 || mode > 2)
+    fail_op(GN_ERR_INVALID_ARGUMENT, op, "rounding_mode must be 0, 1 or 2, got " + std::to_string(mode));
   const gn_tensor_view* ins[] = {&a, &b};
 
   const bool int_in = is_intlike(a.dtype) && is_intlike(b.dtype);
@@ -56,14 +57,17 @@ GN_SDK_KERNEL(binary_kernel) {
     int64_t ialpha = 1;
     if (add_sub) {
       if (alpha != std::trunc(alpha) || std::fabs(alpha) > 9.2e18)
-        fail_op(GN_ERR_INVALID_ARGUMENT, op, "alpha must be an integer for integer tensors, got " + std::to_string(alpha));
+        fail_op(GN_ERR_INVALID_ARGUMENT, op,
+                "alpha must be an integer for integer tensors, got " + std::to_string(alpha));
       ialpha = (int64_t)alpha;
     }
     for_each_bcast(op, o, ins, [&](char* po, const char* const* p) {
       const int64_t x = load_int(p[0], a.dtype), y = load_int(p[1], b.dtype);
-      if (def.op == sc::kBin_div && y == 0) fail_op(GN_ERR_INVALID_ARGUMENT, op, "ZeroDivisionError: integer division by zero");
+      if (def.op == sc::kBin_div && y == 0)
+        fail_op(GN_ERR_INVALID_ARGUMENT, op, "ZeroDivisionError: integer division by zero");
       if (def.op == sc::kBin_pow && y < 0)
-        fail_op(GN_ERR_INVALID_ARGUMENT, op, "integers to negative integer powers are not allowed (exponent " + std::to_string(y) + ")");
+        fail_op(GN_ERR_INVALID_ARGUMENT, op,
+                "integers to negative integer powers are not allowed (exponent " + std::to_string(y) + ")");
       store_int(po, o.dtype, sc::binary_exact(def.op, x, y, ialpha, (int)mode));
     });
     return;
@@ -81,8 +85,10 @@ GN_SDK_KERNEL(where_kernel) {
   const gn_tensor_view* ins[] = {&c, &a, &b};
   for_each_bcast("where", o, ins, [&](char* po, const char* const* p) {
     bool take_a = load(p[0], c.dtype) != 0.0;
-    if (take_a) convert_elem(po, o.dtype, p[1], a.dtype);
-    else convert_elem(po, o.dtype, p[2], b.dtype);
+    if (take_a)
+      convert_elem(po, o.dtype, p[1], a.dtype);
+    else
+      convert_elem(po, o.dtype, p[2], b.dtype);
   });
 }
 
@@ -94,8 +100,10 @@ GN_SDK_KERNEL(where_kernel) {
 void register_binary(const gn::sdk::Registrar& r) {
   // Every op of the shared list; its row travels as the kernel's user data.
   for (const BinaryDef& b : sc::kBinaryOps) {
-    if (b.takes_bool) r.kernel(b.name, kAllDtypes, binary_kernel, 0, (void*)&b);
-    else r.kernel(b.name, kNumericDtypes, binary_kernel, 0, (void*)&b);
+    if (b.takes_bool)
+      r.kernel(b.name, kAllDtypes, binary_kernel, 0, (void*)&b);
+    else
+      r.kernel(b.name, kNumericDtypes, binary_kernel, 0, (void*)&b);
   }
   r.kernel("where", kAllDtypes, where_kernel);
 }

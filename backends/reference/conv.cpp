@@ -16,7 +16,7 @@ using namespace gn::reference::dense;
 using gn::sdk::fail;
 
 struct ConvParams {
-  int64_t N, C, H, W;    // input
+  int64_t N, C, H, W;     // input
   int64_t O, Cg, KH, KW;  // weight (O, C/groups, KH, KW)
   int64_t G;              // groups
   Pair stride, pad, dil;
@@ -37,8 +37,14 @@ ConvParams conv_params(const char* op, const gn_tensor_view& x, const gn_tensor_
   expect_ndim(op, "x", x, 4);
   expect_ndim(op, "weight", w, 4);
   ConvParams p{};
-  p.N = x.shape[0]; p.C = x.shape[1]; p.H = x.shape[2]; p.W = x.shape[3];
-  p.O = w.shape[0]; p.Cg = w.shape[1]; p.KH = w.shape[2]; p.KW = w.shape[3];
+  p.N = x.shape[0];
+  p.C = x.shape[1];
+  p.H = x.shape[2];
+  p.W = x.shape[3];
+  p.O = w.shape[0];
+  p.Cg = w.shape[1];
+  p.KH = w.shape[2];
+  p.KW = w.shape[3];
   p.stride = attr_pair(op, "stride", attrs, n_attrs, 0);
   p.pad = attr_pair(op, "padding", attrs, n_attrs, 1);
   p.dil = attr_pair(op, "dilation", attrs, n_attrs, 2);
@@ -90,7 +96,10 @@ GN_SDK_KERNEL(conv2d_kernel) {
   expect_io(op, n_in, 2, n_out, 1);
   ConvParams p = conv_params(op, in[0], in[1], attrs, n_attrs);
   Vec b;
-  if (n_in > 2) { expect_shape(op, "bias", in[2], {p.O}); b = load_all(in[2]); }
+  if (n_in > 2) {
+    expect_shape(op, "bias", in[2], {p.O});
+    b = load_all(in[2]);
+  }
   expect_shape(op, "y", out[0], {p.N, p.O, p.Ho, p.Wo});
   Vec x = load_all(in[0]), w = load_all(in[1]), y((size_t)(p.N * p.O * p.Ho * p.Wo));
   conv2d_forward(y.data(), x.data(), w.data(), n_in > 2 ? b.data() : nullptr, p);

@@ -30,8 +30,10 @@ GN_SDK_KERNEL(arange_kernel) {
   const bool exact = is_intlike(o.dtype) && start == std::trunc(start) && step == std::trunc(step) &&
                      std::fabs(start) < 9.2e18 && std::fabs(step) < 9.2e18;
   for (int64_t i = 0; i < n; ++i) {
-    if (exact) gn::sdk::store_int(elem_ptr(o, i), o.dtype, wrap_add((int64_t)start, wrap_mul(i, (int64_t)step)));
-    else store(elem_ptr(o, i), o.dtype, start + (double)i * step);
+    if (exact)
+      gn::sdk::store_int(elem_ptr(o, i), o.dtype, wrap_add((int64_t)start, wrap_mul(i, (int64_t)step)));
+    else
+      store(elem_ptr(o, i), o.dtype, start + (double)i * step);
   }
 }
 
@@ -49,7 +51,8 @@ GN_SDK_KERNEL(rand_kernel) {
   need_io("rand", n_in, 0, n_out, 1);
   const gn_tensor_view& o = out[0];
   const int64_t n = numel(o);
-  for (int64_t i = 0; i < n; ++i) store(elem_ptr(o, i), o.dtype, gn::sdk::philox_uniform_for(o.dtype, ctx->seed, ctx->offset, i));
+  for (int64_t i = 0; i < n; ++i)
+    store(elem_ptr(o, i), o.dtype, gn::sdk::philox_uniform_for(o.dtype, ctx->seed, ctx->offset, i));
 }
 
 // randn(shape, dtype, device) -> standard normal (Box-Muller on Philox pairs).
@@ -66,8 +69,9 @@ GN_SDK_KERNEL(randint_kernel) {
   const int64_t low = attr_int("randint", attrs, n_attrs, 0);
   const int64_t high = attr_int("randint", attrs, n_attrs, 1);
   if (high <= low || (uint64_t)high - (uint64_t)low > (uint64_t(1) << 32))
-    fail_op(GN_ERR_INVALID_ARGUMENT, "randint",
-            "needs low < high and high - low <= 2^32, got low " + std::to_string(low) + ", high " + std::to_string(high));
+    fail_op(
+        GN_ERR_INVALID_ARGUMENT, "randint",
+        "needs low < high and high - low <= 2^32, got low " + std::to_string(low) + ", high " + std::to_string(high));
   const gn_tensor_view& o = out[0];
   const int64_t n = numel(o);
   for (int64_t i = 0; i < n; ++i)

@@ -37,26 +37,26 @@ inline std::string shape_str(const Shape& s) {
 // Fail with GN_ERR_SHAPE unless v has exactly `want`.
 inline void expect_shape(const char* op, const char* what, const gn_tensor_view& v, const Shape& want) {
   if (shape_of(v) != want)
-    gn::sdk::fail(GN_ERR_SHAPE, std::string("[") + op + "] " + what + " has shape " +
-                                    shape_str(shape_of(v)) + ", expected " + shape_str(want));
+    gn::sdk::fail(GN_ERR_SHAPE, std::string("[") + op + "] " + what + " has shape " + shape_str(shape_of(v)) +
+                                    ", expected " + shape_str(want));
 }
 
 inline void expect_ndim(const char* op, const char* what, const gn_tensor_view& v, int32_t nd) {
   if (v.ndim != nd)
-    gn::sdk::fail(GN_ERR_SHAPE, std::string("[") + op + "] " + what + " must be " +
-                                    std::to_string(nd) + "-D, got " + shape_str(shape_of(v)));
+    gn::sdk::fail(GN_ERR_SHAPE, std::string("[") + op + "] " + what + " must be " + std::to_string(nd) + "-D, got " +
+                                    shape_str(shape_of(v)));
 }
 
 inline void expect_numel(const char* op, const char* what, const gn_tensor_view& v, int64_t n) {
   if (numel(v) != n)
-    gn::sdk::fail(GN_ERR_SHAPE, std::string("[") + op + "] " + what + " has " +
-                                    std::to_string(numel(v)) + " elements, expected " + std::to_string(n));
+    gn::sdk::fail(GN_ERR_SHAPE, std::string("[") + op + "] " + what + " has " + std::to_string(numel(v)) +
+                                    " elements, expected " + std::to_string(n));
 }
 
 inline void expect_float(const char* op, const char* what, const gn_tensor_view& v) {
   if (!gn_dtype_is_float(v.dtype))
-    gn::sdk::fail(GN_ERR_DTYPE, std::string("[") + op + "] " + what + " must be floating point, got " +
-                                    gn_dtype_name(v.dtype));
+    gn::sdk::fail(GN_ERR_DTYPE,
+                  std::string("[") + op + "] " + what + " must be floating point, got " + gn_dtype_name(v.dtype));
 }
 
 inline void expect_io(const char* op, size_t n_in, size_t min_in, size_t n_out, size_t min_out) {
@@ -102,8 +102,8 @@ inline Vec load_broadcast(const char* op, const char* what, const gn_tensor_view
     ok = s == t || s == 1;
   }
   if (!ok)
-    gn::sdk::fail(GN_ERR_SHAPE, std::string("[") + op + "] " + what + " of shape " +
-                                    shape_str(shape_of(v)) + " does not broadcast to " + shape_str(shape));
+    gn::sdk::fail(GN_ERR_SHAPE, std::string("[") + op + "] " + what + " of shape " + shape_str(shape_of(v)) +
+                                    " does not broadcast to " + shape_str(shape));
   std::vector<int64_t> st((size_t)nd + 1, 0), idx((size_t)nd + 1, 0);
   gn::sdk::broadcast_strides(v, nd, shape.data(), st.data());
   int64_t n = prod(shape);
@@ -123,8 +123,8 @@ inline Vec load_broadcast(const char* op, const char* what, const gn_tensor_view
 inline void store_all(const gn_tensor_view& v, const Vec& data) {
   int64_t n = numel(v);
   if ((int64_t)data.size() != n)
-    gn::sdk::fail(GN_ERR_INTERNAL, "store_all: " + std::to_string(data.size()) + " values for " +
-                                       std::to_string(n) + " elements");
+    gn::sdk::fail(GN_ERR_INTERNAL,
+                  "store_all: " + std::to_string(data.size()) + " values for " + std::to_string(n) + " elements");
   if (n == 0) return;
   std::vector<int64_t> idx((size_t)v.ndim, 0);
   for (int64_t i = 0; i < n; ++i) {
@@ -135,11 +135,10 @@ inline void store_all(const gn_tensor_view& v, const Vec& data) {
 
 // ---------------------------------------------------------------- attributes
 
-inline const gn_attr_value& attr(const char* op, const gn_attr_value* attrs, size_t n_attrs, size_t i,
-                                 int32_t kind) {
+inline const gn_attr_value& attr(const char* op, const gn_attr_value* attrs, size_t n_attrs, size_t i, int32_t kind) {
   if (i >= n_attrs || attrs[i].kind != kind)
-    gn::sdk::fail(GN_ERR_INVALID_ARGUMENT, std::string("[") + op + "] attribute " + std::to_string(i) +
-                                               " missing or of the wrong kind");
+    gn::sdk::fail(GN_ERR_INVALID_ARGUMENT,
+                  std::string("[") + op + "] attribute " + std::to_string(i) + " missing or of the wrong kind");
   return attrs[i];
 }
 inline int64_t attr_int(const char* op, const gn_attr_value* a, size_t n, size_t i) {
@@ -166,8 +165,8 @@ inline Pair attr_pair(const char* op, const char* name, const gn_attr_value* a, 
   if (v.empty() && fallback.h >= 0) return fallback;
   if (v.size() == 1) return {v[0], v[0]};
   if (v.size() == 2) return {v[0], v[1]};
-  gn::sdk::fail(GN_ERR_INVALID_ARGUMENT, std::string("[") + op + "] " + name + " must have 1 or 2 values, got " +
-                                             std::to_string(v.size()));
+  gn::sdk::fail(GN_ERR_INVALID_ARGUMENT,
+                std::string("[") + op + "] " + name + " must have 1 or 2 values, got " + std::to_string(v.size()));
 }
 
 // The float dtypes every family here registers.

@@ -26,7 +26,8 @@ using gn::sdk::next_index;
 
 // Index value at p, checked against size.
 int64_t checked_index(const char* op, const char* p, int32_t dtype, int64_t size) {
-  if (!is_intlike(dtype)) fail_op(GN_ERR_DTYPE, op, std::string("indices must be integers, got ") + gn_dtype_name(dtype));
+  if (!is_intlike(dtype))
+    fail_op(GN_ERR_DTYPE, op, std::string("indices must be integers, got ") + gn_dtype_name(dtype));
   int64_t v = gn::sdk::load_int(p, dtype);
   if (v < 0 || v >= size)
     fail_op(GN_ERR_INDEX, op, "index " + std::to_string(v) + " is out of range for size " + std::to_string(size));
@@ -69,7 +70,9 @@ void check_index_shape(const char* op, const gn_tensor_view& index, const gn_ten
   }
   bool ok = index.ndim == x.ndim;
   for (int32_t d = 0; ok && d < x.ndim; ++d) ok = d == dim || index.shape[d] <= x.shape[d];
-  if (!ok) fail_op(GN_ERR_SHAPE, op, "index " + shape_str(index) + " does not fit input " + shape_str(x) + " at dim " + std::to_string(dim));
+  if (!ok)
+    fail_op(GN_ERR_SHAPE, op,
+            "index " + shape_str(index) + " does not fit input " + shape_str(x) + " at dim " + std::to_string(dim));
 }
 
 // ----------------------------------------------------------------------------
@@ -81,10 +84,12 @@ GN_SDK_KERNEL(embedding_kernel) {
   const gn_tensor_view &w = in[0], &ids = in[1], &o = out[0];
   if (w.ndim != 2) fail_op(GN_ERR_SHAPE, "embedding", "weight must be 2-D, got " + shape_str(w));
   const int64_t V = w.shape[0], D = w.shape[1], n = numel(ids);
-  if (numel(o) != n * D) fail_op(GN_ERR_SHAPE, "embedding", "output " + shape_str(o) + " does not match ids " + shape_str(ids));
+  if (numel(o) != n * D)
+    fail_op(GN_ERR_SHAPE, "embedding", "output " + shape_str(o) + " does not match ids " + shape_str(ids));
   for (int64_t r = 0; r < n; ++r) {
     int64_t row[2] = {checked_index("embedding", elem_ptr(ids, r), ids.dtype, V), 0};
-    for (row[1] = 0; row[1] < D; ++row[1]) convert_elem(elem_ptr(o, r * D + row[1]), o.dtype, elem_ptr_at(w, row), w.dtype);
+    for (row[1] = 0; row[1] < D; ++row[1])
+      convert_elem(elem_ptr(o, r * D + row[1]), o.dtype, elem_ptr_at(w, row), w.dtype);
   }
 }
 
@@ -95,7 +100,8 @@ GN_SDK_KERNEL(embedding_backward_kernel) {
   need_io(op, n_in, 2, n_out, 1);
   const gn_tensor_view &g = in[0], &ids = in[1], &o = out[0];
   const int64_t num_weights = attr_int(op, attrs, n_attrs, 0);
-  if (o.ndim != 2 || o.shape[0] != num_weights) fail_op(GN_ERR_SHAPE, op, "output must be (num_weights, D), got " + shape_str(o));
+  if (o.ndim != 2 || o.shape[0] != num_weights)
+    fail_op(GN_ERR_SHAPE, op, "output must be (num_weights, D), got " + shape_str(o));
   const int64_t D = o.shape[1], n = numel(ids);
   if (numel(g) != n * D) fail_op(GN_ERR_SHAPE, op, "grad " + shape_str(g) + " does not match ids " + shape_str(ids));
   std::vector<double> acc((size_t)(num_weights * D), 0.0);
@@ -116,7 +122,8 @@ GN_SDK_KERNEL(gather_kernel) {
   const gn_tensor_view &x = in[0], &index = in[1], &o = out[0];
   const int32_t dim = wrap_dim_checked(op, attr_int(op, attrs, n_attrs, 0), x.ndim);
   check_index_shape(op, index, x, dim);
-  if (numel(o) != numel(index)) fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " must have index's shape " + shape_str(index));
+  if (numel(o) != numel(index))
+    fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " must have index's shape " + shape_str(index));
   const int64_t n = numel(index);
   std::vector<int64_t> p((size_t)index.ndim + 1, 0);
   for (int64_t i = 0; i < n; ++i) {
@@ -151,8 +158,10 @@ void scatter_impl(const char* op, bool add, const gn_tensor_view* in, size_t n_i
     if (o.ndim > 0) q[(size_t)dim] = v;
     char* dst = elem_ptr_at(o, q.data());
     const char* s = scalar_src ? base_ptr(src) : elem_ptr_at(src, p.data());
-    if (add) add_elem(dst, o.dtype, s, src.dtype, 1.0);
-    else convert_elem(dst, o.dtype, s, src.dtype);
+    if (add)
+      add_elem(dst, o.dtype, s, src.dtype, 1.0);
+    else
+      convert_elem(dst, o.dtype, s, src.dtype);
     next_index(p.data(), index.shape, index.ndim);
   }
 }
@@ -171,13 +180,15 @@ GN_SDK_KERNEL(index_select_kernel) {
   const int32_t dim = wrap_dim_checked(op, attr_int(op, attrs, n_attrs, 0), x.ndim);
   const std::vector<int64_t> ids = checked_indices(op, index, dim_size(x, dim));
   if (x.ndim == 0) {
-    if (numel(o) != (int64_t)ids.size()) fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match the index");
+    if (numel(o) != (int64_t)ids.size())
+      fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match the index");
     for (int64_t i = 0; i < numel(o); ++i) convert_elem(elem_ptr(o, i), o.dtype, base_ptr(x), x.dtype);
     return;
   }
   bool ok = o.ndim == x.ndim;
   for (int32_t d = 0; ok && d < x.ndim; ++d) ok = o.shape[d] == (d == dim ? (int64_t)ids.size() : x.shape[d]);
-  if (!ok) fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match input " + shape_str(x) + " and the index");
+  if (!ok)
+    fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match input " + shape_str(x) + " and the index");
   const int64_t n = numel(o);
   std::vector<int64_t> p((size_t)o.ndim, 0);
   for (int64_t i = 0; i < n; ++i) {
@@ -200,13 +211,15 @@ GN_SDK_KERNEL(index_add_kernel) {
   const std::vector<int64_t> ids = checked_indices(op, index, dim_size(o, dim));
   copy_convert(op, o, x);
   if (o.ndim == 0) {
-    if (numel(src) != (int64_t)ids.size()) fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " does not match the index");
+    if (numel(src) != (int64_t)ids.size())
+      fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " does not match the index");
     for (int64_t i = 0; i < numel(src); ++i) add_elem(base_ptr(o), o.dtype, elem_ptr(src, i), src.dtype, alpha);
     return;
   }
   bool ok = src.ndim == o.ndim;
   for (int32_t d = 0; ok && d < o.ndim; ++d) ok = src.shape[d] == (d == dim ? (int64_t)ids.size() : o.shape[d]);
-  if (!ok) fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " does not match input " + shape_str(o) + " and the index");
+  if (!ok)
+    fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " does not match input " + shape_str(o) + " and the index");
   const int64_t n = numel(src);
   std::vector<int64_t> p((size_t)src.ndim, 0);
   for (int64_t i = 0; i < n; ++i) {
@@ -227,8 +240,10 @@ GN_SDK_KERNEL(masked_fill_kernel) {
   const gn_tensor_view &x = in[0], &mask = in[1], &o = out[0];
   const gn_tensor_view* ins[] = {&x, &mask};
   for_each_bcast("masked_fill", o, ins, [&](char* po, const char* const* p) {
-    if (load(p[1], mask.dtype) != 0.0) gn::sdk::store(po, o.dtype, value);
-    else convert_elem(po, o.dtype, p[0], x.dtype);
+    if (load(p[1], mask.dtype) != 0.0)
+      gn::sdk::store(po, o.dtype, value);
+    else
+      convert_elem(po, o.dtype, p[0], x.dtype);
   });
 }
 
@@ -241,7 +256,9 @@ GN_SDK_KERNEL(one_hot_kernel) {
   int64_t C = attr_int(op, attrs, n_attrs, 0);
   if (C < 0 && o.ndim > 0) C = o.shape[o.ndim - 1];  // -1: decided by inference
   if (o.ndim != ids.ndim + 1 || o.shape[o.ndim - 1] != C || numel(o) != n * C)
-    fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match ids " + shape_str(ids) + " and " + std::to_string(C) + " classes");
+    fail_op(
+        GN_ERR_SHAPE, op,
+        "output " + shape_str(o) + " does not match ids " + shape_str(ids) + " and " + std::to_string(C) + " classes");
   for (int64_t i = 0; i < n * C; ++i) gn::sdk::store_int(elem_ptr(o, i), o.dtype, 0);
   for (int64_t r = 0; r < n; ++r) {
     int64_t c = checked_index(op, elem_ptr(ids, r), ids.dtype, C);

@@ -33,16 +33,27 @@ MatOperand as_matrix(const gn_tensor_view& v, bool is_b, bool trans) {
   m.base = (const char*)v.data + v.byte_offset;
   m.dtype = v.dtype;
   if (v.ndim == 1) {
-    if (is_b) { m.rows = v.shape[0]; m.row_stride = v.strides[0]; }   // (K, 1)
-    else      { m.cols = v.shape[0]; m.col_stride = v.strides[0]; }   // (1, K)
+    if (is_b) {
+      m.rows = v.shape[0];
+      m.row_stride = v.strides[0];
+    }  // (K, 1)
+    else {
+      m.cols = v.shape[0];
+      m.col_stride = v.strides[0];
+    }  // (1, K)
     return m;
   }
   int32_t nd = v.ndim;
   m.batch.assign(v.shape, v.shape + nd - 2);
   m.batch_strides.assign(v.strides, v.strides + nd - 2);
-  m.rows = v.shape[nd - 2]; m.row_stride = v.strides[nd - 2];
-  m.cols = v.shape[nd - 1]; m.col_stride = v.strides[nd - 1];
-  if (trans) { std::swap(m.rows, m.cols); std::swap(m.row_stride, m.col_stride); }
+  m.rows = v.shape[nd - 2];
+  m.row_stride = v.strides[nd - 2];
+  m.cols = v.shape[nd - 1];
+  m.col_stride = v.strides[nd - 1];
+  if (trans) {
+    std::swap(m.rows, m.cols);
+    std::swap(m.row_stride, m.col_stride);
+  }
   return m;
 }
 
@@ -52,8 +63,10 @@ Shape batch_bcast_strides(const char* op, const MatOperand& m, const Shape& ob) 
   Shape st(nd, 0);
   for (size_t d = 0; d < md; ++d) {
     size_t od = d + nd - md;
-    if (m.batch[d] == ob[od]) st[od] = m.batch_strides[d];
-    else if (m.batch[d] != 1) fail(GN_ERR_SHAPE, std::string("[") + op + "] batch dims do not broadcast");
+    if (m.batch[d] == ob[od])
+      st[od] = m.batch_strides[d];
+    else if (m.batch[d] != 1)
+      fail(GN_ERR_SHAPE, std::string("[") + op + "] batch dims do not broadcast");
   }
   return st;
 }
@@ -62,10 +75,9 @@ bool is_int_dtype(int32_t dt) { return gn_dtype_is_int(dt) || dt == GN_BOOL; }
 
 // out (batch..., M, N) = a (batch..., M, K) @ b (batch..., K, N), batch dims
 // broadcast.  a1d / b1d: the matching M / N dim is absent from out.
-void matmul_forward(const char* op, const gn_tensor_view& av, const gn_tensor_view& bv,
-                    const gn_tensor_view& out, bool trans_a, bool trans_b) {
-  if (av.ndim < 1 || bv.ndim < 1)
-    fail(GN_ERR_SHAPE, std::string("[") + op + "] operands must be at least 1-D");
+void matmul_forward(const char* op, const gn_tensor_view& av, const gn_tensor_view& bv, const gn_tensor_view& out,
+                    bool trans_a, bool trans_b) {
+  if (av.ndim < 1 || bv.ndim < 1) fail(GN_ERR_SHAPE, std::string("[") + op + "] operands must be at least 1-D");
   MatOperand a = as_matrix(av, false, trans_a);
   MatOperand b = as_matrix(bv, true, trans_b);
   int64_t M = a.rows, K = a.cols, N = b.cols;
@@ -89,9 +101,13 @@ void matmul_forward(const char* op, const gn_tensor_view& av, const gn_tensor_vi
   // output strides of the (m, n) dims; 0 where the dim is absent
   int32_t ond = out.ndim;
   int64_t om = 0, on = 0;
-  if (av.ndim > 1 && bv.ndim > 1) { om = out.strides[ond - 2]; on = out.strides[ond - 1]; }
-  else if (av.ndim > 1) om = out.strides[ond - 1];
-  else if (bv.ndim > 1) on = out.strides[ond - 1];
+  if (av.ndim > 1 && bv.ndim > 1) {
+    om = out.strides[ond - 2];
+    on = out.strides[ond - 1];
+  } else if (av.ndim > 1)
+    om = out.strides[ond - 1];
+  else if (bv.ndim > 1)
+    on = out.strides[ond - 1];
   Shape ostr(out.strides, out.strides + nb);
 
   int64_t n_batch = prod(ob);
@@ -103,7 +119,11 @@ void matmul_forward(const char* op, const gn_tensor_view& av, const gn_tensor_vi
   Shape idx(nb, 0);
   for (int64_t bi = 0; bi < n_batch; ++bi) {
     int64_t offa = 0, offb = 0, offo = 0;
-    for (size_t d = 0; d < nb; ++d) { offa += idx[d] * sa[d]; offb += idx[d] * sb[d]; offo += idx[d] * ostr[d]; }
+    for (size_t d = 0; d < nb; ++d) {
+      offa += idx[d] * sa[d];
+      offb += idx[d] * sb[d];
+      offo += idx[d] * ostr[d];
+    }
     for (int64_t m = 0; m < M; ++m) {
       for (int64_t n = 0; n < N; ++n) {
         // K == 0: the inputs are empty and may have no memory at all (NULL data), so no
@@ -120,8 +140,8 @@ void matmul_forward(const char* op, const gn_tensor_view& av, const gn_tensor_vi
         } else {
           double acc = 0.0;
           for (int64_t k = 0; k < K; ++k)
-            acc += gn::sdk::load(pa + k * a.col_stride * ea, a.dtype) *
-                   gn::sdk::load(pb + k * b.row_stride * eb, b.dtype);
+            acc +=
+                gn::sdk::load(pa + k * a.col_stride * ea, a.dtype) * gn::sdk::load(pb + k * b.row_stride * eb, b.dtype);
           gn::sdk::store(po, out.dtype, acc);
         }
       }
@@ -145,8 +165,8 @@ GN_SDK_KERNEL(bmm_kernel) {
   expect_ndim("bmm", "a", in[0], 3);
   expect_ndim("bmm", "b", in[1], 3);
   if (in[0].shape[0] != in[1].shape[0])
-    fail(GN_ERR_SHAPE, "[bmm] batch sizes differ: " + std::to_string(in[0].shape[0]) + " vs " +
-                           std::to_string(in[1].shape[0]));
+    fail(GN_ERR_SHAPE,
+         "[bmm] batch sizes differ: " + std::to_string(in[0].shape[0]) + " vs " + std::to_string(in[1].shape[0]));
   bool ta = attr_int("bmm", attrs, n_attrs, 0) != 0, tb = attr_int("bmm", attrs, n_attrs, 1) != 0;
   matmul_forward("bmm", in[0], in[1], out[0], ta, tb);
 }

@@ -38,7 +38,8 @@ GN_SDK_KERNEL(kv_cache_write_kernel) {
   expect_ndim(op, "cache", cache, 4);
   expect_ndim(op, "src", src, 4);
   if (!gn_view_is_contiguous(&cache))
-    fail(GN_ERR_INVALID_ARGUMENT, std::string("[") + op + "] cache must be contiguous (it is written in place), got shape " +
+    fail(GN_ERR_INVALID_ARGUMENT, std::string("[") + op +
+                                      "] cache must be contiguous (it is written in place), got shape " +
                                       shape_str(shape_of(cache)) + " with strides " + strides_str(cache));
   const int64_t B = cache.shape[0], H = cache.shape[1], S = cache.shape[2], D = cache.shape[3], T = src.shape[2];
   expect_shape(op, "src", src, {B, H, T, D});

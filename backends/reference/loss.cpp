@@ -52,12 +52,13 @@ CeShape check_inputs(const char* op, const gn_tensor_view& logits, const gn_tens
   ls.pop_back();
   expect_shape(op, "target", target, ls);
   if (!gn_dtype_is_int(target.dtype))
-    fail(GN_ERR_DTYPE, std::string("[") + op + "] target must be an integer tensor, got " + gn_dtype_name(target.dtype));
+    fail(GN_ERR_DTYPE,
+         std::string("[") + op + "] target must be an integer tensor, got " + gn_dtype_name(target.dtype));
   s.R = prod(ls);
   for (int64_t v : t)
     if (v != ignore_index && (v < 0 || v >= s.C))
-      fail(GN_ERR_INDEX, std::string("[") + op + "] target " + std::to_string(v) + " out of range [0, " +
-                             std::to_string(s.C) + ")");
+      fail(GN_ERR_INDEX,
+           std::string("[") + op + "] target " + std::to_string(v) + " out of range [0, " + std::to_string(s.C) + ")");
   return s;
 }
 
@@ -72,7 +73,10 @@ int64_t cross_entropy_forward(double* loss, double* lse, const double* x, const 
   for (int64_t r = 0; r < R; ++r) {
     const double* xr = x + r * C;
     lse[r] = row_lse(xr, C);
-    if (t[r] == ignore_index) { loss[r] = 0.0; continue; }
+    if (t[r] == ignore_index) {
+      loss[r] = 0.0;
+      continue;
+    }
     ++count;
     double nll = lse[r] - xr[t[r]];
     double smooth = 0.0;
@@ -92,12 +96,13 @@ GN_SDK_KERNEL(cross_entropy_kernel) {
   int64_t ignore = attr_int(op, attrs, n_attrs, 0);
   double ls = attr_float(op, attrs, n_attrs, 1);
   int64_t reduction = attr_int(op, attrs, n_attrs, 2);
-  if (reduction < 0 || reduction > 2)
-    fail(GN_ERR_INVALID_ARGUMENT, "[cross_entropy] reduction must be 0, 1 or 2");
+  if (reduction < 0 || reduction > 2) fail(GN_ERR_INVALID_ARGUMENT, "[cross_entropy] reduction must be 0, 1 or 2");
   std::vector<int64_t> t = load_ints(in[1]);
   CeShape s = check_inputs(op, in[0], in[1], t, ignore);
-  if (reduction == 0) expect_shape(op, "loss", out[0], shape_of(in[1]));
-  else expect_numel(op, "loss", out[0], 1);
+  if (reduction == 0)
+    expect_shape(op, "loss", out[0], shape_of(in[1]));
+  else
+    expect_numel(op, "loss", out[0], 1);
   if (n_out > 1) expect_shape(op, "lse", out[1], shape_of(in[1]));
   Vec x = load_all(in[0]), loss((size_t)s.R), lse((size_t)s.R);
   int64_t count = cross_entropy_forward(loss.data(), lse.data(), x.data(), t.data(), s.R, s.C, ignore, ls);
@@ -115,8 +120,8 @@ GN_SDK_KERNEL(cross_entropy_kernel) {
 // backward
 
 // scale (R), x (R,C), t (R) -> dx (R,C) = scale*(softmax(x) - (1-ls)*onehot(t) - ls/C)
-void cross_entropy_backward(double* dx, const double* scale, const double* x, const int64_t* t, int64_t R,
-                            int64_t C, int64_t ignore_index, double ls) {
+void cross_entropy_backward(double* dx, const double* scale, const double* x, const int64_t* t, int64_t R, int64_t C,
+                            int64_t ignore_index, double ls) {
   for (int64_t r = 0; r < R; ++r) {
     const double* xr = x + r * C;
     double* dr = dx + r * C;
@@ -145,8 +150,10 @@ GN_SDK_KERNEL(cross_entropy_backward_kernel) {
   CeShape s = check_inputs(op, in[1], in[2], t, ignore);
   expect_shape(op, "lse", in[3], shape_of(in[2]));
   expect_shape(op, "grad_logits", out[0], shape_of(in[1]));
-  if (reduction == 0) expect_shape(op, "grad_loss", in[0], shape_of(in[2]));
-  else expect_numel(op, "grad_loss", in[0], 1);
+  if (reduction == 0)
+    expect_shape(op, "grad_loss", in[0], shape_of(in[2]));
+  else
+    expect_numel(op, "grad_loss", in[0], 1);
   Vec g = load_all(in[0]), scale((size_t)s.R);
   int64_t count = 0;
   for (int64_t v : t) count += v != ignore;

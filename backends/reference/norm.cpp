@@ -28,8 +28,8 @@ int64_t norm_size(const char* op, const gn_tensor_view& x, int64_t normalized_nd
 
 // x (R,N), w (N) or empty, b (N) or empty -> y (R,N), mean (R), rstd (R)
 // y = (x - mean) * rstd * w + b, rstd = 1/sqrt(var_biased + eps)
-void layer_norm_forward(double* y, double* mean, double* rstd, const double* x, const double* w,
-                        const double* b, int64_t R, int64_t N, double eps) {
+void layer_norm_forward(double* y, double* mean, double* rstd, const double* x, const double* w, const double* b,
+                        int64_t R, int64_t N, double eps) {
   for (int64_t r = 0; r < R; ++r) {
     const double* xr = x + r * N;
     double m = 0.0;
@@ -53,8 +53,8 @@ void layer_norm_forward(double* y, double* mean, double* rstd, const double* x, 
 // dy (R,N), x (R,N), mean (R), rstd (R), w (N) or empty -> dx (R,N), dw (N), db (N)
 // xhat = (x-mean)*rstd, dxhat = dy*w
 // dx = rstd * (dxhat - mean(dxhat) - xhat*mean(dxhat*xhat)); dw = sum_r dy*xhat; db = sum_r dy
-void layer_norm_backward(double* dx, double* dw, double* db, const double* dy, const double* x,
-                         const double* mean, const double* rstd, const double* w, int64_t R, int64_t N) {
+void layer_norm_backward(double* dx, double* dw, double* db, const double* dy, const double* x, const double* mean,
+                         const double* rstd, const double* w, int64_t R, int64_t N) {
   for (int64_t i = 0; i < N; ++i) dw[i] = db[i] = 0.0;
   for (int64_t r = 0; r < R; ++r) {
     const double* xr = x + r * N;
@@ -87,8 +87,14 @@ GN_SDK_KERNEL(layer_norm_kernel) {
   int64_t R = N ? numel(in[0]) / N : 0;
   expect_shape(op, "y", out[0], shape_of(in[0]));
   Vec x = load_all(in[0]), w, b;
-  if (n_in > 1) { expect_numel(op, "weight", in[1], N); w = load_all(in[1]); }
-  if (n_in > 2) { expect_numel(op, "bias", in[2], N); b = load_all(in[2]); }
+  if (n_in > 1) {
+    expect_numel(op, "weight", in[1], N);
+    w = load_all(in[1]);
+  }
+  if (n_in > 2) {
+    expect_numel(op, "bias", in[2], N);
+    b = load_all(in[2]);
+  }
   if (n_out > 1) expect_numel(op, "mean", out[1], R);
   if (n_out > 2) expect_numel(op, "rstd", out[2], R);
   Vec y(x.size()), mean((size_t)R), rstd((size_t)R);
@@ -110,7 +116,10 @@ GN_SDK_KERNEL(layer_norm_backward_kernel) {
   expect_numel(op, "rstd", in[3], R);
   expect_shape(op, "grad_x", out[0], shape_of(in[1]));
   Vec w;
-  if (n_in > 4) { expect_numel(op, "weight", in[4], N); w = load_all(in[4]); }
+  if (n_in > 4) {
+    expect_numel(op, "weight", in[4], N);
+    w = load_all(in[4]);
+  }
   if (n_out > 1) expect_numel(op, "grad_weight", out[1], N);
   if (n_out > 2) expect_numel(op, "grad_bias", out[2], N);
   Vec dy = load_all(in[0]), x = load_all(in[1]), mean = load_all(in[2]), rstd = load_all(in[3]);
@@ -126,8 +135,7 @@ GN_SDK_KERNEL(layer_norm_backward_kernel) {
 // rms_norm
 
 // x (R,N), w (N) or empty -> y (R,N), rstd (R); y = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps)
-void rms_norm_forward(double* y, double* rstd, const double* x, const double* w, int64_t R, int64_t N,
-                      double eps) {
+void rms_norm_forward(double* y, double* rstd, const double* x, const double* w, int64_t R, int64_t N, double eps) {
   for (int64_t r = 0; r < R; ++r) {
     const double* xr = x + r * N;
     double ss = 0.0;
@@ -140,8 +148,8 @@ void rms_norm_forward(double* y, double* rstd, const double* x, const double* w,
 
 // dy (R,N), x (R,N), rstd (R), w (N) or empty -> dx (R,N), dw (N)
 // dx = rstd*dy*w - x * rstd^3/N * sum(dy*w*x);  dw = sum_r dy*x*rstd
-void rms_norm_backward(double* dx, double* dw, const double* dy, const double* x, const double* rstd,
-                       const double* w, int64_t R, int64_t N) {
+void rms_norm_backward(double* dx, double* dw, const double* dy, const double* x, const double* rstd, const double* w,
+                       int64_t R, int64_t N) {
   for (int64_t i = 0; i < N; ++i) dw[i] = 0.0;
   for (int64_t r = 0; r < R; ++r) {
     const double* xr = x + r * N;
@@ -166,7 +174,10 @@ GN_SDK_KERNEL(rms_norm_kernel) {
   double eps = attr_float(op, attrs, n_attrs, 0);
   expect_shape(op, "y", out[0], shape_of(in[0]));
   Vec x = load_all(in[0]), w;
-  if (n_in > 1) { expect_numel(op, "weight", in[1], N); w = load_all(in[1]); }
+  if (n_in > 1) {
+    expect_numel(op, "weight", in[1], N);
+    w = load_all(in[1]);
+  }
   if (n_out > 1) expect_numel(op, "rstd", out[1], R);
   Vec y(x.size()), rstd((size_t)R);
   rms_norm_forward(y.data(), rstd.data(), x.data(), n_in > 1 ? w.data() : nullptr, R, N, eps);
@@ -184,7 +195,10 @@ GN_SDK_KERNEL(rms_norm_backward_kernel) {
   expect_numel(op, "rstd", in[2], R);
   expect_shape(op, "grad_x", out[0], shape_of(in[1]));
   Vec w;
-  if (n_in > 3) { expect_numel(op, "weight", in[3], N); w = load_all(in[3]); }
+  if (n_in > 3) {
+    expect_numel(op, "weight", in[3], N);
+    w = load_all(in[3]);
+  }
   if (n_out > 1) expect_numel(op, "grad_weight", out[1], N);
   Vec dy = load_all(in[0]), x = load_all(in[1]), rstd = load_all(in[2]);
   Vec dx(x.size()), dw((size_t)N);

@@ -45,9 +45,10 @@ void sgd_step(double* param, const double* grad, double* buf, int64_t n, const S
 GN_SDK_KERNEL(sgd_step_kernel) {
   const char* op = "sgd_step";
   expect_io(op, n_in, 2, n_out, 0);
-  SgdHyper h{attr_float(op, attrs, n_attrs, 0), attr_float(op, attrs, n_attrs, 1), attr_float(op, attrs, n_attrs, 2),
-             attr_float(op, attrs, n_attrs, 3), attr_int(op, attrs, n_attrs, 4) != 0,
-             attr_int(op, attrs, n_attrs, 5) != 0, attr_int(op, attrs, n_attrs, 6)};
+  SgdHyper h{attr_float(op, attrs, n_attrs, 0),    attr_float(op, attrs, n_attrs, 1),
+             attr_float(op, attrs, n_attrs, 2),    attr_float(op, attrs, n_attrs, 3),
+             attr_int(op, attrs, n_attrs, 4) != 0, attr_int(op, attrs, n_attrs, 5) != 0,
+             attr_int(op, attrs, n_attrs, 6)};
   if (h.step < 1) fail(GN_ERR_INVALID_ARGUMENT, "[sgd_step] step counts from 1, got " + std::to_string(h.step));
   if (h.nesterov && (h.momentum <= 0.0 || h.dampening != 0.0))
     fail(GN_ERR_INVALID_ARGUMENT, "[sgd_step] nesterov needs momentum > 0 and dampening 0");
@@ -82,8 +83,10 @@ void adamw_step(double* param, const double* grad, double* m, double* v, int64_t
   double bc2 = 1.0 - std::pow(h.beta2, (double)h.step);
   for (int64_t i = 0; i < n; ++i) {
     double g = h.maximize ? -grad[i] : grad[i];
-    if (h.decoupled) param[i] *= 1.0 - h.lr * h.weight_decay;
-    else if (h.weight_decay != 0.0) g += h.weight_decay * param[i];
+    if (h.decoupled)
+      param[i] *= 1.0 - h.lr * h.weight_decay;
+    else if (h.weight_decay != 0.0)
+      g += h.weight_decay * param[i];
     m[i] = h.beta1 * m[i] + (1.0 - h.beta1) * g;
     v[i] = h.beta2 * v[i] + (1.0 - h.beta2) * g * g;
     param[i] -= (h.lr / bc1) * m[i] / (std::sqrt(v[i]) / std::sqrt(bc2) + h.eps);
@@ -95,9 +98,9 @@ void adamw_step(double* param, const double* grad, double* m, double* v, int64_t
 GN_SDK_KERNEL(adamw_step_kernel) {
   const char* op = "adamw_step";
   expect_io(op, n_in, 4, n_out, 0);
-  AdamHyper h{attr_float(op, attrs, n_attrs, 0), attr_float(op, attrs, n_attrs, 1),
-              attr_float(op, attrs, n_attrs, 2), attr_float(op, attrs, n_attrs, 3),
-              attr_float(op, attrs, n_attrs, 4), attr_int(op, attrs, n_attrs, 5),
+  AdamHyper h{attr_float(op, attrs, n_attrs, 0),    attr_float(op, attrs, n_attrs, 1),
+              attr_float(op, attrs, n_attrs, 2),    attr_float(op, attrs, n_attrs, 3),
+              attr_float(op, attrs, n_attrs, 4),    attr_int(op, attrs, n_attrs, 5),
               attr_int(op, attrs, n_attrs, 6) != 0, attr_int(op, attrs, n_attrs, 7) != 0};
   if (h.step < 1) fail(GN_ERR_INVALID_ARGUMENT, "[adamw_step] step counts from 1, got " + std::to_string(h.step));
   Shape shape = shape_of(in[0]);

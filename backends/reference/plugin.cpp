@@ -63,8 +63,9 @@ gn_status* dev_alloc(void*, int32_t, size_t bytes, void*, void** ptr) {
   if (total < bytes) return host()->status_new(GN_ERR_OUT_OF_MEMORY, "[reference] allocation size overflows");
   void* block = std::aligned_alloc(kAlign, total);
   if (!block)
-    return host()->status_new(GN_ERR_OUT_OF_MEMORY,
-                              ("[reference] out of host memory allocating " + std::to_string(bytes) + " bytes").c_str());
+    return host()->status_new(
+        GN_ERR_OUT_OF_MEMORY,
+        ("[reference] out of host memory allocating " + std::to_string(bytes) + " bytes").c_str());
   *(uint64_t*)block = bytes;
   uint64_t now = g_state.allocated.fetch_add(bytes) + bytes;
   raise_peak(g_state.peak_allocated, now);
@@ -150,4 +151,5 @@ void init(const gn_host_api* h, gn_plugin_info*) {
 }  // namespace
 }  // namespace gn::reference
 
-GN_SDK_PLUGIN("reference", "0.1.0", "naive double-precision CPU kernels of every op: the test oracle", gn::reference::init)
+GN_SDK_PLUGIN("reference", "0.1.0", "naive double-precision CPU kernels of every op: the test oracle",
+              gn::reference::init)

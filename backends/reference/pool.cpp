@@ -45,7 +45,8 @@ int64_t pool_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bo
 }
 
 // attrs: max: kernel, stride, padding, dilation, ceil_mode; avg: kernel, stride, padding, ceil_mode, count_include_pad
-PoolParams pool_params(const char* op, const gn_tensor_view& x, const gn_attr_value* attrs, size_t n_attrs, bool is_max) {
+PoolParams pool_params(const char* op, const gn_tensor_view& x, const gn_attr_value* attrs, size_t n_attrs,
+                       bool is_max) {
   if (x.ndim != 3 && x.ndim != 4)
     fail(GN_ERR_SHAPE, std::string("[") + op + "] input must be (N,C,H,W) or (C,H,W), got " + shape_str(shape_of(x)));
   PoolParams p{};
@@ -99,7 +100,10 @@ void max_pool2d_forward(double* y, int64_t* idx, const double* x, const PoolPara
         for (int64_t ih = h0; ih < h1; ih += p.d.h)
           for (int64_t iw = w0; iw < w1; iw += p.d.w) {
             double v = x[(c * p.H + ih) * p.W + iw];
-            if (v > m || std::isnan(v)) { m = v; best = ih * p.W + iw; }
+            if (v > m || std::isnan(v)) {
+              m = v;
+              best = ih * p.W + iw;
+            }
           }
         y[(c * p.Ho + oh) * p.Wo + ow] = m;
         idx[(c * p.Ho + oh) * p.Wo + ow] = best;
@@ -144,8 +148,8 @@ GN_SDK_KERNEL(max_pool2d_backward_kernel) {
   std::vector<int64_t> idx = load_ints(in[2]);
   for (int64_t v : idx)
     if (v < 0 || v >= p.H * p.W)
-      fail(GN_ERR_INDEX, "[max_pool2d_backward] index " + std::to_string(v) + " out of range [0, " +
-                             std::to_string(p.H * p.W) + ")");
+      fail(GN_ERR_INDEX,
+           "[max_pool2d_backward] index " + std::to_string(v) + " out of range [0, " + std::to_string(p.H * p.W) + ")");
   Vec dy = load_all(in[0]), dx((size_t)(p.P * p.H * p.W));
   max_pool2d_backward(dx.data(), dy.data(), idx.data(), p);
   store_all(out[0], dx);
@@ -163,8 +167,10 @@ AvgWindow avg_window(const PoolParams& p, int64_t oh, int64_t ow) {
   int64_t h0 = oh * p.s.h - p.p.h, w0 = ow * p.s.w - p.p.w;
   int64_t h1 = std::min(h0 + p.k.h, p.H + p.p.h), w1 = std::min(w0 + p.k.w, p.W + p.p.w);
   int64_t area = (h1 - h0) * (w1 - w0);
-  h0 = std::max<int64_t>(h0, 0); w0 = std::max<int64_t>(w0, 0);
-  h1 = std::min(h1, p.H); w1 = std::min(w1, p.W);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, p.H);
+  w1 = std::min(w1, p.W);
   double div = p.count_include_pad ? (double)area : (double)((h1 - h0) * (w1 - w0));
   return {h0, h1, w0, w1, div};
 }

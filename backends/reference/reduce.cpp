@@ -34,14 +34,20 @@ int64_t arg_extreme(const std::vector<const char*>& p, int32_t dtype, bool is_ma
     int64_t bv = gn::sdk::load_int(p[0], dtype);
     for (size_t j = 1; j < p.size(); ++j) {
       int64_t v = gn::sdk::load_int(p[j], dtype);
-      if (gn::sdk::scalar::beats(v, bv, is_max)) { bv = v; best = (int64_t)j; }
+      if (gn::sdk::scalar::beats(v, bv, is_max)) {
+        bv = v;
+        best = (int64_t)j;
+      }
     }
     return best;
   }
   double bv = load(p[0], dtype);
   for (size_t j = 1; j < p.size(); ++j) {
     double v = load(p[j], dtype);
-    if (gn::sdk::scalar::beats(v, bv, is_max)) { bv = v; best = (int64_t)j; }
+    if (gn::sdk::scalar::beats(v, bv, is_max)) {
+      bv = v;
+      best = (int64_t)j;
+    }
   }
   return best;
 }
@@ -50,7 +56,8 @@ int64_t arg_extreme(const std::vector<const char*>& p, int32_t dtype, bool is_ma
 double float_reduce(Red kind, const std::vector<const char*>& p, int32_t dtype, double param) {
   const double n = (double)p.size();
   switch (kind) {
-    case Red::sum: case Red::mean: {
+    case Red::sum:
+    case Red::mean: {
       double s = 0.0;
       for (const char* e : p) s += load(e, dtype);
       return kind == Red::sum ? s : s / n;  // mean of nothing: 0/0 = NaN (torch)
@@ -60,7 +67,8 @@ double float_reduce(Red kind, const std::vector<const char*>& p, int32_t dtype, 
       for (const char* e : p) s *= load(e, dtype);
       return s;
     }
-    case Red::var: case Red::std: {
+    case Red::var:
+    case Red::std: {
       double mean = 0.0, ss = 0.0;
       for (const char* e : p) mean += load(e, dtype);
       mean /= n;
@@ -115,7 +123,8 @@ GN_SDK_KERNEL(reduce_kernel) {
   Dims dims;
   double param = 0.0;
   switch (def.op) {
-    case Red::argmax: case Red::argmin: {
+    case Red::argmax:
+    case Red::argmin: {
       int64_t dim = attr_int(op, attrs, n_attrs, 0);
       if (dim != GN_DIM_NONE) dims = {dim};
       break;
@@ -124,20 +133,18 @@ GN_SDK_KERNEL(reduce_kernel) {
       param = attr_float(op, attrs, n_attrs, 0);
       dims = attr_ints(op, attrs, n_attrs, 1);
       break;
-    case Red::var: case Red::std:
+    case Red::var:
+    case Red::std:
       dims = attr_ints(op, attrs, n_attrs, 0);
       param = attr_float(op, attrs, n_attrs, 1);
       break;
-    default:
-      dims = attr_ints(op, attrs, n_attrs, 0);
-      break;
+    default: dims = attr_ints(op, attrs, n_attrs, 0); break;
   }
   const Groups g = make_groups(x, reduced_mask(op, dims, x.ndim));
   if (numel(y) != g.outer_n)
     fail_op(GN_ERR_SHAPE, op, "output " + shape_str(y) + " does not match the reduction of " + shape_str(x));
 
-  const bool needs_elems = def.op == Red::max || def.op == Red::min || def.op == Red::argmax ||
-                           def.op == Red::argmin;
+  const bool needs_elems = def.op == Red::max || def.op == Red::min || def.op == Red::argmax || def.op == Red::argmin;
   if (needs_elems && g.inner_n == 0 && g.outer_n > 0)
     fail_op(GN_ERR_INVALID_ARGUMENT, op, "cannot reduce over an empty dimension of input " + shape_str(x));
 
@@ -146,15 +153,16 @@ GN_SDK_KERNEL(reduce_kernel) {
     g.pointers(o, p);
     char* dst = gn::sdk::elem_ptr(y, o);
     switch (def.op) {
-      case Red::argmax: case Red::argmin:
-        gn::sdk::store_int(dst, y.dtype, arg_extreme(p, x.dtype, def.op == Red::argmax));
-        break;
-      case Red::max: case Red::min: {
+      case Red::argmax:
+      case Red::argmin: gn::sdk::store_int(dst, y.dtype, arg_extreme(p, x.dtype, def.op == Red::argmax)); break;
+      case Red::max:
+      case Red::min: {
         int64_t j = arg_extreme(p, x.dtype, def.op == Red::max);
         convert_elem(dst, y.dtype, p[(size_t)j], x.dtype);
         break;
       }
-      case Red::sum: case Red::prod:
+      case Red::sum:
+      case Red::prod:
         if (is_intlike(y.dtype)) {
           // Each element converted to an integer first (torch casts x to dtype).
           int64_t acc = def.op == Red::sum ? 0 : 1;
@@ -167,9 +175,7 @@ GN_SDK_KERNEL(reduce_kernel) {
           gn::sdk::store(dst, y.dtype, float_reduce(def.op, p, x.dtype, param));
         }
         break;
-      default:
-        gn::sdk::store(dst, y.dtype, float_reduce(def.op, p, x.dtype, param));
-        break;
+      default: gn::sdk::store(dst, y.dtype, float_reduce(def.op, p, x.dtype, param)); break;
     }
   }
 }

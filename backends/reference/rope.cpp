@@ -57,8 +57,10 @@ void rope_common(const char* op, const gn_tensor_view* in, size_t n_in, const gn
   Vec c = load_broadcast(op, "cos", in[1], shape), s = load_broadcast(op, "sin", in[2], shape);
   int64_t R = D ? (int64_t)xv.size() / D : 0;
   Vec y(xv.size());
-  if (backward) rope_backward(y.data(), xv.data(), c.data(), s.data(), R, D);
-  else rope_forward(y.data(), xv.data(), c.data(), s.data(), R, D);
+  if (backward)
+    rope_backward(y.data(), xv.data(), c.data(), s.data(), R, D);
+  else
+    rope_forward(y.data(), xv.data(), c.data(), s.data(), R, D);
   store_all(out[0], y);
 }
 

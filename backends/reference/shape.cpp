@@ -28,11 +28,14 @@ GN_SDK_KERNEL(cat_kernel) {
     const gn_tensor_view& x = in[k];
     if (x.ndim != o.ndim) {
       if (x.ndim == 1 && x.shape[0] == 0) continue;
-      fail_op(GN_ERR_SHAPE, "cat", "input " + std::to_string(k) + " " + shape_str(x) + " has another rank than " + shape_str(o));
+      fail_op(GN_ERR_SHAPE, "cat",
+              "input " + std::to_string(k) + " " + shape_str(x) + " has another rank than " + shape_str(o));
     }
     bool ok = offset + x.shape[dim] <= o.shape[dim];
     for (int32_t d = 0; ok && d < o.ndim; ++d) ok = d == dim || x.shape[d] == o.shape[d];
-    if (!ok) fail_op(GN_ERR_SHAPE, "cat", "input " + std::to_string(k) + " " + shape_str(x) + " does not fit output " + shape_str(o));
+    if (!ok)
+      fail_op(GN_ERR_SHAPE, "cat",
+              "input " + std::to_string(k) + " " + shape_str(x) + " does not fit output " + shape_str(o));
     Dims shape(x.shape, x.shape + x.ndim), strides(o.strides, o.strides + o.ndim);
     OwnedView slice(o, shape, strides, offset * o.strides[dim]);
     copy_convert("cat", slice.v, x);
@@ -46,13 +49,19 @@ GN_SDK_KERNEL(stack_kernel) {
   need_io("stack", n_in, 1, n_out, 1);
   const gn_tensor_view& o = out[0];
   const int32_t dim = wrap_dim_checked("stack", attr_int("stack", attrs, n_attrs, 0), o.ndim);
-  if (o.ndim == 0 || o.shape[dim] != (int64_t)n_in) fail_op(GN_ERR_SHAPE, "stack", "output " + shape_str(o) + " does not stack " + std::to_string(n_in) + " inputs");
+  if (o.ndim == 0 || o.shape[dim] != (int64_t)n_in)
+    fail_op(GN_ERR_SHAPE, "stack", "output " + shape_str(o) + " does not stack " + std::to_string(n_in) + " inputs");
   Dims shape, strides;
   for (int32_t d = 0; d < o.ndim; ++d)
-    if (d != dim) { shape.push_back(o.shape[d]); strides.push_back(o.strides[d]); }
+    if (d != dim) {
+      shape.push_back(o.shape[d]);
+      strides.push_back(o.strides[d]);
+    }
   for (size_t k = 0; k < n_in; ++k) {
     const gn_tensor_view& x = in[k];
-    if (Dims(x.shape, x.shape + x.ndim) != shape) fail_op(GN_ERR_SHAPE, "stack", "input " + std::to_string(k) + " " + shape_str(x) + " has another shape than the others");
+    if (Dims(x.shape, x.shape + x.ndim) != shape)
+      fail_op(GN_ERR_SHAPE, "stack",
+              "input " + std::to_string(k) + " " + shape_str(x) + " has another shape than the others");
     OwnedView slice(o, shape, strides, (int64_t)k * o.strides[dim]);
     copy_convert("stack", slice.v, x);
   }
@@ -70,8 +79,10 @@ void tri_impl(const char* op, bool upper, const gn_tensor_view& x, const gn_tens
   for_each_bcast(op, o, ins, [&](char* po, const char* const* pp) {
     int64_t i = p[(size_t)o.ndim - 2], j = p[(size_t)o.ndim - 1];
     bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
-    if (keep) convert_elem(po, o.dtype, pp[0], x.dtype);
-    else gn::sdk::store_int(po, o.dtype, 0);
+    if (keep)
+      convert_elem(po, o.dtype, pp[0], x.dtype);
+    else
+      gn::sdk::store_int(po, o.dtype, 0);
     next_index(p.data(), o.shape, o.ndim);
   });
 }

@@ -73,7 +73,8 @@ void softmax_backward(const char* op, bool log, const gn_tensor_view& g, const g
     gy.pointers(o, py);
     go.pointers(o, po);
     double s = 0.0;
-    for (size_t j = 0; j < pg.size(); ++j) s += log ? load(pg[j], g.dtype) : load(pg[j], g.dtype) * load(py[j], y.dtype);
+    for (size_t j = 0; j < pg.size(); ++j)
+      s += log ? load(pg[j], g.dtype) : load(pg[j], g.dtype) * load(py[j], y.dtype);
     for (size_t j = 0; j < pg.size(); ++j) {
       double gv = load(pg[j], g.dtype), yv = load(py[j], y.dtype);
       store((char*)po[j], gx.dtype, log ? gv - std::exp(yv) * s : yv * (gv - s));

@@ -51,7 +51,9 @@ void check_out(const char* op, const gn_tensor_view& o, const gn_tensor_view& x,
 void sort_lines(const char* op, const gn_tensor_view& x, int32_t dim, bool descending, int64_t k,
                 const gn_tensor_view* values, const gn_tensor_view* indices) {
   const int64_t L = x.ndim == 0 ? 1 : x.shape[dim];
-  if (k < 0 || k > L) fail_op(GN_ERR_INVALID_ARGUMENT, op, "k " + std::to_string(k) + " is out of range for a dim of size " + std::to_string(L));
+  if (k < 0 || k > L)
+    fail_op(GN_ERR_INVALID_ARGUMENT, op,
+            "k " + std::to_string(k) + " is out of range for a dim of size " + std::to_string(L));
   if (values) check_out(op, *values, x, dim, k);
   if (indices) check_out(op, *indices, x, dim, k);
   const Groups gx = line_groups(x, dim);

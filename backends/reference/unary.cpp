@@ -38,7 +38,8 @@ GN_SDK_KERNEL(unary_kernel) {
       gn::sdk::store_int(o, y.dtype, def.exact(gn::sdk::load_int(p[0], x.dtype)));
     });
   } else {
-    for_each_bcast(def.name, y, ins, [&](char* o, const char* const* p) { store(o, y.dtype, def.f(load(p[0], x.dtype))); });
+    for_each_bcast(def.name, y, ins,
+                   [&](char* o, const char* const* p) { store(o, y.dtype, def.f(load(p[0], x.dtype))); });
   }
 }
 
@@ -83,8 +84,11 @@ GN_SDK_KERNEL(clamp_kernel) {
   // Integer values stay exact; the float bounds become integral ones.
   const int64_t ilo = gn::sdk::saturate_i64(std::ceil(lo)), ihi = gn::sdk::saturate_i64(std::floor(hi));
   for_each_bcast("clamp", y, ins, [&](char* o, const char* const* p) {
-    if (exact) gn::sdk::store_int(o, y.dtype, gn::sdk::scalar::Clamp{}.exact(gn::sdk::load_int(p[0], x.dtype), lo, hi, ilo, ihi));
-    else store(o, y.dtype, gn::sdk::scalar::Clamp{}(load(p[0], x.dtype), lo, hi));
+    if (exact)
+      gn::sdk::store_int(o, y.dtype,
+                         gn::sdk::scalar::Clamp{}.exact(gn::sdk::load_int(p[0], x.dtype), lo, hi, ilo, ihi));
+    else
+      store(o, y.dtype, gn::sdk::scalar::Clamp{}(load(p[0], x.dtype), lo, hi));
   });
 }
 
@@ -96,8 +100,10 @@ GN_SDK_KERNEL(clamp_kernel) {
 void register_unary(const gn::sdk::Registrar& r) {
   // Every op of the shared list; float math takes int/bool inputs too (computed in double).
   for (const UnaryDef& d : gn::sdk::scalar::kUnaryFormulas) {
-    if (d.takes_bool) r.kernel(d.name, kAllDtypes, unary_kernel, 0, (void*)&d);
-    else r.kernel(d.name, kNumericDtypes, unary_kernel, 0, (void*)&d);
+    if (d.takes_bool)
+      r.kernel(d.name, kAllDtypes, unary_kernel, 0, (void*)&d);
+    else
+      r.kernel(d.name, kNumericDtypes, unary_kernel, 0, (void*)&d);
   }
   r.kernel("gelu", kAllDtypes, gelu_kernel);
   r.kernel("cast", kAllDtypes, convert_kernel);

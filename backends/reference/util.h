@@ -21,10 +21,8 @@ using Dims = std::vector<int64_t>;
 // ----------------------------------------------------------------------------
 // dtypes
 
-inline constexpr int32_t kAllDtypes[] = {GN_F32, GN_F16, GN_BF16, GN_F64, GN_I8,
-                                         GN_U8,  GN_I32, GN_I64,  GN_BOOL};
-inline constexpr int32_t kNumericDtypes[] = {GN_F32, GN_F16, GN_BF16, GN_F64,
-                                             GN_I8,  GN_U8,  GN_I32,  GN_I64};
+inline constexpr int32_t kAllDtypes[] = {GN_F32, GN_F16, GN_BF16, GN_F64, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
+inline constexpr int32_t kNumericDtypes[] = {GN_F32, GN_F16, GN_BF16, GN_F64, GN_I8, GN_U8, GN_I32, GN_I64};
 inline constexpr int32_t kFloatingDtypes[] = {GN_F32, GN_F16, GN_BF16, GN_F64};
 inline constexpr int32_t kIntDtypes[] = {GN_I8, GN_U8, GN_I32, GN_I64};
 
@@ -38,8 +36,7 @@ inline bool is_intlike(int32_t dtype) { return gn_dtype_is_int(dtype) || dtype =
   gn::sdk::fail(code, std::string("[") + op + "] " + msg);
 }
 
-inline const gn_attr_value& attr_at(const char* op, const gn_attr_value* attrs, size_t n, size_t i,
-                                    int32_t kind) {
+inline const gn_attr_value& attr_at(const char* op, const gn_attr_value* attrs, size_t n, size_t i, int32_t kind) {
   if (i >= n || !attrs || attrs[i].kind != kind)
     fail_op(GN_ERR_INVALID_ARGUMENT, op, "attribute " + std::to_string(i) + " is missing or of the wrong kind");
   return attrs[i];
@@ -60,9 +57,9 @@ inline Dims attr_ints(const char* op, const gn_attr_value* a, size_t n, size_t i
 // Fail unless the kernel got at least n_in inputs and n_out outputs.
 inline void need_io(const char* op, size_t n_in, size_t want_in, size_t n_out, size_t want_out) {
   if (n_in < want_in || n_out < want_out)
-    fail_op(GN_ERR_INVALID_ARGUMENT, op, "needs " + std::to_string(want_in) + " inputs and " +
-                                             std::to_string(want_out) + " outputs, got " +
-                                             std::to_string(n_in) + " and " + std::to_string(n_out));
+    fail_op(GN_ERR_INVALID_ARGUMENT, op,
+            "needs " + std::to_string(want_in) + " inputs and " + std::to_string(want_out) + " outputs, got " +
+                std::to_string(n_in) + " and " + std::to_string(n_out));
 }
 
 inline std::string shape_str(const gn_tensor_view& v) {
@@ -75,8 +72,9 @@ inline std::string shape_str(const gn_tensor_view& v) {
 inline int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
   int64_t n = ndim > 0 ? ndim : 1;
   if (dim == GN_DIM_NONE || dim < -n || dim >= n)
-    fail_op(GN_ERR_INDEX, op, "dim " + (dim == GN_DIM_NONE ? std::string("none") : std::to_string(dim)) +
-                                  " is out of range for a tensor of rank " + std::to_string(ndim));
+    fail_op(GN_ERR_INDEX, op,
+            "dim " + (dim == GN_DIM_NONE ? std::string("none") : std::to_string(dim)) +
+                " is out of range for a tensor of rank " + std::to_string(ndim));
   return ndim > 0 ? (int32_t)(dim < 0 ? dim + n : dim) : 0;
 }
 
@@ -138,8 +136,7 @@ void for_each_bcast(const char* op, const gn_tensor_view& out, const gn_tensor_v
       int64_t s = v.shape[d], t = out.shape[d + nd - v.ndim];
       ok = s == t || s == 1;
     }
-    if (!ok)
-      fail_op(GN_ERR_SHAPE, op, "input of shape " + shape_str(v) + " does not broadcast to " + shape_str(out));
+    if (!ok) fail_op(GN_ERR_SHAPE, op, "input of shape " + shape_str(v) + " does not broadcast to " + shape_str(out));
   }
   const int64_t n = numel(out);
   if (n == 0) return;

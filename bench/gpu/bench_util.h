@@ -62,12 +62,31 @@ inline const gn_op* op(const char* name) {
   return o;
 }
 
-inline gn_attr_value ai(int64_t v) { gn_attr_value a{}; a.kind = GN_ATTR_INT; a.u.i = v; return a; }
-inline gn_attr_value af(double v) { gn_attr_value a{}; a.kind = GN_ATTR_FLOAT; a.u.f = v; return a; }
-inline gn_attr_value aints(const std::vector<int64_t>& v) {
-  gn_attr_value a{}; a.kind = GN_ATTR_INTS; a.u.ints.data = v.data(); a.u.ints.size = v.size(); return a;
+inline gn_attr_value ai(int64_t v) {
+  gn_attr_value a{};
+  a.kind = GN_ATTR_INT;
+  a.u.i = v;
+  return a;
 }
-inline gn_attr_value adev(gn_device d) { gn_attr_value a{}; a.kind = GN_ATTR_DEVICE; a.u.device = d; return a; }
+inline gn_attr_value af(double v) {
+  gn_attr_value a{};
+  a.kind = GN_ATTR_FLOAT;
+  a.u.f = v;
+  return a;
+}
+inline gn_attr_value aints(const std::vector<int64_t>& v) {
+  gn_attr_value a{};
+  a.kind = GN_ATTR_INTS;
+  a.u.ints.data = v.data();
+  a.u.ints.size = v.size();
+  return a;
+}
+inline gn_attr_value adev(gn_device d) {
+  gn_attr_value a{};
+  a.kind = GN_ATTR_DEVICE;
+  a.u.device = d;
+  return a;
+}
 
 // randn(shape) on the device in dtype.
 inline gn_tensor* randn(std::vector<int64_t> shape, int32_t dtype) {
@@ -89,7 +108,8 @@ inline void call(const gn_op* o, std::vector<gn_tensor*> in, std::vector<gn_attr
                  std::vector<gn_tensor*>* keep = nullptr) {
   std::vector<gn_tensor*> outs(n_out, nullptr);
   check(gn_op_call(rt, o, in.data(), in.size(), at.data(), at.size(), outs.data(), n_out), gn_op_name(o));
-  if (keep) *keep = outs;
+  if (keep)
+    *keep = outs;
   else
     for (gn_tensor* t : outs) gn_tensor_release(t);
 }

@@ -103,14 +103,17 @@ void bench_norms() {
       gn_tensor* b = randn({n}, GN_F32);
       double ms = time_ms([&] { call(op("layer_norm"), {x, w, b}, {ai(1), af(1e-5)}, 3); }, 30);
       emit("layer_norm_f32_" + sq(n), ms, 2.0 * n * n * 4 / (ms * 1e-3) / 1e9, "GB/s");
-      gn_tensor_release(x); gn_tensor_release(w); gn_tensor_release(b);
+      gn_tensor_release(x);
+      gn_tensor_release(w);
+      gn_tensor_release(b);
     }
     if (want("rms_norm_f32_" + sq(n))) {
       gn_tensor* x = randn({n, n}, GN_F32);
       gn_tensor* w = randn({n}, GN_F32);
       double ms = time_ms([&] { call(op("rms_norm"), {x, w}, {af(1e-6)}, 2); }, 30);
       emit("rms_norm_f32_" + sq(n), ms, 2.0 * n * n * 4 / (ms * 1e-3) / 1e9, "GB/s");
-      gn_tensor_release(x); gn_tensor_release(w);
+      gn_tensor_release(x);
+      gn_tensor_release(w);
     }
   }
 }
@@ -121,7 +124,11 @@ void bench_matmul() {
     if (!want(name)) continue;
     gn_tensor* a = randn({n, n}, GN_BF16);
     gn_tensor* b = randn({n, n}, GN_BF16);
-    double ms = time_ms([&] { call(op("matmul"), {a, b}, {}, 1); }, 100, 20);  // long enough for steady clocks (cuBLASLt on both sides)
+    double ms = time_ms(
+        [&] {
+          call(op("matmul"), {a, b}, {}, 1);
+        },
+        100, 20);  // long enough for steady clocks (cuBLASLt on both sides)
     emit(name, ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12, "TFLOP/s");
     gn_tensor_release(a);
     gn_tensor_release(b);
@@ -129,10 +136,12 @@ void bench_matmul() {
 }
 
 void bench_attention() {
-  struct S { int64_t B, H, S, D; };
+  struct S {
+    int64_t B, H, S, D;
+  };
   for (S s : {S{8, 16, 1024, 64}, S{4, 14, 2048, 64}, S{1, 32, 4096, 128}}) {
-    std::string tag = std::to_string(s.B) + "x" + std::to_string(s.H) + "x" + std::to_string(s.S) + "x" +
-                      std::to_string(s.D);
+    std::string tag =
+        std::to_string(s.B) + "x" + std::to_string(s.H) + "x" + std::to_string(s.S) + "x" + std::to_string(s.D);
     const double flops = 4.0 * s.B * s.H * s.S * s.S * s.D / 2;  // causal: half the scores
     gn_tensor* q = randn({s.B, s.H, s.S, s.D}, GN_BF16);
     gn_tensor* k = randn({s.B, s.H, s.S, s.D}, GN_BF16);
@@ -146,16 +155,21 @@ void bench_attention() {
       emit("attn_fwd_" + tag, ms, flops / (ms * 1e-3) / 1e12, "TFLOP/s");
     }
     if (want("attn_fwdbwd_" + tag)) {
-      double ms = time_ms([&] {
-        std::vector<gn_tensor*> o;
-        call(fwd, {q, k, v}, at, 2, &o);
-        call(bwd, {g, q, k, v, o[0], o[1]}, at, 3);
-        gn_tensor_release(o[0]);
-        gn_tensor_release(o[1]);
-      }, 50);
+      double ms = time_ms(
+          [&] {
+            std::vector<gn_tensor*> o;
+            call(fwd, {q, k, v}, at, 2, &o);
+            call(bwd, {g, q, k, v, o[0], o[1]}, at, 3);
+            gn_tensor_release(o[0]);
+            gn_tensor_release(o[1]);
+          },
+          50);
       emit("attn_fwdbwd_" + tag, ms, 3.5 * flops / (ms * 1e-3) / 1e12, "TFLOP/s");
     }
-    gn_tensor_release(q); gn_tensor_release(k); gn_tensor_release(v); gn_tensor_release(g);
+    gn_tensor_release(q);
+    gn_tensor_release(k);
+    gn_tensor_release(v);
+    gn_tensor_release(g);
   }
 }
 
@@ -193,7 +207,9 @@ void bench_cross_entropy() {
   emit("xent_bf16_4096x151936", ms, ms, "ms", buf);
   std::fprintf(stderr, "  xent peak extra %.1f MB (bf16 dlogits %.1f MB, f32 logits would be %.1f MB)\n", extra / 1e6,
                (double)R * C * 2 / 1e6, f32_logits / 1e6);
-  gn_tensor_release(x); gn_tensor_release(t); gn_tensor_release(one);
+  gn_tensor_release(x);
+  gn_tensor_release(t);
+  gn_tensor_release(one);
 }
 
 // gn_tensor_empty + release of a fixed mix of sizes (256 B .. 64 MB), after a warm-up
@@ -302,15 +318,14 @@ void bench_tiny_add() {
     gn_tensor_release(t);
   };
   if (want("tiny_add_overhead")) {
-    const std::vector<double> us = host_us_interleaved({
-        tiny_add,
-        [&] { empty_kernel<<<1, 32, 0, s>>>(); },
-        [&] { check(gn_op_call(rt, add, ins, 2, nullptr, 0, &o, 1), "add"); },
-        [&] {
-          gn_tensor* t = nullptr;
-          check(gn_tensor_empty(rt, shape, 1, GN_F32, dev, &t), "empty");
-          gn_tensor_release(t);
-        }});
+    const std::vector<double> us =
+        host_us_interleaved({tiny_add, [&] { empty_kernel<<<1, 32, 0, s>>>(); },
+                             [&] { check(gn_op_call(rt, add, ins, 2, nullptr, 0, &o, 1), "add"); },
+                             [&] {
+                               gn_tensor* t = nullptr;
+                               check(gn_tensor_empty(rt, shape, 1, GN_F32, dev, &t), "empty");
+                               gn_tensor_release(t);
+                             }});
     emit("tiny_add_overhead", us[0] * 1e-3, us[0], "us/call");
     emit("launch_empty_host", us[1] * 1e-3, us[1], "us/call");
     emit("host_add_prealloc", us[2] * 1e-3, us[2], "us/call");
@@ -343,7 +358,10 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--out") && i + 1 < argc) {
       out_file = std::fopen(argv[++i], "w");
-      if (!out_file) { std::perror("open"); return 1; }
+      if (!out_file) {
+        std::perror("open");
+        return 1;
+      }
     } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
       only = argv[++i];
     }
@@ -351,11 +369,18 @@ int main(int argc, char** argv) {
   if (!open_cuda(plugin_dir, "gpu_bench")) return 2;
   gn_rng_manual_seed(rt, 1234);
   // each case in its own guard so one failure does not hide the rest
-  std::pair<const char*, void (*)()> cases[] = {
-      {"copy", bench_copy},          {"add", bench_add},         {"bcast_add", bench_bcast_add},
-      {"sum_rows", bench_sum_rows},  {"softmax", bench_softmax}, {"norms", bench_norms},
-      {"matmul", bench_matmul},      {"attention", bench_attention},
-      {"cross_entropy", bench_cross_entropy}, {"alloc", bench_alloc}, {"tiny_add", bench_tiny_add}, {"conv", bench_conv}};
+  std::pair<const char*, void (*)()> cases[] = {{"copy", bench_copy},
+                                                {"add", bench_add},
+                                                {"bcast_add", bench_bcast_add},
+                                                {"sum_rows", bench_sum_rows},
+                                                {"softmax", bench_softmax},
+                                                {"norms", bench_norms},
+                                                {"matmul", bench_matmul},
+                                                {"attention", bench_attention},
+                                                {"cross_entropy", bench_cross_entropy},
+                                                {"alloc", bench_alloc},
+                                                {"tiny_add", bench_tiny_add},
+                                                {"conv", bench_conv}};
   for (auto& [name, fn] : cases) {
     try {
       fn();

@@ -82,7 +82,9 @@ void run_cases() {
     gn_tensor* s = randn({8192, 8192}, GN_F32);
     emit("log_softmax_f32_8192x8192", median_ms([&] { call("log_softmax", {s}, {ai(-1)}); }), 2.0 * 8192 * 8192 * 4);
     gn_tensor* y = randn({8192, 8192}, GN_F32);
-    emit("softmax_bwd_f32_8192x8192", median_ms([&] { call("softmax_backward", {s, y}, {ai(-1)}); }),
+    emit("softmax_bwd_f32_8192x8192", median_ms([&] {
+           call("softmax_backward", {s, y}, {ai(-1)});
+         }),
          3.0 * 8192 * 8192 * 4);
     gn_tensor_release(y);
     gn_tensor_release(s);

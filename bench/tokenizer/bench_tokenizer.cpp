@@ -74,8 +74,8 @@ int main(int argc, char** argv) {
     }
     const double mb = double(corpus.size()) / 1e6;
     std::printf("genesis: %zu documents, %.2f MB, %zu ids; load %.2f s\n", docs.size(), mb, n_ids, load_s);
-    std::printf("genesis: first pass %.2f s = %.2f MB/s; best of %d passes %.2f s = %.2f MB/s\n", cold_s,
-                mb / cold_s, passes, best_s, mb / best_s);
+    std::printf("genesis: first pass %.2f s = %.2f MB/s; best of %d passes %.2f s = %.2f MB/s\n", cold_s, mb / cold_s,
+                passes, best_s, mb / best_s);
     if (argc > 3) {
       std::ofstream out(argv[3], std::ios::binary);
       out.write(reinterpret_cast<const char*>(first.data()), std::streamsize(first.size() * sizeof(int32_t)));

@@ -52,8 +52,7 @@ const int64_t* keep_array(std::vector<int64_t> v) {
 }
 
 [[noreturn]] void malformed(const char* op, std::string_view token, const std::string& why) {
-  throw std::logic_error("ops.def: op '" + std::string(op) + "': attribute '" + std::string(token) +
-                         "': " + why);
+  throw std::logic_error("ops.def: op '" + std::string(op) + "': attribute '" + std::string(token) + "': " + why);
 }
 
 bool parse_int(std::string_view s, int64_t* out) {
@@ -65,22 +64,30 @@ bool parse_int(std::string_view s, int64_t* out) {
 }
 
 bool parse_float(std::string_view s, double* out) {
-  if (s == "inf") { *out = std::numeric_limits<double>::infinity(); return true; }
-  if (s == "-inf") { *out = -std::numeric_limits<double>::infinity(); return true; }
-  if (s == "nan") { *out = std::numeric_limits<double>::quiet_NaN(); return true; }
+  if (s == "inf") {
+    *out = std::numeric_limits<double>::infinity();
+    return true;
+  }
+  if (s == "-inf") {
+    *out = -std::numeric_limits<double>::infinity();
+    return true;
+  }
+  if (s == "nan") {
+    *out = std::numeric_limits<double>::quiet_NaN();
+    return true;
+  }
   if (s.empty()) return false;
   const std::string str(s);
   char* end = nullptr;
   *out = std::strtod(str.c_str(), &end);
   // Only plain numbers: strtod alone would also take "infinity", hex, ...
-  return end == str.c_str() + str.size() &&
-         str.find_first_not_of("0123456789+-.eE") == std::string::npos;
+  return end == str.c_str() + str.size() && str.find_first_not_of("0123456789+-.eE") == std::string::npos;
 }
 
 // Dtype names usable as defaults of dtype-valued int attributes.
 bool parse_dtype(std::string_view s, int64_t* out) {
   static constexpr std::pair<std::string_view, gn_dtype> kNames[] = {
-      {"f32", GN_F32}, {"f16", GN_F16}, {"bf16", GN_BF16}, {"f64", GN_F64}, {"i8", GN_I8},
+      {"f32", GN_F32}, {"f16", GN_F16}, {"bf16", GN_BF16}, {"f64", GN_F64},  {"i8", GN_I8},
       {"u8", GN_U8},   {"i32", GN_I32}, {"i64", GN_I64},   {"bool", GN_BOOL}};
   for (const auto& [name, dt] : kNames)
     if (s == name) {
@@ -120,7 +127,8 @@ gn_attr_spec parse_one(const char* op, std::string_view token) {
   if (kind == "int") {
     spec.kind = GN_ATTR_INT;
     if (has_default) {
-      if (def == "none") v.u.i = GN_DIM_NONE;
+      if (def == "none")
+        v.u.i = GN_DIM_NONE;
       else if (!parse_int(def, &v.u.i) && !parse_dtype(def, &v.u.i))
         malformed(op, token, "default '" + std::string(def) + "' is not an integer, none or a dtype name");
     }
@@ -194,8 +202,8 @@ const std::vector<gn_op_schema>& builtin_schemas() {
     static std::deque<std::vector<gn_attr_spec>> attr_arrays;
     std::vector<gn_op_schema> v;
     v.reserve(kNumBuiltinOps);
-    auto add = [&](const char* name, int32_t min_in, int32_t max_in, int32_t max_out, uint32_t flags,
-                   gn_infer_fn infer, const char* attrs, const char* doc) {
+    auto add = [&](const char* name, int32_t min_in, int32_t max_in, int32_t max_out, uint32_t flags, gn_infer_fn infer,
+                   const char* attrs, const char* doc) {
       const std::vector<gn_attr_spec>& specs = attr_arrays.emplace_back(parse_attr_specs(name, attrs));
       gn_op_schema s{};
       s.struct_size = sizeof(gn_op_schema);

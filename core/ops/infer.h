@@ -9,9 +9,9 @@
 
 namespace genesis::core {
 
-#define GN_INFER_DECL(fn)                                                                       \
-  gn_status* infer_##fn(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in,        \
-                        const gn_attr_value* attrs, size_t n_attrs, gn_infer_result* result);
+#define GN_INFER_DECL(fn)                                                                                           \
+  gn_status* infer_##fn(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in, const gn_attr_value* attrs, \
+                        size_t n_attrs, gn_infer_result* result);
 GN_INFER_DECL(unary_same)
 GN_INFER_DECL(unary_float)
 GN_INFER_DECL(unary_bool)

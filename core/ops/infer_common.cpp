@@ -18,8 +18,8 @@ namespace {
 // torch.promote_types over our dtypes, indexed [a][b] in gn_dtype order
 // (f32 f16 bf16 f64 i8 u8 i32 i64 bool).  Differences from torch: u8+i8 gives
 // i32 (torch: int16, which we lack).  f16+bf16 -> f32 as in torch.
-constexpr int8_t kF32 = GN_F32, kF16 = GN_F16, kBF16 = GN_BF16, kF64 = GN_F64, kI8 = GN_I8,
-                 kU8 = GN_U8, kI32 = GN_I32, kI64 = GN_I64, kB = GN_BOOL;
+constexpr int8_t kF32 = GN_F32, kF16 = GN_F16, kBF16 = GN_BF16, kF64 = GN_F64, kI8 = GN_I8, kU8 = GN_U8, kI32 = GN_I32,
+                 kI64 = GN_I64, kB = GN_BOOL;
 constexpr int8_t kPromote[GN_DTYPE_COUNT][GN_DTYPE_COUNT] = {
     /* f32  */ {kF32, kF32, kF32, kF64, kF32, kF32, kF32, kF32, kF32},
     /* f16  */ {kF32, kF16, kF32, kF64, kF16, kF16, kF16, kF16, kF16},
@@ -65,8 +65,10 @@ int32_t result_type(const gn_tensor_meta* const* metas, size_t n) {
       dim_result = promote_skip(dim_result, t);
     } else if (m.flags & GN_META_WRAPPED_SCALAR) {
       // A caller's number contributes its category's default dtype.
-      if (gn_dtype_is_float(t)) t = GN_F32;
-      else if (gn_dtype_is_int(t)) t = GN_I64;
+      if (gn_dtype_is_float(t))
+        t = GN_F32;
+      else if (gn_dtype_is_int(t))
+        t = GN_I64;
       wrapped_result = promote_skip(wrapped_result, t);
     } else {
       zero_result = promote_skip(zero_result, t);
@@ -84,9 +86,12 @@ bool broadcast_shapes(const gn_tensor_meta& a, const gn_tensor_meta& b, gn_tenso
     const int32_t ia = a.ndim - nd + i, ib = b.ndim - nd + i;
     const int64_t sa = ia >= 0 ? a.shape[ia] : 1;
     const int64_t sb = ib >= 0 ? b.shape[ib] : 1;
-    if (sa == sb || sb == 1) shape[i] = sa;
-    else if (sa == 1) shape[i] = sb;
-    else return false;
+    if (sa == sb || sb == 1)
+      shape[i] = sa;
+    else if (sa == 1)
+      shape[i] = sb;
+    else
+      return false;
   }
   out->ndim = nd;
   std::copy(shape, shape + nd, out->shape);
@@ -184,18 +189,17 @@ int wrap_dim(int64_t dim, int ndim, const char* what) {
   // A 0-d tensor behaves like rank 1 for the range check (torch's rule).
   const int64_t n = ndim > 0 ? ndim : 1;
   if (dim == GN_DIM_NONE || dim < -n || dim >= n)
-    fail(GN_ERR_INDEX, std::string(what) + " " + dim_label(dim) +
-                           " is out of range for a tensor of rank " + std::to_string(ndim));
+    fail(GN_ERR_INDEX,
+         std::string(what) + " " + dim_label(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
   const int64_t w = dim < 0 ? dim + n : dim;
   return ndim > 0 ? static_cast<int>(w) : 0;
 }
 
 void Args::need_inputs(size_t lo, long hi) const {
   if (n_in < lo || (hi >= 0 && n_in > static_cast<size_t>(hi))) {
-    std::string want = hi < 0 ? "at least " + std::to_string(lo)
-                       : lo == static_cast<size_t>(hi)
-                           ? std::to_string(lo)
-                           : std::to_string(lo) + " to " + std::to_string(hi);
+    std::string want = hi < 0                          ? "at least " + std::to_string(lo)
+                       : lo == static_cast<size_t>(hi) ? std::to_string(lo)
+                                                       : std::to_string(lo) + " to " + std::to_string(hi);
     fail(GN_ERR_INVALID_ARGUMENT, "expects " + want + " inputs, got " + std::to_string(n_in));
   }
 }
@@ -204,13 +208,13 @@ namespace {
 const gn_attr_value& attr_checked(const Args& a, size_t i, int32_t kind) {
   static const char* const kKinds[] = {"int", "float", "ints", "str", "device"};
   if (i >= a.n_attrs || a.attrs == nullptr)
-    fail(GN_ERR_INVALID_ARGUMENT, "attribute " + std::to_string(i) + " is missing (got " +
-                                      std::to_string(a.n_attrs) + " attributes)");
+    fail(GN_ERR_INVALID_ARGUMENT,
+         "attribute " + std::to_string(i) + " is missing (got " + std::to_string(a.n_attrs) + " attributes)");
   const gn_attr_value& v = a.attrs[i];
   if (v.kind != kind) {
     const char* got = v.kind >= 0 && v.kind <= GN_ATTR_DEVICE ? kKinds[v.kind] : "unknown";
-    fail(GN_ERR_INVALID_ARGUMENT, "attribute " + std::to_string(i) + " should be of kind " +
-                                      kKinds[kind] + " but is " + got);
+    fail(GN_ERR_INVALID_ARGUMENT,
+         "attribute " + std::to_string(i) + " should be of kind " + kKinds[kind] + " but is " + got);
   }
   return v;
 }
@@ -231,22 +235,22 @@ int32_t Args::attr_dtype(size_t i, bool allow_none) const {
   const int64_t v = attr_int(i);
   if (allow_none && v == GN_DIM_NONE) return -1;
   if (!valid_dtype(v))
-    fail(GN_ERR_INVALID_ARGUMENT, "dtype " + dim_label(v) + " is not a valid dtype (expected 0.." +
-                                      std::to_string(GN_DTYPE_COUNT - 1) + ")");
+    fail(GN_ERR_INVALID_ARGUMENT,
+         "dtype " + dim_label(v) + " is not a valid dtype (expected 0.." + std::to_string(GN_DTYPE_COUNT - 1) + ")");
   return static_cast<int32_t>(v);
 }
 
 void Args::set_n_out(size_t n) const {
   if (n > cap)
-    fail(GN_ERR_INVALID_ARGUMENT, "produces " + std::to_string(n) + " outputs but only " +
-                                      std::to_string(cap) + " can be returned");
+    fail(GN_ERR_INVALID_ARGUMENT,
+         "produces " + std::to_string(n) + " outputs but only " + std::to_string(cap) + " can be returned");
   r->n_out = n;
 }
 
 void Args::set_out(size_t k, const gn_tensor_meta& m) const {
   if (k >= cap)
-    fail(GN_ERR_INVALID_ARGUMENT, "output " + std::to_string(k) + " exceeds the capacity of " +
-                                      std::to_string(cap) + " outputs");
+    fail(GN_ERR_INVALID_ARGUMENT,
+         "output " + std::to_string(k) + " exceeds the capacity of " + std::to_string(cap) + " outputs");
   r->out[k] = m;
   r->out[k].flags = 0;
   r->out[k].reserved = 0;
@@ -262,9 +266,8 @@ gn_status* make_status(const gn_infer_ctx* ctx, int32_t code, const std::string&
   }
 }
 
-gn_status* run_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in,
-                     const gn_attr_value* attrs, size_t n_attrs, gn_infer_result* result,
-                     void (*body)(const Args&)) noexcept {
+gn_status* run_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in, const gn_attr_value* attrs,
+                     size_t n_attrs, gn_infer_result* result, void (*body)(const Args&)) noexcept {
   try {
     if (result == nullptr || (result->n_out > 0 && result->out == nullptr) ||
         (n_in > 0 && (in == nullptr || result->in_dtypes == nullptr)))
@@ -273,16 +276,13 @@ gn_status* run_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n
     for (size_t i = 0; i < n_in; ++i) {
       const gn_tensor_meta& m = in[i];
       if (!valid_dtype(m.dtype))
-        fail(GN_ERR_INVALID_ARGUMENT, "input " + std::to_string(i) + " has invalid dtype " +
-                                          std::to_string(m.dtype));
+        fail(GN_ERR_INVALID_ARGUMENT, "input " + std::to_string(i) + " has invalid dtype " + std::to_string(m.dtype));
       if (m.ndim < 0 || m.ndim > GN_MAX_DIMS)
-        fail(GN_ERR_INVALID_ARGUMENT, "input " + std::to_string(i) + " has rank " +
-                                          std::to_string(m.ndim) + " (at most " +
-                                          std::to_string(GN_MAX_DIMS) + " supported)");
+        fail(GN_ERR_INVALID_ARGUMENT, "input " + std::to_string(i) + " has rank " + std::to_string(m.ndim) +
+                                          " (at most " + std::to_string(GN_MAX_DIMS) + " supported)");
       for (int32_t d = 0; d < m.ndim; ++d)
         if (m.shape[d] < 0)
-          fail(GN_ERR_INVALID_ARGUMENT, "input " + std::to_string(i) + " has a negative size: " +
-                                            shape_str(m));
+          fail(GN_ERR_INVALID_ARGUMENT, "input " + std::to_string(i) + " has a negative size: " + shape_str(m));
     }
     Args a{ctx, in, n_in, attrs, n_attrs, result, result->n_out};
     body(a);

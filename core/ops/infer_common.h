@@ -114,9 +114,8 @@ struct Args {
 // The common wrapper: validates the result arrays and the input metas, runs
 // `body` and converts exceptions into statuses.  Never throws.  ctx and
 // ctx->host must be valid (the core always passes them): errors need status_new.
-gn_status* run_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in,
-                     const gn_attr_value* attrs, size_t n_attrs, gn_infer_result* result,
-                     void (*body)(const Args&)) noexcept;
+gn_status* run_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in, const gn_attr_value* attrs,
+                     size_t n_attrs, gn_infer_result* result, void (*body)(const Args&)) noexcept;
 
 // Build a status "[op] msg" (falls back to a fixed message if allocation fails).
 gn_status* make_status(const gn_infer_ctx* ctx, int32_t code, const std::string& msg) noexcept;
@@ -136,11 +135,10 @@ std::string num_str(double v);
 }  // namespace genesis::core::infer_detail
 
 // Defines infer_<fn> as run_infer over a body `void body(const Args& a)`.
-#define GN_DEFINE_INFER(fn)                                                                     \
-  static void infer_body_##fn(const ::genesis::core::infer_detail::Args& a);                    \
-  gn_status* infer_##fn(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in,         \
-                        const gn_attr_value* attrs, size_t n_attrs, gn_infer_result* result) {  \
-    return ::genesis::core::infer_detail::run_infer(ctx, in, n_in, attrs, n_attrs, result,      \
-                                                    &infer_body_##fn);                          \
-  }                                                                                             \
+#define GN_DEFINE_INFER(fn)                                                                                         \
+  static void infer_body_##fn(const ::genesis::core::infer_detail::Args& a);                                        \
+  gn_status* infer_##fn(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in, const gn_attr_value* attrs, \
+                        size_t n_attrs, gn_infer_result* result) {                                                  \
+    return ::genesis::core::infer_detail::run_infer(ctx, in, n_in, attrs, n_attrs, result, &infer_body_##fn);       \
+  }                                                                                                                 \
   static void infer_body_##fn(const ::genesis::core::infer_detail::Args& a)

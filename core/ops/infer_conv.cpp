@@ -20,8 +20,8 @@ Pair pair_attr(const Args& a, size_t i, const char* name, int64_t min_value) {
     fail(GN_ERR_INVALID_ARGUMENT, std::string(name) + " must have 1 or 2 values, got " + ints_str(v));
   const Pair p{v[0], v.size() == 2 ? v[1] : v[0]};
   if (p.h < min_value || p.w < min_value)
-    fail(GN_ERR_INVALID_ARGUMENT, std::string(name) + " values must be >= " + std::to_string(min_value) +
-                                      ", got " + ints_str(v));
+    fail(GN_ERR_INVALID_ARGUMENT,
+         std::string(name) + " values must be >= " + std::to_string(min_value) + ", got " + ints_str(v));
   // Keeps the size arithmetic below far from int64 overflow.
   constexpr int64_t kMax = int64_t{1} << 31;
   if (p.h > kMax || p.w > kMax)
@@ -72,17 +72,16 @@ ConvGeom conv_geometry(const Args& a, const gn_tensor_meta& x, const gn_tensor_m
                            std::to_string(g.groups) + " (weight " + shape_str(w) + ")");
   if (w.shape[1] != c / g.groups)
     fail(GN_ERR_SHAPE, "weight " + shape_str(w) + " expects " + std::to_string(w.shape[1] * g.groups) +
-                           " input channels but the input " + shape_str(x) + " has " + std::to_string(c) +
-                           " (groups " + std::to_string(g.groups) + ")");
+                           " input channels but the input " + shape_str(x) + " has " + std::to_string(c) + " (groups " +
+                           std::to_string(g.groups) + ")");
   const int64_t nh = x.shape[2] + 2 * g.padding.h - g.dilation.h * (w.shape[2] - 1) - 1;
   const int64_t nw = x.shape[3] + 2 * g.padding.w - g.dilation.w * (w.shape[3] - 1) - 1;
   g.ho = floor_div(nh, g.stride.h) + 1;
   g.wo = floor_div(nw, g.stride.w) + 1;
   if (g.ho < 1 || g.wo < 1)
-    fail(GN_ERR_SHAPE, "input " + shape_str(x) + " padded by " + pair_str(g.padding) +
-                           " is smaller than the kernel " + pair_str({w.shape[2], w.shape[3]}) +
-                           " dilated by " + pair_str(g.dilation) + " (output would be " +
-                           pair_str({g.ho, g.wo}) + ")");
+    fail(GN_ERR_SHAPE, "input " + shape_str(x) + " padded by " + pair_str(g.padding) + " is smaller than the kernel " +
+                           pair_str({w.shape[2], w.shape[3]}) + " dilated by " + pair_str(g.dilation) +
+                           " (output would be " + pair_str({g.ho, g.wo}) + ")");
   return g;
 }
 
@@ -102,8 +101,8 @@ GN_DEFINE_INFER(conv2d) {
     const gn_tensor_meta& b = a.at(2);
     need_float(b, "bias");
     if (!same_shape(b, dims_of({w.shape[0]})))
-      fail(GN_ERR_SHAPE, "bias shape " + shape_str(b) + " must be (" + std::to_string(w.shape[0]) +
-                             ") for weight " + shape_str(w));
+      fail(GN_ERR_SHAPE,
+           "bias shape " + shape_str(b) + " must be (" + std::to_string(w.shape[0]) + ") for weight " + shape_str(w));
     dt = promote_types(dt, b.dtype);
   }
   for (size_t i = 0; i < a.n_in; ++i) a.cast_input(i, dt);
@@ -162,13 +161,12 @@ PoolGeom pool_geometry(const Args& a, const gn_tensor_meta& x) {
   if (g.is_max) g.dilation = pair_attr(a, 3, "dilation", 1);
   g.ceil_mode = a.attr_int(g.is_max ? 4 : 3) != 0;
   if (g.padding.h > g.kernel.h / 2 || g.padding.w > g.kernel.w / 2)
-    fail(GN_ERR_INVALID_ARGUMENT, "padding " + pair_str(g.padding) + " must be at most half of the kernel " +
-                                      pair_str(g.kernel));
+    fail(GN_ERR_INVALID_ARGUMENT,
+         "padding " + pair_str(g.padding) + " must be at most half of the kernel " + pair_str(g.kernel));
   if (x.ndim != 3 && x.ndim != 4)
     fail(GN_ERR_SHAPE, "input must be 3-D (C, H, W) or 4-D (N, C, H, W), got shape " + shape_str(x));
   for (int i = x.ndim - 3; i < x.ndim; ++i)
-    if (x.shape[i] == 0)
-      fail(GN_ERR_SHAPE, "input " + shape_str(x) + " must have non-empty C, H and W");
+    if (x.shape[i] == 0) fail(GN_ERR_SHAPE, "input " + shape_str(x) + " must have non-empty C, H and W");
   const int64_t h = x.shape[x.ndim - 2], w = x.shape[x.ndim - 1];
   const int64_t ho = pool_out_size(h, g.kernel.h, g.padding.h, g.stride.h, g.dilation.h, g.ceil_mode);
   const int64_t wo = pool_out_size(w, g.kernel.w, g.padding.w, g.stride.w, g.dilation.w, g.ceil_mode);
@@ -183,8 +181,10 @@ PoolGeom pool_geometry(const Args& a, const gn_tensor_meta& x) {
 
 // max pooling needs float inputs (as torch); average pooling any but bool.
 void pool_dtype(const PoolGeom& g, const gn_tensor_meta& x) {
-  if (g.is_max) need_float(x, "input");
-  else if (x.dtype == GN_BOOL) fail(GN_ERR_DTYPE, "bool inputs are not supported");
+  if (g.is_max)
+    need_float(x, "input");
+  else if (x.dtype == GN_BOOL)
+    fail(GN_ERR_DTYPE, "bool inputs are not supported");
 }
 
 }  // namespace
@@ -204,8 +204,10 @@ GN_DEFINE_INFER(pool2d) {
 // max_pool2d_backward(grad_y, x, indices) / avg_pool2d_backward(grad_y, x) -> grad_x.
 GN_DEFINE_INFER(pool2d_backward) {
   const bool is_max = a.op().starts_with("max_pool2d");
-  if (is_max) a.need_inputs(3, 3);
-  else a.need_inputs(2, 2);
+  if (is_max)
+    a.need_inputs(3, 3);
+  else
+    a.need_inputs(2, 2);
   const gn_tensor_meta& gy = a.at(0);
   const gn_tensor_meta& x = a.at(1);
   const PoolGeom g = pool_geometry(a, x);
@@ -214,8 +216,7 @@ GN_DEFINE_INFER(pool2d_backward) {
     fail(GN_ERR_SHAPE, "grad_y shape " + shape_str(gy) + " must equal the pooled shape " + dims_str(g.out));
   if (is_max) {
     const gn_tensor_meta& idx = a.at(2);
-    if (idx.dtype != GN_I64)
-      fail(GN_ERR_DTYPE, std::string("indices must be int64, got ") + dtype_str(idx.dtype));
+    if (idx.dtype != GN_I64) fail(GN_ERR_DTYPE, std::string("indices must be int64, got ") + dtype_str(idx.dtype));
     if (!same_shape(idx, g.out))
       fail(GN_ERR_SHAPE, "indices shape " + shape_str(idx) + " must equal the pooled shape " + dims_str(g.out));
   }

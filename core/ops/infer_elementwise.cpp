@@ -28,8 +28,7 @@ GN_DEFINE_INFER(unary_same) {
   const std::string_view op = a.op();
   int32_t dt = x.dtype;
   if (dt == GN_BOOL) {
-    if (op == "neg")
-      fail(GN_ERR_DTYPE, "negation of a bool tensor is not supported; use logical_not");
+    if (op == "neg") fail(GN_ERR_DTYPE, "negation of a bool tensor is not supported; use logical_not");
     if (op == "relu") fail(GN_ERR_DTYPE, "bool inputs are not supported");
     if (op == "square") {
       dt = GN_I64;
@@ -46,8 +45,7 @@ GN_DEFINE_INFER(unary_float) {
   if (a.op() == "gelu") {
     const int64_t approx = a.attr_int(0);
     if (approx != 0 && approx != 1)
-      fail(GN_ERR_INVALID_ARGUMENT,
-           "approximate must be 0 (erf) or 1 (tanh), got " + std::to_string(approx));
+      fail(GN_ERR_INVALID_ARGUMENT, "approximate must be 0 (erf) or 1 (tanh), got " + std::to_string(approx));
   }
   int32_t dt = x.dtype;
   if (!is_float(dt)) {
@@ -76,8 +74,7 @@ GN_DEFINE_INFER(unary_same_float) {
 GN_DEFINE_INFER(unary_same_any) {
   a.need_inputs(1, 1);
   const gn_tensor_meta& x = a.at(0);
-  if (x.ndim < 2)
-    fail(GN_ERR_SHAPE, "input must have at least 2 dims (..., M, N), got shape " + shape_str(x));
+  if (x.ndim < 2) fail(GN_ERR_SHAPE, "input must have at least 2 dims (..., M, N), got shape " + shape_str(x));
   one_out(a, x, x.dtype, x.dtype);
 }
 
@@ -112,8 +109,8 @@ GN_DEFINE_INFER(binary_arith) {
     // torch: "For integral input tensors, argument alpha must not be a floating point number".
     const double alpha = a.attr_float(0);
     if (alpha != std::trunc(alpha))
-      fail(GN_ERR_INVALID_ARGUMENT, "alpha " + num_str(alpha) + " must be integral for " +
-                                        dtype_str(common) + " inputs");
+      fail(GN_ERR_INVALID_ARGUMENT,
+           "alpha " + num_str(alpha) + " must be integral for " + dtype_str(common) + " inputs");
   }
   a.cast_input(0, common);
   a.cast_input(1, common);
@@ -134,8 +131,7 @@ GN_DEFINE_INFER(binary_div) {
   int32_t common = result_type_of(a, 0, 2);
   if (mode == 0 && !is_float(common)) common = GN_F32;
   if (mode != 0 && common == GN_BOOL)
-    fail(GN_ERR_DTYPE, std::string(mode == 1 ? "trunc" : "floor") +
-                           " division of bool tensors is not supported");
+    fail(GN_ERR_DTYPE, std::string(mode == 1 ? "trunc" : "floor") + " division of bool tensors is not supported");
   a.cast_input(0, common);
   a.cast_input(1, common);
   one_out(a, shape, common, common);
@@ -169,8 +165,8 @@ GN_DEFINE_INFER(where) {
   const gn_tensor_meta ab = broadcast_or_fail(a.at(1), a.at(2));
   gn_tensor_meta shape{};
   if (!broadcast_shapes(cond, ab, &shape))
-    fail(GN_ERR_SHAPE, "condition shape " + shape_str(cond) + " and value shapes " +
-                           shape_str(a.at(1)) + ", " + shape_str(a.at(2)) + " cannot be broadcast");
+    fail(GN_ERR_SHAPE, "condition shape " + shape_str(cond) + " and value shapes " + shape_str(a.at(1)) + ", " +
+                           shape_str(a.at(2)) + " cannot be broadcast");
   const int32_t common = result_type_of(a, 1, 2);
   a.cast_input(1, common);
   a.cast_input(2, common);

@@ -12,8 +12,7 @@ namespace {
 
 // Index tensors: any integer dtype (bool is not an index).
 void need_index(const gn_tensor_meta& m, const char* role) {
-  if (!is_int(m.dtype))
-    fail(GN_ERR_DTYPE, std::string(role) + " must be an integer tensor, got " + dtype_str(m.dtype));
+  if (!is_int(m.dtype)) fail(GN_ERR_DTYPE, std::string(role) + " must be an integer tensor, got " + dtype_str(m.dtype));
 }
 
 // A 0-d or 1-D integer index; returns its length.
@@ -27,8 +26,7 @@ int64_t need_index_list(const gn_tensor_meta& m) {
 Dims with_dim_size(const gn_tensor_meta& x, int dim, int64_t len, const char* what) {
   if (x.ndim == 0) {
     if (len != 1)
-      fail(GN_ERR_SHAPE, std::string(what) + " of a 0-d tensor needs exactly one index, got " +
-                             std::to_string(len));
+      fail(GN_ERR_SHAPE, std::string(what) + " of a 0-d tensor needs exactly one index, got " + std::to_string(len));
     return Dims{};
   }
   Dims d = dims_of(x);
@@ -66,8 +64,8 @@ GN_DEFINE_INFER(embedding_backward) {
   need_index(ids, "ids");
   if (g.ndim < 1) fail(GN_ERR_SHAPE, "grad must have at least 1 dim (*, D), got shape " + shape_str(g));
   if (!same_shape(ids, dims_of(g, 0, g.ndim - 1)))
-    fail(GN_ERR_SHAPE, "grad shape " + shape_str(g) + " must be the ids shape " + shape_str(ids) +
-                           " plus the embedding dim");
+    fail(GN_ERR_SHAPE,
+         "grad shape " + shape_str(g) + " must be the ids shape " + shape_str(ids) + " plus the embedding dim");
   one_out(a, make_meta(g.dtype, dims_of({num, g.shape[g.ndim - 1]})), g.dtype);
 }
 
@@ -97,12 +95,12 @@ GN_DEFINE_INFER(scatter) {
   need_index(idx, "index");
   const int dim = wrap_dim(a.attr_int(0), x.ndim);
   if (idx.ndim != x.ndim || src.ndim != x.ndim)
-    fail(GN_ERR_SHAPE, "index " + shape_str(idx) + " and src " + shape_str(src) +
-                           " must have the same rank as x " + shape_str(x));
+    fail(GN_ERR_SHAPE,
+         "index " + shape_str(idx) + " and src " + shape_str(src) + " must have the same rank as x " + shape_str(x));
   for (int d = 0; d < x.ndim; ++d) {
     if (idx.shape[d] > src.shape[d])
-      fail(GN_ERR_SHAPE, "index " + shape_str(idx) + " is larger than src " + shape_str(src) + " at dim " +
-                             std::to_string(d));
+      fail(GN_ERR_SHAPE,
+           "index " + shape_str(idx) + " is larger than src " + shape_str(src) + " at dim " + std::to_string(d));
     if (d != dim && idx.shape[d] > x.shape[d])
       fail(GN_ERR_SHAPE, "index " + shape_str(idx) + " is larger than x " + shape_str(x) + " at dim " +
                              std::to_string(d) + " (only dim " + std::to_string(dim) + " may differ)");
@@ -131,8 +129,7 @@ GN_DEFINE_INFER(index_add) {
   const Dims want = with_dim_size(x, dim, len, "index_add");
   if (!same_shape(src, want))
     fail(GN_ERR_SHAPE, "src shape " + shape_str(src) + " must be " + dims_str(want) + " (x " + shape_str(x) +
-                           " with dim " + std::to_string(dim) + " sized by the " + std::to_string(len) +
-                           " indices)");
+                           " with dim " + std::to_string(dim) + " sized by the " + std::to_string(len) + " indices)");
   a.cast_input(2, x.dtype);
   one_out(a, like(x, x.dtype), x.dtype);
 }
@@ -155,20 +152,18 @@ GN_DEFINE_INFER(cat) {
   a.need_inputs(1, -1);
   const gn_tensor_meta& x0 = a.at(0);
   for (size_t i = 0; i < a.n_in; ++i)
-    if (a.at(i).ndim == 0)
-      fail(GN_ERR_SHAPE, "input " + std::to_string(i) + " is 0-d and cannot be concatenated");
+    if (a.at(i).ndim == 0) fail(GN_ERR_SHAPE, "input " + std::to_string(i) + " is 0-d and cannot be concatenated");
   const int dim = wrap_dim(a.attr_int(0), x0.ndim);
   int64_t total = 0;
   for (size_t i = 0; i < a.n_in; ++i) {
     const gn_tensor_meta& t = a.at(i);
     if (t.ndim != x0.ndim)
-      fail(GN_ERR_SHAPE, "all inputs must have the same rank: input 0 has shape " + shape_str(x0) +
-                             " but input " + std::to_string(i) + " has shape " + shape_str(t));
+      fail(GN_ERR_SHAPE, "all inputs must have the same rank: input 0 has shape " + shape_str(x0) + " but input " +
+                             std::to_string(i) + " has shape " + shape_str(t));
     for (int d = 0; d < x0.ndim; ++d)
       if (d != dim && t.shape[d] != x0.shape[d])
-        fail(GN_ERR_SHAPE, "sizes must match except in dim " + std::to_string(dim) + ": input " +
-                               std::to_string(i) + " has shape " + shape_str(t) + " but input 0 has shape " +
-                               shape_str(x0));
+        fail(GN_ERR_SHAPE, "sizes must match except in dim " + std::to_string(dim) + ": input " + std::to_string(i) +
+                               " has shape " + shape_str(t) + " but input 0 has shape " + shape_str(x0));
     total += t.shape[dim];
   }
   const int32_t dt = result_type_of(a, 0, a.n_in);
@@ -184,8 +179,8 @@ GN_DEFINE_INFER(stack) {
   const gn_tensor_meta& x0 = a.at(0);
   for (size_t i = 1; i < a.n_in; ++i)
     if (!same_shape(a.at(i), x0))
-      fail(GN_ERR_SHAPE, "all inputs must have the same shape: input 0 has shape " + shape_str(x0) +
-                             " but input " + std::to_string(i) + " has shape " + shape_str(a.at(i)));
+      fail(GN_ERR_SHAPE, "all inputs must have the same shape: input 0 has shape " + shape_str(x0) + " but input " +
+                             std::to_string(i) + " has shape " + shape_str(a.at(i)));
   const int64_t nd = x0.ndim + 1;
   const int64_t dim = a.attr_int(0);
   if (dim == GN_DIM_NONE || dim < -nd || dim >= nd)
@@ -225,19 +220,20 @@ GN_DEFINE_INFER(split) {
     }
     if (sum != total)
       fail(GN_ERR_SHAPE, "sizes " + ints_str(sizes) + " sum to " + std::to_string(sum) + " but dim " +
-                             std::to_string(dim) + " of shape " + shape_str(x) + " has size " +
-                             std::to_string(total));
+                             std::to_string(dim) + " of shape " + shape_str(x) + " has size " + std::to_string(total));
     parts = sizes.size();
   }
   if (parts > a.capacity())
-    fail(GN_ERR_INVALID_ARGUMENT, "splitting dim " + std::to_string(dim) + " of shape " + shape_str(x) +
-                                      " gives " + std::to_string(parts) + " parts but only " +
-                                      std::to_string(a.capacity()) + " outputs can be returned");
+    fail(GN_ERR_INVALID_ARGUMENT, "splitting dim " + std::to_string(dim) + " of shape " + shape_str(x) + " gives " +
+                                      std::to_string(parts) + " parts but only " + std::to_string(a.capacity()) +
+                                      " outputs can be returned");
   a.set_n_out(parts);
   for (size_t k = 0; k < parts; ++k) {
     gn_tensor_meta m = like(x, x.dtype);
-    if (sizes.size() == 1) m.shape[dim] = k + 1 < parts ? chunk : total - chunk * static_cast<int64_t>(parts - 1);
-    else m.shape[dim] = sizes[k];
+    if (sizes.size() == 1)
+      m.shape[dim] = k + 1 < parts ? chunk : total - chunk * static_cast<int64_t>(parts - 1);
+    else
+      m.shape[dim] = sizes[k];
     a.set_out(k, m);
   }
   a.set_kernel(x.dtype);

@@ -18,10 +18,8 @@ GN_DEFINE_INFER(kv_cache_write) {
   const gn_tensor_meta& cache = a.at(0);
   const gn_tensor_meta& src = a.at(1);
   const gn_tensor_meta& pos = a.at(2);
-  if (cache.ndim != 4)
-    fail(GN_ERR_SHAPE, "cache must be 4-D (B, H, S, D), got shape " + shape_str(cache));
-  if (src.ndim != 4)
-    fail(GN_ERR_SHAPE, "src must be 4-D (B, H, T, D), got shape " + shape_str(src));
+  if (cache.ndim != 4) fail(GN_ERR_SHAPE, "cache must be 4-D (B, H, S, D), got shape " + shape_str(cache));
+  if (src.ndim != 4) fail(GN_ERR_SHAPE, "src must be 4-D (B, H, T, D), got shape " + shape_str(src));
   if (src.shape[0] != cache.shape[0] || src.shape[1] != cache.shape[1] || src.shape[3] != cache.shape[3])
     fail(GN_ERR_SHAPE, "src shape " + shape_str(src) + " must match the cache shape " + shape_str(cache) +
                            " in B, H and D (dims 0, 1 and 3)");
@@ -31,8 +29,8 @@ GN_DEFINE_INFER(kv_cache_write) {
   if (pos.dtype != GN_I64) fail(GN_ERR_DTYPE, std::string("pos must be int64, got ") + dtype_str(pos.dtype));
   need_float(cache, "cache");
   if (src.dtype != cache.dtype)
-    fail(GN_ERR_DTYPE, std::string("src dtype ") + dtype_str(src.dtype) + " must equal the cache dtype " +
-                           dtype_str(cache.dtype));
+    fail(GN_ERR_DTYPE,
+         std::string("src dtype ") + dtype_str(src.dtype) + " must equal the cache dtype " + dtype_str(cache.dtype));
   a.set_n_out(0);
   a.set_kernel(cache.dtype);
 }
@@ -48,11 +46,10 @@ GN_DEFINE_INFER(add_rms_norm) {
   need_float(x, "x");
   if (x.ndim < 1) fail(GN_ERR_SHAPE, "x must have at least 1 dim, got shape " + shape_str(x));
   if (!same_shape(x, r))
-    fail(GN_ERR_SHAPE, "residual shape " + shape_str(r) + " must equal x shape " + shape_str(x) +
-                           " (no broadcasting)");
+    fail(GN_ERR_SHAPE, "residual shape " + shape_str(r) + " must equal x shape " + shape_str(x) + " (no broadcasting)");
   if (r.dtype != x.dtype)
-    fail(GN_ERR_DTYPE, std::string("residual dtype ") + dtype_str(r.dtype) + " must equal x dtype " +
-                           dtype_str(x.dtype));
+    fail(GN_ERR_DTYPE,
+         std::string("residual dtype ") + dtype_str(r.dtype) + " must equal x dtype " + dtype_str(x.dtype));
   if (!same_shape(w, dims_of(x, x.ndim - 1, x.ndim)))
     fail(GN_ERR_SHAPE, "weight shape " + shape_str(w) + " must equal the last dim of x " + shape_str(x));
   const double eps = a.attr_float(0);

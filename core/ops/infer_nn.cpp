@@ -20,16 +20,15 @@ int32_t stat_dtype(int32_t dt) { return dt == GN_F64 ? GN_F64 : GN_F32; }
 int64_t enum_attr(const Args& a, size_t i, const char* name, int64_t hi, const char* meaning) {
   const int64_t v = a.attr_int(i);
   if (v < 0 || v > hi)
-    fail(GN_ERR_INVALID_ARGUMENT,
-         std::string(name) + " must be " + meaning + ", got " + std::to_string(v));
+    fail(GN_ERR_INVALID_ARGUMENT, std::string(name) + " must be " + meaning + ", got " + std::to_string(v));
   return v;
 }
 
 // Either operand of a matrix product must not be bool.
 void no_bool_operands(const gn_tensor_meta& x, const gn_tensor_meta& y) {
   if (x.dtype == GN_BOOL || y.dtype == GN_BOOL)
-    fail(GN_ERR_DTYPE, std::string("bool operands are not supported (got ") + dtype_str(x.dtype) +
-                           " and " + dtype_str(y.dtype) + ")");
+    fail(GN_ERR_DTYPE, std::string("bool operands are not supported (got ") + dtype_str(x.dtype) + " and " +
+                           dtype_str(y.dtype) + ")");
 }
 
 // " with trans_a" / " with trans_a and trans_b" for messages.
@@ -49,16 +48,15 @@ void cast_all(const Args& a, size_t first, size_t n, int32_t dt) {
 int64_t normalized_ndim(const Args& a, size_t attr, const gn_tensor_meta& x) {
   const int64_t n = a.attr_int(attr);
   if (n < 1 || n > x.ndim)
-    fail(GN_ERR_INVALID_ARGUMENT, "normalized_ndim " + std::to_string(n) + " must be in [1, " +
-                                      std::to_string(x.ndim) + "] for input shape " + shape_str(x));
+    fail(GN_ERR_INVALID_ARGUMENT, "normalized_ndim " + std::to_string(n) + " must be in [1, " + std::to_string(x.ndim) +
+                                      "] for input shape " + shape_str(x));
   return n;
 }
 
 // Input i (if present) must have shape d; `what` describes d in the message.
 void need_shape(const gn_tensor_meta& t, const Dims& d, const char* role, const char* what) {
   if (!same_shape(t, d))
-    fail(GN_ERR_SHAPE, std::string(role) + " shape " + shape_str(t) + " must equal " + what + " " +
-                           dims_str(d));
+    fail(GN_ERR_SHAPE, std::string(role) + " shape " + shape_str(t) + " must equal " + what + " " + dims_str(d));
 }
 
 }  // namespace
@@ -123,8 +121,7 @@ GN_DEFINE_INFER(bmm) {
   if (x.ndim != 3 || y.ndim != 3)
     fail(GN_ERR_SHAPE, "both operands must be 3-D, got " + shape_str(x) + " @ " + shape_str(y));
   no_bool_operands(x, y);
-  if (x.shape[0] != y.shape[0])
-    fail(GN_ERR_SHAPE, "batch sizes differ: " + shape_str(x) + " @ " + shape_str(y));
+  if (x.shape[0] != y.shape[0]) fail(GN_ERR_SHAPE, "batch sizes differ: " + shape_str(x) + " @ " + shape_str(y));
   const int64_t m = ta ? x.shape[2] : x.shape[1], k1 = ta ? x.shape[1] : x.shape[2];
   const int64_t k2 = tb ? y.shape[2] : y.shape[1], n = tb ? y.shape[1] : y.shape[2];
   if (k1 != k2)
@@ -164,8 +161,7 @@ GN_DEFINE_INFER(layer_norm_backward) {
   const gn_tensor_meta& x = a.at(1);
   need_float(x, "x");
   const int64_t n = normalized_ndim(a, 0, x);
-  if (!same_shape(g, x))
-    fail(GN_ERR_SHAPE, "grad_y shape " + shape_str(g) + " must equal x shape " + shape_str(x));
+  if (!same_shape(g, x)) fail(GN_ERR_SHAPE, "grad_y shape " + shape_str(g) + " must equal x shape " + shape_str(x));
   const int lead = x.ndim - static_cast<int>(n);
   const Dims stats = dims_of(x, 0, lead), norm = dims_of(x, lead, x.ndim);
   need_shape(a.at(2), stats, "mean", "x.shape[:-normalized_ndim]");
@@ -209,8 +205,7 @@ GN_DEFINE_INFER(rms_norm_backward) {
   const gn_tensor_meta& x = a.at(1);
   need_float(x, "x");
   if (x.ndim < 1) fail(GN_ERR_SHAPE, "x must have at least 1 dim, got shape " + shape_str(x));
-  if (!same_shape(g, x))
-    fail(GN_ERR_SHAPE, "grad_y shape " + shape_str(g) + " must equal x shape " + shape_str(x));
+  if (!same_shape(g, x)) fail(GN_ERR_SHAPE, "grad_y shape " + shape_str(g) + " must equal x shape " + shape_str(x));
   need_shape(a.at(2), dims_of(x, 0, x.ndim - 1), "rstd", "x.shape[:-1]");
   need_float(a.at(2), "rstd");
   const Dims last = dims_of(x, x.ndim - 1, x.ndim);
@@ -239,8 +234,8 @@ GN_DEFINE_INFER(rope) {
   for (size_t i = 1; i <= 2; ++i) {
     gn_tensor_meta b{};
     if (!broadcast_shapes(x, a.at(i), &b) || !same_shape(b, x))
-      fail(GN_ERR_SHAPE, std::string(names[i - 1]) + " of shape " + shape_str(a.at(i)) +
-                             " does not broadcast to " + role + " shape " + shape_str(x));
+      fail(GN_ERR_SHAPE, std::string(names[i - 1]) + " of shape " + shape_str(a.at(i)) + " does not broadcast to " +
+                             role + " shape " + shape_str(x));
     a.cast_input(i, x.dtype);
   }
   a.set_n_out(1);
@@ -275,8 +270,8 @@ GN_DEFINE_INFER(swiglu_backward) {
   need_float(gate, "gate");
   need_float(up, "up");
   if (!same_shape(gate, up) || !same_shape(g, gate))
-    fail(GN_ERR_SHAPE, "grad " + shape_str(g) + ", gate " + shape_str(gate) + " and up " +
-                           shape_str(up) + " must have the same shape");
+    fail(GN_ERR_SHAPE, "grad " + shape_str(g) + ", gate " + shape_str(gate) + " and up " + shape_str(up) +
+                           " must have the same shape");
   const int32_t dt = promote_types(gate.dtype, up.dtype);
   cast_all(a, 0, 3, dt);
   a.set_n_out(2);
@@ -293,12 +288,10 @@ int64_t check_cross_entropy(const Args& a, const gn_tensor_meta& logits, const g
   if (logits.ndim < 1)
     fail(GN_ERR_SHAPE, "logits must have at least 1 dim (classes last), got shape " + shape_str(logits));
   if (target.dtype != GN_I32 && target.dtype != GN_I64)
-    fail(GN_ERR_DTYPE, std::string("target must be int32 or int64 class indices, got ") +
-                           dtype_str(target.dtype));
+    fail(GN_ERR_DTYPE, std::string("target must be int32 or int64 class indices, got ") + dtype_str(target.dtype));
   need_shape(target, dims_of(logits, 0, logits.ndim - 1), "target", "the logits shape without the class dim");
   const double ls = a.attr_float(1);
-  if (!(ls >= 0 && ls <= 1))
-    fail(GN_ERR_INVALID_ARGUMENT, "label_smoothing must be in [0, 1], got " + num_str(ls));
+  if (!(ls >= 0 && ls <= 1)) fail(GN_ERR_INVALID_ARGUMENT, "label_smoothing must be in [0, 1], got " + num_str(ls));
   return enum_attr(a, 2, "reduction", 2, "0 (none), 1 (mean) or 2 (sum)");
 }
 
@@ -329,8 +322,10 @@ GN_DEFINE_INFER(cross_entropy_backward) {
   need_shape(lse, dims_of(target), "lse", "the target shape");
   need_float(lse, "lse");
   need_float(g, "grad_loss");
-  if (reduction == 0) need_shape(g, dims_of(target), "grad_loss", "the loss shape (reduction 0)");
-  else need_shape(g, Dims{}, "grad_loss", "the loss shape for a reduced loss");
+  if (reduction == 0)
+    need_shape(g, dims_of(target), "grad_loss", "the loss shape (reduction 0)");
+  else
+    need_shape(g, Dims{}, "grad_loss", "the loss shape for a reduced loss");
   a.cast_input(0, logits.dtype);
   a.set_n_out(1);
   a.set_out(0, like(logits, logits.dtype));
@@ -347,16 +342,15 @@ int32_t check_attention(const Args& a, size_t first, size_t mask_i) {
   const gn_tensor_meta& k = a.at(first + 1);
   const gn_tensor_meta& v = a.at(first + 2);
   if (q.ndim != 4 || k.ndim != 4 || v.ndim != 4)
-    fail(GN_ERR_SHAPE, "q, k and v must be 4-D (B, H, S, D), got q " + shape_str(q) + ", k " +
-                           shape_str(k) + ", v " + shape_str(v));
+    fail(GN_ERR_SHAPE,
+         "q, k and v must be 4-D (B, H, S, D), got q " + shape_str(q) + ", k " + shape_str(k) + ", v " + shape_str(v));
   need_float(q, "q");
   need_float(k, "k");
   need_float(v, "v");
   if (q.shape[0] != k.shape[0] || q.shape[0] != v.shape[0])
     fail(GN_ERR_SHAPE, "batch sizes differ: q " + shape_str(q) + ", k " + shape_str(k) + ", v " + shape_str(v));
   if (k.shape[1] != v.shape[1] || k.shape[2] != v.shape[2])
-    fail(GN_ERR_SHAPE, "k " + shape_str(k) + " and v " + shape_str(v) +
-                           " must agree in heads and sequence length");
+    fail(GN_ERR_SHAPE, "k " + shape_str(k) + " and v " + shape_str(v) + " must agree in heads and sequence length");
   if (q.shape[3] != k.shape[3])
     fail(GN_ERR_SHAPE, "q and k head dims differ: q " + shape_str(q) + ", k " + shape_str(k));
   const int64_t hq = q.shape[1], hkv = k.shape[1];
@@ -374,8 +368,8 @@ int32_t check_attention(const Args& a, size_t first, size_t mask_i) {
     const int64_t sdims[4] = {q.shape[0], hq, q.shape[2], k.shape[2]};
     std::copy(sdims, sdims + 4, scores.shape);
     if (mask.ndim > 4 || !broadcast_shapes(scores, mask, &b) || !same_shape(b, scores))
-      fail(GN_ERR_SHAPE, "mask of shape " + shape_str(mask) + " does not broadcast to (B, Hq, Sq, Sk) = " +
-                             shape_str(scores));
+      fail(GN_ERR_SHAPE,
+           "mask of shape " + shape_str(mask) + " does not broadcast to (B, Hq, Sq, Sk) = " + shape_str(scores));
   }
   return promote_types(promote_types(q.dtype, k.dtype), v.dtype);
 }

@@ -15,15 +15,13 @@ void need_like_param(const Args& a, size_t i, const char* role) {
   const gn_tensor_meta& t = a.at(i);
   need_float(t, role);
   if (!same_shape(p, t))
-    fail(GN_ERR_SHAPE, std::string(role) + " shape " + shape_str(t) +
-                           " must equal the param shape " + shape_str(p));
+    fail(GN_ERR_SHAPE, std::string(role) + " shape " + shape_str(t) + " must equal the param shape " + shape_str(p));
 }
 
 // Input i must hold exactly one element.
 void need_single(const Args& a, size_t i, const char* role) {
   if (numel(a.at(i)) != 1)
-    fail(GN_ERR_SHAPE, std::string(role) + " must have exactly one element, got shape " +
-                           shape_str(a.at(i)));
+    fail(GN_ERR_SHAPE, std::string(role) + " must have exactly one element, got shape " + shape_str(a.at(i)));
 }
 
 }  // namespace
@@ -38,8 +36,10 @@ GN_DEFINE_INFER(inplace) {
     a.need_inputs(1, 1);
   } else if (op == "sgd_step" || op == "adamw_step") {
     const bool adam = op == "adamw_step";
-    if (adam) a.need_inputs(4, 4);
-    else a.need_inputs(2, 3);
+    if (adam)
+      a.need_inputs(4, 4);
+    else
+      a.need_inputs(2, 3);
     need_float(a.at(0), "param");
     need_like_param(a, 1, "grad");
     if (adam) {
@@ -72,8 +72,7 @@ GN_DEFINE_INFER(multi_sum_sq) {
   for (size_t i = 0; i < a.n_in; ++i) {
     const int32_t t = a.at(i).dtype;
     if (!is_float(t))
-      fail(GN_ERR_DTYPE, "input " + std::to_string(i) + " must be a floating-point tensor, got " +
-                             dtype_str(t));
+      fail(GN_ERR_DTYPE, "input " + std::to_string(i) + " must be a floating-point tensor, got " + dtype_str(t));
     if (t == GN_F64) dt = GN_F64;
   }
   a.set_n_out(1);

@@ -49,15 +49,16 @@ Reduction reduce_shape(const gn_tensor_meta& x, std::span<const int64_t> dims, b
     for (int64_t d : dims) {
       const int w = wrap_dim(d, x.ndim);
       if (seen[w])
-        fail(GN_ERR_INVALID_ARGUMENT, "dim " + std::to_string(w) + " appears more than once in dims " +
-                                          ints_str(dims));
+        fail(GN_ERR_INVALID_ARGUMENT, "dim " + std::to_string(w) + " appears more than once in dims " + ints_str(dims));
       seen[w] = true;
       if (x.ndim > 0) r.mask[w] = true;
     }
   }
   for (int i = 0; i < x.ndim; ++i) {
-    if (!r.mask[i]) r.out.push(x.shape[i]);
-    else if (keepdim) r.out.push(1);
+    if (!r.mask[i])
+      r.out.push(x.shape[i]);
+    else if (keepdim)
+      r.out.push(1);
   }
   return r;
 }
@@ -91,8 +92,7 @@ GN_DEFINE_INFER(reduce_float) {
   const ReduceAttrs ra = find_reduce_attrs(a);
   const Reduction red = reduce_shape(x, a.attr_ints(ra.dims), a.attr_int(ra.keepdim) != 0);
   int32_t dt = ra.dtype >= 0 ? a.attr_dtype(static_cast<size_t>(ra.dtype), true) : -1;
-  if (dt >= 0 && !is_float(dt))
-    fail(GN_ERR_DTYPE, std::string("dtype must be floating point, got ") + dtype_str(dt));
+  if (dt >= 0 && !is_float(dt)) fail(GN_ERR_DTYPE, std::string("dtype must be floating point, got ") + dtype_str(dt));
   if (dt < 0) dt = is_float(x.dtype) ? x.dtype : GN_F32;
   a.cast_input(0, dt);
   one_out(a, dt, red.out);
@@ -106,12 +106,11 @@ GN_DEFINE_INFER(reduce_same) {
   const std::span<const int64_t> dims = a.attr_ints(ra.dims);
   const Reduction red = reduce_shape(x, dims, a.attr_int(ra.keepdim) != 0);
   if (dims.empty() && numel(x) == 0)
-    fail(GN_ERR_SHAPE, "cannot reduce the empty tensor of shape " + shape_str(x) +
-                           " over all dims (no identity)");
+    fail(GN_ERR_SHAPE, "cannot reduce the empty tensor of shape " + shape_str(x) + " over all dims (no identity)");
   for (int i = 0; i < x.ndim; ++i)
     if (red.mask[i] && x.shape[i] == 0)
-      fail(GN_ERR_SHAPE, "cannot reduce over dim " + std::to_string(i) + " of size 0 (shape " +
-                             shape_str(x) + "): no identity");
+      fail(GN_ERR_SHAPE,
+           "cannot reduce over dim " + std::to_string(i) + " of size 0 (shape " + shape_str(x) + "): no identity");
   one_out(a, x.dtype, red.out);
   a.set_kernel(x.dtype);
 }
@@ -127,18 +126,19 @@ GN_DEFINE_INFER(reduce_arg) {
   Dims out;
   if (dim == GN_DIM_NONE) {
     if (numel(x) == 0)
-      fail(GN_ERR_SHAPE, "cannot take the index of an extreme of the empty tensor of shape " +
-                             shape_str(x) + "; give a non-empty dim");
+      fail(GN_ERR_SHAPE, "cannot take the index of an extreme of the empty tensor of shape " + shape_str(x) +
+                             "; give a non-empty dim");
     if (keepdim)
       for (int i = 0; i < x.ndim; ++i) out.push(1);
   } else {
     const int w = wrap_dim(dim, x.ndim);
     if (x.ndim > 0 && x.shape[w] == 0)
-      fail(GN_ERR_SHAPE, "cannot reduce over dim " + std::to_string(w) + " of size 0 (shape " +
-                             shape_str(x) + ")");
+      fail(GN_ERR_SHAPE, "cannot reduce over dim " + std::to_string(w) + " of size 0 (shape " + shape_str(x) + ")");
     for (int i = 0; i < x.ndim; ++i) {
-      if (i != w) out.push(x.shape[i]);
-      else if (keepdim) out.push(1);
+      if (i != w)
+        out.push(x.shape[i]);
+      else if (keepdim)
+        out.push(1);
     }
   }
   a.set_n_out(1);
@@ -153,8 +153,7 @@ GN_DEFINE_INFER(softmax) {
   const gn_tensor_meta& x = a.at(0);
   wrap_dim(a.attr_int(0), x.ndim);
   int32_t dt = a.attr_dtype(1, true);
-  if (dt >= 0 && !is_float(dt))
-    fail(GN_ERR_DTYPE, std::string("dtype must be floating point, got ") + dtype_str(dt));
+  if (dt >= 0 && !is_float(dt)) fail(GN_ERR_DTYPE, std::string("dtype must be floating point, got ") + dtype_str(dt));
   if (dt < 0) dt = is_float(x.dtype) ? x.dtype : GN_F32;
   a.cast_input(0, dt);
   a.set_n_out(1);
@@ -168,8 +167,7 @@ GN_DEFINE_INFER(softmax_backward) {
   a.need_inputs(2, 2);
   const gn_tensor_meta& g = a.at(0);
   const gn_tensor_meta& y = a.at(1);
-  if (!same_shape(g, y))
-    fail(GN_ERR_SHAPE, "grad_y shape " + shape_str(g) + " must equal y shape " + shape_str(y));
+  if (!same_shape(g, y)) fail(GN_ERR_SHAPE, "grad_y shape " + shape_str(g) + " must equal y shape " + shape_str(y));
   wrap_dim(a.attr_int(0), y.ndim);
   int32_t dt = promote_types(g.dtype, y.dtype);
   if (!is_float(dt)) dt = GN_F32;

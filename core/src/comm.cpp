@@ -32,8 +32,8 @@ const gn_comm_vtable& comm_vtable(gn_runtime* rt, const char* backend, const cha
   std::string have;
   for (const gn_comm_vtable& c : rt->comms)
     have += (have.empty() ? "" : ", ") + std::string(c.name) + " (" + (c.device_type ? c.device_type : "?") + ")";
-  fail(GN_ERR_NOT_FOUND, std::string(fn) + ": no communicator backend '" + backend + "' is loaded (loaded: " +
-                             (have.empty() ? "none" : have) + ")");
+  fail(GN_ERR_NOT_FOUND, std::string(fn) + ": no communicator backend '" + backend +
+                             "' is loaded (loaded: " + (have.empty() ? "none" : have) + ")");
 }
 
 gn_comm& live(gn_comm* comm, const char* fn) {
@@ -72,8 +72,8 @@ void numel_is(const gn_tensor* t, int64_t want, const char* fn, const char* what
 
 void check_op(int32_t op, const char* fn) {
   if (op < GN_REDUCE_SUM || op > GN_REDUCE_AVG)
-    fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": unknown reduce op " + std::to_string(op) +
-                                      " (GN_REDUCE_SUM..GN_REDUCE_AVG are 0..4)");
+    fail(GN_ERR_INVALID_ARGUMENT,
+         std::string(fn) + ": unknown reduce op " + std::to_string(op) + " (GN_REDUCE_SUM..GN_REDUCE_AVG are 0..4)");
 }
 
 void check_peer(const gn_comm& c, int32_t peer, const char* fn, const char* what) {
@@ -253,7 +253,8 @@ gn_status* gn_comm_send(gn_comm* comm, gn_tensor* buf, int32_t peer, int32_t tag
     gn_comm& c = live(comm, fn);
     gn_tensor_view b = comm_view(c, buf, fn, "buf");
     check_peer(c, peer, fn, "peer");
-    if (peer == c.rank) fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": peer " + std::to_string(peer) + " is this rank");
+    if (peer == c.rank)
+      fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": peer " + std::to_string(peer) + " is this rank");
     auto slot = need_slot(c, c.vt.send, fn, "send");
     throw_if(slot(c.vt.ctx, c.native, &b, peer, tag, native_stream(c, stream, fn)));
   });
@@ -266,7 +267,8 @@ gn_status* gn_comm_recv(gn_comm* comm, gn_tensor* buf, int32_t peer, int32_t tag
     gn_comm& c = live(comm, fn);
     gn_tensor_view b = comm_view(c, buf, fn, "buf");
     check_peer(c, peer, fn, "peer");
-    if (peer == c.rank) fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": peer " + std::to_string(peer) + " is this rank");
+    if (peer == c.rank)
+      fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": peer " + std::to_string(peer) + " is this rank");
     auto slot = need_slot(c, c.vt.recv, fn, "recv");
     throw_if(slot(c.vt.ctx, c.native, &b, peer, tag, native_stream(c, stream, fn)));
   });

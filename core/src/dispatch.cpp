@@ -98,8 +98,7 @@ const char* kind_name(int32_t k) {
 // Positional attributes completed with defaults and kind-checked.
 void fill_attrs(const gn_op* op, const gn_attr_value* given, size_t n_given, gn_attr_value* full) {
   const size_t n = op->attrs.size();
-  if (n_given && !given)
-    op_fail(op, GN_ERR_INVALID_ARGUMENT, "attrs is NULL with n_attrs " + std::to_string(n_given));
+  if (n_given && !given) op_fail(op, GN_ERR_INVALID_ARGUMENT, "attrs is NULL with n_attrs " + std::to_string(n_given));
   if (n_given > n)
     op_fail(op, GN_ERR_INVALID_ARGUMENT,
             "takes " + std::to_string(n) + " attribute(s), got " + std::to_string(n_given));
@@ -115,8 +114,9 @@ void fill_attrs(const gn_op* op, const gn_attr_value* given, size_t n_given, gn_
           op_fail(op, GN_ERR_INVALID_ARGUMENT,
                   std::string("attribute '") + spec.name + "' expects an int list, got an int (pass a list)");
         } else {
-          op_fail(op, GN_ERR_INVALID_ARGUMENT, std::string("attribute '") + spec.name + "' expects " +
-                                                   kind_name(spec.kind) + ", got " + kind_name(v.kind));
+          op_fail(op, GN_ERR_INVALID_ARGUMENT,
+                  std::string("attribute '") + spec.name + "' expects " + kind_name(spec.kind) + ", got " +
+                      kind_name(v.kind));
         }
       }
       if (v.kind == GN_ATTR_INTS && v.u.ints.size && !v.u.ints.data)
@@ -127,8 +127,8 @@ void fill_attrs(const gn_op* op, const gn_attr_value* given, size_t n_given, gn_
     } else if (spec.has_default) {
       full[i] = spec.default_value;
     } else {
-      op_fail(op, GN_ERR_INVALID_ARGUMENT, std::string("missing required attribute '") + spec.name + "' (position " +
-                                               std::to_string(i) + ")");
+      op_fail(op, GN_ERR_INVALID_ARGUMENT,
+              std::string("missing required attribute '") + spec.name + "' (position " + std::to_string(i) + ")");
     }
   }
 }
@@ -219,8 +219,9 @@ gn_device resolve_device(gn_runtime* rt, const gn_op* op, gn_tensor* const* in_g
       in[i] = holder.keep(moved);
       continue;
     }
-    op_fail(op, GN_ERR_DEVICE, "expected all tensors on the same device, got " + device_str(rt, dev) + " (input 0) and " +
-                                   device_str(rt, d) + " (input " + std::to_string(i) + ")");
+    op_fail(op, GN_ERR_DEVICE,
+            "expected all tensors on the same device, got " + device_str(rt, dev) + " (input 0) and " +
+                device_str(rt, d) + " (input " + std::to_string(i) + ")");
   }
   return dev;
 }
@@ -252,8 +253,8 @@ void infer_outputs(const gn_op* op, gn_tensor* const* in, size_t n_in, const gn_
   }
   if (res.n_out > cap) op_fail(op, GN_ERR_INTERNAL, "inference produced more outputs than it had room for");
   if (n_out < res.n_out)
-    op_fail(op, GN_ERR_INVALID_ARGUMENT, "produces " + std::to_string(res.n_out) + " output(s), the call has room for " +
-                                             std::to_string(n_out));
+    op_fail(op, GN_ERR_INVALID_ARGUMENT,
+            "produces " + std::to_string(res.n_out) + " output(s), the call has room for " + std::to_string(n_out));
   // As op.h promises: the preset follows input 0's cast unless inference chose.
   if (n_in && res.kernel_dtype == preset_kernel_dtype && in_dtypes[0] != in[0]->dtype) res.kernel_dtype = in_dtypes[0];
   if (res.kernel_dtype < 0 && res.n_out) res.kernel_dtype = out_meta[0].dtype;
@@ -273,20 +274,24 @@ void prepare_outputs(gn_runtime* rt, const gn_op* op, gn_device dev, gn_tensor* 
       continue;
     }
     if (given->storage->rt != rt || !same_device(given->storage->device, dev))
-      op_fail(op, GN_ERR_DEVICE, "output " + std::to_string(k) + " is on " + device_str(rt, given->storage->device) +
-                                     ", the op runs on " + device_str(rt, dev));
+      op_fail(op, GN_ERR_DEVICE,
+              "output " + std::to_string(k) + " is on " + device_str(rt, given->storage->device) + ", the op runs on " +
+                  device_str(rt, dev));
     if (is_copy) {
       gn_tensor* probe = nullptr;
       if (gn_status* st = gn_tensor_expand(in0, given->shape, given->ndim, &probe)) {
         delete st;
-        op_fail(op, GN_ERR_SHAPE, "cannot copy " + shape_string(in0->ndim, in0->shape) + " into " +
-                                      shape_string(given->ndim, given->shape));
+        op_fail(
+            op, GN_ERR_SHAPE,
+            "cannot copy " + shape_string(in0->ndim, in0->shape) + " into " + shape_string(given->ndim, given->shape));
       }
       tensor_release(probe);
-    } else if (given->dtype != m.dtype || given->ndim != m.ndim || !std::equal(m.shape, m.shape + m.ndim, given->shape)) {
-      op_fail(op, GN_ERR_SHAPE, "output " + std::to_string(k) + " is " + shape_string(given->ndim, given->shape) + " " +
-                                    gn_dtype_name(given->dtype) + ", expected " + shape_string(m.ndim, m.shape) + " " +
-                                    gn_dtype_name(m.dtype));
+    } else if (given->dtype != m.dtype || given->ndim != m.ndim ||
+               !std::equal(m.shape, m.shape + m.ndim, given->shape)) {
+      op_fail(op, GN_ERR_SHAPE,
+              "output " + std::to_string(k) + " is " + shape_string(given->ndim, given->shape) + " " +
+                  gn_dtype_name(given->dtype) + ", expected " + shape_string(m.ndim, m.shape) + " " +
+                  gn_dtype_name(m.dtype));
     }
     outs[k] = given;
     fresh[k] = false;
@@ -402,9 +407,9 @@ void op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* in_given, size_t
   static const std::vector<uint16_t> kNone;
   const std::vector<uint16_t>& cands = slot < op->table.size() ? op->table[slot] : kNone;
   if (cands.empty())
-    op_fail(op, GN_ERR_UNSUPPORTED, std::string("no kernel for device type '") + dt.name + "' and dtype " +
-                                        gn_dtype_name(res.kernel_dtype) + " (kernels here for: " +
-                                        dtype_list(rt, op, dev.type) + ")");
+    op_fail(op, GN_ERR_UNSUPPORTED,
+            std::string("no kernel for device type '") + dt.name + "' and dtype " + gn_dtype_name(res.kernel_dtype) +
+                " (kernels here for: " + dtype_list(rt, op, dev.type) + ")");
 
   SmallVec<gn_tensor*, 4> outs(res.n_out);
   SmallVec<char, 4> fresh(res.n_out);
@@ -421,8 +426,8 @@ void op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* in_given, size_t
   prepare_outputs(rt, op, dev, n_in ? in[0] : nullptr, res, out, outs.data(), fresh.data());
   const auto rng = sc.flags & GN_OP_RANDOM ? draw_counters(rt, dev, outs.data(), res.n_out, options)
                                            : std::pair<uint64_t, uint64_t>{0, 0};
-  if (gn_status* last = run_kernels(rt, op, dt, dev, cands, in.data(), n_in, outs.data(), res.n_out, full.data(), rng,
-                                    holder)) {
+  if (gn_status* last =
+          run_kernels(rt, op, dt, dev, cands, in.data(), n_in, outs.data(), res.n_out, full.data(), rng, holder)) {
     if (last->msg.empty() || last->msg[0] != '[') last->msg = "[" + op->name + "] " + last->msg;
     throw_if(last);
   }
@@ -465,8 +470,8 @@ gn_status* gn_op_find(gn_runtime* rt, const char* name, const gn_op** out) {
   });
 }
 
-gn_status* gn_op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* inputs, size_t n_in, const gn_attr_value* attrs,
-                      size_t n_attrs, gn_tensor** outputs, size_t n_out) {
+gn_status* gn_op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* inputs, size_t n_in,
+                      const gn_attr_value* attrs, size_t n_attrs, gn_tensor** outputs, size_t n_out) {
   return guarded([&] {
     require_non_null("gn_op_call", {{"rt", rt}, {"op", op}});
     if (n_in && !inputs) fail(GN_ERR_INVALID_ARGUMENT, "[" + op->name + "] inputs array is NULL");

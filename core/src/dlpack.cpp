@@ -91,13 +91,16 @@ gn_status* gn_tensor_from_dlpack(gn_runtime* rt, DLManagedTensorVersioned* src, 
     int32_t dtype = from_dl_dtype(dl.dtype);
     if (dtype < 0)
       fail(GN_ERR_DTYPE, "gn_tensor_from_dlpack: unsupported DLPack dtype (code " + std::to_string(dl.dtype.code) +
-                             ", bits " + std::to_string(dl.dtype.bits) + ", lanes " + std::to_string(dl.dtype.lanes) + ")");
-    if (dl.ndim < 0 || dl.ndim > GN_MAX_DIMS) fail(GN_ERR_SHAPE, "gn_tensor_from_dlpack: rank " + std::to_string(dl.ndim));
+                             ", bits " + std::to_string(dl.dtype.bits) + ", lanes " + std::to_string(dl.dtype.lanes) +
+                             ")");
+    if (dl.ndim < 0 || dl.ndim > GN_MAX_DIMS)
+      fail(GN_ERR_SHAPE, "gn_tensor_from_dlpack: rank " + std::to_string(dl.ndim));
     int type = -1;
     for (size_t i = 0; i < rt->device_types.size(); ++i)
       if (dl_device_type(rt->device_types[i].name) == (int32_t)dl.device.device_type) type = (int)i;
-    if (type < 0) fail(GN_ERR_DEVICE, "gn_tensor_from_dlpack: no device type for DLPack device " +
-                                          std::to_string((int)dl.device.device_type));
+    if (type < 0)
+      fail(GN_ERR_DEVICE,
+           "gn_tensor_from_dlpack: no device type for DLPack device " + std::to_string((int)dl.device.device_type));
     gn_device dev{type, dl.device.device_id};
     device_type_of(rt, dev, "gn_tensor_from_dlpack");
     if (dl.ndim > 0 && !dl.shape)
@@ -106,25 +109,28 @@ gn_status* gn_tensor_from_dlpack(gn_runtime* rt, DLManagedTensorVersioned* src, 
     // Also rejects negative sizes.
     checked_numel(dl.ndim, dl.shape, es, "gn_tensor_from_dlpack");
     int64_t strides[GN_MAX_DIMS];
-    if (dl.strides) std::memcpy(strides, dl.strides, sizeof(int64_t) * (size_t)dl.ndim);
-    else contiguous_strides(dl.ndim, dl.shape, strides);
+    if (dl.strides)
+      std::memcpy(strides, dl.strides, sizeof(int64_t) * (size_t)dl.ndim);
+    else
+      contiguous_strides(dl.ndim, dl.shape, strides);
     // Extent in elements, to give the storage a size (views are bounds-checked against it).
     int64_t extent = 1;
     bool empty = false;
     for (int32_t d = 0; d < dl.ndim; ++d) {
       if (strides[d] < 0)
-        fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_dlpack: negative stride " + std::to_string(strides[d]) +
-                                          " in dim " + std::to_string(d));
+        fail(GN_ERR_INVALID_ARGUMENT,
+             "gn_tensor_from_dlpack: negative stride " + std::to_string(strides[d]) + " in dim " + std::to_string(d));
       if (dl.shape[d] == 0) empty = true;
     }
     for (int32_t d = 0; d < dl.ndim && !empty; ++d) {
       int64_t reach = 0;
-      if (__builtin_mul_overflow(dl.shape[d] - 1, strides[d], &reach) || __builtin_add_overflow(extent, reach, &extent) ||
-          __builtin_mul_overflow(extent, (int64_t)es, &reach))
+      if (__builtin_mul_overflow(dl.shape[d] - 1, strides[d], &reach) ||
+          __builtin_add_overflow(extent, reach, &extent) || __builtin_mul_overflow(extent, (int64_t)es, &reach))
         fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_dlpack: shape " + shape_string(dl.ndim, dl.shape) +
                                           " with strides " + shape_string(dl.ndim, strides) + " overflows");
     }
-    if (dl.byte_offset % es) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_dlpack: byte_offset not a multiple of the element size");
+    if (dl.byte_offset % es)
+      fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_dlpack: byte_offset not a multiple of the element size");
     auto* s = new Storage;
     s->rt = rt;
     s->device = dev;

@@ -81,8 +81,8 @@ HostLink* new_host_link(gn_runtime* rt) {
 Staging* staging_of(void* host_ctx, const char* fn) {
   Staging* s = host_ctx ? static_cast<HostLink*>(host_ctx)->staging.load() : nullptr;
   if (!s)
-    throw_if(make_status(GN_ERR_INVALID_ARGUMENT,
-                         std::string(fn) + ": registration is only allowed inside gn_plugin_init"));
+    throw_if(
+        make_status(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": registration is only allowed inside gn_plugin_init"));
   return s;
 }
 
@@ -109,8 +109,7 @@ gn_status* host_register_device_type(void* host_ctx, const gn_device_vtable* vt)
     std::memcpy(&copy, vt, std::min(vt->struct_size, sizeof(copy)));
     copy.struct_size = sizeof(copy);
     if (!copy.device_count || !copy.alloc || !copy.free || !copy.copy)
-      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT,
-                      "device type '" + name + "' lacks device_count/alloc/free/copy"));
+      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "device type '" + name + "' lacks device_count/alloc/free/copy"));
     s->device_type_names.push_back(name);
     s->device_types.push_back(copy);
   });
@@ -167,8 +166,7 @@ gn_status* host_register_op(void* host_ctx, const gn_op_schema* plugin_schema) {
       op->attr_default_strings.emplace_back();
       if (op->attrs[i].has_default && def.kind == GN_ATTR_INTS && def.u.ints.size)
         op->attr_default_ints.back().assign(def.u.ints.data, def.u.ints.data + def.u.ints.size);
-      if (op->attrs[i].has_default && def.kind == GN_ATTR_STRING && def.u.s)
-        op->attr_default_strings.back() = def.u.s;
+      if (op->attrs[i].has_default && def.kind == GN_ATTR_STRING && def.u.s) op->attr_default_strings.back() = def.u.s;
     }
     s->ops.push_back(std::move(op));
   });
@@ -194,8 +192,8 @@ gn_status* host_register_kernel(void* host_ctx, const gn_kernel_desc* desc) {
     for (auto& e : s->kernels)
       if (e.op == k->op && e.device_type == k->device_type && e.dtype == k->dtype)
         throw_if(reject(s, GN_ERR_ALREADY_EXISTS,
-                        std::string("kernel for (") + k->op + ", " + k->device_type + ", " +
-                            gn_dtype_name(k->dtype) + ") registered twice"));
+                        std::string("kernel for (") + k->op + ", " + k->device_type + ", " + gn_dtype_name(k->dtype) +
+                            ") registered twice"));
     s->kernels.push_back({k->op, k->device_type, k->dtype, k->flags, k->fn, k->user_data});
   });
 }
@@ -287,8 +285,7 @@ void load_one(gn_runtime* rt, const std::string& path, const std::string& file_n
   std::shared_ptr<boost::dll::shared_library> lib;
   try {
     lib = std::make_shared<boost::dll::shared_library>(
-        boost::dll::fs::path(path),
-        boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now);
+        boost::dll::fs::path(path), boost::dll::load_mode::rtld_local | boost::dll::load_mode::rtld_now);
   } catch (const std::exception& e) {
     // Boost wraps dlerror() as "...(dlerror system message: <text>): <errno text>";
     // the dlerror text is the useful part.
@@ -310,7 +307,7 @@ void load_one(gn_runtime* rt, const std::string& path, const std::string& file_n
     ::dlsym(lib->native(), GN_PLUGIN_INIT_SYMBOL);
     const char* dl = ::dlerror();
     fail_with(std::string("no " GN_PLUGIN_INIT_SYMBOL " symbol: ") + (dl ? dl : "not exported") +
-              " (is it a Genesis plugin? exported with GN_PLUGIN_EXPORT?)",
+                  " (is it a Genesis plugin? exported with GN_PLUGIN_EXPORT?)",
               GN_ERR_NOT_FOUND);
   }
   auto init = lib->get<gn_status*(const gn_host_api*, gn_plugin_info*)>(GN_PLUGIN_INIT_SYMBOL);
@@ -335,13 +332,13 @@ void load_one(gn_runtime* rt, const std::string& path, const std::string& file_n
   rec.version = info.version ? info.version : "";
   rec.description = info.description ? info.description : "";
   char versions[160];
-  std::snprintf(versions, sizeof versions, "plugin ABI %u.%u, host ABI %d.%d", info.abi_major,
-                info.abi_minor, GN_ABI_VERSION_MAJOR, GN_ABI_VERSION_MINOR);
+  std::snprintf(versions, sizeof versions, "plugin ABI %u.%u, host ABI %d.%d", info.abi_major, info.abi_minor,
+                GN_ABI_VERSION_MAJOR, GN_ABI_VERSION_MINOR);
   // A major mismatch is refused without calling shutdown: the rest of a
   // foreign major's gn_plugin_info cannot be trusted.
   if (info.abi_major != GN_ABI_VERSION_MAJOR) {
-    std::string why = "ABI major " + std::to_string(info.abi_major) + " (plugin) != " +
-                      std::to_string(GN_ABI_VERSION_MAJOR) + " (host)";
+    std::string why = "ABI major " + std::to_string(info.abi_major) +
+                      " (plugin) != " + std::to_string(GN_ABI_VERSION_MAJOR) + " (host)";
     if (st) why += ": " + st->msg;
     delete st;
     fail_with(why + " [" + versions + "]", GN_ERR_VERSION);
@@ -380,11 +377,12 @@ void load_one(gn_runtime* rt, const std::string& path, const std::string& file_n
   rec.negotiated_minor = std::min<uint32_t>(info.abi_minor, GN_ABI_VERSION_MINOR);
   // Slots newer than the negotiated minor are never called.
   if (rec.negotiated_minor < 1)
-    for (auto& vt : staging.device_types) vt.graph_begin = nullptr, vt.graph_end = nullptr,
-                                          vt.graph_launch = nullptr, vt.graph_destroy = nullptr;
+    for (auto& vt : staging.device_types)
+      vt.graph_begin = nullptr, vt.graph_end = nullptr, vt.graph_launch = nullptr, vt.graph_destroy = nullptr;
   if (rec.negotiated_minor < 2)
-    for (auto& c : staging.comms) c.init = nullptr, c.send = nullptr, c.recv = nullptr, c.all_to_all = nullptr,
-                                  c.synchronize = nullptr, c.abort = nullptr, c.error = nullptr;
+    for (auto& c : staging.comms)
+      c.init = nullptr, c.send = nullptr, c.recv = nullptr, c.all_to_all = nullptr, c.synchronize = nullptr,
+      c.abort = nullptr, c.error = nullptr;
   rec.ctx = info.ctx;
   rec.shutdown = info.shutdown;
   rec.library = lib;

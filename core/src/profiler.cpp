@@ -15,8 +15,7 @@
 namespace genesis::core {
 
 int64_t Profiler::now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -52,7 +51,9 @@ std::string Profiler::chrome_trace_json() const {
 }
 
 std::string Profiler::summary() const {
-  struct Row { int64_t calls = 0, total = 0; };
+  struct Row {
+    int64_t calls = 0, total = 0;
+  };
   std::map<std::string, Row> rows;
   int64_t all = 0;
   {

@@ -53,8 +53,7 @@ DeviceType& device_type_of(gn_runtime* rt, gn_device dev, const char* what) {
   if (dev.type < 0 || dev.type >= (int)rt->device_types.size())
     fail(GN_ERR_DEVICE, std::string(what) + ": invalid device type id " + std::to_string(dev.type));
   DeviceType& dt = rt->device_types[dev.type];
-  if (!dt.vt)
-    fail(GN_ERR_DEVICE, std::string(what) + ": no loaded plugin provides device type '" + dt.name + "'");
+  if (!dt.vt) fail(GN_ERR_DEVICE, std::string(what) + ": no loaded plugin provides device type '" + dt.name + "'");
   if (dev.index < 0 || dev.index >= dt.count)
     fail(GN_ERR_DEVICE, std::string(what) + ": device " + device_str(rt, dev) + " does not exist (" +
                             std::to_string(dt.count) + " " + dt.name + " device(s)" +
@@ -85,7 +84,10 @@ const std::string& plugin_name(const gn_runtime* rt, int plugin) {
 // providing "cpu" outranks it; it has no kernels.
 namespace core_host {
 std::atomic<uint64_t> allocated{0}, peak{0}, n_alloc{0}, n_free{0};
-gn_status* count(void*, int32_t* n) { *n = 1; return nullptr; }
+gn_status* count(void*, int32_t* n) {
+  *n = 1;
+  return nullptr;
+}
 gn_status* props(void*, int32_t, gn_device_props* p) {
   std::snprintf(p->name, sizeof p->name, "host (core, no kernels)");
   return nullptr;
@@ -98,7 +100,8 @@ gn_status* alloc(void*, int32_t, size_t bytes, void*, void** ptr) {
   *ptr = (char*)raw + 64;
   uint64_t now = allocated += bytes;
   uint64_t p = peak.load();
-  while (now > p && !peak.compare_exchange_weak(p, now)) {}
+  while (now > p && !peak.compare_exchange_weak(p, now)) {
+  }
   n_alloc++;
   return nullptr;
 }
@@ -242,8 +245,8 @@ static void check_backends(gn_runtime* rt) {
       providers += (providers.empty() ? "" : ", ") + plugin_name(rt, p.plugin);
     }
     if (!found)
-      fail(GN_ERR_NOT_FOUND, head + ", but no loaded plugin named '" + plugin + "' provides it (providers: " +
-                                 providers + "; see `genesis info`)");
+      fail(GN_ERR_NOT_FOUND, head + ", but no loaded plugin named '" + plugin +
+                                 "' provides it (providers: " + providers + "; see `genesis info`)");
   }
 }
 

@@ -31,7 +31,7 @@ struct PluginRecord {
   void* ctx = nullptr;
   void (*shutdown)(void*) = nullptr;
   std::shared_ptr<void> library;  // keeps the shared object mapped (Boost.DLL)
-  HostLink* host_link = nullptr;   // detached (option_get -> NULL) when the runtime dies
+  HostLink* host_link = nullptr;  // detached (option_get -> NULL) when the runtime dies
 };
 
 // A backend's implementation of a device type.
@@ -42,7 +42,7 @@ struct DeviceProvider {
 
 // Per-device mutable state.
 struct DeviceState {
-  gn_stream* current = nullptr;       // NULL = default stream
+  gn_stream* current = nullptr;  // NULL = default stream
   std::atomic<uint64_t> seed{67280421310721ull};
   std::atomic<uint64_t> offset{0};
 };
@@ -52,7 +52,7 @@ struct DeviceType {
   std::string name;
   std::vector<DeviceProvider> providers;  // best first
   const gn_device_vtable* vt = nullptr;   // serving provider's vtable, NULL if none
-  int serving_plugin = -2;  // kNoPlugin = the core; -2 = not chosen yet
+  int serving_plugin = -2;                // kNoPlugin = the core; -2 = not chosen yet
   int32_t count = 0;
   std::string note;  // why count is 0
   std::vector<std::unique_ptr<DeviceState>> devices;
@@ -90,7 +90,7 @@ struct gn_op {
 
 struct gn_runtime {
   uint32_t magic = genesis::core::kRuntimeMagic;  // first: see checked.h
-  std::atomic<int64_t> refs{1};  // 1 for the creator + 1 per live storage
+  std::atomic<int64_t> refs{1};                   // 1 for the creator + 1 per live storage
   uint32_t flags = 0;
   std::unordered_map<std::string, std::string> options;   // plugin options
   std::unordered_map<std::string, std::string> backends;  // device type -> plugin name
@@ -208,8 +208,8 @@ void host_link_detach(HostLink* link);
 size_t elem_size(int32_t dtype);
 Storage* storage_alloc(gn_runtime* rt, gn_device dev, size_t bytes);
 void storage_release(Storage* s);
-gn_tensor* tensor_new(Storage* s, int32_t dtype, int32_t ndim, const int64_t* shape,
-                      const int64_t* strides, int64_t offset);
+gn_tensor* tensor_new(Storage* s, int32_t dtype, int32_t ndim, const int64_t* shape, const int64_t* strides,
+                      int64_t offset);
 // New contiguous tensor.
 gn_tensor* tensor_empty(gn_runtime* rt, int32_t ndim, const int64_t* shape, int32_t dtype, gn_device dev,
                         const char* fn = "tensor_empty");
@@ -226,9 +226,8 @@ std::string shape_string(int32_t ndim, const int64_t* shape);
 
 // ---- dispatch ----
 // Call op; outputs as in gn_op_call.  Throws Error.
-void op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* in, size_t n_in,
-             const gn_attr_value* attrs, size_t n_attrs, gn_tensor** out, size_t n_out,
-             const gn_call_options* options);
+void op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* in, size_t n_in, const gn_attr_value* attrs,
+             size_t n_attrs, gn_tensor** out, size_t n_out, const gn_call_options* options);
 // Dense copy of t (new reference).
 gn_tensor* make_contiguous(gn_tensor* t);
 // t converted to dtype (new tensor).

@@ -37,8 +37,8 @@ bool checked_mode() {
 }
 
 void keep_retired(void* p) {
-  static auto* mu = new std::mutex;                      // never destroyed: retiring may happen
-  static auto* kept = new std::vector<void*>;            // during static destruction
+  static auto* mu = new std::mutex;            // never destroyed: retiring may happen
+  static auto* kept = new std::vector<void*>;  // during static destruction
   std::lock_guard<std::mutex> lock(*mu);
   kept->push_back(p);
 }

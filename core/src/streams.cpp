@@ -57,8 +57,8 @@ gn_status* gn_stream_set_current(gn_runtime* rt, gn_device dev, gn_stream* s) {
     check_live(s, kStreamMagic, "gn_stream_set_current", "stream");
     device_type_of(rt, dev, "gn_stream_set_current");
     if (s && (s->device.type != dev.type || s->device.index != dev.index))
-      fail(GN_ERR_DEVICE, "gn_stream_set_current: stream belongs to " + device_str(rt, s->device) +
-                              ", not " + device_str(rt, dev));
+      fail(GN_ERR_DEVICE,
+           "gn_stream_set_current: stream belongs to " + device_str(rt, s->device) + ", not " + device_str(rt, dev));
     device_state(rt, dev).current = s;
   });
 }
@@ -159,7 +159,7 @@ gn_status* gn_graph_launch(gn_graph* g) {
     require_non_null("gn_graph_launch", {{"g", g}});
     DeviceType& dt = device_type_of(g->rt, g->device, "gn_graph_launch");
     throw_if(need(dt.vt->graph_launch, dt, "graph capture")(dt.vt->ctx, g->device.index, g->native,
-                                                              current_stream(g->rt, g->device)));
+                                                            current_stream(g->rt, g->device)));
   });
 }
 

@@ -158,7 +158,8 @@ gn_status* gn_tensor_empty(gn_runtime* rt, const int64_t* shape, int32_t ndim, i
                            gn_tensor** out) {
   return guarded([&] {
     require_non_null("gn_tensor_empty", {{"rt", rt}, {"out", out}});
-    if (ndim > 0 && !shape) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_empty: shape is NULL with ndim " + std::to_string(ndim));
+    if (ndim > 0 && !shape)
+      fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_empty: shape is NULL with ndim " + std::to_string(ndim));
     device_type_of(rt, dev, "gn_tensor_empty");
     *out = tensor_empty(rt, ndim, shape, dtype, dev, "gn_tensor_empty");
   });
@@ -226,9 +227,7 @@ void* gn_tensor_data_ptr(const gn_tensor* t) { return t ? tensor_ptr(t) : nullpt
 void gn_tensor_get_view(const gn_tensor* t, gn_tensor_view* out) {
   if (t && out) tensor_view(t, out);
 }
-int32_t gn_tensor_shares_storage(const gn_tensor* a, const gn_tensor* b) {
-  return a && b && a->storage == b->storage;
-}
+int32_t gn_tensor_shares_storage(const gn_tensor* a, const gn_tensor* b) { return a && b && a->storage == b->storage; }
 const void* gn_tensor_storage_id(const gn_tensor* t) { return t ? t->storage : nullptr; }
 int32_t gn_tensor_is_exclusive(const gn_tensor* t) {
   return t && t->refs.load(std::memory_order_acquire) == 1 && t->storage &&
@@ -238,12 +237,13 @@ int32_t gn_tensor_is_exclusive(const gn_tensor* t) {
 gn_status* gn_tensor_to_host(const gn_tensor* t, void* dst, size_t bytes) {
   return guarded([&] {
     check_tensor(t, "gn_tensor_to_host");
-    if (bytes && !dst) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_to_host: dst is NULL with bytes " + std::to_string(bytes));
+    if (bytes && !dst)
+      fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_to_host: dst is NULL with bytes " + std::to_string(bytes));
     size_t need = (size_t)tensor_numel(t) * elem_size(t->dtype);
     if (bytes != need)
       fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_to_host: buffer is " + std::to_string(bytes) + " bytes, tensor " +
-                                        shape_string(t->ndim, t->shape) + " " + gn_dtype_name(t->dtype) +
-                                        " needs " + std::to_string(need));
+                                        shape_string(t->ndim, t->shape) + " " + gn_dtype_name(t->dtype) + " needs " +
+                                        std::to_string(need));
     if (!need) return;
     if (!dst) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_to_host: dst is NULL");
     gn_tensor* c = make_contiguous(const_cast<gn_tensor*>(t));

@@ -25,7 +25,8 @@ gn_tensor* view_of(gn_tensor* t, int32_t ndim, const int64_t* shape, const int64
 // Resolve one -1 in a requested shape against numel.
 void infer_shape(const gn_tensor* t, const int64_t* shape, int32_t ndim, int64_t* out, const char* fn) {
   if (ndim < 0 || ndim > GN_MAX_DIMS) fail(GN_ERR_SHAPE, std::string(fn) + ": bad rank " + std::to_string(ndim));
-  if (ndim > 0 && !shape) fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": shape is NULL with ndim " + std::to_string(ndim));
+  if (ndim > 0 && !shape)
+    fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": shape is NULL with ndim " + std::to_string(ndim));
   int64_t numel = tensor_numel(t), known = 1;
   int infer_at = -1;
   for (int32_t d = 0; d < ndim; ++d) {
@@ -35,7 +36,8 @@ void infer_shape(const gn_tensor* t, const int64_t* shape, int32_t ndim, int64_t
     } else if (shape[d] < 0) {
       fail(GN_ERR_SHAPE, std::string(fn) + ": invalid size " + std::to_string(shape[d]));
     } else if (__builtin_mul_overflow(known, shape[d], &known)) {
-      fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": shape " + shape_string(ndim, shape) + " is too large (size overflows)");
+      fail(GN_ERR_INVALID_ARGUMENT,
+           std::string(fn) + ": shape " + shape_string(ndim, shape) + " is too large (size overflows)");
     }
     out[d] = shape[d];
   }
@@ -123,7 +125,8 @@ gn_status* gn_tensor_permute(gn_tensor* t, const int64_t* dims, int32_t ndim, gn
   return view_entry(t, out, "permute", [&] {
     if (ndim > 0 && !dims) fail(GN_ERR_INVALID_ARGUMENT, "permute: dims is NULL with ndim " + std::to_string(ndim));
     if (ndim != t->ndim)
-      fail(GN_ERR_SHAPE, "permute: got " + std::to_string(ndim) + " dims for a tensor of rank " + std::to_string(t->ndim));
+      fail(GN_ERR_SHAPE,
+           "permute: got " + std::to_string(ndim) + " dims for a tensor of rank " + std::to_string(t->ndim));
     int64_t s[GN_MAX_DIMS], st[GN_MAX_DIMS];
     bool used[GN_MAX_DIMS] = {};
     for (int32_t i = 0; i < ndim; ++i) {
@@ -171,8 +174,8 @@ gn_status* gn_tensor_slice(gn_tensor* t, int64_t dim, int64_t start, int64_t sto
     // With at most one element the stride of dim d is never used to step.
     if (__builtin_mul_overflow(t->strides[d], step, &st[d])) {
       if (len > 1)
-        fail(GN_ERR_INVALID_ARGUMENT, "slice: stride " + std::to_string(t->strides[d]) + " times step " +
-                                          std::to_string(step) + " overflows");
+        fail(GN_ERR_INVALID_ARGUMENT,
+             "slice: stride " + std::to_string(t->strides[d]) + " times step " + std::to_string(step) + " overflows");
       st[d] = t->strides[d];
     }
     return view_of(t, t->ndim, s, st, t->offset + (len ? b * t->strides[d] : 0));
@@ -200,7 +203,8 @@ gn_status* gn_tensor_expand(gn_tensor* t, const int64_t* shape, int32_t ndim, gn
   return view_entry(t, out, "expand", [&] {
     if (ndim > 0 && !shape) fail(GN_ERR_INVALID_ARGUMENT, "expand: shape is NULL with ndim " + std::to_string(ndim));
     if (ndim < t->ndim || ndim > GN_MAX_DIMS)
-      fail(GN_ERR_SHAPE, "expand: cannot expand " + shape_string(t->ndim, t->shape) + " to rank " + std::to_string(ndim));
+      fail(GN_ERR_SHAPE,
+           "expand: cannot expand " + shape_string(t->ndim, t->shape) + " to rank " + std::to_string(ndim));
     int64_t s[GN_MAX_DIMS], st[GN_MAX_DIMS];
     for (int32_t i = 0; i < ndim; ++i) {
       int32_t src = i - (ndim - t->ndim);
@@ -257,8 +261,8 @@ gn_status* gn_tensor_as_strided(gn_tensor* t, const int64_t* shape, const int64_
   return view_entry(t, out, "as_strided", [&] {
     if (ndim < 0 || ndim > GN_MAX_DIMS) fail(GN_ERR_SHAPE, "as_strided: bad rank " + std::to_string(ndim));
     if (ndim > 0 && (!shape || !strides))
-      fail(GN_ERR_INVALID_ARGUMENT, std::string("as_strided: ") + (shape ? "strides" : "shape") +
-                                        " is NULL with ndim " + std::to_string(ndim));
+      fail(GN_ERR_INVALID_ARGUMENT,
+           std::string("as_strided: ") + (shape ? "strides" : "shape") + " is NULL with ndim " + std::to_string(ndim));
     if (storage_offset < 0) fail(GN_ERR_INVALID_ARGUMENT, "as_strided: negative storage offset");
     // Bounds: the furthest element must lie inside the storage.
     int64_t last = storage_offset;
@@ -296,8 +300,10 @@ gn_status* gn_tensor_flatten(gn_tensor* t, int64_t start_dim, int64_t end_dim, g
     int64_t s[GN_MAX_DIMS];
     int32_t k = 0;
     for (int32_t i = 0; i < t->ndim; ++i) {
-      if (i > a && i <= b) s[k - 1] *= t->shape[i];
-      else s[k++] = t->shape[i];
+      if (i > a && i <= b)
+        s[k - 1] *= t->shape[i];
+      else
+        s[k++] = t->shape[i];
     }
     gn_tensor* r = nullptr;
     throw_if(gn_tensor_reshape(t, s, k, &r));
@@ -306,4 +312,3 @@ gn_status* gn_tensor_flatten(gn_tensor* t, int64_t start_dim, int64_t end_dim, g
 }
 
 }  // extern "C"
-

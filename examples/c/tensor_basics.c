@@ -25,8 +25,8 @@ static void check(gn_status* st, const char* what) {
 }
 
 /* Call op `name` with n_in inputs and the given attributes; one new output. */
-static gn_tensor* call(gn_runtime* rt, const char* name, gn_tensor** in, size_t n_in,
-                       const gn_attr_value* attrs, size_t n_attrs) {
+static gn_tensor* call(gn_runtime* rt, const char* name, gn_tensor** in, size_t n_in, const gn_attr_value* attrs,
+                       size_t n_attrs) {
   const gn_op* op;
   gn_tensor* out[1] = {NULL};
   /* A real program looks ops up once and keeps the handle. */
@@ -106,8 +106,8 @@ int main(void) {
   const float slice_expect[4] = {2, 3, 5, 6};
 
   gn_abi_version(&major, &minor);
-  printf("Genesis %s, ABI %u.%u (headers %d.%d)\n", gn_version_string(), major, minor,
-         GN_ABI_VERSION_MAJOR, GN_ABI_VERSION_MINOR);
+  printf("Genesis %s, ABI %u.%u (headers %d.%d)\n", gn_version_string(), major, minor, GN_ABI_VERSION_MAJOR,
+         GN_ABI_VERSION_MINOR);
 
   /* NULL options: plugins from $GENESIS_PLUGIN_PATH and the directory next to
    * libgenesis.  A broken plugin is skipped (and listed), never fatal. */
@@ -149,9 +149,8 @@ int main(void) {
 
   /* Views share a's storage; nothing is copied until read back. */
   check(gn_tensor_transpose(a, 0, 1, &at), "transpose");
-  printf("transpose(a): shape (%lld, %lld), contiguous %d, shares a's storage %d\n",
-         (long long)gn_tensor_shape(at)[0], (long long)gn_tensor_shape(at)[1],
-         gn_tensor_is_contiguous(at), gn_tensor_shares_storage(at, a));
+  printf("transpose(a): shape (%lld, %lld), contiguous %d, shares a's storage %d\n", (long long)gn_tensor_shape(at)[0],
+         (long long)gn_tensor_shape(at)[1], gn_tensor_is_contiguous(at), gn_tensor_shares_storage(at, a));
   show("transpose(a)", at, transpose_expect);
   check(gn_tensor_slice(a, 1, 1, 3, 1, &sl), "slice");
   show("a[:, 1:3]", sl, slice_expect);

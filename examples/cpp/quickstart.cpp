@@ -31,7 +31,8 @@ struct SimpleNet : nn::Module {
   nn::Linear fc1, fc2;
   nn::ReLU relu;
   nn::Dropout dropout{0.2};
-  SimpleNet(int64_t input_dim, int64_t hidden_dim, int64_t output_dim) : fc1(input_dim, hidden_dim), fc2(hidden_dim, output_dim) {
+  SimpleNet(int64_t input_dim, int64_t hidden_dim, int64_t output_dim)
+      : fc1(input_dim, hidden_dim), fc2(hidden_dim, output_dim) {
     register_module("fc1", fc1);
     register_module("relu", relu);
     register_module("fc2", fc2);
@@ -101,8 +102,7 @@ int main() {
     auto a = genesis::randn({3});
     genesis::set_rng_state(state);
     auto b = genesis::randn({3});
-    std::cout << "same numbers after set_rng_state: " << std::boolalpha
-              << (a.tolist() == b.tolist()) << "\n";
+    std::cout << "same numbers after set_rng_state: " << std::boolalpha << (a.tolist() == b.tolist()) << "\n";
     const auto before_fork = genesis::get_rng_state();
     {
       genesis::ForkRng fork;

@@ -120,7 +120,6 @@ struct Config {
   std::string progress = "auto";
 };
 
-
 // --------------------------------------------------------------- progress
 
 // One line updated in place on a terminal; plain lines (5 per epoch) otherwise.
@@ -145,12 +144,13 @@ class Progress {
       std::string bar(static_cast<size_t>(fill), '=');
       if (fill < width) bar += '>';
       bar.resize(width, ' ');
-      std::snprintf(line, sizeof line, "\r\033[Kepoch %" PRId64 "/%" PRId64 " [%s] %" PRId64 "/%" PRId64
-                    "  %.1f batch/s  loss %.4f", epoch_, epochs_, bar.c_str(), done, total_, rate, running_loss);
+      std::snprintf(line, sizeof line,
+                    "\r\033[Kepoch %" PRId64 "/%" PRId64 " [%s] %" PRId64 "/%" PRId64 "  %.1f batch/s  loss %.4f",
+                    epoch_, epochs_, bar.c_str(), done, total_, rate, running_loss);
       std::fputs(line, stdout);
     } else {
-      std::printf("epoch %" PRId64 "/%" PRId64 "  batch %" PRId64 "/%" PRId64 "  %.1f batch/s  loss %.4f\n",
-                  epoch_, epochs_, done, total_, rate, running_loss);
+      std::printf("epoch %" PRId64 "/%" PRId64 "  batch %" PRId64 "/%" PRId64 "  %.1f batch/s  loss %.4f\n", epoch_,
+                  epochs_, done, total_, rate, running_loss);
     }
     std::fflush(stdout);
   }
@@ -278,8 +278,8 @@ std::string ckpt_field(const std::string& file, const std::string& key) {
 int run(Config cfg, const std::map<std::string, bool>& given) {
   // --threads must reach the CPU backend before the runtime is created.
   if (cfg.threads > 0) setenv("GENESIS_NUM_THREADS", std::to_string(cfg.threads).c_str(), 1);
-  const gs::Device device = gs::distributed::local_device(cfg.device.empty() ? (gs::cuda_available() ? "cuda" : "cpu")
-                                                                             : cfg.device);
+  const gs::Device device =
+      gs::distributed::local_device(cfg.device.empty() ? (gs::cuda_available() ? "cuda" : "cpu") : cfg.device);
   // Under `genesis launch` (docs/distributed.md): one shard of each epoch per rank, gradients
   // averaged by DDP, rank 0 prints and writes the checkpoint.
   const bool dp = gs::distributed::init_from_env(device);
@@ -316,17 +316,20 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
   const gs::data::FashionMNIST test_full(cfg.data, false, {.device = device});
   auto train_ds = head(train_full, cfg.limit_train);
   auto test_ds = head(test_full, cfg.limit_test);
-  gs::data::DataLoader loader(train_ds, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed,
-                                         .num_replicas = world, .rank = rank});
-  std::printf("Fashion-MNIST: %" PRId64 " train / %" PRId64 " test images on %s (loaded in %.2f s)\n",
-              train_ds->size(), test_ds->size(), device.str().c_str(), seconds_since(t0));
+  gs::data::DataLoader loader(
+      train_ds, {.batch_size = cfg.batch_size, .shuffle = true, .seed = cfg.seed, .num_replicas = world, .rank = rank});
+  std::printf("Fashion-MNIST: %" PRId64 " train / %" PRId64 " test images on %s (loaded in %.2f s)\n", train_ds->size(),
+              test_ds->size(), device.str().c_str(), seconds_since(t0));
 
   // Model, optimizer, scheduler: Adam with a cosine learning rate over the epochs.
   gs::manual_seed(cfg.seed);
   std::unique_ptr<nn::Module> model;
-  if (cfg.model == "mlp") model = std::make_unique<MLP>();
-  else if (cfg.model == "cnn") model = std::make_unique<CNN>();
-  else throw gs::Error(GN_ERR_INVALID_ARGUMENT, "unknown --model '" + cfg.model + "' (mlp or cnn)");
+  if (cfg.model == "mlp")
+    model = std::make_unique<MLP>();
+  else if (cfg.model == "cnn")
+    model = std::make_unique<CNN>();
+  else
+    throw gs::Error(GN_ERR_INVALID_ARGUMENT, "unknown --model '" + cfg.model + "' (mlp or cnn)");
   model->to(device);
   int64_t n_params = 0;
   for (const Tensor& p : model->parameters()) n_params += p.numel();
@@ -344,15 +347,14 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
       throw gs::Error(e.code(), cfg.resume + " does not fit this program's '" + cfg.model + "' model (" +
                                     model->name() + "): " + e.what());
     }
-    std::printf("resumed from %s: epoch %" PRId64 ", step %" PRId64 "\n", cfg.resume.c_str(), state.epoch,
-                state.step);
+    std::printf("resumed from %s: epoch %" PRId64 ", step %" PRId64 "\n", cfg.resume.c_str(), state.epoch, state.step);
   }
   std::optional<gs::distributed::DistributedDataParallel> ddp;
   if (dp) ddp.emplace(*model);  // after a resume: every rank restored the same state
   const int64_t start_epoch = state.epoch;
   int64_t step = state.step;
-  std::printf("model %s (%" PRId64 " parameters), Adam lr %g, cosine schedule over %" PRId64
-              " epochs, batch %" PRId64 ", seed %" PRIu64 "\n",
+  std::printf("model %s (%" PRId64 " parameters), Adam lr %g, cosine schedule over %" PRId64 " epochs, batch %" PRId64
+              ", seed %" PRIu64 "\n",
               model->name().c_str(), n_params, cfg.lr, cfg.epochs, cfg.batch_size, cfg.seed);
 
   std::FILE* log = nullptr;
@@ -427,11 +429,16 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
       state.step = step;
       state.epoch = epoch + 1;
       state.user = {{"model", cfg.model},
-                {"epochs", std::to_string(cfg.epochs)},
-                {"batch_size", std::to_string(cfg.batch_size)},
-                {"seed", std::to_string(cfg.seed)},
-                {"lr", [&] { char s[64]; std::snprintf(s, sizeof s, "%.17g", cfg.lr); return std::string(s); }()},
-                {"limit_train", std::to_string(cfg.limit_train)}};
+                    {"epochs", std::to_string(cfg.epochs)},
+                    {"batch_size", std::to_string(cfg.batch_size)},
+                    {"seed", std::to_string(cfg.seed)},
+                    {"lr",
+                     [&] {
+                       char s[64];
+                       std::snprintf(s, sizeof s, "%.17g", cfg.lr);
+                       return std::string(s);
+                     }()},
+                    {"limit_train", std::to_string(cfg.limit_train)}};
       gs::distributed::save_on_rank0([&] { gs::save_training_checkpoint(cfg.checkpoint, state); });
     }
     ++epochs_this_run;
@@ -445,8 +452,9 @@ int run(Config cfg, const std::map<std::string, bool>& given) {
 
 int main(int argc, char** argv) {
   Config cfg;
-  CLI::App app{"Trains an MLP or a small CNN on Fashion-MNIST with Genesis (progress bar, per-epoch "
-               "test accuracy, a checkpoint every epoch, --resume)."};
+  CLI::App app{
+      "Trains an MLP or a small CNN on Fashion-MNIST with Genesis (progress bar, per-epoch "
+      "test accuracy, a checkpoint every epoch, --resume)."};
   std::map<std::string, CLI::Option*> opts;
   opts["model"] = app.add_option("--model", cfg.model, "mlp or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
   // Numbers are taken as text and converted by parse_* (named errors, no NaN,

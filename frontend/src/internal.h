@@ -23,17 +23,16 @@ const gn_op* find_op(const char* name);
 std::vector<Tensor> call(const gn_op* op, std::initializer_list<const Tensor*> in,
                          std::initializer_list<gn_attr_value> attrs, size_t n_out);
 // Calls op with a tensor list (variadic inputs).
-std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in,
-                         std::initializer_list<gn_attr_value> attrs, size_t n_out);
+std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in, std::initializer_list<gn_attr_value> attrs,
+                         size_t n_out);
 // Calls op with a tensor list and an attribute vector (a rule's backward call, Node::attrs_for).
 std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in, const std::vector<gn_attr_value>& attrs,
                          size_t n_out);
 // One-output shorthand.
-Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in,
-             std::initializer_list<gn_attr_value> attrs = {});
+Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in, std::initializer_list<gn_attr_value> attrs = {});
 // Writes op(in) into `out` in place (out must have the inferred shape/dtype).
-void call_into(const gn_op* op, std::initializer_list<const Tensor*> in,
-               std::initializer_list<gn_attr_value> attrs, const Tensor& out);
+void call_into(const gn_op* op, std::initializer_list<const Tensor*> in, std::initializer_list<gn_attr_value> attrs,
+               const Tensor& out);
 
 // Raises when t needs grad and recording is on: in-place ops are not recorded.
 void check_inplace(const Tensor& t, const char* op);

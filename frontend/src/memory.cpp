@@ -44,9 +44,8 @@ std::string memory_summary(const Device& device) {
                 "  cache hit rate  %13.1f %% (%llu hits, %llu misses, %llu OOM retries)\n",
                 device.str().c_str(), s.allocated / 1e6, s.peak_allocated / 1e6, s.reserved / 1e6,
                 s.peak_reserved / 1e6, (unsigned long long)s.num_allocs, (unsigned long long)s.num_frees,
-                (unsigned long long)s.active_blocks, 100.0 * s.cache_hit_rate(),
-                (unsigned long long)s.cache_hits, (unsigned long long)s.cache_misses,
-                (unsigned long long)s.oom_retries);
+                (unsigned long long)s.active_blocks, 100.0 * s.cache_hit_rate(), (unsigned long long)s.cache_hits,
+                (unsigned long long)s.cache_misses, (unsigned long long)s.oom_retries);
   return buf;
 }
 

@@ -43,7 +43,8 @@ void create(RuntimeHolder& h, const RuntimeOptions* o) {
 void init(const RuntimeOptions& options) {
   RuntimeHolder& h = holder();
   std::lock_guard<std::mutex> lock(h.mu);
-  if (h.rt) throw Error(GN_ERR_INVALID_ARGUMENT, "[init] the runtime already exists: call init before any other Genesis call");
+  if (h.rt)
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[init] the runtime already exists: call init before any other Genesis call");
   create(h, &options);
 }
 
@@ -61,12 +62,12 @@ const char* dtype_name(DType d) { return gn_dtype_name(static_cast<int32_t>(d));
 
 std::optional<DType> dtype_from_name(std::string_view n) {
   static constexpr std::pair<std::string_view, DType> kNames[] = {
-      {"float32", DType::f32}, {"float", DType::f32},    {"f32", DType::f32},      {"fp32", DType::f32},
-      {"bfloat16", DType::bf16}, {"bf16", DType::bf16},  {"float16", DType::f16},  {"half", DType::f16},
-      {"f16", DType::f16},     {"fp16", DType::f16},     {"float64", DType::f64},  {"double", DType::f64},
-      {"f64", DType::f64},     {"fp64", DType::f64},     {"int8", DType::i8},      {"i8", DType::i8},
-      {"uint8", DType::u8},    {"u8", DType::u8},        {"int32", DType::i32},    {"int", DType::i32},
-      {"i32", DType::i32},     {"int64", DType::i64},    {"long", DType::i64},     {"i64", DType::i64},
+      {"float32", DType::f32},   {"float", DType::f32}, {"f32", DType::f32},     {"fp32", DType::f32},
+      {"bfloat16", DType::bf16}, {"bf16", DType::bf16}, {"float16", DType::f16}, {"half", DType::f16},
+      {"f16", DType::f16},       {"fp16", DType::f16},  {"float64", DType::f64}, {"double", DType::f64},
+      {"f64", DType::f64},       {"fp64", DType::f64},  {"int8", DType::i8},     {"i8", DType::i8},
+      {"uint8", DType::u8},      {"u8", DType::u8},     {"int32", DType::i32},   {"int", DType::i32},
+      {"i32", DType::i32},       {"int64", DType::i64}, {"long", DType::i64},    {"i64", DType::i64},
       {"bool", DType::boolean}};
   for (const auto& [name, d] : kNames)
     if (name == n) return d;
@@ -131,8 +132,8 @@ std::vector<Tensor> call(const gn_op* op, std::initializer_list<const Tensor*> i
   return call_raw(op, h, n, attrs.begin(), attrs.size(), n_out);
 }
 
-std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in,
-                         std::initializer_list<gn_attr_value> attrs, size_t n_out) {
+std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in, std::initializer_list<gn_attr_value> attrs,
+                         size_t n_out) {
   std::vector<gn_tensor*> h;
   for (const Tensor& t : in) h.push_back(t.handle());
   return call_raw(op, h.data(), h.size(), attrs.begin(), attrs.size(), n_out);
@@ -145,8 +146,7 @@ std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in, const s
   return call_raw(op, h.data(), h.size(), attrs.data(), attrs.size(), n_out);
 }
 
-Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in,
-             std::initializer_list<gn_attr_value> attrs) {
+Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in, std::initializer_list<gn_attr_value> attrs) {
   // The hot path of every one-output op: no vector, one output slot on the stack.
   gn_tensor* h[8];
   size_t n = 0;
@@ -156,8 +156,8 @@ Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in,
   return Tensor::adopt(out[0]);
 }
 
-void call_into(const gn_op* op, std::initializer_list<const Tensor*> in,
-               std::initializer_list<gn_attr_value> attrs, const Tensor& out) {
+void call_into(const gn_op* op, std::initializer_list<const Tensor*> in, std::initializer_list<gn_attr_value> attrs,
+               const Tensor& out) {
   gn_tensor* h[8];
   size_t n = 0;
   for (const Tensor* t : in) h[n++] = t->handle();
@@ -167,8 +167,9 @@ void call_into(const gn_op* op, std::initializer_list<const Tensor*> in,
 
 void check_inplace(const Tensor& t, const char* op) {
   if (t.requires_grad() && autograd::grad_enabled())
-    throw Error(GN_ERR_INVALID_ARGUMENT, std::string("[") + op +
-                "] in-place operation on a tensor that requires grad (use NoGradGuard or detach())");
+    throw Error(
+        GN_ERR_INVALID_ARGUMENT,
+        std::string("[") + op + "] in-place operation on a tensor that requires grad (use NoGradGuard or detach())");
 }
 
 Device device_of(const Options& o) { return o.device ? *o.device : Device(); }

@@ -53,8 +53,8 @@ bool Tensor::is_contiguous() const { return gn_tensor_is_contiguous(handle()) !=
 
 double Tensor::item_double() const {
   if (numel() != 1)
-    throw Error(GN_ERR_INVALID_ARGUMENT, "[item] a tensor with " + std::to_string(numel()) +
-                " elements cannot be converted to a number");
+    throw Error(GN_ERR_INVALID_ARGUMENT,
+                "[item] a tensor with " + std::to_string(numel()) + " elements cannot be converted to a number");
   return tolist()[0];
 }
 
@@ -77,8 +77,8 @@ Tensor& Tensor::requires_grad_(bool on) {
   if (impl_->grad_fn && !on)
     throw Error(GN_ERR_INVALID_ARGUMENT, "[requires_grad_] only leaves can stop requiring grad (use detach())");
   if (on && !is_floating(dtype()))
-    throw Error(GN_ERR_DTYPE, std::string("[requires_grad_] only floating tensors can require grad, got ") +
-                dtype_name(dtype()));
+    throw Error(GN_ERR_DTYPE,
+                std::string("[requires_grad_] only floating tensors can require grad, got ") + dtype_name(dtype()));
   impl_->requires_grad = on;
   return *this;
 }
@@ -175,10 +175,11 @@ Tensor from_host(const V* data, size_t n, Shape shape, DType host_dtype, const O
   for (int64_t s : shape) numel *= s;
   if (numel != static_cast<int64_t>(n))
     throw Error(GN_ERR_SHAPE, "[tensor] " + std::to_string(n) + " values do not fill the shape (" +
-                std::to_string(numel) + " elements)");
+                                  std::to_string(numel) + " elements)");
   gn_tensor* h = nullptr;
   check(gn_tensor_from_host(runtime(), data, shape.data(), static_cast<int32_t>(shape.size()),
-                            static_cast<int32_t>(host_dtype), detail::device_of(o).c(), &h), "tensor");
+                            static_cast<int32_t>(host_dtype), detail::device_of(o).c(), &h),
+        "tensor");
   Tensor t = Tensor::adopt(h);
   if (o.dtype && *o.dtype != host_dtype) t = t.to(*o.dtype);
   return finish(t, o);
@@ -221,7 +222,8 @@ Tensor scalar_tensor(double v, Options opts) { return full({}, v, opts); }
 Tensor empty(Shape shape, Options opts) {
   gn_tensor* h = nullptr;
   check(gn_tensor_empty(runtime(), shape.data(), static_cast<int32_t>(shape.size()), dt(opts, DType::f32),
-                        detail::device_of(opts).c(), &h), "empty");
+                        detail::device_of(opts).c(), &h),
+        "empty");
   return finish(Tensor::adopt(h), opts);
 }
 

@@ -130,7 +130,7 @@ std::vector<Tensor> Tensor::split_with_sizes(const std::vector<int64_t>& sizes, 
   }
   if (total != size(d))
     throw invalid("split", "sizes sum to " + std::to_string(total) + " but dim " + std::to_string(d) + " has size " +
-                  std::to_string(size(d)));
+                               std::to_string(size(d)));
   // One C call returns every part as a view; each part is its own autograd
   // node with the slice rule (gradients of the parts add up in x's buffer).
   gn_tensor* in[1] = {handle()};
@@ -270,8 +270,9 @@ Tensor apply_index(const Tensor& x, const TensorIndex* first, const TensorIndex*
         const int64_t n = y.size(d);
         const int64_t k = i.integer() < 0 ? i.integer() + n : i.integer();
         if (k < 0 || k >= n)
-          throw Error(GN_ERR_INDEX, "[index] index " + std::to_string(i.integer()) + " is out of bounds for dimension " +
-                                        std::to_string(d) + " with size " + std::to_string(n));
+          throw Error(GN_ERR_INDEX, "[index] index " + std::to_string(i.integer()) +
+                                        " is out of bounds for dimension " + std::to_string(d) + " with size " +
+                                        std::to_string(n));
         y = y.select(d, k);
         break;
       }
@@ -289,9 +290,7 @@ Tensor apply_index(const Tensor& x, const TensorIndex* first, const TensorIndex*
         y = y.unsqueeze(d);
         ++d;
         break;
-      case K::ellipsis:
-        d += x.dim() - consumed;
-        break;
+      case K::ellipsis: d += x.dim() - consumed; break;
       case K::tensor: {
         Tensor t = i.tensor();
         if (t.dtype() == DType::boolean) {
@@ -405,8 +404,8 @@ Tensor Tensor::masked_select(const Tensor& mask) const {
     const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (da != db && da != 1 && db != 1)
-      throw Error(GN_ERR_SHAPE, "[masked_select] shapes " + shape_str(a) + " and " + shape_str(b) +
-                                    " cannot be broadcast");
+      throw Error(GN_ERR_SHAPE,
+                  "[masked_select] shapes " + shape_str(a) + " and " + shape_str(b) + " cannot be broadcast");
     s[i] = da == 1 ? db : da;
   }
   Tensor xs = a == s ? *this : expand(s);

@@ -337,8 +337,8 @@ Tensor Tensor::view(Shape s) const {
 }
 Tensor Tensor::permute(Shape d) const {
   gn_tensor* out = nullptr;
-  Tensor y = view_result(gn_tensor_permute(handle(), d.data(), (int32_t)d.size(), &out), out, "permute", *this,
-                         R::permute);
+  Tensor y =
+      view_result(gn_tensor_permute(handle(), d.data(), (int32_t)d.size(), &out), out, "permute", *this, R::permute);
   if (auto& n = y.impl()->grad_fn) n->keep_attr("dims", gn_attr_ints(d.data(), d.size()));
   return y;
 }

@@ -32,9 +32,12 @@ struct Formatter {
     }
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    if (kind == kFloatSci) std::snprintf(buf, sizeof buf, "%.*e", kPrecision, v);
-    else if (kind == kFloatInt) std::snprintf(buf, sizeof buf, "%.0f.", v);
-    else std::snprintf(buf, sizeof buf, "%.*f", kPrecision, v);
+    if (kind == kFloatSci)
+      std::snprintf(buf, sizeof buf, "%.*e", kPrecision, v);
+    else if (kind == kFloatInt)
+      std::snprintf(buf, sizeof buf, "%.0f.", v);
+    else
+      std::snprintf(buf, sizeof buf, "%.*f", kPrecision, v);
     return buf;
   }
   std::string format(double v) const {
@@ -45,8 +48,10 @@ struct Formatter {
 
 Formatter make_formatter(DType dt, const std::vector<double>& v) {
   Formatter f;
-  if (dt == DType::boolean) f.kind = Formatter::kBool;
-  else if (!is_floating(dt)) f.kind = Formatter::kInt;
+  if (dt == DType::boolean)
+    f.kind = Formatter::kBool;
+  else if (!is_floating(dt))
+    f.kind = Formatter::kInt;
   else {
     double lo = INFINITY, hi = 0;
     bool ints = true;
@@ -57,8 +62,10 @@ Formatter make_formatter(DType dt, const std::vector<double>& v) {
       ints = ints && std::ceil(x) == x;
     }
     const bool any = hi > 0;
-    if (ints) f.kind = any && (hi / lo > 1000 || hi > 1e8) ? Formatter::kFloatSci : Formatter::kFloatInt;
-    else f.kind = any && (hi / lo > 1000 || hi > 1e8 || lo < 1e-4) ? Formatter::kFloatSci : Formatter::kFloatFixed;
+    if (ints)
+      f.kind = any && (hi / lo > 1000 || hi > 1e8) ? Formatter::kFloatSci : Formatter::kFloatInt;
+    else
+      f.kind = any && (hi / lo > 1000 || hi > 1e8 || lo < 1e-4) ? Formatter::kFloatSci : Formatter::kFloatFixed;
   }
   for (double x : v) f.width = std::max(f.width, f.raw(x).size());
   return f;
@@ -81,14 +88,16 @@ struct Printer {
     std::vector<int64_t> idx;
     const bool cut = summarize && n > 2 * kEdgeItems;
     for (int64_t i = 0; i < n; ++i)
-      if (!cut || i < kEdgeItems || i >= n - kEdgeItems) idx.push_back(i);
-      else if (i == kEdgeItems) idx.push_back(-1);  // "..."
+      if (!cut || i < kEdgeItems || i >= n - kEdgeItems)
+        idx.push_back(i);
+      else if (i == kEdgeItems)
+        idx.push_back(-1);  // "..."
     return idx;
   }
   std::string vector_str(int64_t off, size_t indent) const {
     const int64_t n = shape.back();
-    const int64_t per_line = std::max<int64_t>(1, (kLineWidth - static_cast<int64_t>(indent)) /
-                                                      static_cast<int64_t>(fmt.width + 2));
+    const int64_t per_line =
+        std::max<int64_t>(1, (kLineWidth - static_cast<int64_t>(indent)) / static_cast<int64_t>(fmt.width + 2));
     std::string out = "[";
     int64_t k = 0;
     for (int64_t i : shown(n)) {
@@ -122,9 +131,12 @@ std::string to_string(const Tensor& t) {
   const Formatter fmt = make_formatter(t.dtype(), v);
   const size_t indent = 7;  // strlen("tensor(")
   std::string body;
-  if (shape.empty()) body = fmt.raw(v[0]);
-  else if (t.numel() == 0) body = "[]";
-  else body = Printer{v, shape, fmt, t.numel() > kThreshold}.str(0, 0, indent);
+  if (shape.empty())
+    body = fmt.raw(v[0]);
+  else if (t.numel() == 0)
+    body = "[]";
+  else
+    body = Printer{v, shape, fmt, t.numel() > kThreshold}.str(0, 0, indent);
 
   std::vector<std::string> suffix;
   if (t.numel() == 0 && shape.size() != 1) {
@@ -137,8 +149,10 @@ std::string to_string(const Tensor& t) {
   const DType dt = t.dtype();
   if (dt != DType::f32 && dt != DType::i64 && dt != DType::boolean)
     suffix.push_back(std::string("dtype=genesis.") + dtype_name(dt));
-  if (auto fn = t.grad_fn()) suffix.push_back("grad_fn=<" + autograd::node_display_name(*fn) + ">");
-  else if (t.requires_grad()) suffix.push_back("requires_grad=True");
+  if (auto fn = t.grad_fn())
+    suffix.push_back("grad_fn=<" + autograd::node_display_name(*fn) + ">");
+  else if (t.requires_grad())
+    suffix.push_back("requires_grad=True");
 
   std::string out = "tensor(" + body;
   for (const std::string& s : suffix) out += ", " + s;

@@ -84,8 +84,8 @@ void AtomicFileWriter::write(const void* data, size_t n) {
 
 void AtomicFileWriter::overwrite(uint64_t offset, const void* data, size_t n) {
   if (offset + n > written_ + buf_.size())
-    throw FileError("cannot overwrite bytes " + std::to_string(offset) + ".." + std::to_string(offset + n) +
-                    ": only " + std::to_string(written_ + buf_.size()) + " are written");
+    throw FileError("cannot overwrite bytes " + std::to_string(offset) + ".." + std::to_string(offset + n) + ": only " +
+                    std::to_string(written_ + buf_.size()) + " are written");
   flush();
   write_all(fd_, static_cast<const char*>(data), n, offset, true);
 }

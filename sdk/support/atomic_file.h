@@ -41,7 +41,7 @@ class AtomicFileWriter {
   void flush();
   std::string path_, dir_, tmp_;
   int fd_ = -1;
-  int lock_fd_ = -1;   // a second descriptor holding the flock until after the rename
+  int lock_fd_ = -1;      // a second descriptor holding the flock until after the rename
   uint64_t written_ = 0;  // bytes written to fd_ (not counting buf_)
   std::vector<char> buf_;
   bool committed_ = false;

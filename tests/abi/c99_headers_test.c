@@ -9,25 +9,35 @@
 
 static int g_failures;
 
-#define CHECK(cond)                                             \
-  do {                                                          \
-    if (!(cond)) {                                              \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
       fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
-      ++g_failures;                                             \
-    }                                                           \
+      ++g_failures;                                                            \
+    }                                                                          \
   } while (0)
 
 /* A kernel and an infer callback with exactly the ABI signatures. */
 static gn_status* noop_kernel(const gn_kernel_ctx* ctx, const gn_tensor_view* in, size_t n_in,
-                              const gn_tensor_view* out, size_t n_out, const gn_attr_value* attrs,
-                              size_t n_attrs) {
-  (void)ctx; (void)in; (void)n_in; (void)out; (void)n_out; (void)attrs; (void)n_attrs;
+                              const gn_tensor_view* out, size_t n_out, const gn_attr_value* attrs, size_t n_attrs) {
+  (void)ctx;
+  (void)in;
+  (void)n_in;
+  (void)out;
+  (void)n_out;
+  (void)attrs;
+  (void)n_attrs;
   return NULL;
 }
 
-static gn_status* noop_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in,
-                             const gn_attr_value* attrs, size_t n_attrs, gn_infer_result* result) {
-  (void)ctx; (void)in; (void)n_in; (void)attrs; (void)n_attrs; (void)result;
+static gn_status* noop_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in, const gn_attr_value* attrs,
+                             size_t n_attrs, gn_infer_result* result) {
+  (void)ctx;
+  (void)in;
+  (void)n_in;
+  (void)attrs;
+  (void)n_attrs;
+  (void)result;
   return NULL;
 }
 

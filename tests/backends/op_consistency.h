@@ -178,10 +178,10 @@ inline std::string suite_skip_reason() {
   if (!runtimes().dut.has_dev) return "no " + suite_device_type() + " device";
   return "";
 }
-#define OPC_REQUIRE_SUITE()                                      \
-  do {                                                           \
-    const std::string why_ = suite_skip_reason();                \
-    if (!why_.empty()) GTEST_SKIP() << why_;                     \
+#define OPC_REQUIRE_SUITE()                       \
+  do {                                            \
+    const std::string why_ = suite_skip_reason(); \
+    if (!why_.empty()) GTEST_SKIP() << why_;      \
   } while (0)
 
 // Backend serving device type `name` in rt ("" if absent).
@@ -190,7 +190,10 @@ inline std::string backend_of(gn_runtime* rt, const char* name) {
     gn_device_type_record rec{};
     rec.struct_size = sizeof(rec);
     gn_status* st = gn_device_type_get(rt, i, &rec);
-    if (st) { gn_status_free(st); continue; }
+    if (st) {
+      gn_status_free(st);
+      continue;
+    }
     if (std::string(rec.name) == name) return rec.backend;
   }
   return "";
@@ -225,9 +228,12 @@ inline gt::T build(Rt& r, const Input& in, uint32_t seed) {
   std::vector<int64_t> base = in.shape;
   const size_t n = base.size();
   Layout layout = in.layout;
-  if (layout == kTransposed && n >= 2) std::swap(base[n - 2], base[n - 1]);
-  else if (layout == kSliced && n >= 1) base[n - 1] = 2 * base[n - 1] + 1;
-  else layout = kContig;
+  if (layout == kTransposed && n >= 2)
+    std::swap(base[n - 2], base[n - 1]);
+  else if (layout == kSliced && n >= 1)
+    base[n - 1] = 2 * base[n - 1] + 1;
+  else
+    layout = kContig;
   std::mt19937 gen(seed);
   std::uniform_real_distribution<double> dist(in.lo, in.hi);
   std::vector<double> data((size_t)numel(base));
@@ -242,9 +248,12 @@ inline gt::T build(Rt& r, const Input& in, uint32_t seed) {
   gn_tensor_release(t64);
   t = move_to(t, r.dev);
   gn_tensor* v = nullptr;
-  if (layout == kTransposed) check(gn_tensor_transpose(t, -1, -2, &v), v);
-  else if (layout == kSliced) check(gn_tensor_slice(t, (int64_t)n - 1, 1, base[n - 1], 2, &v), v);
-  else return gt::T(t);
+  if (layout == kTransposed)
+    check(gn_tensor_transpose(t, -1, -2, &v), v);
+  else if (layout == kSliced)
+    check(gn_tensor_slice(t, (int64_t)n - 1, 1, base[n - 1], 2, &v), v);
+  else
+    return gt::T(t);
   gn_tensor_release(t);
   return gt::T(v);
 }
@@ -368,8 +377,8 @@ const char* lname(Layout l) { return l == kTransposed ? "_T" : l == kSliced ? "_
 // tolerance (rtol 1e-14, atol 1e-15: a few ulp, as for log/sin/cos f64 in
 // op_consistency_elementwise_test.cpp).
 inline Tol suite_tol(const Case& c, int32_t out_dtype) {
-  static const std::set<std::string> libm_ops = {"exp",  "log",   "log1p", "sin",     "cos",  "tanh",
-                                                 "sigmoid", "gelu", "silu", "pow", "randn", "rsqrt"};
+  static const std::set<std::string> libm_ops = {"exp",     "log",  "log1p", "sin", "cos",   "tanh",
+                                                 "sigmoid", "gelu", "silu",  "pow", "randn", "rsqrt"};
   if (!kSuiteIsCpu && out_dtype == GN_F64 && c.tol.rtol == 0 && c.tol.atol == 0 && libm_ops.count(c.op))
     return {1e-14, 1e-15};
   return {c.tol.rtol * kSuiteTolFactor, c.tol.atol * kSuiteTolFactor};
@@ -398,7 +407,10 @@ inline void check_case(const Case& c) {
       if (!ok) {
         ++bad;
         const double err = std::fabs(g[i] - w[i]);
-        if (!(err <= worst)) { worst = err; worst_i = i; }
+        if (!(err <= worst)) {
+          worst = err;
+          worst_i = i;
+        }
       }
     }
     EXPECT_EQ(bad, 0u) << "output " << k << ": " << bad << " of " << w.size() << " elements off; worst at " << worst_i
@@ -430,20 +442,19 @@ inline std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 }  // namespace
 
 // One parameterised suite per test file: Fixture runs every case of cases_fn().
-#define OPC_SUITE(Fixture, Prefix, cases_fn)                                         \
-  namespace {                                                                        \
-  class Fixture : public ::testing::TestWithParam<Case> {                            \
-   protected:                                                                        \
-    void SetUp() override { OPC_REQUIRE_SUITE(); }                                   \
-  };                                                                                 \
-  TEST_P(Fixture, MatchesReference) { check_case(GetParam()); }                      \
-  INSTANTIATE_TEST_SUITE_P(Prefix, Fixture, ::testing::ValuesIn(cases_fn()), case_name); \
-  TEST(Fixture##Coverage, ServedByTheBackendItself) {                                \
-    OPC_REQUIRE_SUITE();                                                             \
-    const std::vector<std::string> refused = refused_cases(cases_fn());              \
-    std::string list;                                                                \
-    for (const std::string& n : refused) list += "\n  " + n;                        \
+#define OPC_SUITE(Fixture, Prefix, cases_fn)                                                        \
+  namespace {                                                                                       \
+  class Fixture : public ::testing::TestWithParam<Case> {                                           \
+   protected:                                                                                       \
+    void SetUp() override { OPC_REQUIRE_SUITE(); }                                                  \
+  };                                                                                                \
+  TEST_P(Fixture, MatchesReference) { check_case(GetParam()); }                                     \
+  INSTANTIATE_TEST_SUITE_P(Prefix, Fixture, ::testing::ValuesIn(cases_fn()), case_name);            \
+  TEST(Fixture##Coverage, ServedByTheBackendItself) {                                               \
+    OPC_REQUIRE_SUITE();                                                                            \
+    const std::vector<std::string> refused = refused_cases(cases_fn());                             \
+    std::string list;                                                                               \
+    for (const std::string& n : refused) list += "\n  " + n;                                        \
     EXPECT_TRUE(refused.empty()) << refused.size() << " cases fell back to the reference:" << list; \
-  }                                                                                  \
+  }                                                                                                 \
   }
-

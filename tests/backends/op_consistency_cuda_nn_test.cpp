@@ -62,9 +62,9 @@ std::vector<Case> sort_cases() {
     int64_t dim;
     Layout layout;
   };
-  const std::vector<S> ss = {{{1000}, 0, kContig},   {{7, 33}, -1, kContig}, {{33, 7}, 0, kContig},
+  const std::vector<S> ss = {{{1000}, 0, kContig},    {{7, 33}, -1, kContig},   {{33, 7}, 0, kContig},
                              {{4, 5, 6}, 1, kContig}, {{3, 5000}, -1, kContig}, {{9, 12}, -1, kTransposed},
-                             {{0, 5}, -1, kContig},   {{6, 1}, 1, kContig},    {{2, 70000}, -1, kContig}};
+                             {{0, 5}, -1, kContig},   {{6, 1}, 1, kContig},     {{2, 70000}, -1, kContig}};
   const int32_t dts[] = {GN_F32, GN_BF16, GN_F16, GN_F64, GN_I64, GN_I32, GN_I8, GN_U8, GN_BOOL};
   for (int32_t dt : dts)
     for (const S& s : ss) {
@@ -115,7 +115,10 @@ std::vector<Case> fast_path_cases() {
       cs.push_back(mk("ln_" + tag, "layer_norm", {{x, dt, kContig, -3, 3}, {w, dt, kContig, 0.5, 1.5}, {w, dt}},
                       {gn_attr_int(1), gn_attr_float(1e-5)}, 3, tol_for(dt)));
       cs.push_back(mk("ln_bwd_" + tag, "layer_norm_backward",
-                      {{x, dt}, {x, dt, kContig, -3, 3}, {rows, sdt, kContig, -0.5, 0.5}, {rows, sdt, kContig, 0.5, 2},
+                      {{x, dt},
+                       {x, dt, kContig, -3, 3},
+                       {rows, sdt, kContig, -0.5, 0.5},
+                       {rows, sdt, kContig, 0.5, 2},
                        {w, dt, kContig, 0.5, 1.5}},
                       {gn_attr_int(1)}, 3, tol_for(dt)));
       cs.push_back(mk("rms_" + tag, "rms_norm", {{x, dt, kContig, -3, 3}, {w, dt, kContig, 0.5, 1.5}},
@@ -130,21 +133,22 @@ std::vector<Case> fast_path_cases() {
   // swiglu / rope, 16-bit and f32
   for (int32_t dt : {GN_F32, GN_BF16, GN_F16}) {
     const std::vector<int64_t> s{512, 1024};
-    cs.push_back(mk("swiglu_" + dname(dt), "swiglu", {{s, dt, kContig, -6, 6}, {s, dt, kContig, -2, 2}}, {}, 1,
-                    tol_for(dt)));
+    cs.push_back(
+        mk("swiglu_" + dname(dt), "swiglu", {{s, dt, kContig, -6, 6}, {s, dt, kContig, -2, 2}}, {}, 1, tol_for(dt)));
     cs.push_back(mk("swiglu_bwd_" + dname(dt), "swiglu_backward",
                     {{s, dt}, {s, dt, kContig, -6, 6}, {s, dt, kContig, -2, 2}}, {}, 2, tol_for(dt)));
-    cs.push_back(mk("swiglu_odd_" + dname(dt), "swiglu", {{{3, 7}, dt, kContig, -6, 6}, {{3, 7}, dt}}, {}, 1,
-                    tol_for(dt)));
+    cs.push_back(
+        mk("swiglu_odd_" + dname(dt), "swiglu", {{{3, 7}, dt, kContig, -6, 6}, {{3, 7}, dt}}, {}, 1, tol_for(dt)));
     const std::vector<int64_t> q{2, 8, 128, 64}, c{128, 64};
     for (const char* op : {"rope", "rope_backward"})
-      cs.push_back(mk(std::string(op) + "_" + dname(dt), op, {{q, dt, kContig, -2, 2}, {c, dt}, {c, dt}}, {}, 1,
-                      tol_for(dt)));
+      cs.push_back(
+          mk(std::string(op) + "_" + dname(dt), op, {{q, dt, kContig, -2, 2}, {c, dt}, {c, dt}}, {}, 1, tol_for(dt)));
   }
   // embedding backward: long runs of repeated ids (4096 ids over 50 rows), and sparse ids
   for (int32_t dt : {GN_F32, GN_F64, GN_BF16}) {
-    cs.push_back(mk("emb_bwd_runs_" + dname(dt), "embedding_backward", {{{4096, 256}, dt}, {{4096}, GN_I64, kContig, 0, 50}},
-                    {gn_attr_int(50)}, 1, dt == GN_BF16 ? kBf16 : kExact));
+    cs.push_back(mk("emb_bwd_runs_" + dname(dt), "embedding_backward",
+                    {{{4096, 256}, dt}, {{4096}, GN_I64, kContig, 0, 50}}, {gn_attr_int(50)}, 1,
+                    dt == GN_BF16 ? kBf16 : kExact));
     cs.push_back(mk("emb_bwd_sparse_" + dname(dt), "embedding_backward",
                     {{{2, 32, 64}, dt}, {{2, 32}, GN_I32, kContig, 0, 100000}}, {gn_attr_int(100000)}, 1,
                     dt == GN_BF16 ? kBf16 : kExact));
@@ -192,8 +196,8 @@ std::vector<Case> fast_path_cases() {
       const int64_t Wo = (c.x[3] + 2 * c.pad[1] - c.dil[1] * (c.w[3] - 1) - 1) / c.stride[1] + 1;
       const int64_t K = std::max({c.w[1] * c.w[2] * c.w[3], O / g * c.w[2] * c.w[3], N * Ho * Wo});
       const std::string tag = std::to_string(i) + "_" + dname(dt);
-      Case f = mk("conv_" + tag, "conv2d", {{c.x, dt}, {c.w, dt}, {{O}, dt}}, {gn_attr_int(0), gn_attr_int(0), gn_attr_int(0),
-                                                                              gn_attr_int(g)}, 1, matmul_tol(dt, K));
+      Case f = mk("conv_" + tag, "conv2d", {{c.x, dt}, {c.w, dt}, {{O}, dt}},
+                  {gn_attr_int(0), gn_attr_int(0), gn_attr_int(0), gn_attr_int(g)}, 1, matmul_tol(dt, K));
       f.ints = {{0, c.stride}, {1, c.pad}, {2, c.dil}};
       cs.push_back(f);
       Case b = mk("conv_bwd_" + tag, "conv2d_backward", {{{N, O, Ho, Wo}, dt}, {c.x, dt}, {c.w, dt}},
@@ -228,19 +232,18 @@ std::vector<Case> decode_attention_cases() {
     int mask;  // 0 none, 1 bool (B,1,1,Sk), 2 bool (B,1,Sq,Sk), 3 bool all false, 4 float (Sq,Sk), 5 float (B,1,1,Sk)
     Layout q_layout, kv_layout;
   };
-  const std::vector<A> as = {
-      {"qwen_s384", 1, 14, 2, 1, 384, 64, 0, 1, kContig, kContig},
-      {"qwen_s4100", 1, 14, 2, 1, 4100, 64, 0, 1, kContig, kContig},
-      {"sk1", 3, 4, 4, 1, 1, 64, 0, 0, kContig, kContig},
-      {"sk7_c2", 3, 16, 8, 2, 7, 128, 2, 0, kContig, kContig},
-      {"sq5_c1_float", 1, 14, 2, 5, 300, 64, 1, 4, kContig, kContig},
-      {"sq5_c2_d80", 3, 16, 8, 5, 300, 80, 2, 2, kContig, kContig},
-      {"d128_floatrow", 3, 4, 4, 2, 384, 128, 0, 5, kContig, kContig},
-      {"all_masked", 1, 14, 2, 2, 300, 64, 0, 3, kContig, kContig},
-      {"qT_c2", 3, 14, 2, 1, 300, 64, 2, 0, kTransposed, kContig},
-      {"qS_s4100", 1, 16, 8, 2, 4100, 128, 1, 1, kSliced, kContig},
-      {"sq5_s4100_c2", 1, 14, 2, 5, 4100, 64, 2, 2, kContig, kContig},
-      {"kvT_generic", 1, 14, 2, 1, 300, 64, 0, 1, kContig, kTransposed}};
+  const std::vector<A> as = {{"qwen_s384", 1, 14, 2, 1, 384, 64, 0, 1, kContig, kContig},
+                             {"qwen_s4100", 1, 14, 2, 1, 4100, 64, 0, 1, kContig, kContig},
+                             {"sk1", 3, 4, 4, 1, 1, 64, 0, 0, kContig, kContig},
+                             {"sk7_c2", 3, 16, 8, 2, 7, 128, 2, 0, kContig, kContig},
+                             {"sq5_c1_float", 1, 14, 2, 5, 300, 64, 1, 4, kContig, kContig},
+                             {"sq5_c2_d80", 3, 16, 8, 5, 300, 80, 2, 2, kContig, kContig},
+                             {"d128_floatrow", 3, 4, 4, 2, 384, 128, 0, 5, kContig, kContig},
+                             {"all_masked", 1, 14, 2, 2, 300, 64, 0, 3, kContig, kContig},
+                             {"qT_c2", 3, 14, 2, 1, 300, 64, 2, 0, kTransposed, kContig},
+                             {"qS_s4100", 1, 16, 8, 2, 4100, 128, 1, 1, kSliced, kContig},
+                             {"sq5_s4100_c2", 1, 14, 2, 5, 4100, 64, 2, 2, kContig, kContig},
+                             {"kvT_generic", 1, 14, 2, 1, 300, 64, 0, 1, kContig, kTransposed}};
   for (const A& a : as)
     for (int32_t dt : {GN_BF16, GN_F16, GN_F32}) {
       const Input q{{a.B, a.Hq, a.Sq, a.D}, dt, a.q_layout, -1, 1}, k{{a.B, a.Hkv, a.Sk, a.D}, dt, a.kv_layout, -1, 1},
@@ -351,9 +354,9 @@ void expect_close(const std::vector<std::vector<double>>& got, const std::vector
 }
 
 const std::vector<DecodeLayout> kDecodeLayouts = {
-    {3, 14, 2, 1, 384, 512, 64, 0, {0, 1, 200}},     {3, 16, 8, 2, 300, 320, 128, 2, {300, 0, 57}},
-    {1, 4, 4, 5, 4100, 4160, 80, 1, {4000}},          {1, 14, 2, 1, 4100, 8192, 64, 0, {2049}},
-    {3, 14, 2, 5, 7, 64, 64, 2, {7, 3, 0}},           {1, 14, 2, 1, 384, 384, 128, 0, {}}};
+    {3, 14, 2, 1, 384, 512, 64, 0, {0, 1, 200}}, {3, 16, 8, 2, 300, 320, 128, 2, {300, 0, 57}},
+    {1, 4, 4, 5, 4100, 4160, 80, 1, {4000}},     {1, 14, 2, 1, 4100, 8192, 64, 0, {2049}},
+    {3, 14, 2, 5, 7, 64, 64, 2, {7, 3, 0}},      {1, 14, 2, 1, 384, 384, 128, 0, {}}};
 
 TEST(OpConsistencyCudaDecodeViews, MatchesReference) {
   OPC_REQUIRE_SUITE();
@@ -479,9 +482,9 @@ TEST(OpConsistencyCudaAttnBackward, RepeatsBitForBitAndMatchesReference) {
       {1, 6, 2, 133, 77, 128, 2, GN_F16, false},  {2, 14, 2, 257, 257, 64, 1, GN_BF16, false},
       {1, 4, 2, 70, 90, 64, 1, GN_F32, true},     {1, 2, 1, 33, 40, 80, 2, GN_F32, false}};
   for (const BwdLayout& c : ls) {
-    const std::string what = "B" + std::to_string(c.B) + " Hq" + std::to_string(c.Hq) + " Hkv" +
-                             std::to_string(c.Hkv) + " Sq" + std::to_string(c.Sq) + " Sk" + std::to_string(c.Sk) +
-                             " D" + std::to_string(c.D) + " causal" + std::to_string(c.causal) + " " + dname(c.dt);
+    const std::string what = "B" + std::to_string(c.B) + " Hq" + std::to_string(c.Hq) + " Hkv" + std::to_string(c.Hkv) +
+                             " Sq" + std::to_string(c.Sq) + " Sk" + std::to_string(c.Sk) + " D" + std::to_string(c.D) +
+                             " causal" + std::to_string(c.causal) + " " + dname(c.dt);
     const auto first = sdpa_backward_call(runtimes().dut, c), second = sdpa_backward_call(runtimes().dut, c);
     const auto want = sdpa_backward_call(runtimes().ref, c);
     ASSERT_EQ(first.size(), 3u) << what;
@@ -543,8 +546,8 @@ TEST(OpConsistencyCudaGemvViews, StridedRowsMatchReference) {
   const std::vector<S> ss = {{{3, 920}, 896, 1152}, {{2, 2, 904}, 896, 896}, {{4, 4872}, 4864, 896}};
   for (int32_t dt : {GN_BF16, GN_F16})
     for (const S& c : ss) {
-      const std::string what = sname(c.stored) + "_K" + std::to_string(c.K) + "_N" + std::to_string(c.N) + " " +
-                               dname(dt);
+      const std::string what =
+          sname(c.stored) + "_K" + std::to_string(c.K) + "_N" + std::to_string(c.N) + " " + dname(dt);
       auto call = [&](Rt& r) {
         const int64_t nd = (int64_t)c.stored.size();
         gt::T wide = host_data_on(r, uniform((size_t)numel(c.stored), 21), c.stored, dt);

@@ -28,24 +28,23 @@ std::vector<Case> elementwise_cases() {
   };
   const Tol libm32{1e-6, 1e-7}, libm64{1e-14, 1e-15};  // rsqrt: exact (double, one rounding)
   const std::vector<U> ops = {
-      {"log", 0.01, 10, libm32, libm64},        {"log1p", -0.9, 10, libm32, libm64},
-      {"sin", -10, 10, libm32, libm64},         {"cos", -10, 10, libm32, libm64},
-      {"rsqrt", 0.01, 10, kExact, {1e-15, 0}}, {"reciprocal", -3, 3, kExact, kExact},
-      {"floor", -5, 5, kExact, kExact},         {"ceil", -5, 5, kExact, kExact},
-      {"round", -5, 5, kExact, kExact},         {"sign", -2, 2, kExact, kExact},
-      {"logical_not", -1, 1, kExact, kExact},   {"isnan", -1, 1, kExact, kExact},
-      {"isinf", -1, 1, kExact, kExact},         {"isfinite", -1, 1, kExact, kExact},
+      {"log", 0.01, 10, libm32, libm64}, {"log1p", -0.9, 10, libm32, libm64},     {"sin", -10, 10, libm32, libm64},
+      {"cos", -10, 10, libm32, libm64},  {"rsqrt", 0.01, 10, kExact, {1e-15, 0}}, {"reciprocal", -3, 3, kExact, kExact},
+      {"floor", -5, 5, kExact, kExact},  {"ceil", -5, 5, kExact, kExact},         {"round", -5, 5, kExact, kExact},
+      {"sign", -2, 2, kExact, kExact},   {"logical_not", -1, 1, kExact, kExact},  {"isnan", -1, 1, kExact, kExact},
+      {"isinf", -1, 1, kExact, kExact},  {"isfinite", -1, 1, kExact, kExact},
   };
   const std::vector<std::pair<std::vector<int64_t>, Layout>> shapes = {
       {{257, 513}, kContig}, {{3, 5, 7}, kContig}, {{31, 17}, kTransposed}, {{6, 9}, kSliced},
-      {{0, 4}, kContig},     {{}, kContig},       {{1}, kContig}};
+      {{0, 4}, kContig},     {{}, kContig},        {{1}, kContig}};
   std::vector<Case> cs;
   // f16, bf16, integers and bool go through the generic C++ path (the
   // reference's double formulas, one rounding into the output dtype): exact.
   // Integer inputs use integer ranges (values truncated toward zero); those
   // of float ops (log, sin, ...) are cast to f32 by the core first, so they
   // get the f32 tolerance.  floor/ceil/round take no bool.
-  const std::set<std::string> int_form = {"floor", "ceil", "round", "sign", "logical_not", "isnan", "isinf", "isfinite"};
+  const std::set<std::string> int_form = {"floor",       "ceil",  "round", "sign",
+                                          "logical_not", "isnan", "isinf", "isfinite"};
   for (const U& u : ops)
     for (int32_t dt : {GN_F32, GN_F64, GN_BF16, GN_F16, GN_I32, GN_I64, GN_I8, GN_BOOL})
       for (const auto& [shape, layout] : shapes) {
@@ -150,7 +149,8 @@ std::vector<double> run_on(Rt& r, const char* op, const std::vector<double>& v, 
 // Halves round to even; NaN/inf through the predicates and sign.
 TEST(CpuElementwise, SpecialValues) {
   OPC_REQUIRE_SUITE();
-  const std::vector<double> v = {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 0.0, -0.0, NAN, INFINITY, -INFINITY, 1e30, -7.25};
+  const std::vector<double> v = {0.5, 1.5,  2.5, -0.5,     -1.5,      -2.5, 3.5,
+                                 0.0, -0.0, NAN, INFINITY, -INFINITY, 1e30, -7.25};
   for (const char* op : {"round", "floor", "ceil", "sign", "isnan", "isinf", "isfinite", "logical_not", "reciprocal",
                          "rsqrt", "log", "log1p"})
     for (int32_t dt : {GN_F32, GN_F64}) {
@@ -159,9 +159,12 @@ TEST(CpuElementwise, SpecialValues) {
       for (size_t i = 0; i < v.size(); ++i) {
         // log/log1p of f32: glibc's float functions, within 1 ulp (see above)
         const bool libm = dt == GN_F32 && (std::string(op) == "log" || std::string(op) == "log1p");
-        if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(got[i])) << op << " " << dname(dt) << " of " << v[i];
-        else if (libm && std::isfinite(want[i])) EXPECT_NEAR(got[i], want[i], 1e-6 * std::fabs(want[i])) << op << " of " << v[i];
-        else EXPECT_EQ(got[i], want[i]) << op << " " << dname(dt) << " of " << v[i];
+        if (std::isnan(want[i]))
+          EXPECT_TRUE(std::isnan(got[i])) << op << " " << dname(dt) << " of " << v[i];
+        else if (libm && std::isfinite(want[i]))
+          EXPECT_NEAR(got[i], want[i], 1e-6 * std::fabs(want[i])) << op << " of " << v[i];
+        else
+          EXPECT_EQ(got[i], want[i]) << op << " " << dname(dt) << " of " << v[i];
       }
     }
   EXPECT_EQ(run_on(runtimes().dut, "round", v, GN_F32)[2], 2.0);
@@ -201,9 +204,12 @@ std::vector<Case> select_cases() {
     std::vector<int64_t> a, b;
     Layout la, lb;
   };
-  const std::vector<S> shapes = {{{257, 513}, {257, 513}, kContig, kContig}, {{4, 1, 5}, {3, 1}, kContig, kContig},
-                                 {{6, 7}, {7}, kContig, kContig},           {{9, 11}, {9, 11}, kTransposed, kSliced},
-                                 {{0, 3}, {0, 3}, kContig, kContig},        {{5, 3}, {}, kContig, kContig},
+  const std::vector<S> shapes = {{{257, 513}, {257, 513}, kContig, kContig},
+                                 {{4, 1, 5}, {3, 1}, kContig, kContig},
+                                 {{6, 7}, {7}, kContig, kContig},
+                                 {{9, 11}, {9, 11}, kTransposed, kSliced},
+                                 {{0, 3}, {0, 3}, kContig, kContig},
+                                 {{5, 3}, {}, kContig, kContig},
                                  {{}, {}, kContig, kContig}};
   for (const char* op : {"eq", "ne", "lt", "le", "gt", "ge"})
     for (int32_t dt : {GN_F32, GN_F64, GN_I32, GN_I64})

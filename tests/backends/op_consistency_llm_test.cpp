@@ -64,8 +64,8 @@ std::vector<Case> linear_cases() {
     int64_t N;
     Layout layout;
   };
-  const std::vector<S> shapes = {{{1, 896}, 1152, kContig}, {{3, 64}, 7, kContig},     {{4, 1, 136}, 33, kContig},
-                                 {{5, 72}, 16, kContig},    {{2, 3, 40}, 9, kContig},  {{4100}, 5, kContig},
+  const std::vector<S> shapes = {{{1, 896}, 1152, kContig}, {{3, 64}, 7, kContig},    {{4, 1, 136}, 33, kContig},
+                                 {{5, 72}, 16, kContig},    {{2, 3, 40}, 9, kContig}, {{4100}, 5, kContig},
                                  {{2, 4100}, 3, kContig},   {{6, 8}, 1, kTransposed}, {{1, 8}, 1, kContig}};
   for (int32_t dt : {GN_F32, GN_F16, GN_BF16, GN_F64})
     for (const S& s : shapes)
@@ -90,9 +90,9 @@ std::vector<Case> linear_swiglu_cases() {
     int64_t I;
     Layout layout;
   };
-  const std::vector<S> shapes = {{{1, 896}, 4864, kContig}, {{3, 64}, 7, kContig},  {{4, 1, 136}, 33, kContig},
+  const std::vector<S> shapes = {{{1, 896}, 4864, kContig}, {{3, 64}, 7, kContig},    {{4, 1, 136}, 33, kContig},
                                  {{5, 72}, 16, kContig},    {{2, 3, 40}, 9, kContig}, {{4100}, 5, kContig},
-                                 {{6, 8}, 1, kTransposed},   {{1, 8}, 1, kContig}};
+                                 {{6, 8}, 1, kTransposed},  {{1, 8}, 1, kContig}};
   for (int32_t dt : {GN_F32, GN_F16, GN_BF16, GN_F64})
     for (const S& s : shapes) {
       const int64_t K = s.x.back();
@@ -268,13 +268,13 @@ struct KvCase {
 
 const std::vector<KvCase>& kv_cases() {
   static const std::vector<KvCase> cs = {
-      {3, 2, 8, 1, 64, {0, 7, 8}},                       // decode: the last row lands past S (skipped)
-      {3, 2, 8, 5, 7, {0, 5, -1}},                       // prefill: b=1 writes t<3, b=2 nothing
-      {2, 3, 16, 4, 128, {12, int64_t{1} << 62}},        // exactly up to S; a position that would overflow
-      {1, 2, 4, 6, 1, {0}},                              // T > S: rows t >= 4 skipped
-      {2, 2, 5, 2, 4099, {1, 3}},                        // odd D, larger than a vector
-      {4, 1, 9, 3, 16, {6, 0, 9, 2}},                    // mixed per batch row
-      {2, 2, 3, 0, 8, {0, 1}},                           // T = 0: nothing to write
+      {3, 2, 8, 1, 64, {0, 7, 8}},                 // decode: the last row lands past S (skipped)
+      {3, 2, 8, 5, 7, {0, 5, -1}},                 // prefill: b=1 writes t<3, b=2 nothing
+      {2, 3, 16, 4, 128, {12, int64_t{1} << 62}},  // exactly up to S; a position that would overflow
+      {1, 2, 4, 6, 1, {0}},                        // T > S: rows t >= 4 skipped
+      {2, 2, 5, 2, 4099, {1, 3}},                  // odd D, larger than a vector
+      {4, 1, 9, 3, 16, {6, 0, 9, 2}},              // mixed per batch row
+      {2, 2, 3, 0, 8, {0, 1}},                     // T = 0: nothing to write
   };
   return cs;
 }
@@ -333,8 +333,8 @@ TEST(LlmKvCacheWrite, WritesTheRowsInRangeInPlaceOnBothBackends) {
       for (size_t ci = 0; ci < kv_cases().size(); ++ci)
         for (SrcLayout layout : {kSrcContig, kSrcPermuted, kSrcStridedD}) {
           const KvCase& k = kv_cases()[ci];
-          const std::string tag = rt_name(r) + " " +
-                                  dname(dt) + " case " + std::to_string(ci) + " src " + src_layout_name(layout);
+          const std::string tag =
+              rt_name(r) + " " + dname(dt) + " case " + std::to_string(ci) + " src " + src_layout_name(layout);
           // Values exactly representable in every dtype (multiples of 1/8 below 16).
           std::vector<double> cache0((size_t)(k.B * k.H * k.S * k.D)), src((size_t)(k.B * k.H * k.T * k.D));
           for (size_t i = 0; i < cache0.size(); ++i) cache0[i] = -(double)(i % 97) / 8.0;
@@ -398,40 +398,97 @@ struct Bad {
 std::vector<Bad> bad_inputs() {
   const int32_t f = GN_F32, l = GN_I64;
   return {
-      {"cache 3-D", "kv_cache_write_", {{{2, 8, 4}, f}, {{2, 2, 1, 4}, f}, {{2}, l}}, GN_ERR_SHAPE,
+      {"cache 3-D",
+       "kv_cache_write_",
+       {{{2, 8, 4}, f}, {{2, 2, 1, 4}, f}, {{2}, l}},
+       GN_ERR_SHAPE,
        {"cache", "4-D", "(2, 8, 4)"}},
-      {"src 3-D", "kv_cache_write_", {{{2, 2, 8, 4}, f}, {{2, 1, 4}, f}, {{2}, l}}, GN_ERR_SHAPE,
+      {"src 3-D",
+       "kv_cache_write_",
+       {{{2, 2, 8, 4}, f}, {{2, 1, 4}, f}, {{2}, l}},
+       GN_ERR_SHAPE,
        {"src", "4-D", "(2, 1, 4)"}},
-      {"H differs", "kv_cache_write_", {{{2, 2, 8, 4}, f}, {{2, 3, 1, 4}, f}, {{2}, l}}, GN_ERR_SHAPE,
+      {"H differs",
+       "kv_cache_write_",
+       {{{2, 2, 8, 4}, f}, {{2, 3, 1, 4}, f}, {{2}, l}},
+       GN_ERR_SHAPE,
        {"(2, 3, 1, 4)", "(2, 2, 8, 4)"}},
-      {"D differs", "kv_cache_write_", {{{2, 2, 8, 4}, f}, {{2, 2, 1, 5}, f}, {{2}, l}}, GN_ERR_SHAPE,
+      {"D differs",
+       "kv_cache_write_",
+       {{{2, 2, 8, 4}, f}, {{2, 2, 1, 5}, f}, {{2}, l}},
+       GN_ERR_SHAPE,
        {"(2, 2, 1, 5)", "(2, 2, 8, 4)"}},
-      {"B differs", "kv_cache_write_", {{{2, 2, 8, 4}, f}, {{1, 2, 1, 4}, f}, {{2}, l}}, GN_ERR_SHAPE,
+      {"B differs",
+       "kv_cache_write_",
+       {{{2, 2, 8, 4}, f}, {{1, 2, 1, 4}, f}, {{2}, l}},
+       GN_ERR_SHAPE,
        {"(1, 2, 1, 4)", "(2, 2, 8, 4)"}},
-      {"pos length", "kv_cache_write_", {{{2, 2, 8, 4}, f}, {{2, 2, 1, 4}, f}, {{3}, l}}, GN_ERR_SHAPE,
+      {"pos length",
+       "kv_cache_write_",
+       {{{2, 2, 8, 4}, f}, {{2, 2, 1, 4}, f}, {{3}, l}},
+       GN_ERR_SHAPE,
        {"pos", "B = 2", "(3)"}},
-      {"pos 2-D", "kv_cache_write_", {{{2, 2, 8, 4}, f}, {{2, 2, 1, 4}, f}, {{2, 1}, l}}, GN_ERR_SHAPE,
+      {"pos 2-D",
+       "kv_cache_write_",
+       {{{2, 2, 8, 4}, f}, {{2, 2, 1, 4}, f}, {{2, 1}, l}},
+       GN_ERR_SHAPE,
        {"pos", "(2, 1)"}},
-      {"pos int32", "kv_cache_write_", {{{2, 2, 8, 4}, f}, {{2, 2, 1, 4}, f}, {{2}, GN_I32}}, GN_ERR_DTYPE,
+      {"pos int32",
+       "kv_cache_write_",
+       {{{2, 2, 8, 4}, f}, {{2, 2, 1, 4}, f}, {{2}, GN_I32}},
+       GN_ERR_DTYPE,
        {"pos", "int64", "int32"}},
-      {"pos float", "kv_cache_write_", {{{2, 2, 8, 4}, f}, {{2, 2, 1, 4}, f}, {{2}, f}}, GN_ERR_DTYPE,
+      {"pos float",
+       "kv_cache_write_",
+       {{{2, 2, 8, 4}, f}, {{2, 2, 1, 4}, f}, {{2}, f}},
+       GN_ERR_DTYPE,
        {"pos", "int64", "float32"}},
-      {"src dtype", "kv_cache_write_", {{{2, 2, 8, 4}, f}, {{2, 2, 1, 4}, GN_BF16}, {{2}, l}}, GN_ERR_DTYPE,
+      {"src dtype",
+       "kv_cache_write_",
+       {{{2, 2, 8, 4}, f}, {{2, 2, 1, 4}, GN_BF16}, {{2}, l}},
+       GN_ERR_DTYPE,
        {"src", "bfloat16", "float32"}},
-      {"int cache", "kv_cache_write_", {{{2, 2, 8, 4}, GN_I32}, {{2, 2, 1, 4}, GN_I32}, {{2}, l}}, GN_ERR_DTYPE,
+      {"int cache",
+       "kv_cache_write_",
+       {{{2, 2, 8, 4}, GN_I32}, {{2, 2, 1, 4}, GN_I32}, {{2}, l}},
+       GN_ERR_DTYPE,
        {"cache", "int32"}},
       // (2, 2, 4, 8) transposed: shape (2, 2, 8, 4), strides (64, 32, 1, 8)
-      {"strided cache", "kv_cache_write_", {{{2, 2, 4, 8}, f}, {{2, 2, 1, 4}, f}, {{2}, l}}, GN_ERR_INVALID_ARGUMENT,
-       {"cache", "contiguous", "(2, 2, 8, 4)", "(64, 32, 1, 8)"}, true},
-      {"arity", "kv_cache_write_", {{{2, 2, 8, 4}, f}, {{2, 2, 1, 4}, f}}, GN_ERR_INVALID_ARGUMENT, {"kv_cache_write_"}},
-      {"residual shape", "add_rms_norm", {{{3, 8}, f}, {{1, 8}, f}, {{8}, f}}, GN_ERR_SHAPE, {"residual", "(1, 8)", "(3, 8)"}},
-      {"residual dtype", "add_rms_norm", {{{3, 8}, f}, {{3, 8}, GN_BF16}, {{8}, f}}, GN_ERR_DTYPE,
+      {"strided cache",
+       "kv_cache_write_",
+       {{{2, 2, 4, 8}, f}, {{2, 2, 1, 4}, f}, {{2}, l}},
+       GN_ERR_INVALID_ARGUMENT,
+       {"cache", "contiguous", "(2, 2, 8, 4)", "(64, 32, 1, 8)"},
+       true},
+      {"arity",
+       "kv_cache_write_",
+       {{{2, 2, 8, 4}, f}, {{2, 2, 1, 4}, f}},
+       GN_ERR_INVALID_ARGUMENT,
+       {"kv_cache_write_"}},
+      {"residual shape",
+       "add_rms_norm",
+       {{{3, 8}, f}, {{1, 8}, f}, {{8}, f}},
+       GN_ERR_SHAPE,
+       {"residual", "(1, 8)", "(3, 8)"}},
+      {"residual dtype",
+       "add_rms_norm",
+       {{{3, 8}, f}, {{3, 8}, GN_BF16}, {{8}, f}},
+       GN_ERR_DTYPE,
        {"residual", "bfloat16", "float32"}},
-      {"weight length", "add_rms_norm", {{{3, 8}, f}, {{3, 8}, f}, {{7}, f}}, GN_ERR_SHAPE, {"weight", "(7)", "(3, 8)"}},
+      {"weight length",
+       "add_rms_norm",
+       {{{3, 8}, f}, {{3, 8}, f}, {{7}, f}},
+       GN_ERR_SHAPE,
+       {"weight", "(7)", "(3, 8)"}},
       {"int x", "add_rms_norm", {{{3, 8}, GN_I32}, {{3, 8}, GN_I32}, {{8}, f}}, GN_ERR_DTYPE, {"x", "int32"}},
       {"0-d x", "add_rms_norm", {{{}, f}, {{}, f}, {{1}, f}}, GN_ERR_SHAPE, {"x", "at least 1 dim"}},
-      {"eps", "add_rms_norm", {{{3, 8}, f}, {{3, 8}, f}, {{8}, f}}, GN_ERR_INVALID_ARGUMENT, {"eps", "-1"},
-       false, {gn_attr_float(-1.0)}},
+      {"eps",
+       "add_rms_norm",
+       {{{3, 8}, f}, {{3, 8}, f}, {{8}, f}},
+       GN_ERR_INVALID_ARGUMENT,
+       {"eps", "-1"},
+       false,
+       {gn_attr_float(-1.0)}},
       {"weight 1-D", "linear", {{{3, 8}, f}, {{8}, f}}, GN_ERR_SHAPE, {"weight", "2-D", "(8)"}},
       {"K differs", "linear", {{{3, 8}, f}, {{4, 7}, f}}, GN_ERR_SHAPE, {"(4, 7)", "(3, 8)"}},
       {"weight dtype", "linear", {{{3, 8}, f}, {{4, 8}, GN_BF16}}, GN_ERR_DTYPE, {"weight", "bfloat16", "float32"}},
@@ -440,7 +497,11 @@ std::vector<Bad> bad_inputs() {
       {"int x", "linear", {{{3, 8}, GN_I32}, {{4, 8}, GN_I32}}, GN_ERR_DTYPE, {"x", "int32"}},
       {"odd rows", "linear_swiglu", {{{3, 8}, f}, {{3, 8}, f}}, GN_ERR_SHAPE, {"weight", "even", "(3, 8)"}},
       {"K differs", "linear_swiglu", {{{3, 8}, f}, {{4, 7}, f}}, GN_ERR_SHAPE, {"(4, 7)", "(3, 8)"}},
-      {"weight dtype", "linear_swiglu", {{{3, 8}, f}, {{4, 8}, GN_F16}}, GN_ERR_DTYPE, {"weight", "float16", "float32"}},
+      {"weight dtype",
+       "linear_swiglu",
+       {{{3, 8}, f}, {{4, 8}, GN_F16}},
+       GN_ERR_DTYPE,
+       {"weight", "float16", "float32"}},
   };
 }
 

@@ -23,16 +23,16 @@ std::vector<Case> nn_cases() {
     bool bias;
   };
   const std::vector<C> convs = {
-      {{2, 8, 14, 14}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},   // ResNet-style 3x3
+      {{2, 8, 14, 14}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},  // ResNet-style 3x3
       {{2, 8, 14, 14}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false},
-      {{1, 3, 17, 13}, {5, 3, 3, 5}, {2, 2}, {0, 2}, {1, 1}, 1, true},    // stride, odd sizes
-      {{2, 4, 11, 11}, {6, 4, 3, 3}, {1, 2}, {2, 2}, {2, 2}, 1, true},    // dilation
-      {{2, 6, 9, 9}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, true},      // groups
-      {{1, 8, 10, 10}, {8, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 8, false},   // depthwise
-      {{3, 16, 7, 7}, {32, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true},   // 1x1
-      {{1, 2, 5, 5}, {3, 2, 2, 2}, {2, 2}, {0, 0}, {1, 1}, 1, true},      // floor output size
-      {{0, 3, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},      // empty batch
-      {{4, 32, 28, 28}, {32, 32, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true}, // large
+      {{1, 3, 17, 13}, {5, 3, 3, 5}, {2, 2}, {0, 2}, {1, 1}, 1, true},     // stride, odd sizes
+      {{2, 4, 11, 11}, {6, 4, 3, 3}, {1, 2}, {2, 2}, {2, 2}, 1, true},     // dilation
+      {{2, 6, 9, 9}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, true},       // groups
+      {{1, 8, 10, 10}, {8, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 8, false},    // depthwise
+      {{3, 16, 7, 7}, {32, 16, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true},    // 1x1
+      {{1, 2, 5, 5}, {3, 2, 2, 2}, {2, 2}, {0, 0}, {1, 1}, 1, true},       // floor output size
+      {{0, 3, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},       // empty batch
+      {{4, 32, 28, 28}, {32, 32, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},  // large
   };
   int idx = 0;
   for (const C& v : convs) {
@@ -69,7 +69,7 @@ std::vector<Case> nn_cases() {
   // rms_norm / swiglu
   const std::vector<std::pair<std::vector<int64_t>, Layout>> shapes = {
       {{257, 513}, kContig}, {{64, 1024}, kContig}, {{3, 5, 7}, kContig}, {{13, 7}, kTransposed},
-      {{6, 9}, kSliced},     {{0, 16}, kContig},   {{5, 1}, kContig}};
+      {{6, 9}, kSliced},     {{0, 16}, kContig},    {{5, 1}, kContig}};
   for (int32_t dt : {GN_F32, GN_F64, GN_BF16}) {
     const Tol tol = dt == GN_F32 ? Tol{1e-6, 1e-6} : dt == GN_BF16 ? kBf16 : Tol{1e-12, 1e-12};
     for (const auto& [shape, layout] : shapes) {
@@ -87,7 +87,9 @@ std::vector<Case> nn_cases() {
         Case b;
         b.name = "rms_norm_backward_" + dname(dt) + "_" + sname(shape) + lname(layout) + (with_w ? "_w" : "");
         b.op = "rms_norm_backward";
-        b.inputs = {{shape, dt, kContig, -1, 1}, {shape, dt, layout, -3, 3}, {rows, dt == GN_F64 ? GN_F64 : GN_F32, kContig, 0.5, 2}};
+        b.inputs = {{shape, dt, kContig, -1, 1},
+                    {shape, dt, layout, -3, 3},
+                    {rows, dt == GN_F64 ? GN_F64 : GN_F32, kContig, 0.5, 2}};
         if (with_w) b.inputs.push_back({w, dt, kContig, 0.5, 1.5});
         b.n_out = 2;
         b.tol = tol;
@@ -124,9 +126,9 @@ namespace {
 // Tolerance: lse/loss in double like the reference, one rounding: as rms_norm.
 std::vector<Case> loss_cases() {
   std::vector<Case> cs;
-  const std::vector<std::pair<std::vector<int64_t>, Layout>> shapes = {
-      {{64, 1000}, kContig}, {{4, 5, 7}, kContig}, {{9, 13}, kTransposed}, {{6, 9}, kSliced}, {{0, 5}, kContig},
-      {{7}, kContig}};
+  const std::vector<std::pair<std::vector<int64_t>, Layout>> shapes = {{{64, 1000}, kContig},  {{4, 5, 7}, kContig},
+                                                                       {{9, 13}, kTransposed}, {{6, 9}, kSliced},
+                                                                       {{0, 5}, kContig},      {{7}, kContig}};
   for (int32_t dt : {GN_F32, GN_F64, GN_BF16})
     for (int32_t tdt : {GN_I64, GN_I32})
       for (const auto& [shape, layout] : shapes)
@@ -200,18 +202,27 @@ TEST(CpuInPlace, OptimizersAndMultiTensorHelpersMatchReference) {
       const std::string tag = dname(dt) + "_" + sname(shape) + lname(layout);
       for (int64_t step : {1, 5})
         for (int nest : {0, 1})
-          ks.push_back({"sgd_" + tag, "sgd_step", {p, g, g},
+          ks.push_back({"sgd_" + tag,
+                        "sgd_step",
+                        {p, g, g},
                         {gn_attr_float(0.1), gn_attr_float(0.9), gn_attr_float(0.0), gn_attr_float(0.01),
                          gn_attr_int(nest), gn_attr_int(0), gn_attr_int(step)}});
-      ks.push_back({"sgd_plain_" + tag, "sgd_step", {p, g},
+      ks.push_back({"sgd_plain_" + tag,
+                    "sgd_step",
+                    {p, g},
                     {gn_attr_float(0.1), gn_attr_float(0.0), gn_attr_float(0.0), gn_attr_float(0.0), gn_attr_int(0),
                      gn_attr_int(1), gn_attr_int(1)}});
       for (int dec : {0, 1})
-        ks.push_back({"adamw_" + tag, "adamw_step", {p, g, g, v},
+        ks.push_back({"adamw_" + tag,
+                      "adamw_step",
+                      {p, g, g, v},
                       {gn_attr_float(1e-3), gn_attr_float(0.9), gn_attr_float(0.999), gn_attr_float(1e-8),
                        gn_attr_float(0.01), gn_attr_int(7), gn_attr_int(dec), gn_attr_int(0)}});
       ks.push_back({"scale_" + tag, "multi_scale_", {{{}, dt, kContig, 0.5, 2}, p, g}, {}});
-      ks.push_back({"unscale_" + tag, "multi_unscale_check_", {{{}, dt, kContig, 0.5, 2}, {{}, GN_F32, kContig, 0, 0}, p, g}, {}});
+      ks.push_back({"unscale_" + tag,
+                    "multi_unscale_check_",
+                    {{{}, dt, kContig, 0.5, 2}, {{}, GN_F32, kContig, 0, 0}, p, g},
+                    {}});
     }
   for (const K& k : ks) {
     auto want = run_inplace(runtimes().ref, k.op, k.ins, k.attrs);
@@ -292,7 +303,7 @@ std::vector<Case> index_cases() {
     std::vector<int64_t> x, cs;
     Layout layout;
   };
-  const std::vector<R> ropes = {{{2, 4, 33, 64}, {33, 64}, kContig}, {{3, 5, 8}, {5, 8}, kContig},
+  const std::vector<R> ropes = {{{2, 4, 33, 64}, {33, 64}, kContig},   {{3, 5, 8}, {5, 8}, kContig},
                                 {{2, 6, 10}, {1, 6, 10}, kTransposed}, {{4, 1, 6}, {4, 1, 6}, kContig},
                                 {{0, 3, 4}, {3, 4}, kContig},          {{5, 7}, {7}, kContig}};
   for (int32_t dt : {GN_F32, GN_F64, GN_BF16})
@@ -340,8 +351,8 @@ std::vector<Case> pool_cases() {
     int64_t ceil, include_pad;
   };
   const std::vector<P> ps = {
-      {{2, 3, 8, 8}, {2, 2}, {}, {0, 0}, {1, 1}, 0, 1},      {{2, 3, 9, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 0, 1},
-      {{1, 2, 10, 11}, {3, 2}, {2, 1}, {1, 0}, {2, 1}, 1, 0}, {{3, 7, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 0},
+      {{2, 3, 8, 8}, {2, 2}, {}, {0, 0}, {1, 1}, 0, 1},        {{2, 3, 9, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 0, 1},
+      {{1, 2, 10, 11}, {3, 2}, {2, 1}, {1, 0}, {2, 1}, 1, 0},  {{3, 7, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, 0},
       {{4, 16, 28, 28}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, 0, 1}, {{0, 2, 4, 4}, {2, 2}, {}, {0, 0}, {1, 1}, 0, 1},
       {{1, 1, 5, 5}, {5, 5}, {1, 1}, {2, 2}, {1, 1}, 1, 1},
   };
@@ -430,7 +441,9 @@ std::vector<Case> ln_backward_cases() {
       c.name = "layer_norm_backward_" + dname(dt) + "_" + sname(l.x) + lname(l.layout) + "_n" + std::to_string(l.nd) +
                (l.w ? "_w" : "");
       c.op = "layer_norm_backward";
-      c.inputs = {{l.x, dt, kContig, -1, 1}, {l.x, dt, l.layout, -3, 3}, {rows, sdt, kContig, -0.5, 0.5},
+      c.inputs = {{l.x, dt, kContig, -1, 1},
+                  {l.x, dt, l.layout, -3, 3},
+                  {rows, sdt, kContig, -0.5, 0.5},
                   {rows, sdt, kContig, 0.5, 2}};
       if (l.w) c.inputs.push_back({norm, dt, kContig, 0.5, 1.5});
       c.attrs = {gn_attr_int(l.nd)};
@@ -462,8 +475,8 @@ std::vector<Case> attention_cases() {
     int64_t B, Hq, Hkv, Sq, Sk, D, Dv, causal;
     int mask;  // 0 none, 1 bool (B,1,Sq,Sk), 2 float (Sq,Sk)
   };
-  const std::vector<A> as = {{"mha", 2, 3, 3, 5, 5, 8, 8, 0, 0},     {"gqa", 2, 4, 2, 5, 7, 8, 6, 0, 0},
-                             {"causal1", 1, 2, 2, 6, 6, 4, 4, 1, 0}, {"causal2", 1, 2, 1, 3, 7, 4, 5, 2, 0},
+  const std::vector<A> as = {{"mha", 2, 3, 3, 5, 5, 8, 8, 0, 0},      {"gqa", 2, 4, 2, 5, 7, 8, 6, 0, 0},
+                             {"causal1", 1, 2, 2, 6, 6, 4, 4, 1, 0},  {"causal2", 1, 2, 1, 3, 7, 4, 5, 2, 0},
                              {"boolmask", 2, 2, 1, 4, 6, 4, 4, 0, 1}, {"floatmask", 1, 2, 2, 4, 6, 4, 4, 1, 2},
                              {"big", 1, 4, 4, 64, 80, 32, 32, 1, 0},  {"empty", 0, 2, 2, 3, 3, 4, 4, 0, 0}};
   for (const A& a : as)
@@ -471,8 +484,12 @@ std::vector<Case> attention_cases() {
       const Tol tol = dt == GN_F64 ? Tol{1e-12, 1e-12} : dt == GN_F32 ? Tol{1e-6, 1e-7} : kBf16;
       const Input q{{a.B, a.Hq, a.Sq, a.D}, dt, kContig, -1, 1}, k{{a.B, a.Hkv, a.Sk, a.D}, dt, kContig, -1, 1},
           v{{a.B, a.Hkv, a.Sk, a.Dv}, dt, kContig, -1, 1};
-      std::vector<Input> fwd = {q, k, v}, bwd = {{{a.B, a.Hq, a.Sq, a.Dv}, dt, kContig, -1, 1}, q, k, v,
-                                                 {{a.B, a.Hq, a.Sq, a.Dv}, dt}, {{a.B, a.Hq, a.Sq}, GN_F32}};
+      std::vector<Input> fwd = {q, k, v}, bwd = {{{a.B, a.Hq, a.Sq, a.Dv}, dt, kContig, -1, 1},
+                                                 q,
+                                                 k,
+                                                 v,
+                                                 {{a.B, a.Hq, a.Sq, a.Dv}, dt},
+                                                 {{a.B, a.Hq, a.Sq}, GN_F32}};
       if (a.mask == 1) {
         fwd.push_back({{a.B, 1, a.Sq, a.Sk}, GN_BOOL, kContig, -1, 1});
         bwd.push_back(fwd.back());

@@ -22,20 +22,21 @@ std::vector<Case> reduce_cases() {
     std::vector<int64_t> dims;
   };
   const std::vector<S> shapes = {
-      {{257, 513}, kContig, {}},      {{257, 513}, kContig, {-1}},     {{257, 513}, kContig, {0}},
-      {{3, 4, 5}, kContig, {0, 2}},   {{3, 4, 5}, kContig, {1}},       {{2, 3, 4, 5}, kContig, {1, 3}},
-      {{31, 17}, kTransposed, {-1}},  {{6, 9}, kSliced, {1}},          {{6, 9}, kSliced, {}},
-      {{0, 4}, kContig, {1}},         {{0, 4}, kContig, {0}},          {{}, kContig, {}},
-      {{1}, kContig, {0}},            {{1 << 20}, kContig, {}},        {{5, 1, 3}, kContig, {1}},
+      {{257, 513}, kContig, {}},     {{257, 513}, kContig, {-1}}, {{257, 513}, kContig, {0}},
+      {{3, 4, 5}, kContig, {0, 2}},  {{3, 4, 5}, kContig, {1}},   {{2, 3, 4, 5}, kContig, {1, 3}},
+      {{31, 17}, kTransposed, {-1}}, {{6, 9}, kSliced, {1}},      {{6, 9}, kSliced, {}},
+      {{0, 4}, kContig, {1}},        {{0, 4}, kContig, {0}},      {{}, kContig, {}},
+      {{1}, kContig, {0}},           {{1 << 20}, kContig, {}},    {{5, 1, 3}, kContig, {1}},
   };
   struct R {
     const char* op;
     int kind;  // 0 dims keepdim; 1 dims correction keepdim; 2 p dims keepdim; 3 dim keepdim (arg)
     double p;
   };
-  const std::vector<R> ops = {{"sum", 0, 0},  {"mean", 0, 0}, {"prod", 0, 0},  {"max", 0, 0},    {"min", 0, 0},
-                              {"var", 1, 1},  {"std", 1, 0},  {"logsumexp", 0, 0}, {"norm", 2, 2}, {"norm", 2, 1},
-                              {"norm", 2, INFINITY}, {"norm", 2, 0}, {"norm", 2, 3}, {"argmax", 3, 0}, {"argmin", 3, 0}};
+  const std::vector<R> ops = {{"sum", 0, 0},  {"mean", 0, 0},   {"prod", 0, 0},        {"max", 0, 0},
+                              {"min", 0, 0},  {"var", 1, 1},    {"std", 1, 0},         {"logsumexp", 0, 0},
+                              {"norm", 2, 2}, {"norm", 2, 1},   {"norm", 2, INFINITY}, {"norm", 2, 0},
+                              {"norm", 2, 3}, {"argmax", 3, 0}, {"argmin", 3, 0}};
   std::vector<Case> cs;
   const std::set<std::string> float_only = {"mean", "var", "std", "norm"};
   for (const R& r : ops)
@@ -43,7 +44,8 @@ std::vector<Case> reduce_cases() {
       for (const S& s : shapes)
         for (int keep : {0, 1}) {
           const std::string op = r.op;
-          const bool small = dt != GN_F32 && dt != GN_F64, integral = dt == GN_I64 || dt == GN_I32 || dt == GN_I8 || dt == GN_BOOL;
+          const bool small = dt != GN_F32 && dt != GN_F64,
+                     integral = dt == GN_I64 || dt == GN_I32 || dt == GN_I8 || dt == GN_BOOL;
           if (small && (keep || s.shape.size() > 3 || s.layout == kSliced)) continue;  // fewer cases for these
           if (integral && float_only.count(op)) continue;
           if (dt == GN_BOOL && (op == "argmax" || op == "argmin")) continue;
@@ -60,12 +62,23 @@ std::vector<Case> reduce_cases() {
           const bool prod = op == "prod";
           // integers: values in [-20, 20] (sums wrap exactly for i8 too; prod
           // of ints from [-2, 3))
-          if (integral) c.inputs = {{s.shape, dt, s.layout, prod ? -2.0 : -20.0, prod ? 3.0 : 20.0}};
-          else c.inputs = {{s.shape, dt, s.layout, prod ? 0.8 : -1.0, prod ? 1.25 : 1.0}};
+          if (integral)
+            c.inputs = {{s.shape, dt, s.layout, prod ? -2.0 : -20.0, prod ? 3.0 : 20.0}};
+          else
+            c.inputs = {{s.shape, dt, s.layout, prod ? 0.8 : -1.0, prod ? 1.25 : 1.0}};
           switch (r.kind) {
-            case 0: c.attrs = {gn_attr_int(0), gn_attr_int(keep)}; c.ints = {{0, s.dims}}; break;
-            case 1: c.attrs = {gn_attr_int(0), gn_attr_float(r.p), gn_attr_int(keep)}; c.ints = {{0, s.dims}}; break;
-            case 2: c.attrs = {gn_attr_float(r.p), gn_attr_int(0), gn_attr_int(keep)}; c.ints = {{1, s.dims}}; break;
+            case 0:
+              c.attrs = {gn_attr_int(0), gn_attr_int(keep)};
+              c.ints = {{0, s.dims}};
+              break;
+            case 1:
+              c.attrs = {gn_attr_int(0), gn_attr_float(r.p), gn_attr_int(keep)};
+              c.ints = {{0, s.dims}};
+              break;
+            case 2:
+              c.attrs = {gn_attr_float(r.p), gn_attr_int(0), gn_attr_int(keep)};
+              c.ints = {{1, s.dims}};
+              break;
             default:
               c.attrs = {gn_attr_int(s.dims.empty() ? (int64_t)GN_DIM_NONE : s.dims[0]), gn_attr_int(keep)};
               break;
@@ -76,8 +89,11 @@ std::vector<Case> reduce_cases() {
           // output; summation order moves the double by far less) -> kBf16;
           // integers: int64 arithmetic for sum/prod/max/min/arg*, exact; their
           // logsumexp is double like f64.
-          c.tol = dt == GN_F32 ? Tol{1e-6, 1e-6} : dt == GN_F64 ? Tol{1e-10, 1e-9} : integral && op != "logsumexp" ? Tol{0, 0}
-                  : integral ? Tol{1e-6, 1e-6} : kBf16;
+          c.tol = dt == GN_F32                    ? Tol{1e-6, 1e-6}
+                  : dt == GN_F64                  ? Tol{1e-10, 1e-9}
+                  : integral && op != "logsumexp" ? Tol{0, 0}
+                  : integral                      ? Tol{1e-6, 1e-6}
+                                                  : kBf16;
           cs.push_back(c);
         }
   return cs;

@@ -15,15 +15,23 @@ std::vector<Case> unary_cases() {
     const char* tag;
   };
   const std::vector<U> ops = {
-      {"exp", -4, 4, {}, ""},        {"log", 0.01, 10, {}, ""},     {"sqrt", 0, 10, {}, ""},
-      {"tanh", -4, 4, {}, ""},       {"sigmoid", -8, 8, {}, ""},    {"relu", -2, 2, {}, ""},
-      {"gelu", -5, 5, {gn_attr_int(0)}, "erf"}, {"gelu", -5, 5, {gn_attr_int(1)}, "tanh"},
-      {"silu", -6, 6, {}, ""},       {"abs", -2, 2, {}, ""},        {"square", -3, 3, {}, ""},
-      {"neg", -2, 2, {}, ""},        {"clamp", -2, 2, {gn_attr_float(-0.5), gn_attr_float(0.25)}, ""},
+      {"exp", -4, 4, {}, ""},
+      {"log", 0.01, 10, {}, ""},
+      {"sqrt", 0, 10, {}, ""},
+      {"tanh", -4, 4, {}, ""},
+      {"sigmoid", -8, 8, {}, ""},
+      {"relu", -2, 2, {}, ""},
+      {"gelu", -5, 5, {gn_attr_int(0)}, "erf"},
+      {"gelu", -5, 5, {gn_attr_int(1)}, "tanh"},
+      {"silu", -6, 6, {}, ""},
+      {"abs", -2, 2, {}, ""},
+      {"square", -3, 3, {}, ""},
+      {"neg", -2, 2, {}, ""},
+      {"clamp", -2, 2, {gn_attr_float(-0.5), gn_attr_float(0.25)}, ""},
   };
   const std::vector<std::pair<std::vector<int64_t>, Layout>> shapes = {
       {{257, 513}, kContig}, {{3, 5, 7}, kContig}, {{31, 17}, kTransposed}, {{6, 9}, kSliced},
-      {{0, 4}, kContig},     {{}, kContig},       {{1}, kContig}};
+      {{0, 4}, kContig},     {{}, kContig},        {{1}, kContig}};
   // f32/bf16 run in oneDNN (tolerances in op_consistency.h); f16 (no oneDNN
   // f16 eltwise on CPUs without AVX512-FP16), f64, integers and bool run the
   // generic C++ path with the reference's double formulas and one rounding:
@@ -45,7 +53,8 @@ std::vector<Case> unary_cases() {
         c.inputs = {{shape, dt, layout, integral ? std::min(u.lo, -3.0) : u.lo, integral ? std::max(u.hi, 4.0) : u.hi}};
         c.attrs = u.attrs;
         // ints of float ops (exp, sigmoid, tanh) are cast to f32 by the core: f32 tolerance
-        const bool float_op = u.op == std::string("exp") || u.op == std::string("sigmoid") || u.op == std::string("tanh");
+        const bool float_op =
+            u.op == std::string("exp") || u.op == std::string("sigmoid") || u.op == std::string("tanh");
         c.tol = dt == GN_F32 || (integral && float_op) ? kEltF32 : dt == GN_BF16 ? kBf16 : Tol{0, 0};
         cs.push_back(c);
       }
@@ -66,23 +75,24 @@ std::vector<Case> binary_cases() {
     std::vector<gn_attr_value> attrs;
     const char* tag;
   };
-  const std::vector<B> ops = {{"add", {}, ""},  {"add", {gn_attr_float(2.5)}, "a25"}, {"sub", {}, ""},
-                              {"sub", {gn_attr_float(0.5)}, "a05"}, {"mul", {}, ""}, {"div", {}, ""},
+  const std::vector<B> ops = {{"add", {}, ""},     {"add", {gn_attr_float(2.5)}, "a25"},
+                              {"sub", {}, ""},     {"sub", {gn_attr_float(0.5)}, "a05"},
+                              {"mul", {}, ""},     {"div", {}, ""},
                               {"maximum", {}, ""}, {"minimum", {}, ""}};
   struct S {
     std::vector<int64_t> a, b;
     Layout la, lb;
   };
   const std::vector<S> shapes = {
-      {{257, 513}, {257, 513}, kContig, kContig},  // large, same shape
-      {{4, 1, 5}, {3, 1}, kContig, kContig},       // both broadcast
-      {{6, 7}, {7}, kContig, kContig},             // row vector
-      {{1, 7}, {6, 7}, kContig, kContig},          // src0 broadcast
-      {{5, 3}, {}, kContig, kContig},              // 0-d b
-      {{9, 11}, {9, 11}, kTransposed, kContig},    // non-contiguous a
-      {{9, 11}, {9, 11}, kContig, kSliced},        // non-contiguous b
-      {{0, 3}, {0, 3}, kContig, kContig},          // empty
-      {{13}, {13}, kContig, kContig},              // odd 1-D
+      {{257, 513}, {257, 513}, kContig, kContig},      // large, same shape
+      {{4, 1, 5}, {3, 1}, kContig, kContig},           // both broadcast
+      {{6, 7}, {7}, kContig, kContig},                 // row vector
+      {{1, 7}, {6, 7}, kContig, kContig},              // src0 broadcast
+      {{5, 3}, {}, kContig, kContig},                  // 0-d b
+      {{9, 11}, {9, 11}, kTransposed, kContig},        // non-contiguous a
+      {{9, 11}, {9, 11}, kContig, kSliced},            // non-contiguous b
+      {{0, 3}, {0, 3}, kContig, kContig},              // empty
+      {{13}, {13}, kContig, kContig},                  // odd 1-D
       {{1031, 1033}, {1031, 1033}, kContig, kContig},  // > 4 MiB of f32: the streaming-store path
   };
   std::vector<Case> cs;
@@ -116,8 +126,8 @@ std::vector<Case> binary_generic_cases() {
     Layout la, lb;
   };
   const std::vector<S> shapes = {{{257, 513}, {257, 513}, kContig, kContig}, {{4, 1, 5}, {3, 1}, kContig, kContig},
-                                 {{1, 7}, {6, 7}, kContig, kContig},          {{9, 11}, {9, 11}, kTransposed, kSliced},
-                                 {{0, 3}, {0, 3}, kContig, kContig},          {{5, 3}, {}, kContig, kContig}};
+                                 {{1, 7}, {6, 7}, kContig, kContig},         {{9, 11}, {9, 11}, kTransposed, kSliced},
+                                 {{0, 3}, {0, 3}, kContig, kContig},         {{5, 3}, {}, kContig, kContig}};
   std::vector<Case> cs;
   auto add = [&](const std::string& tag, const char* op, int32_t dt, const S& s, double alo, double ahi, double blo,
                  double bhi, std::vector<gn_attr_value> attrs) {
@@ -218,7 +228,7 @@ std::vector<Case> softmax_cases() {
     int64_t dim;
   };
   const std::vector<S> shapes = {{{257, 513}, kContig, -1}, {{257, 513}, kContig, 0}, {{3, 4, 5}, kContig, 1},
-                                 {{7, 9}, kTransposed, -1}, {{5, 6}, kSliced, 1},    {{0, 5}, kContig, -1},
+                                 {{7, 9}, kTransposed, -1}, {{5, 6}, kSliced, 1},     {{0, 5}, kContig, -1},
                                  {{1, 1}, kContig, 0},      {{11}, kContig, 0}};
   std::vector<Case> cs;
   for (const char* op : {"softmax", "log_softmax"})
@@ -227,8 +237,8 @@ std::vector<Case> softmax_cases() {
         for (const S& s : shapes) {
           if (dt == GN_F32 && out_dt != GN_DIM_NONE) continue;
           Case c;
-          c.name = std::string(op) + "_" + dname(dt) + (out_dt == GN_DIM_NONE ? "" : "_to_f32") + "_" +
-                   sname(s.shape) + lname(s.layout) + "_d" + std::to_string(s.dim < 0 ? 9 : s.dim);
+          c.name = std::string(op) + "_" + dname(dt) + (out_dt == GN_DIM_NONE ? "" : "_to_f32") + "_" + sname(s.shape) +
+                   lname(s.layout) + "_d" + std::to_string(s.dim < 0 ? 9 : s.dim);
           c.op = op;
           c.inputs = {{s.shape, dt, s.layout, -5, 5}};
           c.attrs = {gn_attr_int(s.dim), gn_attr_int(out_dt)};
@@ -254,7 +264,8 @@ std::vector<Case> softmax_more_cases() {
     int64_t dim;
   };
   const std::vector<S> shapes = {{{257, 513}, kContig, -1}, {{257, 513}, kContig, 0}, {{3, 4, 5}, kContig, 1},
-                                 {{7, 9}, kTransposed, -1}, {{0, 5}, kContig, -1},   {{}, kContig, 0}, {{11}, kContig, 0}};
+                                 {{7, 9}, kTransposed, -1}, {{0, 5}, kContig, -1},    {{}, kContig, 0},
+                                 {{11}, kContig, 0}};
   // bwd64: s = sum(g*y) over L <= 513 terms of size <= 1 carries up to ~L*eps
   // absolute error (FMA or not), which g - s keeps: atol 1e-12 (~8*513*eps).
   const Tol f64{1e-13, 1e-15}, bwd32{1e-6, 1e-7}, bwd64{1e-13, 1e-12};
@@ -294,7 +305,7 @@ std::vector<Case> layer_norm_cases() {
     int64_t nd;
     int n_in;
   };
-  const std::vector<L> shapes = {{{257, 513}, kContig, 1, 3}, {{64, 1024}, kContig, 1, 1}, {{9, 33}, kContig, 1, 2},
+  const std::vector<L> shapes = {{{257, 513}, kContig, 1, 3}, {{64, 1024}, kContig, 1, 1},  {{9, 33}, kContig, 1, 2},
                                  {{4, 6, 8}, kContig, 2, 3},  {{13, 7}, kTransposed, 1, 3}, {{0, 16}, kContig, 1, 3},
                                  {{5, 1}, kContig, 1, 3}};
   std::vector<Case> cs;
@@ -321,7 +332,8 @@ std::vector<Case> layer_norm_cases() {
 
 std::vector<Case> all_cases() {
   std::vector<Case> all;
-  for (auto* f : {unary_cases, binary_cases, binary_generic_cases, matmul_cases, softmax_cases, softmax_more_cases, layer_norm_cases}) {
+  for (auto* f : {unary_cases, binary_cases, binary_generic_cases, matmul_cases, softmax_cases, softmax_more_cases,
+                  layer_norm_cases}) {
     std::vector<Case> v = f();
     all.insert(all.end(), v.begin(), v.end());
   }

@@ -12,7 +12,7 @@
 
 namespace {
 
-const std::string kPlugin = GENESIS_EXAMPLE_AXPBY_PLUGIN;      // full path of the .so
+const std::string kPlugin = GENESIS_EXAMPLE_AXPBY_PLUGIN;  // full path of the .so
 const std::string kPluginDir = GENESIS_EXAMPLE_AXPBY_PLUGIN_DIR;
 
 struct StatusFree {
@@ -60,8 +60,7 @@ Tensor make(gn_runtime* rt, const std::vector<V>& v, std::vector<int64_t> shape,
   Status st(gn_device_parse(rt, "cpu", &cpu));
   EXPECT_EQ(st, nullptr) << msg(st);
   gn_tensor* t = nullptr;
-  st.reset(gn_tensor_from_host(rt, v.data(), shape.data(), static_cast<int32_t>(shape.size()),
-                               dtype, cpu, &t));
+  st.reset(gn_tensor_from_host(rt, v.data(), shape.data(), static_cast<int32_t>(shape.size()), dtype, cpu, &t));
   EXPECT_EQ(st, nullptr) << msg(st);
   return Tensor(t);
 }
@@ -75,8 +74,7 @@ std::vector<V> values(const gn_tensor* t) {
 }
 
 // example_axpby(x, y, attrs...) -> status; *out set on success.
-Status axpby(gn_runtime* rt, gn_tensor* x, gn_tensor* y, std::vector<gn_attr_value> attrs,
-             Tensor* out) {
+Status axpby(gn_runtime* rt, gn_tensor* x, gn_tensor* y, std::vector<gn_attr_value> attrs, Tensor* out) {
   const gn_op* op = nullptr;
   Status st(gn_op_find(rt, "example_axpby", &op));
   if (st) return st;
@@ -189,8 +187,8 @@ TEST_F(AxpbyPlugin, InferenceErrorsAreClear) {
   Status st = axpby(rt, x.get(), y3.get(), {}, &out);
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(gn_status_code(st.get()), GN_ERR_SHAPE);
-  EXPECT_NE(msg(st).find("[example_axpby] x and y must have the same shape, got [2, 3] and [3]"),
-            std::string::npos) << msg(st);
+  EXPECT_NE(msg(st).find("[example_axpby] x and y must have the same shape, got [2, 3] and [3]"), std::string::npos)
+      << msg(st);
   EXPECT_EQ(out, nullptr);
 
   Tensor yd = make<double>(rt, {1, 2, 3, 4, 5, 6}, {2, 3}, GN_F64);
@@ -203,8 +201,7 @@ TEST_F(AxpbyPlugin, InferenceErrorsAreClear) {
   st = axpby(rt, xi.get(), xi.get(), {}, &out);
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(gn_status_code(st.get()), GN_ERR_DTYPE);
-  EXPECT_NE(msg(st).find("[example_axpby] supports float32 and float64 only, got int32"),
-            std::string::npos) << msg(st);
+  EXPECT_NE(msg(st).find("[example_axpby] supports float32 and float64 only, got int32"), std::string::npos) << msg(st);
 
   // The core checks attributes against the plugin's schema before the kernel.
   st = axpby(rt, x.get(), x.get(), {gn_attr_string("two")}, &out);

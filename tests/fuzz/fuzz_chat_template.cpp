@@ -15,9 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const genesis::Error&) {
     return 0;
   }
-  const std::vector<genesis::ChatMessage> messages = {
-      {"system", "You are terse."}, {"user", "Hi <b>there</b> 你好"}, {"assistant", "<think>\nok\n</think>\n\nHello."},
-      {"user", "And \"quotes\" \\ and {{ braces }}?"}};
+  const std::vector<genesis::ChatMessage> messages = {{"system", "You are terse."},
+                                                      {"user", "Hi <b>there</b> 你好"},
+                                                      {"assistant", "<think>\nok\n</think>\n\nHello."},
+                                                      {"user", "And \"quotes\" \\ and {{ braces }}?"}};
   const char* tools = R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]})";
   try {
     (void)tpl->apply(messages, true);

@@ -20,10 +20,10 @@ namespace genesis::cli {
 
 // Options accepted before or after any subcommand.
 struct GlobalOptions {
-  std::string plugin_path;  // colon-separated dirs searched first
-  std::string plugins;      // comma-separated allow-list; see has_plugins
-  bool has_plugins = false; // --plugins given (else $GENESIS_PLUGINS applies)
-  std::string backends;     // "cpu=reference,cuda=cuda"
+  std::string plugin_path;   // colon-separated dirs searched first
+  std::string plugins;       // comma-separated allow-list; see has_plugins
+  bool has_plugins = false;  // --plugins given (else $GENESIS_PLUGINS applies)
+  std::string backends;      // "cpu=reference,cuda=cuda"
   bool quiet = false;
   bool no_default_paths = false;
 };

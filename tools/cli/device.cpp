@@ -31,8 +31,10 @@ std::optional<DType> pick_dtype(const DeviceFlags& f) {
   if (f.dtype.empty()) return std::nullopt;
   const std::optional<DType> d = dtype_from_name(f.dtype);
   if (d == DType::f32 || d == DType::bf16 || d == DType::f16) return d;
-  throw Error(GN_ERR_INVALID_ARGUMENT, "--dtype must be float32 (f32, fp32, float), bfloat16 (bf16) or float16 "
-                                       "(f16, fp16, half), got '" + f.dtype + "'");
+  throw Error(GN_ERR_INVALID_ARGUMENT,
+              "--dtype must be float32 (f32, fp32, float), bfloat16 (bf16) or float16 "
+              "(f16, fp16, half), got '" +
+                  f.dtype + "'");
 }
 
 }  // namespace genesis::cli

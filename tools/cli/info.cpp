@@ -101,8 +101,7 @@ size_t print_plugins(const gn_runtime* rt, bool filtered) {
     loaded += r.loaded != 0;
     records.push_back(r);
   }
-  std::printf("\nPlugins (%zu found, %zu loaded, %zu rejected):\n", records.size(), loaded,
-              records.size() - loaded);
+  std::printf("\nPlugins (%zu found, %zu loaded, %zu rejected):\n", records.size(), loaded, records.size() - loaded);
   for (const gn_plugin_record& r : records) {
     // A plugin rejected before init has no name yet: show its file name.
     const std::string name = str(r.name).empty() ? std::filesystem::path(str(r.path)).filename().string()
@@ -222,16 +221,16 @@ void print_ops(gn_runtime* rt) {
     origin_width = std::max(origin_width, str(gn_op_origin(op)).size());
   }
   std::printf("\nOps (%zu):\n", n);
-  std::printf("  %-*s  %-*s  %s\n", static_cast<int>(name_width), "name", static_cast<int>(origin_width),
-              "origin", "kernels (backend: dtypes)");
+  std::printf("  %-*s  %-*s  %s\n", static_cast<int>(name_width), "name", static_cast<int>(origin_width), "origin",
+              "kernels (backend: dtypes)");
   for (size_t i = 0; i < n; ++i) {
     const gn_op* op = gn_op_at(rt, i);
     const gn_op_schema* schema = gn_op_get_schema(op);
     std::string kernels = kernel_summary(op);
     if (kernels.empty())
       kernels = (schema && (schema->flags & GN_OP_VIEW)) ? "(view op: computed by the core)" : "(no kernels)";
-    std::printf("  %-*s  %-*s  %s\n", static_cast<int>(name_width), gn_op_name(op),
-                static_cast<int>(origin_width), str(gn_op_origin(op)).c_str(), kernels.c_str());
+    std::printf("  %-*s  %-*s  %s\n", static_cast<int>(name_width), gn_op_name(op), static_cast<int>(origin_width),
+                str(gn_op_origin(op)).c_str(), kernels.c_str());
   }
 }
 

@@ -48,7 +48,9 @@ CommandRun setup_launch(CLI::App& cmd) {
   cmd.add_option("--node-rank", o.node_rank, "this host's index, 0 .. nnodes-1 (0 serves the store)")
       ->capture_default_str();
   cmd.add_option("--master-addr", o.master_addr, "address of the host of node rank 0")->capture_default_str();
-  cmd.add_option("--master-port", o.master_port, "free TCP port on that host for the store (0: any free one, one host only)")->capture_default_str();
+  cmd.add_option("--master-port", o.master_port,
+                 "free TCP port on that host for the store (0: any free one, one host only)")
+      ->capture_default_str();
   cmd.add_option("--grace", s->grace_s, "seconds between SIGTERM and SIGKILL when stopping the job")
       ->capture_default_str();
   // Everything from the program on belongs to the program, its options included.

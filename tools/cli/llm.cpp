@@ -52,7 +52,8 @@ struct LlmState {
 };
 
 void add_model_options(CLI::App& c, LlmState& s) {
-  add_device_options(c, s.dev, kDeviceHelp, "float32, bfloat16 or float16 (default: the config's dtype on cuda, float32 on cpu)");
+  add_device_options(c, s.dev, kDeviceHelp,
+                     "float32, bfloat16 or float16 (default: the config's dtype on cuda, float32 on cpu)");
 }
 
 void add_sampling_options(CLI::App& c, LlmState& s) {
@@ -127,7 +128,8 @@ std::vector<int64_t> parse_ids(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != w.size() || v < 0) throw Error(GN_ERR_INVALID_ARGUMENT, "token ids must be non-negative integers, got '" + w + "'");
+    if (used != w.size() || v < 0)
+      throw Error(GN_ERR_INVALID_ARGUMENT, "token ids must be non-negative integers, got '" + w + "'");
     ids.push_back(v);
   }
   return ids;
@@ -189,7 +191,8 @@ int run_generate(const GlobalOptions& go, LlmState& s) {
   });
   if (stream) std::printf("%s\n", stream->flush().c_str());
   if (!text_out) {
-    for (size_t i = 0; i < r.tokens[0].size(); ++i) std::printf(i ? " %lld" : "%lld", static_cast<long long>(r.tokens[0][i]));
+    for (size_t i = 0; i < r.tokens[0].size(); ++i)
+      std::printf(i ? " %lld" : "%lld", static_cast<long long>(r.tokens[0][i]));
     std::printf("\n");
   }
   print_stats(r);
@@ -200,7 +203,8 @@ int run_chat(const GlobalOptions& go, LlmState& s) {
   init_frontend(go);
   const Device d = pick_device(s.dev);
   Tokenizer tok = Tokenizer::from_pretrained(s.model_dir);
-  if (tok.chat_template().empty()) throw Error(GN_ERR_NOT_FOUND, s.model_dir + ": tokenizer_config.json has no chat_template");
+  if (tok.chat_template().empty())
+    throw Error(GN_ERR_NOT_FOUND, s.model_dir + ": tokenizer_config.json has no chat_template");
   ChatTemplate tmpl(tok.chat_template());
   auto model = load_model(s, d);
   M::GenerationConfig g = sampling(s, *model);
@@ -240,7 +244,8 @@ int run_chat(const GlobalOptions& go, LlmState& s) {
     std::fputs("\n", stdout);
     const double secs = r.prefill_seconds + r.decode_seconds;
     std::fprintf(stderr, "[%lld tokens, %.1f tok/s, prompt %lld tokens]\n", static_cast<long long>(r.generated_tokens),
-                 secs > 0 ? static_cast<double>(r.generated_tokens) / secs : 0.0, static_cast<long long>(r.prompt_tokens));
+                 secs > 0 ? static_cast<double>(r.generated_tokens) / secs : 0.0,
+                 static_cast<long long>(r.prompt_tokens));
     msgs.push_back({"assistant", tok.decode(r.tokens[0], true)});
   }
   return 0;
@@ -298,15 +303,22 @@ int run_bench_llm(const GlobalOptions& go, LlmState& s) {
   const double decode_tps = static_cast<double>(s.batch) / decode;
   const double peak_mb = static_cast<double>(max_memory_allocated(d)) / (1 << 20);
   if (s.json) {
-    nlohmann::json j = {{"model", what},       {"device", d.str()},
+    nlohmann::json j = {{"model", what},
+                        {"device", d.str()},
                         {"dtype", dtype_name(model->model.embed_tokens.weight.dtype())},
-                        {"batch", s.batch},    {"prefill_len", s.prefill_len},
-                        {"prompt_len", s.prompt_len}, {"new_tokens", s.new_tokens},
-                        {"prefill_tok_s", prefill_tps}, {"decode_tok_s", decode_tps},
-                        {"decode_ms_per_step", decode * 1e3}, {"peak_mb", peak_mb}, {"cuda_graph", graph}};
+                        {"batch", s.batch},
+                        {"prefill_len", s.prefill_len},
+                        {"prompt_len", s.prompt_len},
+                        {"new_tokens", s.new_tokens},
+                        {"prefill_tok_s", prefill_tps},
+                        {"decode_tok_s", decode_tps},
+                        {"decode_ms_per_step", decode * 1e3},
+                        {"peak_mb", peak_mb},
+                        {"cuda_graph", graph}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("model      %s on %s, %s\n", what.c_str(), d.str().c_str(), dtype_name(model->model.embed_tokens.weight.dtype()));
+    std::printf("model      %s on %s, %s\n", what.c_str(), d.str().c_str(),
+                dtype_name(model->model.embed_tokens.weight.dtype()));
     std::printf("prefill    %lld x %lld tokens: %.1f tok/s\n", static_cast<long long>(s.batch),
                 static_cast<long long>(s.prefill_len), prefill_tps);
     std::printf("decode     batch %lld after %lld prompt tokens, %lld new: %.1f tok/s (%.3f ms a step%s)\n",
@@ -327,9 +339,14 @@ int64_t parse_size(const std::string& text) {
     used = 0;
   }
   const std::string unit = text.substr(used);
-  const double mult = unit.empty() || unit == "B" ? 1 : unit == "KB" ? 1e3 : unit == "MB" ? 1e6 : unit == "GB" ? 1e9 : -1;
+  const double mult = unit.empty() || unit == "B" ? 1
+                      : unit == "KB"              ? 1e3
+                      : unit == "MB"              ? 1e6
+                      : unit == "GB"              ? 1e9
+                                                  : -1;
   if (used == 0 || mult < 0 || !(v * mult >= 1) || v * mult > 9e18)
-    throw Error(GN_ERR_INVALID_ARGUMENT, "--max-shard-size must be a size such as 5GB, 500MB or 64KB, got '" + text + "'");
+    throw Error(GN_ERR_INVALID_ARGUMENT,
+                "--max-shard-size must be a size such as 5GB, 500MB or 64KB, got '" + text + "'");
   return static_cast<int64_t>(v * mult);
 }
 
@@ -390,7 +407,8 @@ CommandRun setup_bench_llm(CLI::App& c) {
   c.add_option("--prompt-len", s->prompt_len, "prompt tokens before decoding")->check(CLI::PositiveNumber);
   c.add_option("--new-tokens", s->new_tokens, "tokens decoded")->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   c.add_option("--prefill-len", s->prefill_len, "prompt tokens of the prefill measure")->check(CLI::PositiveNumber);
-  c.add_option("--repeats", s->repeats, "timed repeats after one warm-up (best is reported)")->check(CLI::PositiveNumber);
+  c.add_option("--repeats", s->repeats, "timed repeats after one warm-up (best is reported)")
+      ->check(CLI::PositiveNumber);
   c.add_flag("--json", s->json, "one JSON line");
   c.add_flag("--profile", s->profile, "print a per-op profile of a short eager decode to stderr");
   c.add_flag("--no-cuda-graph", s->no_graph, "run every decode step eagerly");

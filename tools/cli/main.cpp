@@ -14,8 +14,10 @@ namespace {
 
 // Every top-level command (help order: as listed).
 constexpr Command kCommands[] = {
-    {"info", "show the ABI and library versions, plugins (loaded or rejected and why), device types and every op "
-             "with the backends and dtypes implementing it", setup_info},
+    {"info",
+     "show the ABI and library versions, plugins (loaded or rejected and why), device types and every op "
+     "with the backends and dtypes implementing it",
+     setup_info},
     {"generate", "generate text (or ids) after a prompt with a Qwen model folder", setup_generate},
     {"chat", "interactive multi-turn chat with streaming output", setup_chat},
     {"convert", "rewrite a model folder in another dtype or shard size (Hugging Face layout)", setup_convert},
@@ -23,13 +25,19 @@ constexpr Command kCommands[] = {
     {"train-tokenizer", "learn a byte-level BPE tokenizer from text or chat JSONL files", setup_train_tokenizer},
     {"train-sft", "supervised fine-tuning on chat JSONL (assistant turns learned)", setup_train_sft},
     {"eval-chat", "exact match of greedy answers to the last assistant turn of each conversation", setup_eval_chat},
-    {"tokenize", "encode text to token ids (one line, space-separated) or decode ids to text, with the "
-                 "tokenizer.json of a model folder", setup_tokenize},
-    {"test-ops", "run every op a plugin implements against the reference backend (or time it), from the ops' "
-                 "schemas: no source tree needed", setup_op_check},
-    {"launch", "run PROGRAM ARGS... as the ranks of a distributed job (torchrun's RANK, WORLD_SIZE, LOCAL_RANK, "
-               "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT); when one rank fails, stop the others and exit "
-               "with its code", setup_launch},
+    {"tokenize",
+     "encode text to token ids (one line, space-separated) or decode ids to text, with the "
+     "tokenizer.json of a model folder",
+     setup_tokenize},
+    {"test-ops",
+     "run every op a plugin implements against the reference backend (or time it), from the ops' "
+     "schemas: no source tree needed",
+     setup_op_check},
+    {"launch",
+     "run PROGRAM ARGS... as the ranks of a distributed job (torchrun's RANK, WORLD_SIZE, LOCAL_RANK, "
+     "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT); when one rank fails, stop the others and exit "
+     "with its code",
+     setup_launch},
 };
 
 // `genesis bench ...`.
@@ -79,10 +87,8 @@ int main(int argc, char** argv) {
                  "colon-separated plugin directories, searched before $GENESIS_PLUGIN_PATH "
                  "and the built-in directory");
   CLI::Option* plugins = app.add_option(
-      "--plugins", opts.plugins,
-      "comma-separated plugin names to load (default: all found, or $GENESIS_PLUGINS)");
-  app.add_option("--backends", opts.backends,
-                 "which plugin serves a device type, e.g. cpu=reference");
+      "--plugins", opts.plugins, "comma-separated plugin names to load (default: all found, or $GENESIS_PLUGINS)");
+  app.add_option("--backends", opts.backends, "which plugin serves a device type, e.g. cpu=reference");
   app.add_flag("-q,--quiet", opts.quiet, "do not print plugin-rejection messages to stderr");
   app.add_flag("--no-default-paths", opts.no_default_paths,
                "search only --plugin-path (skip $GENESIS_PLUGIN_PATH and the built-in directory)");

@@ -85,10 +85,14 @@ std::vector<double> random_values(std::mt19937_64& rng, int64_t n, int32_t dtype
   std::uniform_int_distribution<int> i(-4, 4), b(0, 1);
   std::vector<double> v((size_t)n);
   for (double& x : v) {
-    if (dtype == GN_BOOL) x = b(rng);
-    else if (dtype == GN_U8) x = i(rng) + 4;
-    else if (!is_float(dtype)) x = i(rng);
-    else x = u(rng);
+    if (dtype == GN_BOOL)
+      x = b(rng);
+    else if (dtype == GN_U8)
+      x = i(rng) + 4;
+    else if (!is_float(dtype))
+      x = i(rng);
+    else
+      x = u(rng);
   }
   return v;
 }
@@ -153,7 +157,8 @@ Tol tol_of(int32_t dtype) {
   switch (dtype) {
     case GN_F64: return {1e-9, 1e-9};
     case GN_F32: return {1e-4, 1e-4};
-    case GN_F16: case GN_BF16: return {2e-2, 2e-2};
+    case GN_F16:
+    case GN_BF16: return {2e-2, 2e-2};
     default: return {0, 0};
   }
 }
@@ -209,15 +214,15 @@ CallResult run_case(Side& side, const std::vector<std::vector<int64_t>>& shapes,
     in.v.push_back(t);
   }
   size_t n_out = 0;
-  r.status = Status(gn_op_output_count(side.rt.get(), side.op, in.v.data(), in.v.size(), attrs.data(), attrs.size(),
-                                       &n_out));
+  r.status =
+      Status(gn_op_output_count(side.rt.get(), side.op, in.v.data(), in.v.size(), attrs.data(), attrs.size(), &n_out));
   if (!r.status.ok()) return r;
   const auto t0 = std::chrono::steady_clock::now();
   for (int k = 0; k < repeats; ++k) {
     Tensors out;
     out.v.assign(n_out, nullptr);
-    r.status = Status(gn_op_call(side.rt.get(), side.op, in.v.data(), in.v.size(), attrs.data(), attrs.size(),
-                                 out.v.data(), n_out));
+    r.status = Status(
+        gn_op_call(side.rt.get(), side.op, in.v.data(), in.v.size(), attrs.data(), attrs.size(), out.v.data(), n_out));
     if (!r.status.ok()) return r;
     if (k + 1 < repeats) continue;
     Status(gn_device_synchronize(side.rt.get(), side.dev));
@@ -247,8 +252,8 @@ std::string compare(const CallResult& got, const CallResult& want) {
       if (g[i] == w[i]) continue;
       if (std::fabs(g[i] - w[i]) <= t.atol + t.rtol * std::fabs(w[i])) continue;
       char buf[160];
-      std::snprintf(buf, sizeof buf, "output %zu element %zu: %.17g vs reference %.17g (rtol %g, atol %g)", o, i,
-                    g[i], w[i], t.rtol, t.atol);
+      std::snprintf(buf, sizeof buf, "output %zu element %zu: %.17g vs reference %.17g (rtol %g, atol %g)", o, i, g[i],
+                    w[i], t.rtol, t.atol);
       return buf;
     }
   }
@@ -352,8 +357,8 @@ int run_grad_check(const GlobalOptions& g, const OpCheckOptions& opts) {
   std::printf("test-ops %s grad: %zu ops passed, %zu failed, %zu skipped\n", opts.backend.c_str(), passed, failed,
               skipped);
   if (passed + failed == 0) {
-    std::fprintf(stderr, "genesis test-ops: no differentiable op with a float kernel of '%s'%s\n",
-                 opts.backend.c_str(), opts.op.empty() ? "" : (" named '" + opts.op + "'").c_str());
+    std::fprintf(stderr, "genesis test-ops: no differentiable op with a float kernel of '%s'%s\n", opts.backend.c_str(),
+                 opts.op.empty() ? "" : (" named '" + opts.op + "'").c_str());
     return 1;
   }
   return failed ? 1 : 0;
@@ -379,7 +384,8 @@ int run_op_check(const GlobalOptions& g, OpCheckOptions& opts) {
     const int n_in = schema->min_inputs;
     if (!default_attrs(schema, attrs) || n_in < 1 || (schema->flags & (GN_OP_NEEDS_DEVICE | GN_OP_VIEW))) {
       ++skipped;
-      if (opts.verbose) std::printf("SKIP %-28s needs attributes or inputs the generic cases cannot build\n", name.c_str());
+      if (opts.verbose)
+        std::printf("SKIP %-28s needs attributes or inputs the generic cases cannot build\n", name.c_str());
       continue;
     }
     const bool have_ref = Status(gn_op_find(ref.rt.get(), name.c_str(), &ref.op)).ok();

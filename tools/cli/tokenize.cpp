@@ -54,7 +54,6 @@ bool parse_ids(const std::string& s, std::vector<int64_t>& ids, std::string& bad
   return flush();
 }
 
-
 int run_tokenize(const GlobalOptions&, TokenizeOptions& opts) {
   const int given = !opts.text.empty() + !opts.file.empty() + !opts.decode.empty();
   if (given != 1) {
@@ -105,8 +104,7 @@ int run_tokenize(const GlobalOptions&, TokenizeOptions& opts) {
 
 CommandRun setup_tokenize(CLI::App& cmd) {
   auto opts = std::make_shared<TokenizeOptions>();
-  cmd.add_option("--model", opts->model, "model folder holding tokenizer.json (and tokenizer_config.json)")
-      ->required();
+  cmd.add_option("--model", opts->model, "model folder holding tokenizer.json (and tokenizer_config.json)")->required();
   CLI::Option* text = cmd.add_option("--text", opts->text, "text to encode");
   CLI::Option* file = cmd.add_option("--file", opts->file, "file whose whole content is encoded");
   CLI::Option* decode = cmd.add_option("--decode", opts->decode, "ids to decode, separated by spaces or commas");

@@ -70,9 +70,11 @@ std::unique_ptr<M::QwenForCausalLM> make_model(TrainState& s, const Tokenizer& t
     if (!s.config.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "give --model or --config, not both");
     return M::QwenForCausalLM::from_pretrained(s.model_dir, {.device = d, .dtype = dt.value_or(DType::f32)});
   }
-  if (s.config.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "give --model DIR (fine-tune) or --config FILE|NAME (new model)");
-  struct stat st{};
-  M::QwenConfig c = ::stat(s.config.c_str(), &st) == 0 ? M::QwenConfig::from_file(s.config) : M::QwenConfig::preset(s.config);
+  if (s.config.empty())
+    throw Error(GN_ERR_INVALID_ARGUMENT, "give --model DIR (fine-tune) or --config FILE|NAME (new model)");
+  struct stat st {};
+  M::QwenConfig c =
+      ::stat(s.config.c_str(), &st) == 0 ? M::QwenConfig::from_file(s.config) : M::QwenConfig::preset(s.config);
   c.vocab_size = tok.vocab_size();
   c.eos_token_ids.clear();
   if (tok.eos_token_id >= 0) c.eos_token_ids.push_back(tok.eos_token_id);
@@ -94,7 +96,8 @@ int run_train_sft(const GlobalOptions& go, TrainState& s) {
   std::fprintf(stderr, "train-sft: %s (%s, %.2fM parameters) on %s, %s\n",
                s.model_dir.empty() ? ("new model from " + s.config).c_str() : s.model_dir.c_str(),
                model->config.model_type.c_str(), static_cast<double>(model->config.num_parameters()) / 1e6,
-               d.str().c_str(), o.autocast.empty() ? dtype_name(model->model.embed_tokens.weight.dtype()) : o.autocast.c_str());
+               d.str().c_str(),
+               o.autocast.empty() ? dtype_name(model->model.embed_tokens.weight.dtype()) : o.autocast.c_str());
   o.tokenizer_dir = s.tokenizer_dir;
   o.batches.seed = s.seed;
   std::unique_ptr<Profiler> prof;
@@ -102,7 +105,8 @@ int run_train_sft(const GlobalOptions& go, TrainState& s) {
   T::SftResult r = T::train_sft(*model, tok, o);
   prof.reset();
   std::fprintf(stderr, "train-sft: %lld steps in %.1f s, %.0f tokens/s, peak memory %.1f MB%s\n",
-               static_cast<long long>(r.steps), r.seconds, r.tokens_per_second, static_cast<double>(r.peak_memory) / 1e6,
+               static_cast<long long>(r.steps), r.seconds, r.tokens_per_second,
+               static_cast<double>(r.peak_memory) / 1e6,
                r.eval_loss >= 0 ? (", eval loss " + std::to_string(r.eval_loss)).c_str() : "");
   if (!r.final_dir.empty()) std::fprintf(stderr, "train-sft: saved %s\n", r.final_dir.c_str());
   if (s.exact_match > 0) {
@@ -123,7 +127,8 @@ int run_eval_chat(const GlobalOptions& go, TrainState& s) {
   if (tok.chat_template().empty()) throw Error(GN_ERR_NOT_FOUND, s.model_dir + ": the tokenizer has no chat template");
   auto model = M::QwenForCausalLM::from_pretrained(s.model_dir, {.device = d, .dtype = pick_dtype(s.dev)});
   auto convs = T::read_chat_jsonl(s.data);
-  if (s.exact_match > 0 && static_cast<int64_t>(convs.size()) > s.exact_match) convs.resize(static_cast<size_t>(s.exact_match));
+  if (s.exact_match > 0 && static_cast<int64_t>(convs.size()) > s.exact_match)
+    convs.resize(static_cast<size_t>(s.exact_match));
   ChatTemplate tmpl(tok.chat_template());
   if (!s.logits_out.empty()) {  // the first conversation's ids and logits, for comparison with other frameworks
     const std::vector<int64_t> ids = tok.encode(tmpl.apply(convs.at(0), false, false), false);
@@ -135,12 +140,13 @@ int run_eval_chat(const GlobalOptions& go, TrainState& s) {
     std::fprintf(stderr, "eval-chat: wrote %s (%zu tokens)\n", s.logits_out.c_str(), ids.size());
   }
   int64_t shown = 0;
-  const double acc = T::exact_match(*model, tok, tmpl, convs, s.max_new_tokens, [&](size_t i, const std::string& answer, bool ok) {
-    if (ok || shown >= s.show || convs[i].size() < 2) return;
-    ++shown;
-    std::printf("miss: %s\n  expected: %s\n  answered: %s\n", convs[i].end()[-2].content.c_str(),
-                convs[i].back().content.c_str(), answer.c_str());
-  });
+  const double acc =
+      T::exact_match(*model, tok, tmpl, convs, s.max_new_tokens, [&](size_t i, const std::string& answer, bool ok) {
+        if (ok || shown >= s.show || convs[i].size() < 2) return;
+        ++shown;
+        std::printf("miss: %s\n  expected: %s\n  answered: %s\n", convs[i].end()[-2].content.c_str(),
+                    convs[i].back().content.c_str(), answer.c_str());
+      });
   std::printf("exact match: %.1f%% of %zu conversations (%s)\n", 100.0 * acc, convs.size(), s.data.c_str());
   return 0;
 }
@@ -150,9 +156,9 @@ int run_eval_chat(const GlobalOptions& go, TrainState& s) {
 int run_bench_train(const GlobalOptions& go, TrainState& s) {
   init_frontend(go);
   const Device d = pick_device(s.dev);
-  struct stat st{};
+  struct stat st {};
   M::QwenConfig c = ::stat(s.bench_config.c_str(), &st) == 0 ? M::QwenConfig::from_file(s.bench_config)
-                                                               : M::QwenConfig::preset(s.bench_config);
+                                                             : M::QwenConfig::preset(s.bench_config);
   manual_seed(0);
   M::QwenForCausalLM model(c, Options{.dtype = DType::f32, .device = d});
   std::vector<T::ChatExample> rows;
@@ -176,7 +182,9 @@ int run_bench_train(const GlobalOptions& go, TrainState& s) {
   o.lr = 1e-5;
   // Time the steps after warm-up from the per-step metrics (each step ends with a host sync).
   std::vector<double> stamps;
-  o.on_step = [&](int64_t) { stamps.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count()); };
+  o.on_step = [&](int64_t) {
+    stamps.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
+  };
   std::unique_ptr<Profiler> prof;
   if (s.profile) prof = std::make_unique<Profiler>("", true);
   T::SftResult r = T::train_sft(model, data, nullptr, o);
@@ -189,11 +197,13 @@ int run_bench_train(const GlobalOptions& go, TrainState& s) {
   const double tps = static_cast<double>(world * s.bench_steps * s.bench_batch * s.bench_seq) / secs;
   const double peak_gb = static_cast<double>(r.peak_memory) / 1e9;
   if (s.bench_json) {
-    std::printf("{\"config\": \"%s\", \"world_size\": %d, \"device\": \"%s\", \"batch\": %lld, \"seq\": %lld, \"autocast\": \"%s\", "
-                "\"tokens_per_second\": %.1f, \"step_ms\": %.2f, \"peak_gb\": %.3f, \"last_loss\": %.4f}\n",
-                s.bench_config.c_str(), world, d.str().c_str(), static_cast<long long>(s.bench_batch),
-                static_cast<long long>(s.bench_seq), o.autocast.c_str(), tps, 1e3 * secs / static_cast<double>(s.bench_steps),
-                peak_gb, r.losses.back());
+    std::printf(
+        "{\"config\": \"%s\", \"world_size\": %d, \"device\": \"%s\", \"batch\": %lld, \"seq\": %lld, \"autocast\": "
+        "\"%s\", "
+        "\"tokens_per_second\": %.1f, \"step_ms\": %.2f, \"peak_gb\": %.3f, \"last_loss\": %.4f}\n",
+        s.bench_config.c_str(), world, d.str().c_str(), static_cast<long long>(s.bench_batch),
+        static_cast<long long>(s.bench_seq), o.autocast.c_str(), tps, 1e3 * secs / static_cast<double>(s.bench_steps),
+        peak_gb, r.losses.back());
   } else {
     std::printf("train %s on %s, batch %lld x %lld, autocast %s: %.0f tokens/s (%.1f ms a step), peak %.2f GB\n",
                 s.bench_config.c_str(), d.str().c_str(), static_cast<long long>(s.bench_batch),
@@ -242,11 +252,13 @@ CommandRun setup_train_sft(CLI::App& c) {
   c.add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber);
   c.add_option("--weight-decay", o.weight_decay, "AdamW weight decay (matrices only)")->check(CLI::NonNegativeNumber);
   c.add_option("--warmup-ratio", o.warmup_ratio, "share of steps warming up")->check(CLI::Range(0.0, 1.0));
-  c.add_option("--warmup-steps", o.warmup_steps, "warm-up steps (overrides --warmup-ratio)")->check(CLI::NonNegativeNumber);
+  c.add_option("--warmup-steps", o.warmup_steps, "warm-up steps (overrides --warmup-ratio)")
+      ->check(CLI::NonNegativeNumber);
   c.add_option("--max-grad-norm", o.max_grad_norm, "clip the gradient norm (0 = off)")->check(CLI::NonNegativeNumber);
   c.add_option("--autocast", o.autocast, "none, bf16 or fp16 mixed precision");
   c.add_flag("--activation-checkpointing", o.activation_checkpointing, "recompute decoder layers in backward");
-  c.add_option("--eval-every", o.eval_every, "steps between evaluations (0 = at the end)")->check(CLI::NonNegativeNumber);
+  c.add_option("--eval-every", o.eval_every, "steps between evaluations (0 = at the end)")
+      ->check(CLI::NonNegativeNumber);
   c.add_option("--save-every", o.save_every, "steps between checkpoints (0 = none)")->check(CLI::NonNegativeNumber);
   c.add_option("--log-every", o.log_every, "steps between metrics.jsonl lines")->check(CLI::PositiveNumber);
   c.add_option("--resume", o.resume, "checkpoint to continue from")->check(CLI::ExistingFile);
@@ -254,11 +266,14 @@ CommandRun setup_train_sft(CLI::App& c) {
       ->check(CLI::NonNegativeNumber);
   c.add_option("--progress", o.progress, "auto, bar, lines or none");
   c.add_option("--seed", s->seed, "seed of the initial weights and the data order");
-  c.add_option("--exact-match", s->exact_match, "after training, score greedy answers on this many held-out conversations")
+  c.add_option("--exact-match", s->exact_match,
+               "after training, score greedy answers on this many held-out conversations")
       ->check(CLI::NonNegativeNumber);
-  c.add_option("--max-new-tokens", s->max_new_tokens, "answer length limit of --exact-match")->check(CLI::PositiveNumber);
+  c.add_option("--max-new-tokens", s->max_new_tokens, "answer length limit of --exact-match")
+      ->check(CLI::PositiveNumber);
   c.add_flag("--profile", s->profile, "print a per-op time table of the training run");
-  add_device_options(c, s->dev, kDeviceHelp, "parameter dtype: float32 (default), bfloat16 or float16 (see --autocast)");
+  add_device_options(c, s->dev, kDeviceHelp,
+                     "parameter dtype: float32 (default), bfloat16 or float16 (see --autocast)");
   c.fallthrough();
   return bind_command(s, run_train_sft);
 }

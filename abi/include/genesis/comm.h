@@ -26,8 +26,13 @@ typedef struct gn_comm_id {
   char bytes[128];
 } gn_comm_id;
 
-typedef enum gn_reduce_op { GN_REDUCE_SUM = 0, GN_REDUCE_PROD = 1, GN_REDUCE_MAX = 2,
-                            GN_REDUCE_MIN = 3, GN_REDUCE_AVG = 4 } gn_reduce_op;
+typedef enum gn_reduce_op {
+  GN_REDUCE_SUM = 0,
+  GN_REDUCE_PROD = 1,
+  GN_REDUCE_MAX = 2,
+  GN_REDUCE_MIN = 3,
+  GN_REDUCE_AVG = 4
+} gn_reduce_op;
 
 /* A key-value store every rank reaches (the frontend's TCP store); rendezvous
  * runs over it (gloo exchanges its addresses there).  Keys are NUL-terminated. */
@@ -45,15 +50,15 @@ typedef struct gn_comm_store {
 /* How to join a communicator (gn_comm_vtable.init).  Zero-initialise, set struct_size. */
 typedef struct gn_comm_config {
   size_t struct_size;
-  int32_t rank;                /* 0 .. world_size-1 */
+  int32_t rank; /* 0 .. world_size-1 */
   int32_t world_size;
-  int32_t device_index;        /* the device of the communicator's type this rank uses */
+  int32_t device_index; /* the device of the communicator's type this rank uses */
   int32_t reserved;
-  int64_t timeout_ms;          /* how long a call waits on a peer before failing (<= 0: 30 min) */
-  const gn_comm_id* id;        /* from unique_id on rank 0, shared out of band; NULL if none */
-  const gn_comm_store* store;  /* the ranks' store (borrowed during init); may be NULL with an id */
-  const char* prefix;          /* store keys of this communicator start with it ("" or NULL: none) */
-  const char* local_address;   /* address of this host the others can reach (NULL: the plugin picks) */
+  int64_t timeout_ms;         /* how long a call waits on a peer before failing (<= 0: 30 min) */
+  const gn_comm_id* id;       /* from unique_id on rank 0, shared out of band; NULL if none */
+  const gn_comm_store* store; /* the ranks' store (borrowed during init); may be NULL with an id */
+  const char* prefix;         /* store keys of this communicator start with it ("" or NULL: none) */
+  const char* local_address;  /* address of this host the others can reach (NULL: the plugin picks) */
 } gn_comm_config;
 
 /* Collectives over one device type, ordered on `stream` (see the top). */
@@ -63,17 +68,15 @@ typedef struct gn_comm_vtable {
   const char* device_type; /* device type whose memory it moves, e.g. "cuda" */
   void* ctx;
   gn_status* (*unique_id)(void* ctx, gn_comm_id* id);
-  gn_status* (*create)(void* ctx, const gn_comm_id* id, int32_t rank, int32_t world_size,
-                       int32_t device_index, void** comm);
+  gn_status* (*create)(void* ctx, const gn_comm_id* id, int32_t rank, int32_t world_size, int32_t device_index,
+                       void** comm);
   gn_status* (*destroy)(void* ctx, void* comm);
-  gn_status* (*all_reduce)(void* ctx, void* comm, const gn_tensor_view* send,
-                           const gn_tensor_view* recv, int32_t op, void* stream);
-  gn_status* (*broadcast)(void* ctx, void* comm, const gn_tensor_view* buf, int32_t root,
-                          void* stream);
-  gn_status* (*all_gather)(void* ctx, void* comm, const gn_tensor_view* send,
-                           const gn_tensor_view* recv, void* stream);
-  gn_status* (*reduce_scatter)(void* ctx, void* comm, const gn_tensor_view* send,
-                               const gn_tensor_view* recv, int32_t op, void* stream);
+  gn_status* (*all_reduce)(void* ctx, void* comm, const gn_tensor_view* send, const gn_tensor_view* recv, int32_t op,
+                           void* stream);
+  gn_status* (*broadcast)(void* ctx, void* comm, const gn_tensor_view* buf, int32_t root, void* stream);
+  gn_status* (*all_gather)(void* ctx, void* comm, const gn_tensor_view* send, const gn_tensor_view* recv, void* stream);
+  gn_status* (*reduce_scatter)(void* ctx, void* comm, const gn_tensor_view* send, const gn_tensor_view* recv,
+                               int32_t op, void* stream);
   gn_status* (*barrier)(void* ctx, void* comm, void* stream);
 
   /* ---- minor 2: configured creation, point-to-point, all_to_all, failure handling
@@ -82,15 +85,12 @@ typedef struct gn_comm_vtable {
    * and/or config->id); blocks until every rank joined or the timeout passes. */
   gn_status* (*init)(void* ctx, const gn_comm_config* config, void** comm);
   /* Send buf to rank `peer`; matched by the recv of that peer with the same tag. */
-  gn_status* (*send)(void* ctx, void* comm, const gn_tensor_view* buf, int32_t peer, int32_t tag,
-                     void* stream);
+  gn_status* (*send)(void* ctx, void* comm, const gn_tensor_view* buf, int32_t peer, int32_t tag, void* stream);
   /* Receive into buf from rank `peer`. */
-  gn_status* (*recv)(void* ctx, void* comm, const gn_tensor_view* buf, int32_t peer, int32_t tag,
-                     void* stream);
+  gn_status* (*recv)(void* ctx, void* comm, const gn_tensor_view* buf, int32_t peer, int32_t tag, void* stream);
   /* send is world_size equal chunks; chunk j goes to rank j, and recv's chunk i
    * comes from rank i. */
-  gn_status* (*all_to_all)(void* ctx, void* comm, const gn_tensor_view* send,
-                           const gn_tensor_view* recv, void* stream);
+  gn_status* (*all_to_all)(void* ctx, void* comm, const gn_tensor_view* send, const gn_tensor_view* recv, void* stream);
   /* Wait for the communicator's work on stream; after timeout_ms (<= 0: the
    * config's timeout) without progress the communicator is aborted and the
    * call fails with GN_ERR_TIMEOUT. */
@@ -117,8 +117,7 @@ GN_API const char* gn_comm_backend_for(gn_runtime* rt, const char* device_type);
 /* New bootstrap id from a backend ("nccl", or a device type); GN_ERR_UNSUPPORTED if it needs none. */
 GN_API gn_status* gn_comm_unique_id(gn_runtime* rt, const char* backend, gn_comm_id* out);
 /* Join a communicator of a backend (a name like "gloo", or a device type); blocks for the rendezvous. */
-GN_API gn_status* gn_comm_create(gn_runtime* rt, const char* backend, const gn_comm_config* config,
-                                 gn_comm** out);
+GN_API gn_status* gn_comm_create(gn_runtime* rt, const char* backend, const gn_comm_config* config, gn_comm** out);
 /* Leave and free a communicator (NULL is fine); does not wait for peers. */
 GN_API void gn_comm_destroy(gn_comm* comm);
 /* This process's rank in the communicator (-1 for NULL). */
@@ -128,8 +127,7 @@ GN_API int32_t gn_comm_size(const gn_comm* comm);
 /* Backend name, e.g. "gloo" ("" for NULL). */
 GN_API const char* gn_comm_backend(const gn_comm* comm);
 /* recv = op over the ranks' send (same shape and dtype; recv may be send). */
-GN_API gn_status* gn_comm_all_reduce(gn_comm* comm, gn_tensor* send, gn_tensor* recv, int32_t op,
-                                     gn_stream* stream);
+GN_API gn_status* gn_comm_all_reduce(gn_comm* comm, gn_tensor* send, gn_tensor* recv, int32_t op, gn_stream* stream);
 /* Every rank's buf becomes root's buf. */
 GN_API gn_status* gn_comm_broadcast(gn_comm* comm, gn_tensor* buf, int32_t root, gn_stream* stream);
 /* recv (world_size * numel(send) elements) = the ranks' send, in rank order. */

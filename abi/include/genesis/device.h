@@ -24,28 +24,28 @@ typedef struct gn_device {
 /* Device properties reported by a backend. */
 typedef struct gn_device_props {
   size_t struct_size;
-  char name[128];            /* e.g. "NVIDIA H100 80GB HBM3", "host" */
-  uint64_t total_memory;     /* bytes, 0 if unknown */
-  uint64_t free_memory;      /* bytes, 0 if unknown */
-  int32_t compute_major;     /* e.g. 9 for sm_90; 0 for CPUs */
+  char name[128];        /* e.g. "NVIDIA H100 80GB HBM3", "host" */
+  uint64_t total_memory; /* bytes, 0 if unknown */
+  uint64_t free_memory;  /* bytes, 0 if unknown */
+  int32_t compute_major; /* e.g. 9 for sm_90; 0 for CPUs */
   int32_t compute_minor;
-  int32_t multiprocessors;   /* SMs, or CPU cores */
+  int32_t multiprocessors; /* SMs, or CPU cores */
   int32_t reserved;
 } gn_device_props;
 
 /* Allocator statistics, bytes and counts since creation (peaks since last reset). */
 typedef struct gn_memory_stats {
   size_t struct_size;
-  uint64_t allocated;       /* bytes handed out and not yet freed */
-  uint64_t reserved;        /* bytes held from the system (allocated + cached) */
+  uint64_t allocated; /* bytes handed out and not yet freed */
+  uint64_t reserved;  /* bytes held from the system (allocated + cached) */
   uint64_t peak_allocated;
   uint64_t peak_reserved;
   uint64_t num_allocs;
   uint64_t num_frees;
-  uint64_t cache_hits;      /* allocations served from the cache */
-  uint64_t cache_misses;    /* allocations that went to the system */
-  uint64_t oom_retries;     /* times the cache was flushed to retry an allocation */
-  uint64_t active_blocks;   /* live allocations */
+  uint64_t cache_hits;    /* allocations served from the cache */
+  uint64_t cache_misses;  /* allocations that went to the system */
+  uint64_t oom_retries;   /* times the cache was flushed to retry an allocation */
+  uint64_t active_blocks; /* live allocations */
 } gn_memory_stats;
 
 /* Direction of gn_device_vtable.copy. */
@@ -63,9 +63,9 @@ typedef enum gn_copy_kind {
  * events and graphs are the backend's native handles (NULL stream = default). */
 typedef struct gn_device_vtable {
   size_t struct_size;
-  const char* name;  /* device type name, e.g. "cuda"; copied by the host */
-  int32_t score;     /* higher wins among providers of the same type */
-  uint32_t flags;    /* GN_DEVICE_* */
+  const char* name; /* device type name, e.g. "cuda"; copied by the host */
+  int32_t score;    /* higher wins among providers of the same type */
+  uint32_t flags;   /* GN_DEVICE_* */
   void* ctx;
 
   /* Number of devices; on failure the status message is shown as the reason. */
@@ -77,7 +77,7 @@ typedef struct gn_device_vtable {
   gn_status* (*alloc)(void* ctx, int32_t index, size_t bytes, void* stream, void** ptr);
   gn_status* (*free)(void* ctx, int32_t index, void* ptr, void* stream);
   gn_status* (*memory_stats)(void* ctx, int32_t index, gn_memory_stats* stats);
-  gn_status* (*empty_cache)(void* ctx, int32_t index);     /* optional */
+  gn_status* (*empty_cache)(void* ctx, int32_t index);      /* optional */
   gn_status* (*reset_peak_stats)(void* ctx, int32_t index); /* optional */
 
   /* Streams and events (optional for synchronous host backends). */
@@ -93,11 +93,9 @@ typedef struct gn_device_vtable {
   gn_status* (*device_synchronize)(void* ctx, int32_t index);
 
   /* Copies of `bytes` bytes, async on `stream`.  Host pointers are plain. */
-  gn_status* (*copy)(void* ctx, int32_t index, void* dst, const void* src, size_t bytes,
-                     int32_t kind, void* stream);
+  gn_status* (*copy)(void* ctx, int32_t index, void* dst, const void* src, size_t bytes, int32_t kind, void* stream);
   /* Set `bytes` bytes at dst to `byte_value` (memset), async on stream. */
-  gn_status* (*memset)(void* ctx, int32_t index, void* dst, int32_t byte_value, size_t bytes,
-                       void* stream);
+  gn_status* (*memset)(void* ctx, int32_t index, void* dst, int32_t byte_value, size_t bytes, void* stream);
 
   /* ---- minor 1: optional graph capture (NULL = unsupported) ---- */
   gn_status* (*graph_begin)(void* ctx, int32_t index, void* stream);

@@ -14,16 +14,33 @@
 extern "C" {
 #endif
 
-typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
+typedef struct {
+  uint32_t major;
+  uint32_t minor;
+} DLPackVersion;
 
 typedef enum { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 } DLDeviceType;
 
-typedef struct { DLDeviceType device_type; int32_t device_id; } DLDevice;
+typedef struct {
+  DLDeviceType device_type;
+  int32_t device_id;
+} DLDevice;
 
-typedef enum { kDLInt = 0U, kDLUInt = 1U, kDLFloat = 2U, kDLOpaqueHandle = 3U, kDLBfloat = 4U,
-               kDLComplex = 5U, kDLBool = 6U } DLDataTypeCode;
+typedef enum {
+  kDLInt = 0U,
+  kDLUInt = 1U,
+  kDLFloat = 2U,
+  kDLOpaqueHandle = 3U,
+  kDLBfloat = 4U,
+  kDLComplex = 5U,
+  kDLBool = 6U
+} DLDataTypeCode;
 
-typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
+typedef struct {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} DLDataType;
 
 typedef struct {
   void* data;

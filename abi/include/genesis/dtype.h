@@ -25,10 +25,15 @@ typedef enum gn_dtype {
 /* Size of one element in bytes (0 for an invalid dtype). */
 static inline size_t gn_dtype_size(int32_t dtype) {
   switch (dtype) {
-    case GN_F32: case GN_I32: return 4;
-    case GN_F16: case GN_BF16: return 2;
-    case GN_F64: case GN_I64: return 8;
-    case GN_I8: case GN_U8: case GN_BOOL: return 1;
+    case GN_F32:
+    case GN_I32: return 4;
+    case GN_F16:
+    case GN_BF16: return 2;
+    case GN_F64:
+    case GN_I64: return 8;
+    case GN_I8:
+    case GN_U8:
+    case GN_BOOL: return 1;
     default: return 0;
   }
 }

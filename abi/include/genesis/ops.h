@@ -19,8 +19,7 @@ GN_API gn_status* gn_op_find(gn_runtime* rt, const char* name, const gn_op** out
  * tensor, a non-NULL slot is written in place (shape and dtype must match the
  * inferred ones).  On error no slot is changed. */
 GN_API gn_status* gn_op_call(gn_runtime* rt, const gn_op* op, gn_tensor* const* inputs, size_t n_in,
-                             const gn_attr_value* attrs, size_t n_attrs, gn_tensor** outputs,
-                             size_t n_out);
+                             const gn_attr_value* attrs, size_t n_attrs, gn_tensor** outputs, size_t n_out);
 
 /* Extra per-call choices. */
 typedef struct gn_call_options {
@@ -30,13 +29,12 @@ typedef struct gn_call_options {
 
 /* gn_op_call with options (NULL = defaults). */
 GN_API gn_status* gn_op_call_ex(gn_runtime* rt, const gn_op* op, gn_tensor* const* inputs, size_t n_in,
-                                const gn_attr_value* attrs, size_t n_attrs, gn_tensor** outputs,
-                                size_t n_out, const gn_call_options* options);
+                                const gn_attr_value* attrs, size_t n_attrs, gn_tensor** outputs, size_t n_out,
+                                const gn_call_options* options);
 
 /* Number of outputs a call with these inputs/attrs produces (e.g. split). */
-GN_API gn_status* gn_op_output_count(gn_runtime* rt, const gn_op* op, gn_tensor* const* inputs,
-                                     size_t n_in, const gn_attr_value* attrs, size_t n_attrs,
-                                     size_t* n_out);
+GN_API gn_status* gn_op_output_count(gn_runtime* rt, const gn_op* op, gn_tensor* const* inputs, size_t n_in,
+                                     const gn_attr_value* attrs, size_t n_attrs, size_t* n_out);
 
 /* ---------------------------------------------------------- introspection */
 
@@ -54,9 +52,9 @@ GN_API const char* gn_op_origin(const gn_op* op);
 /* One kernel registered for an op. */
 typedef struct gn_kernel_record {
   size_t struct_size;
-  const char* backend;     /* plugin name */
+  const char* backend; /* plugin name */
   const char* device_type;
-  int32_t dtype;           /* or GN_DTYPE_ANY */
+  int32_t dtype; /* or GN_DTYPE_ANY */
   uint32_t flags;
 } gn_kernel_record;
 
@@ -66,11 +64,42 @@ GN_API size_t gn_op_kernel_count(const gn_op* op);
 GN_API gn_status* gn_op_kernel_get(const gn_op* op, size_t i, gn_kernel_record* out);
 
 /* Convenience constructors for attribute values. */
-static inline gn_attr_value gn_attr_int(int64_t v) { gn_attr_value a; a.kind = GN_ATTR_INT; a.reserved = 0; a.u.i = v; return a; }
-static inline gn_attr_value gn_attr_float(double v) { gn_attr_value a; a.kind = GN_ATTR_FLOAT; a.reserved = 0; a.u.f = v; return a; }
-static inline gn_attr_value gn_attr_ints(const int64_t* v, size_t n) { gn_attr_value a; a.kind = GN_ATTR_INTS; a.reserved = 0; a.u.ints.data = v; a.u.ints.size = n; return a; }
-static inline gn_attr_value gn_attr_string(const char* s) { gn_attr_value a; a.kind = GN_ATTR_STRING; a.reserved = 0; a.u.s = s; return a; }
-static inline gn_attr_value gn_attr_device(gn_device d) { gn_attr_value a; a.kind = GN_ATTR_DEVICE; a.reserved = 0; a.u.device = d; return a; }
+static inline gn_attr_value gn_attr_int(int64_t v) {
+  gn_attr_value a;
+  a.kind = GN_ATTR_INT;
+  a.reserved = 0;
+  a.u.i = v;
+  return a;
+}
+static inline gn_attr_value gn_attr_float(double v) {
+  gn_attr_value a;
+  a.kind = GN_ATTR_FLOAT;
+  a.reserved = 0;
+  a.u.f = v;
+  return a;
+}
+static inline gn_attr_value gn_attr_ints(const int64_t* v, size_t n) {
+  gn_attr_value a;
+  a.kind = GN_ATTR_INTS;
+  a.reserved = 0;
+  a.u.ints.data = v;
+  a.u.ints.size = n;
+  return a;
+}
+static inline gn_attr_value gn_attr_string(const char* s) {
+  gn_attr_value a;
+  a.kind = GN_ATTR_STRING;
+  a.reserved = 0;
+  a.u.s = s;
+  return a;
+}
+static inline gn_attr_value gn_attr_device(gn_device d) {
+  gn_attr_value a;
+  a.kind = GN_ATTR_DEVICE;
+  a.reserved = 0;
+  a.u.device = d;
+  return a;
+}
 
 #ifdef __cplusplus
 }

@@ -62,12 +62,12 @@ typedef struct gn_host_api {
  * struct_size (GN_STRUCT_END). */
 typedef struct gn_plugin_info {
   size_t struct_size;
-  uint32_t abi_major;      /* GN_ABI_VERSION_MAJOR the plugin was built with */
-  uint32_t abi_minor;      /* GN_ABI_VERSION_MINOR the plugin was built with */
-  const char* name;        /* short, unique: "reference", "cpu", "cuda" */
-  const char* version;     /* plugin's own version string */
-  const char* description; /* one line for `genesis info` */
-  void* ctx;               /* plugin state, handed to shutdown */
+  uint32_t abi_major;          /* GN_ABI_VERSION_MAJOR the plugin was built with */
+  uint32_t abi_minor;          /* GN_ABI_VERSION_MINOR the plugin was built with */
+  const char* name;            /* short, unique: "reference", "cpu", "cuda" */
+  const char* version;         /* plugin's own version string */
+  const char* description;     /* one line for `genesis info` */
+  void* ctx;                   /* plugin state, handed to shutdown */
   void (*shutdown)(void* ctx); /* optional; called when the runtime is destroyed */
 } gn_plugin_info;
 

@@ -48,12 +48,12 @@ GN_API const char* gn_version_string(void);
 /* How to create a runtime.  Zero-initialise, set struct_size, fill what you need. */
 typedef struct gn_runtime_options {
   size_t struct_size;
-  uint32_t flags;           /* GN_RUNTIME_* */
-  const char* plugin_path;  /* colon-separated dirs searched first (may be NULL) */
-  const char* plugins;      /* comma-separated plugin names to load; NULL = all found.
-                               Overridden by $GENESIS_PLUGINS when NULL. */
-  const char* backends;     /* which plugin serves a device type: "cpu=reference,cuda=cuda" */
-  size_t n_options;         /* plugin options, read by plugins via host->option_get */
+  uint32_t flags;          /* GN_RUNTIME_* */
+  const char* plugin_path; /* colon-separated dirs searched first (may be NULL) */
+  const char* plugins;     /* comma-separated plugin names to load; NULL = all found.
+                              Overridden by $GENESIS_PLUGINS when NULL. */
+  const char* backends;    /* which plugin serves a device type: "cpu=reference,cuda=cuda" */
+  size_t n_options;        /* plugin options, read by plugins via host->option_get */
   const char* const* option_keys;
   const char* const* option_values;
 } gn_runtime_options;
@@ -69,14 +69,14 @@ GN_API gn_status* gn_runtime_load_plugin(gn_runtime* rt, const char* path);
 typedef struct gn_plugin_record {
   size_t struct_size;
   const char* path;
-  const char* name;        /* "" when rejected before init */
+  const char* name; /* "" when rejected before init */
   const char* version;
   const char* description;
-  uint32_t abi_major;      /* what the plugin claimed (0 if unknown) */
+  uint32_t abi_major; /* what the plugin claimed (0 if unknown) */
   uint32_t abi_minor;
   uint32_t negotiated_minor;
-  int32_t loaded;          /* 1 loaded, 0 rejected */
-  const char* error;       /* why it was rejected ("" when loaded) */
+  int32_t loaded;    /* 1 loaded, 0 rejected */
+  const char* error; /* why it was rejected ("" when loaded) */
 } gn_plugin_record;
 
 /* Number of plugin records (loaded and rejected). */
@@ -89,14 +89,14 @@ GN_API gn_status* gn_runtime_plugin_get(const gn_runtime* rt, size_t i, gn_plugi
 /* One registered device type. */
 typedef struct gn_device_type_record {
   size_t struct_size;
-  const char* name;        /* "cpu" */
-  const char* backend;     /* plugin serving it */
-  int32_t id;              /* gn_device.type */
+  const char* name;    /* "cpu" */
+  const char* backend; /* plugin serving it */
+  int32_t id;          /* gn_device.type */
   int32_t device_count;
   int32_t score;
-  uint32_t flags;          /* GN_DEVICE_* */
-  const char* note;        /* why device_count is 0, or "" */
-  const char* providers;   /* every plugin providing it, comma-separated, best first */
+  uint32_t flags;        /* GN_DEVICE_* */
+  const char* note;      /* why device_count is 0, or "" */
+  const char* providers; /* every plugin providing it, comma-separated, best first */
 } gn_device_type_record;
 
 /* Number of device types. */

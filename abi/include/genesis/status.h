@@ -25,14 +25,14 @@ typedef enum gn_code {
   GN_ERR_NOT_FOUND = 5,        /* unknown op, device type, plugin, file */
   GN_ERR_UNSUPPORTED = 6,      /* valid request this kernel/backend cannot serve: try another */
   GN_ERR_OUT_OF_MEMORY = 7,
-  GN_ERR_INDEX = 8,            /* index out of range */
-  GN_ERR_VERSION = 9,          /* ABI version mismatch */
-  GN_ERR_IO = 10,              /* file or stream I/O */
-  GN_ERR_ALREADY_EXISTS = 11,  /* duplicate op / kernel / device type */
-  GN_ERR_INTERNAL = 12,        /* a bug: please report */
+  GN_ERR_INDEX = 8,           /* index out of range */
+  GN_ERR_VERSION = 9,         /* ABI version mismatch */
+  GN_ERR_IO = 10,             /* file or stream I/O */
+  GN_ERR_ALREADY_EXISTS = 11, /* duplicate op / kernel / device type */
+  GN_ERR_INTERNAL = 12,       /* a bug: please report */
   /* minor 2 */
-  GN_ERR_TIMEOUT = 13,         /* a peer (or the rendezvous) did not answer in time */
-  GN_ERR_ABORTED = 14          /* a communicator was aborted or lost a peer */
+  GN_ERR_TIMEOUT = 13, /* a peer (or the rendezvous) did not answer in time */
+  GN_ERR_ABORTED = 14  /* a communicator was aborted or lost a peer */
 } gn_code;
 
 #ifdef __cplusplus

@@ -19,15 +19,14 @@ typedef struct gn_tensor gn_tensor;
 /* ------------------------------------------------------------- lifetime */
 
 /* Uninitialised contiguous tensor. */
-GN_API gn_status* gn_tensor_empty(gn_runtime* rt, const int64_t* shape, int32_t ndim, int32_t dtype,
-                                  gn_device dev, gn_tensor** out);
+GN_API gn_status* gn_tensor_empty(gn_runtime* rt, const int64_t* shape, int32_t ndim, int32_t dtype, gn_device dev,
+                                  gn_tensor** out);
 /* Contiguous tensor holding a copy of `data` (host memory, row-major, numel*elsize bytes). */
-GN_API gn_status* gn_tensor_from_host(gn_runtime* rt, const void* data, const int64_t* shape,
-                                      int32_t ndim, int32_t dtype, gn_device dev, gn_tensor** out);
+GN_API gn_status* gn_tensor_from_host(gn_runtime* rt, const void* data, const int64_t* shape, int32_t ndim,
+                                      int32_t dtype, gn_device dev, gn_tensor** out);
 /* 0-d tensor holding `value` converted to dtype; marked as a wrapped scalar
  * (it does not raise the result dtype of binary ops, as a Python number). */
-GN_API gn_status* gn_tensor_scalar(gn_runtime* rt, double value, int32_t dtype, gn_device dev,
-                                   gn_tensor** out);
+GN_API gn_status* gn_tensor_scalar(gn_runtime* rt, double value, int32_t dtype, gn_device dev, gn_tensor** out);
 /* Add a reference. */
 GN_API void gn_tensor_retain(gn_tensor* t);
 /* Drop a reference (NULL is fine); storage is freed with its last view. */
@@ -101,8 +100,8 @@ GN_API gn_status* gn_tensor_squeeze(gn_tensor* t, int64_t dim, gn_tensor** out);
 /* Insert a size-1 dim at dim (negative counts from the end of the result). */
 GN_API gn_status* gn_tensor_unsqueeze(gn_tensor* t, int64_t dim, gn_tensor** out);
 /* Arbitrary strided view over the same storage (bounds-checked). */
-GN_API gn_status* gn_tensor_as_strided(gn_tensor* t, const int64_t* shape, const int64_t* strides,
-                                       int32_t ndim, int64_t storage_offset, gn_tensor** out);
+GN_API gn_status* gn_tensor_as_strided(gn_tensor* t, const int64_t* shape, const int64_t* strides, int32_t ndim,
+                                       int64_t storage_offset, gn_tensor** out);
 /* Flatten dims start..end into one (a view when possible). */
 GN_API gn_status* gn_tensor_flatten(gn_tensor* t, int64_t start_dim, int64_t end_dim, gn_tensor** out);
 

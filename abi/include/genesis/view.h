@@ -78,9 +78,7 @@ static inline int gn_view_broadcast_strides(const gn_tensor_view* v, int32_t ndi
 }
 
 /* Address of the first element. */
-static inline void* gn_view_ptr(const gn_tensor_view* v) {
-  return (char*)v->data + v->byte_offset;
-}
+static inline void* gn_view_ptr(const gn_tensor_view* v) { return (char*)v->data + v->byte_offset; }
 
 #ifdef __cplusplus
 }

@@ -44,19 +44,19 @@ constexpr float kLn2 = 0.6931471805599453f;
 struct Params {
   const void *q, *k, *v, *mask;
   void* out;
-  void* lse;            // f32 or f64, strided (B,Hq,Sq); null: not wanted
-  float* part_o;        // (B*Hq*Sq, nsplit, Dv) f32 workspace (nsplit > 1)
-  float* part_ml;       // (B*Hq*Sq, nsplit, 2) running max (log2 domain) and sum
+  void* lse;                                           // f32 or f64, strided (B,Hq,Sq); null: not wanted
+  float* part_o;                                       // (B*Hq*Sq, nsplit, Dv) f32 workspace (nsplit > 1)
+  float* part_ml;                                      // (B*Hq*Sq, nsplit, 2) running max (log2 domain) and sum
   int64_t sq[4], sk[4], sv[4], so[4], sm[4], slse[3];  // element strides, 0 = broadcast
   int B, Hq, Hkv, Sq, Sk, D, Dv;
-  int sk_eff;           // keys any row may keep (causal 1: min(Sk, Sq))
+  int sk_eff;  // keys any row may keep (causal 1: min(Sk, Sq))
   int rows_per_cta, row_blocks;
-  int nsplit, chunk;    // key chunks and keys per chunk
-  int tk;               // keys per shared-memory tile
-  int lanes;            // lanes per key in the score loop (power of 2, <= 32)
+  int nsplit, chunk;  // key chunks and keys per chunk
+  int tk;             // keys per shared-memory tile
+  int lanes;          // lanes per key in the score loop (power of 2, <= 32)
   int causal;
-  float scale_log2;     // scale * log2(e)
-  int mask_dtype;       // -1: no mask
+  float scale_log2;  // scale * log2(e)
+  int mask_dtype;    // -1: no mask
   int mask_esize;
   int lse_f64;
 };
@@ -73,8 +73,10 @@ inline int smem_bytes(int tk, int rows, int D, int Dv) {
 template <class T>
 __device__ __forceinline__ void vec_to_f32(const uint4& u, float* f) {
   if constexpr (std::is_same_v<T, float>) {
-    f[0] = __uint_as_float(u.x); f[1] = __uint_as_float(u.y);
-    f[2] = __uint_as_float(u.z); f[3] = __uint_as_float(u.w);
+    f[0] = __uint_as_float(u.x);
+    f[1] = __uint_as_float(u.y);
+    f[2] = __uint_as_float(u.z);
+    f[3] = __uint_as_float(u.w);
   } else {
     const uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
@@ -89,8 +91,10 @@ __device__ __forceinline__ void vec_to_f32(const uint4& u, float* f) {
 // Two adjacent elements of T -> f32
 template <class T>
 __device__ __forceinline__ float2 pair_to_f32(const T* p) {
-  if constexpr (std::is_same_v<T, float>) return *reinterpret_cast<const float2*>(p);
-  else return flash::unpack2<T>(*reinterpret_cast<const uint32_t*>(p));
+  if constexpr (std::is_same_v<T, float>)
+    return *reinterpret_cast<const float2*>(p);
+  else
+    return flash::unpack2<T>(*reinterpret_cast<const uint32_t*>(p));
 }
 
 template <class T>
@@ -104,10 +108,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Params p) {
   T* vs = ks + tk * D;
   float* qs = reinterpret_cast<float*>(vs + tk * Dv);  // (R, QS)
   const int QS = D > Dv ? D : Dv;
-  float* ps = qs + p.rows_per_cta * QS;                // (TK, kMaxRows) scores, then probabilities
-  float* m_s = ps + tk * kMaxRows;                     // running max (log2 domain)
-  float* l_s = m_s + kMaxRows;                         // running sum
-  float* a_s = l_s + kMaxRows;                         // rescale of this tile
+  float* ps = qs + p.rows_per_cta * QS;  // (TK, kMaxRows) scores, then probabilities
+  float* m_s = ps + tk * kMaxRows;       // running max (log2 domain)
+  float* l_s = m_s + kMaxRows;           // running sum
+  float* a_s = l_s + kMaxRows;           // rescale of this tile
   int* row_h = reinterpret_cast<int*>(a_s + kMaxRows);
   int* row_i = row_h + kMaxRows;
 
@@ -180,10 +184,13 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Params p) {
             bias[u] = 0.f;
             if (p.mask_dtype >= 0) {
               const int64_t h = hk * G + rr / p.Sq;
-              const char* mp = (const char*)p.mask + (b * p.sm[0] + h * p.sm[1] + (int64_t)i * p.sm[2] +
-                                                      (int64_t)jg * p.sm[3]) * p.mask_esize;
-              if (p.mask_dtype == GN_BOOL) bias[u] = *(const uint8_t*)mp != 0 ? 0.f : -INFINITY;
-              else bias[u] = (float)gn::sdk::load(mp, p.mask_dtype) * kLog2e;
+              const char* mp =
+                  (const char*)p.mask +
+                  (b * p.sm[0] + h * p.sm[1] + (int64_t)i * p.sm[2] + (int64_t)jg * p.sm[3]) * p.mask_esize;
+              if (p.mask_dtype == GN_BOOL)
+                bias[u] = *(const uint8_t*)mp != 0 ? 0.f : -INFINITY;
+              else
+                bias[u] = (float)gn::sdk::load(mp, p.mask_dtype) * kLog2e;
             }
           }
         }
@@ -333,8 +340,10 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(Params p) {
     } else if (p.lse) {
       const float lse = l > 0.f ? (m + log2f(l)) * kLn2 : -INFINITY;
       const int64_t off = b * p.slse[0] + (int64_t)h * p.slse[1] + (int64_t)i * p.slse[2];
-      if (p.lse_f64) ((double*)p.lse)[off] = (double)lse;
-      else ((float*)p.lse)[off] = lse;
+      if (p.lse_f64)
+        ((double*)p.lse)[off] = (double)lse;
+      else
+        ((float*)p.lse)[off] = lse;
     }
   }
 }
@@ -393,13 +402,19 @@ __global__ void __launch_bounds__(kCombineThreads) decode_combine(Params p) {
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
         const float w = w_s[s + u * SG];
-        a.x += w * v[u].x; a.y += w * v[u].y; a.z += w * v[u].z; a.w += w * v[u].w;
+        a.x += w * v[u].x;
+        a.y += w * v[u].y;
+        a.z += w * v[u].z;
+        a.w += w * v[u].w;
       }
     }
     for (; s < ns; s += SG) {
       const float4 v = *reinterpret_cast<const float4*>(po + (int64_t)s * Dv);
       const float w = w_s[s];
-      a.x += w * v.x; a.y += w * v.y; a.z += w * v.z; a.w += w * v.w;
+      a.x += w * v.x;
+      a.y += w * v.y;
+      a.z += w * v.z;
+      a.w += w * v.w;
     }
   }
   acc_s[tid] = a;
@@ -419,8 +434,10 @@ __global__ void __launch_bounds__(kCombineThreads) decode_combine(Params p) {
   if (tid == 0 && p.lse) {
     const float lse = L > 0.f ? (M + log2f(L)) * kLn2 : -INFINITY;
     const int64_t off = b * p.slse[0] + h * p.slse[1] + i * p.slse[2];
-    if (p.lse_f64) ((double*)p.lse)[off] = (double)lse;
-    else ((float*)p.lse)[off] = lse;
+    if (p.lse_f64)
+      ((double*)p.lse)[off] = (double)lse;
+    else
+      ((float*)p.lse)[off] = lse;
   }
 }
 

@@ -59,12 +59,12 @@ template <class T, int D>
 __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
   constexpr int BM = 64, BN = 64, NT = 128;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  T* sK = reinterpret_cast<T*>(smem_raw);  // BN x D
-  T* sV = sK + BN * D;                     // BN x D
-  T* sQ = sV + BN * D;                     // 2 x BM x D
-  T* sdO = sQ + 2 * BM * D;                // 2 x BM x D
+  T* sK = reinterpret_cast<T*>(smem_raw);                    // BN x D
+  T* sV = sK + BN * D;                                       // BN x D
+  T* sQ = sV + BN * D;                                       // 2 x BM x D
+  T* sdO = sQ + 2 * BM * D;                                  // 2 x BM x D
   float* sLse = reinterpret_cast<float*>(sdO + 2 * BM * D);  // 2 x BM, log2 units, +inf = no row
-  float* sDelta = sLse + 2 * BM;                          // 2 x BM
+  float* sDelta = sLse + 2 * BM;                             // 2 x BM
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3;
@@ -159,12 +159,11 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
         }
         st[j][e] = pv;
       }
-    // dV += P^T dO  (k = the 64 queries)
+      // dV += P^T dO  (k = the 64 queries)
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk) {
       uint32_t a[4] = {pack2<T>(st[2 * kk][0], st[2 * kk][1]), pack2<T>(st[2 * kk][2], st[2 * kk][3]),
-                       pack2<T>(st[2 * kk + 1][0], st[2 * kk + 1][1]),
-                       pack2<T>(st[2 * kk + 1][2], st[2 * kk + 1][3])};
+                       pack2<T>(st[2 * kk + 1][0], st[2 * kk + 1][1]), pack2<T>(st[2 * kk + 1][2], st[2 * kk + 1][3])};
 #pragma unroll
       for (int j = 0; j < D / 8; j += 2) {
         int q = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
@@ -196,12 +195,11 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
     for (int j = 0; j < BM / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) st[j][e] = st[j][e] * (dp[j][e] - cDl[j * 8 + 2 * t4 + (e & 1)]);
-    // dK += dS^T Q  (scale applied at the end)
+        // dK += dS^T Q  (scale applied at the end)
 #pragma unroll
     for (int kk = 0; kk < BM / 16; ++kk) {
       uint32_t a[4] = {pack2<T>(st[2 * kk][0], st[2 * kk][1]), pack2<T>(st[2 * kk][2], st[2 * kk][3]),
-                       pack2<T>(st[2 * kk + 1][0], st[2 * kk + 1][1]),
-                       pack2<T>(st[2 * kk + 1][2], st[2 * kk + 1][3])};
+                       pack2<T>(st[2 * kk + 1][0], st[2 * kk + 1][1]), pack2<T>(st[2 * kk + 1][2], st[2 * kk + 1][3])};
 #pragma unroll
       for (int j = 0; j < D / 8; j += 2) {
         int q = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
@@ -339,7 +337,7 @@ __global__ void __launch_bounds__(128) flash_bwd_dq_kernel(Params p) {
         }
         s[j][e] = pv * (dp[j][e] - dl[r]);
       }
-    // dQ += dS K (dS straight from the accumulators, as P in the forward)
+      // dQ += dS K (dS straight from the accumulators, as P in the forward)
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       const uint32_t a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),

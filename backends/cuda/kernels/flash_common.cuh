@@ -26,9 +26,7 @@ __device__ __forceinline__ int swz(int row, int col) {  // element offset of (ro
   return row * D + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7);
 }
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return (uint32_t)__cvta_generic_to_shared(p);
-}
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 // 16-byte async copy global -> shared; src_bytes 0 writes zeros (rows past the end).
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
@@ -37,7 +35,9 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool va
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
 
 __device__ __forceinline__ void ldsm_x4(uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3, uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -113,16 +113,16 @@ __device__ __forceinline__ void load_tile_async(T* smem, const T* g, int64_t ld,
 struct Params {
   const void *q, *k, *v, *o, *dout;
   void *out, *dq, *dk, *dv;
-  float* lse;        // (B, Hq, Sq) contiguous, natural log
-  float* delta;      // (B, Hq, Sq) f32 scratch: rowsum(dO * O)
+  float* lse;    // (B, Hq, Sq) contiguous, natural log
+  float* delta;  // (B, Hq, Sq) f32 scratch: rowsum(dO * O)
   int64_t q_sb, q_sh, q_ss, k_sb, k_sh, k_ss, v_sb, v_sh, v_ss;
-  int64_t o_sb, o_sh, o_ss;       // out (forward) / o (backward)
-  int64_t do_sb, do_sh, do_ss;    // grad_out
+  int64_t o_sb, o_sh, o_ss;     // out (forward) / o (backward)
+  int64_t do_sb, do_sh, do_ss;  // grad_out
   int64_t dq_sb, dq_sh, dq_ss, dk_sb, dk_sh, dk_ss, dv_sb, dv_sh, dv_ss;
   int B, Hq, Hkv, Sq, Sk;
-  int causal_off;   // key j is kept for query i when j <= i + causal_off
-  int causal;       // 0 = no causal mask
-  float scale;      // softmax scale (natural units)
+  int causal_off;  // key j is kept for query i when j <= i + causal_off
+  int causal;      // 0 = no causal mask
+  float scale;     // softmax scale (natural units)
 };
 
 // The (head, tile) a CTA works on, from a 1-D grid of n_tiles * n_heads CTAs.

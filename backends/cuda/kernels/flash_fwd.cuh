@@ -7,7 +7,8 @@
 // (GQA reads the shared K/V directly, nothing is repeated), keeping per row the
 // running max m (log2 units), the running sum l and the f32 output accumulator.
 // Scores are S = scale * q.k; the running max is kept on the raw dot products
-// and the exponentials are exp2(fma(dot, scale*log2(e), -max*scale*log2(e))).  Rows with no visible key write 0 and lse = -inf (flash-attn's choice).
+// and the exponentials are exp2(fma(dot, scale*log2(e), -max*scale*log2(e))).  Rows with no visible key write 0 and lse
+// = -inf (flash-attn's choice).
 #pragma once
 
 #include <cfloat>
@@ -152,7 +153,7 @@ __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
           o[mt][j][2 * r + 1] *= alpha;
         }
       }
-    // O += P V (P straight from the accumulators, see flash_common.cuh)
+      // O += P V (P straight from the accumulators, see flash_common.cuh)
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       uint32_t a[MT][4];

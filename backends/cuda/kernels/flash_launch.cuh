@@ -39,8 +39,7 @@ cudaError_t fwd_launch(const Params& p, cudaStream_t s) {
   constexpr int BM = 16 * MT * NW;
   constexpr int smem = fwd_smem_bytes<D, NW, MT, BN>();
   static std::atomic<uint64_t> attr_set{0};  // bit per device: the limit is per function and device
-  if (cudaError_t e = raise_smem_limit(flash_fwd_kernel<T, D, NW, MT, BN>, smem, attr_set); e != cudaSuccess)
-    return e;
+  if (cudaError_t e = raise_smem_limit(flash_fwd_kernel<T, D, NW, MT, BN>, smem, attr_set); e != cudaSuccess) return e;
   const unsigned grid = (unsigned)(((int64_t)p.Sq + BM - 1) / BM * p.B * p.Hq);
   flash_fwd_kernel<T, D, NW, MT, BN><<<grid, NW * 32, smem, s>>>(p);
   return cudaGetLastError();

@@ -35,9 +35,9 @@
 namespace gn::cuda {
 
 constexpr int kGemvMaxRows = 4;
-constexpr int kGemvNR = 4;        // weight rows per warp group
-constexpr int kGemvWarps = 4;     // warps per block
-constexpr int kGemvVec = 8;       // values per 16-byte vector
+constexpr int kGemvNR = 4;     // weight rows per warp group
+constexpr int kGemvWarps = 4;  // warps per block
+constexpr int kGemvVec = 8;    // values per 16-byte vector
 
 template <class T>
 struct GemvRows {
@@ -75,9 +75,9 @@ __device__ __forceinline__ void gemv_unpack(const uint4& v, float (&f)[8]) {
 // NR / 2 outputs i and reads gate rows i and up rows N + i, and the epilogue
 // writes silu(g) * u from the f32 sums.
 template <class T, int R, bool kSwiglu>
-__global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const T* __restrict__ w, int64_t ldw,
-                                                                    GemvRows<T> rows, const T* __restrict__ bias,
-                                                                    int64_t N, int64_t K, int ks) {
+__global__ void __launch_bounds__(kGemvWarps * 32)
+    gemv_rows_kernel(const T* __restrict__ w, int64_t ldw, GemvRows<T> rows, const T* __restrict__ bias, int64_t N,
+                     int64_t K, int ks) {
   pdl_wait();  // launched with launch_pdl (common.cuh)
   pdl_trigger();
   __shared__ float red[kGemvWarps][R * kGemvNR];
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(kGemvWarps * 32) gemv_rows_kernel(const T* __r
   // and a short K (a few rounds) costs about one memory latency, not one a round.
   const int64_t step = (int64_t)ks * 32 * kGemvVec;
   uint4 cur[2][kGemvNR], nxt[2][kGemvNR];
-  auto load_round = [&](uint4 (&buf)[2][kGemvNR], int64_t k0) {
+  auto load_round = [&](uint4(&buf)[2][kGemvNR], int64_t k0) {
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
       if (k0 + s * step < K) {
@@ -192,6 +192,7 @@ void launch_gemv_rows(const T* w, int64_t ldw, const GemvRows<T>& rows, const T*
   const unsigned blocks = (unsigned)((groups + gpb - 1) / gpb);
   const dim3 block(kGemvWarps * 32);
   switch (R) {
+// clang-format off
 #define GN_GEMV_CASE(n)                                                                                  \
   case n:                                                                                                \
     if (swiglu) launch_pdl<gemv_rows_kernel<T, n, true>>(dim3(blocks), block, 0, st, w, ldw, rows, bias, N, K, ks); \
@@ -200,6 +201,7 @@ void launch_gemv_rows(const T* w, int64_t ldw, const GemvRows<T>& rows, const T*
     GN_GEMV_CASE(1) GN_GEMV_CASE(2) GN_GEMV_CASE(3) GN_GEMV_CASE(4)
 #undef GN_GEMV_CASE
     default: break;
+    // clang-format on
   }
 }
 

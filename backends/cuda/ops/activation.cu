@@ -75,8 +75,9 @@ void same_shape_dtype(const char* op, const char* what, const gn_tensor_view& v,
   bool ok = v.ndim == ref.ndim && v.dtype == ref.dtype;
   for (int32_t d = 0; ok && d < v.ndim; ++d) ok = v.shape[d] == ref.shape[d];
   if (!ok)
-    fail_op(GN_ERR_SHAPE, op, std::string(what) + " " + shape_str(v) + " " + gn_dtype_name(v.dtype) + " must match " +
-                                  shape_str(ref) + " " + gn_dtype_name(ref.dtype));
+    fail_op(GN_ERR_SHAPE, op,
+            std::string(what) + " " + shape_str(v) + " " + gn_dtype_name(v.dtype) + " must match " + shape_str(ref) +
+                " " + gn_dtype_name(ref.dtype));
 }
 
 bool all_aligned(std::initializer_list<const void*> ps) {
@@ -100,8 +101,10 @@ GN_SDK_KERNEL(swiglu_kernel) {
     T* y = data_ptr<T>(out[0]);
     constexpr int V = vec_width<T>();
     const unsigned grid = nn::grid_for(ctx, (n + V - 1) / V);
-    if (all_aligned({g, u, y})) launch_pdl<swiglu_fwd_kernel<T, V>>(grid, kThreads, 0, stream(ctx), g, u, y, n);
-    else launch_pdl<swiglu_fwd_kernel<T, 1>>(nn::grid_for(ctx, n), kThreads, 0, stream(ctx), g, u, y, n);
+    if (all_aligned({g, u, y}))
+      launch_pdl<swiglu_fwd_kernel<T, V>>(grid, kThreads, 0, stream(ctx), g, u, y, n);
+    else
+      launch_pdl<swiglu_fwd_kernel<T, 1>>(nn::grid_for(ctx, n), kThreads, 0, stream(ctx), g, u, y, n);
   });
   GN_CUDA_CHECK_LAUNCH();
 }

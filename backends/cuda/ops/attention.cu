@@ -85,7 +85,7 @@ constexpr int kMaxPerLane = 16;  // head dims up to 32 * 16 = 512
 struct GenericArgs {
   const void *q, *k, *v, *mask, *dout;
   void *out, *dq;
-  void* lse;       // LseT, strided (B,Hq,Sq)
+  void* lse;                // LseT, strided (B,Hq,Sq)
   void *row_lse, *row_dot;  // backward: A scratch, dense (B,Hq,Sq): lse and sum_j P dP
   Str4 sq, sk, sv, so, sm, sdo, sdq;
   int64_t lse_s[3];
@@ -114,8 +114,8 @@ __device__ __forceinline__ bool generic_keep(const GenericArgs& g, int64_t b, in
   madd = 0;
   if ((g.causal == 1 && j > i) || (g.causal == 2 && j > i + d.Sk - d.Sq)) return false;
   if (g.mask_dtype >= 0) {
-    const char* mp = (const char*)g.mask +
-                     (b * g.sm.s[0] + h * g.sm.s[1] + i * g.sm.s[2] + j * g.sm.s[3]) * g.mask_esize;
+    const char* mp =
+        (const char*)g.mask + (b * g.sm.s[0] + h * g.sm.s[1] + i * g.sm.s[2] + j * g.sm.s[3]) * g.mask_esize;
     const double mv = gn::sdk::load(mp, g.mask_dtype);
     if (g.mask_dtype == GN_BOOL) return mv != 0.0;
     madd = (A)mv;
@@ -181,8 +181,10 @@ __global__ void attn_fwd_generic(GenericArgs g) {
   if (lane == 0 && g.lse) {
     const A lse = l > 0 ? m + log(l) : A(-INFINITY);
     const int64_t off = b * g.lse_s[0] + h * g.lse_s[1] + i * g.lse_s[2];
-    if (g.lse_f64) ((double*)g.lse)[off] = (double)lse;
-    else ((float*)g.lse)[off] = (float)lse;
+    if (g.lse_f64)
+      ((double*)g.lse)[off] = (double)lse;
+    else
+      ((float*)g.lse)[off] = (float)lse;
   }
 }
 
@@ -340,14 +342,26 @@ bool flash_ok(const AttnDims& d, int32_t dt, bool has_mask) {
          (std::max(d.Sq, d.Sk) / 16 + 1) * d.B * d.Hq < (int64_t(1) << 31);
 }
 
-flash::Params flash_params(const AttnDims& d, const gn_tensor_view& q, const gn_tensor_view& k,
-                           const gn_tensor_view& v, int causal, double scale) {
+flash::Params flash_params(const AttnDims& d, const gn_tensor_view& q, const gn_tensor_view& k, const gn_tensor_view& v,
+                           int causal, double scale) {
   flash::Params p{};
-  p.q = gn_view_ptr(&q); p.k = gn_view_ptr(&k); p.v = gn_view_ptr(&v);
-  p.q_sb = q.strides[0]; p.q_sh = q.strides[1]; p.q_ss = q.strides[2];
-  p.k_sb = k.strides[0]; p.k_sh = k.strides[1]; p.k_ss = k.strides[2];
-  p.v_sb = v.strides[0]; p.v_sh = v.strides[1]; p.v_ss = v.strides[2];
-  p.B = (int)d.B; p.Hq = (int)d.Hq; p.Hkv = (int)d.Hkv; p.Sq = (int)d.Sq; p.Sk = (int)d.Sk;
+  p.q = gn_view_ptr(&q);
+  p.k = gn_view_ptr(&k);
+  p.v = gn_view_ptr(&v);
+  p.q_sb = q.strides[0];
+  p.q_sh = q.strides[1];
+  p.q_ss = q.strides[2];
+  p.k_sb = k.strides[0];
+  p.k_sh = k.strides[1];
+  p.k_ss = k.strides[2];
+  p.v_sb = v.strides[0];
+  p.v_sh = v.strides[1];
+  p.v_ss = v.strides[2];
+  p.B = (int)d.B;
+  p.Hq = (int)d.Hq;
+  p.Hkv = (int)d.Hkv;
+  p.Sq = (int)d.Sq;
+  p.Sk = (int)d.Sk;
   p.causal = causal != 0;
   p.causal_off = causal == 2 ? (int)(d.Sk - d.Sq) : 0;
   p.scale = (float)scale;
@@ -380,8 +394,8 @@ bool decode_rows_ok(const gn_tensor_view& t, int64_t esize) {
 bool decode_ok(const AttnDims& d, int32_t dt, const gn_tensor_view& k, const gn_tensor_view& v) {
   if (dt != GN_BF16 && dt != GN_F16 && dt != GN_F32) return false;
   const int64_t es = dt == GN_F32 ? 4 : 2;
-  return d.Sq <= kDecodeMaxSq && d.Sk > 0 && d.Sk < (int64_t(1) << 30) && d.Hkv > 0 &&
-         d.D > 0 && d.Dv > 0 && d.D <= decode::kMaxHeadDim && d.Dv <= decode::kMaxHeadDim && d.B * d.Hq < (int64_t(1) << 24) &&
+  return d.Sq <= kDecodeMaxSq && d.Sk > 0 && d.Sk < (int64_t(1) << 30) && d.Hkv > 0 && d.D > 0 && d.Dv > 0 &&
+         d.D <= decode::kMaxHeadDim && d.Dv <= decode::kMaxHeadDim && d.B * d.Hq < (int64_t(1) << 24) &&
          decode_rows_ok(k, es) && decode_rows_ok(v, es);
 }
 
@@ -391,11 +405,16 @@ void decode_fwd(const gn_kernel_ctx* ctx, const gn_tensor_view* in, bool has_mas
   const char* op = "scaled_dot_product_attention";
   const int32_t dt = out[0].dtype;
   decode::Params p{};
-  p.q = gn_view_ptr(&in[0]); p.k = gn_view_ptr(&in[1]); p.v = gn_view_ptr(&in[2]);
+  p.q = gn_view_ptr(&in[0]);
+  p.k = gn_view_ptr(&in[1]);
+  p.v = gn_view_ptr(&in[2]);
   p.out = gn_view_ptr(&out[0]);
   const Str4 sq = str4(in[0]), sk = str4(in[1]), sv = str4(in[2]), so = str4(out[0]);
   for (int i = 0; i < 4; ++i) {
-    p.sq[i] = sq.s[i]; p.sk[i] = sk.s[i]; p.sv[i] = sv.s[i]; p.so[i] = so.s[i];
+    p.sq[i] = sq.s[i];
+    p.sk[i] = sk.s[i];
+    p.sv[i] = sv.s[i];
+    p.so[i] = so.s[i];
   }
   p.mask_dtype = -1;
   if (has_mask) {
@@ -413,8 +432,13 @@ void decode_fwd(const gn_kernel_ctx* ctx, const gn_tensor_view* in, bool has_mas
     p.lse_f64 = out[1].dtype == GN_F64;
     for (int i = 0; i < 3; ++i) p.slse[i] = out[1].strides[i];
   }
-  p.B = (int)d.B; p.Hq = (int)d.Hq; p.Hkv = (int)d.Hkv; p.Sq = (int)d.Sq; p.Sk = (int)d.Sk;
-  p.D = (int)d.D; p.Dv = (int)d.Dv;
+  p.B = (int)d.B;
+  p.Hq = (int)d.Hq;
+  p.Hkv = (int)d.Hkv;
+  p.Sq = (int)d.Sq;
+  p.Sk = (int)d.Sk;
+  p.D = (int)d.D;
+  p.Dv = (int)d.Dv;
   p.causal = causal;
   p.scale_log2 = (float)(scale * 1.4426950408889634);
   // causal 1 keeps j <= i < Sq: later keys are dropped for every row
@@ -508,7 +532,9 @@ GN_SDK_KERNEL(sdpa_kernel) {
       rows_aligned(out[0]) && (!has_lse || lse_dense_f32(out[1])) && d.Sk > 0) {
     flash::Params p = flash_params(d, in[0], in[1], in[2], (int)causal, scale);
     p.out = gn_view_ptr(&out[0]);
-    p.o_sb = out[0].strides[0]; p.o_sh = out[0].strides[1]; p.o_ss = out[0].strides[2];
+    p.o_sb = out[0].strides[0];
+    p.o_sh = out[0].strides[1];
+    p.o_ss = out[0].strides[2];
     p.lse = has_lse ? data_ptr<float>(out[1])
                     : static_cast<float*>(workspace(ctx, (size_t)(d.B * d.Hq * d.Sq) * sizeof(float)));
     GN_CUDA_CHECK(flash::flash_fwd(p, dt == GN_BF16 ? flash::Half16::bf16 : flash::Half16::f16, (int)d.D, st));
@@ -517,9 +543,14 @@ GN_SDK_KERNEL(sdpa_kernel) {
   if (d.D > 32 * kMaxPerLane || d.Dv > 32 * kMaxPerLane)
     fail_op(GN_ERR_UNSUPPORTED, op, "head dims above 512 are not supported on cuda");
   GenericArgs g{};
-  g.q = gn_view_ptr(&in[0]); g.k = gn_view_ptr(&in[1]); g.v = gn_view_ptr(&in[2]);
-  g.sq = str4(in[0]); g.sk = str4(in[1]); g.sv = str4(in[2]);
-  g.out = gn_view_ptr(&out[0]); g.so = str4(out[0]);
+  g.q = gn_view_ptr(&in[0]);
+  g.k = gn_view_ptr(&in[1]);
+  g.v = gn_view_ptr(&in[2]);
+  g.sq = str4(in[0]);
+  g.sk = str4(in[1]);
+  g.sv = str4(in[2]);
+  g.out = gn_view_ptr(&out[0]);
+  g.so = str4(out[0]);
   g.mask_dtype = -1;
   if (has_mask) {
     if (in[3].dtype != GN_BOOL && !gn_dtype_is_float(in[3].dtype))
@@ -573,16 +604,26 @@ GN_SDK_KERNEL(sdpa_backward_kernel) {
       rows_aligned(out[0]) && rows_aligned(out[1]) && rows_aligned(out[2])) {
     flash::Params p = flash_params(d, in[1], in[2], in[3], (int)causal, scale);
     p.dout = gn_view_ptr(&in[0]);
-    p.do_sb = in[0].strides[0]; p.do_sh = in[0].strides[1]; p.do_ss = in[0].strides[2];
+    p.do_sb = in[0].strides[0];
+    p.do_sh = in[0].strides[1];
+    p.do_ss = in[0].strides[2];
     p.o = gn_view_ptr(&in[4]);
-    p.o_sb = in[4].strides[0]; p.o_sh = in[4].strides[1]; p.o_ss = in[4].strides[2];
+    p.o_sb = in[4].strides[0];
+    p.o_sh = in[4].strides[1];
+    p.o_ss = in[4].strides[2];
     p.lse = const_cast<float*>(data_ptr<const float>(in[5]));
     p.dq = gn_view_ptr(&out[0]);
-    p.dq_sb = out[0].strides[0]; p.dq_sh = out[0].strides[1]; p.dq_ss = out[0].strides[2];
+    p.dq_sb = out[0].strides[0];
+    p.dq_sh = out[0].strides[1];
+    p.dq_ss = out[0].strides[2];
     p.dk = gn_view_ptr(&out[1]);
-    p.dk_sb = out[1].strides[0]; p.dk_sh = out[1].strides[1]; p.dk_ss = out[1].strides[2];
+    p.dk_sb = out[1].strides[0];
+    p.dk_sh = out[1].strides[1];
+    p.dk_ss = out[1].strides[2];
     p.dv = gn_view_ptr(&out[2]);
-    p.dv_sb = out[2].strides[0]; p.dv_sh = out[2].strides[1]; p.dv_ss = out[2].strides[2];
+    p.dv_sb = out[2].strides[0];
+    p.dv_sh = out[2].strides[1];
+    p.dv_ss = out[2].strides[2];
     p.delta = static_cast<float*>(workspace(ctx, (size_t)nq * sizeof(float)));
     GN_CUDA_CHECK(flash::flash_bwd(p, dt == GN_BF16 ? flash::Half16::bf16 : flash::Half16::f16, (int)d.D, st));
     return;
@@ -590,10 +631,16 @@ GN_SDK_KERNEL(sdpa_backward_kernel) {
   if (d.D > 32 * kMaxPerLane || d.Dv > 32 * kMaxPerLane)
     fail_op(GN_ERR_UNSUPPORTED, op, "head dims above 512 are not supported on cuda");
   GenericArgs g{};
-  g.dout = gn_view_ptr(&in[0]); g.sdo = str4(in[0]);
-  g.q = gn_view_ptr(&in[1]); g.k = gn_view_ptr(&in[2]); g.v = gn_view_ptr(&in[3]);
-  g.sq = str4(in[1]); g.sk = str4(in[2]); g.sv = str4(in[3]);
-  g.dq = gn_view_ptr(&out[0]); g.sdq = str4(out[0]);
+  g.dout = gn_view_ptr(&in[0]);
+  g.sdo = str4(in[0]);
+  g.q = gn_view_ptr(&in[1]);
+  g.k = gn_view_ptr(&in[2]);
+  g.v = gn_view_ptr(&in[3]);
+  g.sq = str4(in[1]);
+  g.sk = str4(in[2]);
+  g.sv = str4(in[3]);
+  g.dq = gn_view_ptr(&out[0]);
+  g.sdq = str4(out[0]);
   g.mask_dtype = -1;
   if (has_mask) {
     if (in[6].dtype != GN_BOOL && !gn_dtype_is_float(in[6].dtype))

@@ -20,8 +20,14 @@ namespace sc = gn::sdk::scalar;
 
 // Op codes: gn::sdk::scalar::BinaryOp (the shared formulas' order).
 enum BinOp : int {
-  kAdd = sc::kBin_add, kSub = sc::kBin_sub, kMul = sc::kBin_mul, kDiv = sc::kBin_div, kPow = sc::kBin_pow,
-  kMax = sc::kBin_maximum, kMin = sc::kBin_minimum, kEq = sc::kBin_eq
+  kAdd = sc::kBin_add,
+  kSub = sc::kBin_sub,
+  kMul = sc::kBin_mul,
+  kDiv = sc::kBin_div,
+  kPow = sc::kBin_pow,
+  kMax = sc::kBin_maximum,
+  kMin = sc::kBin_minimum,
+  kEq = sc::kBin_eq
 };
 
 // Math: double for f64; float for f32 except pow (double, rounded once like
@@ -123,8 +129,10 @@ struct CompareF {
 // v < 0, spelled so that unsigned types (never negative) raise no "pointless comparison" warning.
 template <class T>
 __device__ __forceinline__ bool is_negative(T v) {
-  if constexpr (std::is_signed_v<T>) return v < T(0);
-  else return false;
+  if constexpr (std::is_signed_v<T>)
+    return v < T(0);
+  else
+    return false;
 }
 
 template <class T>
@@ -258,11 +266,14 @@ GN_CUDA_FAMILY(binary) {
   // functor serves them; the op code travels as the kernel's user data (no name
   // lookup per call).
   auto reg = [&](const char* name, int code, bool takes_bool) {
-    if (takes_bool) r.kernel(name, kAllDtypes, binary_kernel, 0, (void*)(intptr_t)code);
-    else r.kernel(name, kNumericDtypes, binary_kernel, 0, (void*)(intptr_t)code);
+    if (takes_bool)
+      r.kernel(name, kAllDtypes, binary_kernel, 0, (void*)(intptr_t)code);
+    else
+      r.kernel(name, kNumericDtypes, binary_kernel, 0, (void*)(intptr_t)code);
   };
 #define GN_CUDA_BIN_REG(name, F) reg(#name, sc::kBin_##name, sc::F::kBool);
-  GN_SCALAR_BINARY_OPS(GN_CUDA_BIN_REG) GN_SCALAR_COMPARE_OPS(GN_CUDA_BIN_REG)
+  GN_SCALAR_BINARY_OPS(GN_CUDA_BIN_REG)
+  GN_SCALAR_COMPARE_OPS(GN_CUDA_BIN_REG)
 #undef GN_CUDA_BIN_REG
   r.kernel("where", kAllDtypes, where_kernel);
 }

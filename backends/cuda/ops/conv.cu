@@ -34,7 +34,7 @@ namespace {
 constexpr int kBM = 64, kBN = 64, kBK = 16, kGemmThreads = 256;
 
 struct Geom {
-  int N, C, H, W;      // input
+  int N, C, H, W;  // input
   int O, Cg, Og, KH, KW, G;
   int sh, sw, ph, pw, dh, dw;
   int Ho, Wo;
@@ -128,8 +128,8 @@ struct ConvBwdW {
 // splits > 1: slice s covers k in [s*k_per, (s+1)*k_per) and writes its tile
 // to part[(grp*splits + s)][m][n] instead of storing.
 template <class P>
-__global__ void __launch_bounds__(kGemmThreads) igemm_kernel(P p, int M, int N, int K, int splits, int k_per,
-                                                             typename P::A* __restrict__ part) {
+__global__ void __launch_bounds__(kGemmThreads)
+    igemm_kernel(P p, int M, int N, int K, int splits, int k_per, typename P::A* __restrict__ part) {
   using A = typename P::A;
   __shared__ A As[kBK][kBM + 1];
   __shared__ A Bs[kBK][kBN + 1];
@@ -178,8 +178,10 @@ __global__ void __launch_bounds__(kGemmThreads) igemm_kernel(P p, int M, int N, 
     for (int j = 0; j < 4; ++j) {
       const int m = m0 + tx + 16 * i, n = n0 + ty + 16 * j;
       if (m >= M || n >= N) continue;
-      if (splits == 1) p.store(grp, m, n, acc[i][j]);
-      else part[((int64_t)blockIdx.z * M + m) * N + n] = acc[i][j];
+      if (splits == 1)
+        p.store(grp, m, n, acc[i][j]);
+      else
+        part[((int64_t)blockIdx.z * M + m) * N + n] = acc[i][j];
     }
 }
 
@@ -221,8 +223,8 @@ void run_gemm(const gn_kernel_ctx* ctx, const P& p, int64_t M, int64_t N, int64_
   igemm_kernel<P><<<grid, kGemmThreads, 0, stream(ctx)>>>(p, (int)M, (int)N, (int)K, splits, k_per, part);
   GN_CUDA_CHECK_LAUNCH();
   if (splits > 1) {
-    igemm_reduce_kernel<P><<<nn::grid_for(ctx, (int64_t)G * M * N), kThreads, 0, stream(ctx)>>>(p, (int)M, (int)N, G,
-                                                                                                splits, part);
+    igemm_reduce_kernel<P>
+        <<<nn::grid_for(ctx, (int64_t)G * M * N), kThreads, 0, stream(ctx)>>>(p, (int)M, (int)N, G, splits, part);
     GN_CUDA_CHECK_LAUNCH();
   }
 }
@@ -261,11 +263,11 @@ __global__ void bias_grad_kernel(const T* __restrict__ dy, T* __restrict__ db, i
 constexpr int kMaxBlasGroups = 8;
 constexpr size_t kColBudget = size_t{512} << 20;  // bytes of col (+ dcol) per chunk
 
-#define GN_CUBLAS_CHECK(expr)                                                                        \
-  do {                                                                                               \
-    cublasStatus_t st_ = (expr);                                                                     \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                \
-      fail(st_ == CUBLAS_STATUS_ALLOC_FAILED ? GN_ERR_OUT_OF_MEMORY : GN_ERR_DEVICE,                 \
+#define GN_CUBLAS_CHECK(expr)                                                                             \
+  do {                                                                                                    \
+    cublasStatus_t st_ = (expr);                                                                          \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                     \
+      fail(st_ == CUBLAS_STATUS_ALLOC_FAILED ? GN_ERR_OUT_OF_MEMORY : GN_ERR_DEVICE,                      \
            std::string("[conv2d] cuBLAS call failed (status ") + std::to_string((int)st_) + "): " #expr); \
   } while (0)
 
@@ -282,11 +284,24 @@ cublasHandle_t blas(const gn_kernel_ctx* ctx) {
   return h;
 }
 
-template <class T> constexpr cudaDataType_t cuda_type();
-template <> constexpr cudaDataType_t cuda_type<float>() { return CUDA_R_32F; }
-template <> constexpr cudaDataType_t cuda_type<double>() { return CUDA_R_64F; }
-template <> constexpr cudaDataType_t cuda_type<__half>() { return CUDA_R_16F; }
-template <> constexpr cudaDataType_t cuda_type<__nv_bfloat16>() { return CUDA_R_16BF; }
+template <class T>
+constexpr cudaDataType_t cuda_type();
+template <>
+constexpr cudaDataType_t cuda_type<float>() {
+  return CUDA_R_32F;
+}
+template <>
+constexpr cudaDataType_t cuda_type<double>() {
+  return CUDA_R_64F;
+}
+template <>
+constexpr cudaDataType_t cuda_type<__half>() {
+  return CUDA_R_16F;
+}
+template <>
+constexpr cudaDataType_t cuda_type<__nv_bfloat16>() {
+  return CUDA_R_16BF;
+}
 
 // col[nl][(c,i,j)][p] for images n0 + nl (zero outside the image).  One block
 // per row (nl, c, i, j): the divisions happen once per row, the threads walk
@@ -324,8 +339,8 @@ __global__ void im2col_kernel(const T* __restrict__ x, T* __restrict__ col, Geom
 // store.  Needs P % V == 0 (rows of whole 16-byte groups).  bf16 im2col went
 // from 2-byte stores at about 40% of the bandwidth to 16-byte ones.
 template <class T>
-__global__ void __launch_bounds__(kThreads) im2col_vec_kernel(const T* __restrict__ x, T* __restrict__ col, Geom g,
-                                                              int n0, int nb) {
+__global__ void __launch_bounds__(kThreads)
+    im2col_vec_kernel(const T* __restrict__ x, T* __restrict__ col, Geom g, int n0, int nb) {
   constexpr int V = vec_width<T>(), W = kThreads / 32, CH = 32 * V;
   __shared__ __align__(16) T stage[W][CH];
   const int lane = (int)threadIdx.x & 31, warp = (int)threadIdx.x >> 5;
@@ -413,8 +428,10 @@ template <class T>
 void launch_im2col(const gn_kernel_ctx* ctx, const T* x, T* col, const Geom& g, int n0, int nb) {
   const unsigned blocks = row_blocks((int64_t)nb * g.C * g.KH * g.KW);
   const bool vec = ((int64_t)g.Ho * g.Wo) % vec_width<T>() == 0 && reinterpret_cast<uintptr_t>(col) % 16 == 0;
-  if (vec) im2col_vec_kernel<T><<<blocks, kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
-  else im2col_kernel<T><<<blocks, kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
+  if (vec)
+    im2col_vec_kernel<T><<<blocks, kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
+  else
+    im2col_kernel<T><<<blocks, kThreads, 0, stream(ctx)>>>(x, col, g, n0, nb);
   GN_CUDA_CHECK_LAUNCH();
 }
 template <class T>
@@ -463,11 +480,11 @@ void blas_forward(const gn_kernel_ctx* ctx, const T* x, const T* w, const T* bia
       cb = col;
     }
     for (int grp = 0; grp < g.G; ++grp)
-      GN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-          h, CUBLAS_OP_N, CUBLAS_OP_N, (int)P, g.Og, (int)K, &one, cb + (int64_t)grp * K * P, cuda_type<T>(), (int)P,
-          KT * P, w + (int64_t)grp * g.Og * K, cuda_type<T>(), (int)K, 0, &zero,
-          y + ((int64_t)n0 * g.O + (int64_t)grp * g.Og) * P, cuda_type<T>(), (int)P, (int64_t)g.O * P, nb, ct,
-          CUBLAS_GEMM_DEFAULT));
+      GN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)P, g.Og, (int)K, &one,
+                                                 cb + (int64_t)grp * K * P, cuda_type<T>(), (int)P, KT * P,
+                                                 w + (int64_t)grp * g.Og * K, cuda_type<T>(), (int)K, 0, &zero,
+                                                 y + ((int64_t)n0 * g.O + (int64_t)grp * g.Og) * P, cuda_type<T>(),
+                                                 (int)P, (int64_t)g.O * P, nb, ct, CUBLAS_GEMM_DEFAULT));
   }
   if (bias) {
     const int64_t total = (int64_t)g.N * g.O * P;
@@ -506,15 +523,20 @@ __global__ void flip_transpose_kernel(const T* __restrict__ w, T* __restrict__ w
 // the gathered matrix in T (im2col of grad_y) instead of an f32 dcol plus a
 // col2im pass: half the memory traffic of grad_x.
 bool transposed_dx_ok(const Geom& g) {
-  return g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.ph <= g.KH - 1 && g.pw <= g.KW - 1 &&
-         !is_pointwise(g);
+  return g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 && g.ph <= g.KH - 1 && g.pw <= g.KW - 1 && !is_pointwise(g);
 }
 Geom transposed_geom(const Geom& g) {
   Geom t = g;
-  t.C = g.O; t.H = g.Ho; t.W = g.Wo;
-  t.O = g.C; t.Cg = g.Og; t.Og = g.Cg;
-  t.ph = g.KH - 1 - g.ph; t.pw = g.KW - 1 - g.pw;
-  t.Ho = g.H; t.Wo = g.W;
+  t.C = g.O;
+  t.H = g.Ho;
+  t.W = g.Wo;
+  t.O = g.C;
+  t.Cg = g.Og;
+  t.Og = g.Cg;
+  t.ph = g.KH - 1 - g.ph;
+  t.pw = g.KW - 1 - g.pw;
+  t.Ho = g.H;
+  t.Wo = g.W;
   return t;
 }
 
@@ -551,10 +573,9 @@ void blas_backward(const gn_kernel_ctx* ctx, const T* dy, const T* x, const T* w
       // grad_x: dcol = W^T . dY, then the gather
       for (int grp = 0; grp < g.G; ++grp)
         GN_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-            h, CUBLAS_OP_N, CUBLAS_OP_T, (int)P, (int)K, g.Og, &one,
-            dy + ((int64_t)n0 * g.O + (int64_t)grp * g.Og) * P, cuda_type<T>(), (int)P, (int64_t)g.O * P,
-            w + (int64_t)grp * g.Og * K, cuda_type<T>(), (int)K, 0, &zero, dcol + (int64_t)grp * K * P,
-            cuda_type<A>(), (int)P, KT * P, nb, ct, CUBLAS_GEMM_DEFAULT));
+            h, CUBLAS_OP_N, CUBLAS_OP_T, (int)P, (int)K, g.Og, &one, dy + ((int64_t)n0 * g.O + (int64_t)grp * g.Og) * P,
+            cuda_type<T>(), (int)P, (int64_t)g.O * P, w + (int64_t)grp * g.Og * K, cuda_type<T>(), (int)K, 0, &zero,
+            dcol + (int64_t)grp * K * P, cuda_type<A>(), (int)P, KT * P, nb, ct, CUBLAS_GEMM_DEFAULT));
       launch_col2im<T>(ctx, dcol, dx, g, n0, nb);
     }
     if (!dw) continue;
@@ -600,22 +621,34 @@ Geom conv_geom(const char* op, const gn_tensor_view& x, const gn_tensor_view& w,
     fail_op(GN_ERR_INVALID_ARGUMENT, op, "stride and dilation must be >= 1, padding >= 0");
   const int64_t C = x.shape[1], O = w.shape[0];
   if (G < 1 || C % G != 0 || O % G != 0 || w.shape[1] != C / G)
-    fail_op(GN_ERR_INVALID_ARGUMENT, op, "groups " + std::to_string(G) + " do not fit x " + shape_str(x) + " and weight " + shape_str(w));
+    fail_op(GN_ERR_INVALID_ARGUMENT, op,
+            "groups " + std::to_string(G) + " do not fit x " + shape_str(x) + " and weight " + shape_str(w));
   for (int d = 0; d < 4; ++d)
     if (x.shape[d] >= INT32_MAX || w.shape[d] >= INT32_MAX) fail_op(GN_ERR_UNSUPPORTED, op, "dims >= 2^31");
   Geom g{};
-  g.N = (int)x.shape[0]; g.C = (int)C; g.H = (int)x.shape[2]; g.W = (int)x.shape[3];
-  g.O = (int)O; g.Cg = (int)w.shape[1]; g.KH = (int)w.shape[2]; g.KW = (int)w.shape[3];
-  g.G = (int)G; g.Og = (int)(O / G);
-  g.sh = (int)st.first; g.sw = (int)st.second; g.ph = (int)pd.first; g.pw = (int)pd.second;
-  g.dh = (int)dl.first; g.dw = (int)dl.second;
+  g.N = (int)x.shape[0];
+  g.C = (int)C;
+  g.H = (int)x.shape[2];
+  g.W = (int)x.shape[3];
+  g.O = (int)O;
+  g.Cg = (int)w.shape[1];
+  g.KH = (int)w.shape[2];
+  g.KW = (int)w.shape[3];
+  g.G = (int)G;
+  g.Og = (int)(O / G);
+  g.sh = (int)st.first;
+  g.sw = (int)st.second;
+  g.ph = (int)pd.first;
+  g.pw = (int)pd.second;
+  g.dh = (int)dl.first;
+  g.dw = (int)dl.second;
   const int64_t hs = (int64_t)g.H + 2 * g.ph - (int64_t)g.dh * (g.KH - 1) - 1;
   const int64_t ws = (int64_t)g.W + 2 * g.pw - (int64_t)g.dw * (g.KW - 1) - 1;
   if (hs < 0 || ws < 0) fail_op(GN_ERR_SHAPE, op, "kernel is larger than the padded input");
   g.Ho = (int)(hs / g.sh + 1);
   g.Wo = (int)(ws / g.sw + 1);
-  const int64_t big = std::max<int64_t>({(int64_t)g.N * g.Ho * g.Wo, (int64_t)g.N * g.H * g.W,
-                                         (int64_t)g.Cg * g.KH * g.KW, (int64_t)g.Og * g.KH * g.KW});
+  const int64_t big = std::max<int64_t>(
+      {(int64_t)g.N * g.Ho * g.Wo, (int64_t)g.N * g.H * g.W, (int64_t)g.Cg * g.KH * g.KW, (int64_t)g.Og * g.KH * g.KW});
   if (big >= INT32_MAX) fail_op(GN_ERR_UNSUPPORTED, op, "GEMM dims >= 2^31");
   return g;
 }
@@ -639,7 +672,8 @@ GN_SDK_KERNEL(conv2d_fn) {
     using T = typename decltype(tag)::type;
     const T* bias = n_in > 2 ? data_ptr<const T>(in[2]) : nullptr;
     if (blas_path(g) && g.Cg > 0) {
-      if ((int64_t)g.N * g.O * g.Ho * g.Wo > 0) blas_forward<T>(ctx, data_ptr<const T>(x), data_ptr<const T>(w), bias, data_ptr<T>(out[0]), g);
+      if ((int64_t)g.N * g.O * g.Ho * g.Wo > 0)
+        blas_forward<T>(ctx, data_ptr<const T>(x), data_ptr<const T>(w), bias, data_ptr<T>(out[0]), g);
       return;
     }
     ConvFwd<T> p{data_ptr<const T>(x), data_ptr<const T>(w), bias, data_ptr<T>(out[0]), g};
@@ -672,8 +706,10 @@ GN_SDK_KERNEL(conv2d_backward_fn) {
     if (n_out > 1 && !(blas_path(g) && !empty)) {
       ConvBwdW<T> bw{pdy, px, data_ptr<T>(out[1]), g};
       const int64_t K = (int64_t)g.N * g.Ho * g.Wo;
-      if (K == 0) GN_CUDA_CHECK(cudaMemsetAsync(data_ptr<T>(out[1]), 0, (size_t)numel(w) * sizeof(T), stream(ctx)));
-      else run_gemm(ctx, bw, g.Og, (int64_t)g.Cg * g.KH * g.KW, K, g.G, true);
+      if (K == 0)
+        GN_CUDA_CHECK(cudaMemsetAsync(data_ptr<T>(out[1]), 0, (size_t)numel(w) * sizeof(T), stream(ctx)));
+      else
+        run_gemm(ctx, bw, g.Og, (int64_t)g.Cg * g.KH * g.KW, K, g.G, true);
     }
     if (n_out > 2 && g.O > 0) {
       bias_grad_kernel<T><<<g.O, kThreads, 0, stream(ctx)>>>(pdy, data_ptr<T>(out[2]), g.N, g.O, (int64_t)g.Ho * g.Wo);

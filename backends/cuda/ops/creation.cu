@@ -61,9 +61,7 @@ __global__ void arange_impl(int64_t n, OutRef o, double start, double step, bool
   }
 }
 
-__global__ void full_impl(int64_t n, OutRef o, double v) {
-  GRID_LOOP(i, n) gn::sdk::store(o.at(i), o.dtype, v);
-}
+__global__ void full_impl(int64_t n, OutRef o, double v) { GRID_LOOP(i, n) gn::sdk::store(o.at(i), o.dtype, v); }
 
 // kind 0 rand, 1 randint, 2 bernoulli (p read through pref): block c covers 4c..4c+3.
 __global__ void uniform_impl(int64_t n, OutRef o, uint64_t seed, uint64_t offset, int kind, int64_t low, int64_t high,
@@ -78,9 +76,12 @@ __global__ void uniform_impl(int64_t n, OutRef o, uint64_t seed, uint64_t offset
       const uint32_t w = b.w[k];
       if (kind == 0) {
         double u;
-        if (o.dtype == GN_F16) u = (double)(w >> 21) * (1.0 / 2048.0);
-        else if (o.dtype == GN_BF16) u = (double)(w >> 24) * (1.0 / 256.0);
-        else u = (double)(w >> 8) * (1.0 / 16777216.0);
+        if (o.dtype == GN_F16)
+          u = (double)(w >> 21) * (1.0 / 2048.0);
+        else if (o.dtype == GN_BF16)
+          u = (double)(w >> 24) * (1.0 / 256.0);
+        else
+          u = (double)(w >> 8) * (1.0 / 16777216.0);
         gn::sdk::store(o.at(i), o.dtype, u);
       } else if (kind == 1) {
         const uint64_t range = (uint64_t)(high - low);
@@ -145,7 +146,7 @@ GN_SDK_KERNEL(rand_kernel) {
   const int64_t n = numel(out[0]);
   if (!n) return;
   uniform_impl<<<grid(ctx, (n + 3) / 4), kThreads, 0, stream(ctx)>>>(n, out_ref(out[0]), ctx->seed, ctx->offset, 0, 0,
-                                                                      0, OutRef{});
+                                                                     0, OutRef{});
   GN_CUDA_CHECK_LAUNCH();
 }
 
@@ -155,12 +156,13 @@ GN_SDK_KERNEL(randint_kernel) {
   const int64_t low = attr_int("randint", attrs, n_attrs, 0);
   const int64_t high = attr_int("randint", attrs, n_attrs, 1);
   if (high <= low || (uint64_t)high - (uint64_t)low > (uint64_t(1) << 32))
-    fail_op(GN_ERR_INVALID_ARGUMENT, "randint",
-            "needs low < high and high - low <= 2^32, got low " + std::to_string(low) + ", high " + std::to_string(high));
+    fail_op(
+        GN_ERR_INVALID_ARGUMENT, "randint",
+        "needs low < high and high - low <= 2^32, got low " + std::to_string(low) + ", high " + std::to_string(high));
   const int64_t n = numel(out[0]);
   if (!n) return;
-  uniform_impl<<<grid(ctx, (n + 3) / 4), kThreads, 0, stream(ctx)>>>(n, out_ref(out[0]), ctx->seed, ctx->offset, 1,
-                                                                      low, high, OutRef{});
+  uniform_impl<<<grid(ctx, (n + 3) / 4), kThreads, 0, stream(ctx)>>>(n, out_ref(out[0]), ctx->seed, ctx->offset, 1, low,
+                                                                     high, OutRef{});
   GN_CUDA_CHECK_LAUNCH();
 }
 
@@ -174,7 +176,7 @@ GN_SDK_KERNEL(bernoulli_kernel) {
   // p read in out's row-major order through its own strides.
   OutRef pr = out_ref(p);
   uniform_impl<<<grid(ctx, (n + 3) / 4), kThreads, 0, stream(ctx)>>>(n, out_ref(o), ctx->seed, ctx->offset, 2, 0, 0,
-                                                                      pr);
+                                                                     pr);
   GN_CUDA_CHECK_LAUNCH();
 }
 

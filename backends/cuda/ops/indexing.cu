@@ -144,7 +144,8 @@ __global__ void embedding_bwd_runs_kernel(const T* __restrict__ g, const int32_t
   for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
     const int32_t key = keys[i];
     if ((i > 0 && keys[i - 1] == key) || key >= V) continue;
-    for (int64_t col = blockIdx.y * (int64_t)blockDim.x + threadIdx.x; col < D; col += (int64_t)gridDim.y * blockDim.x) {
+    for (int64_t col = blockIdx.y * (int64_t)blockDim.x + threadIdx.x; col < D;
+         col += (int64_t)gridDim.y * blockDim.x) {
       A acc = A(0);
       for (int64_t j = i; j < n && keys[j] == key; ++j) acc += convert<A>(g[(int64_t)pos[j] * D + col]);
       out[(int64_t)key * D + col] = convert<T>(acc);
@@ -185,16 +186,16 @@ GN_SDK_KERNEL(embedding_backward_kernel) {
   int32_t *vin = (int32_t*)(ws + o_vin), *vout = (int32_t*)(ws + o_vout);
   embedding_keys_kernel<<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(ip, kin, vin, n, V, check.dev);
   GN_CUDA_CHECK_LAUNCH();
-  GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(ws + o_tmp, temp_bytes, kin, kout, vin, vout, (int)n, 0, end_bit,
-                                                stream(ctx)));
+  GN_CUDA_CHECK(
+      cub::DeviceRadixSort::SortPairs(ws + o_tmp, temp_bytes, kin, kout, vin, vout, (int)n, 0, end_bit, stream(ctx)));
   if (D > 0) {
     const int threads = D >= 256 ? 256 : (int)((D + 31) / 32 * 32);
     const unsigned slabs = (unsigned)std::min<int64_t>((D + threads - 1) / threads, 65535);
     const dim3 grid((unsigned)std::min<int64_t>(n, (int64_t)1 << 30), slabs);
     dispatch_float(g.dtype, op, [&](auto tag) {
       using T = typename decltype(tag)::type;
-      embedding_bwd_runs_kernel<T><<<grid, threads, 0, stream(ctx)>>>(data_ptr<const T>(g), kout, vout,
-                                                                      data_ptr<T>(o), n, D, V);
+      embedding_bwd_runs_kernel<T>
+          <<<grid, threads, 0, stream(ctx)>>>(data_ptr<const T>(g), kout, vout, data_ptr<T>(o), n, D, V);
     });
     GN_CUDA_CHECK_LAUNCH();
   }
@@ -254,8 +255,9 @@ DimGeom dim_geom(const char* op, const gn_tensor_view& target, const gn_tensor_v
   bool ok = index.ndim == target.ndim;
   for (int32_t d = 0; ok && d < target.ndim; ++d) ok = d == dim || index.shape[d] <= target.shape[d];
   if (!ok)
-    fail_op(GN_ERR_SHAPE, op, "index " + shape_str(index) + " does not fit input " + shape_str(target) + " at dim " +
-                                  std::to_string(dim));
+    fail_op(
+        GN_ERR_SHAPE, op,
+        "index " + shape_str(index) + " does not fit input " + shape_str(target) + " at dim " + std::to_string(dim));
   g.ndim = index.ndim;
   g.dim = dim;
   g.dim_size = target.shape[dim];
@@ -273,7 +275,8 @@ DimGeom dim_geom(const char* op, const gn_tensor_view& target, const gn_tensor_v
 int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
   const int64_t n = ndim > 0 ? ndim : 1;
   if (dim == GN_DIM_NONE || dim < -n || dim >= n)
-    fail_op(GN_ERR_INDEX, op, "dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
+    fail_op(GN_ERR_INDEX, op,
+            "dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
   return ndim > 0 ? (int32_t)(dim < 0 ? dim + n : dim) : 0;
 }
 
@@ -283,9 +286,12 @@ int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
 // double -> T as gn::sdk::store does it (16-bit floats through float).
 template <class T>
 __device__ __forceinline__ T store_ref(double v) {
-  if constexpr (std::is_same_v<T, __half>) return __float2half_rn((float)v);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn((float)v);
-  else return (T)v;
+  if constexpr (std::is_same_v<T, __half>)
+    return __float2half_rn((float)v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __float2bfloat16_rn((float)v);
+  else
+    return (T)v;
 }
 
 // One addition with one rounding, never contracted into an FMA.
@@ -320,7 +326,8 @@ Sorted sort_pairs(const gn_kernel_ctx* ctx, int64_t n, uint64_t max_key, MakeKey
   uint32_t *kin = (uint32_t*)(ws + o_kin), *kout = (uint32_t*)(ws + o_kout);
   int32_t *vin = (int32_t*)(ws + o_vin), *vout = (int32_t*)(ws + o_vout);
   make_keys(kin, vin);
-  GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(ws + o_tmp, temp, kin, kout, vin, vout, (int)n, 0, end_bit, stream(ctx)));
+  GN_CUDA_CHECK(
+      cub::DeviceRadixSort::SortPairs(ws + o_tmp, temp, kin, kout, vin, vout, (int)n, 0, end_bit, stream(ctx)));
   return {kout, vout};
 }
 
@@ -358,8 +365,8 @@ GN_SDK_KERNEL(gather_kernel_fn) {
   nn::IndexCheck check(ctx);
   nn::dispatch_raw(x.dtype, op, [&](auto tag) {
     using U = typename decltype(tag)::type;
-    gather_kernel<U><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<const U>(x), ip, data_ptr<U>(o), g,
-                                                                        n, check.dev);
+    gather_kernel<U>
+        <<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<const U>(x), ip, data_ptr<U>(o), g, n, check.dev);
   });
   GN_CUDA_CHECK_LAUNCH();
   check.finish(op, g.dim_size);
@@ -399,8 +406,8 @@ __global__ void scatter_write_kernel(IndexPtr idx, const U* __restrict__ src, U*
 }
 
 // scatter_add keys: target offset of index element i (bad: the sentinel, sorts last).
-__global__ void scatter_add_keys_kernel(IndexPtr idx, DimGeom g, int64_t n, uint32_t sentinel, uint32_t* __restrict__ keys,
-                                        int32_t* __restrict__ pos, BadIndex bad) {
+__global__ void scatter_add_keys_kernel(IndexPtr idx, DimGeom g, int64_t n, uint32_t sentinel,
+                                        uint32_t* __restrict__ keys, int32_t* __restrict__ pos, BadIndex bad) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t v = idx[i];
     pos[i] = (int32_t)i;
@@ -446,7 +453,8 @@ void scatter_impl(const gn_kernel_ctx* ctx, const char* op, bool add, const gn_t
     fail_op(GN_ERR_SHAPE, op, "output and src must have x's dtype, output x's shape");
   if (add && x.dtype == GN_BOOL) fail_op(GN_ERR_DTYPE, op, "bool tensors are not supported");
   const size_t bytes = (size_t)numel(x) * gn_dtype_size(x.dtype);
-  if (bytes) GN_CUDA_CHECK(cudaMemcpyAsync(gn_view_ptr(&o), gn_view_ptr(&x), bytes, cudaMemcpyDeviceToDevice, stream(ctx)));
+  if (bytes)
+    GN_CUDA_CHECK(cudaMemcpyAsync(gn_view_ptr(&o), gn_view_ptr(&x), bytes, cudaMemcpyDeviceToDevice, stream(ctx)));
   const int64_t n = numel(index);
   if (n == 0) return;
   nn::IndexCheck check(ctx);
@@ -458,7 +466,8 @@ void scatter_impl(const gn_kernel_ctx* ctx, const char* op, bool add, const gn_t
     GN_CUDA_CHECK_LAUNCH();
     nn::dispatch_raw(x.dtype, op, [&](auto tag) {
       using U = typename decltype(tag)::type;
-      scatter_write_kernel<U><<<grid, kThreads, 0, stream(ctx)>>>(ip, data_ptr<const U>(src), data_ptr<U>(o), g, n, winner);
+      scatter_write_kernel<U>
+          <<<grid, kThreads, 0, stream(ctx)>>>(ip, data_ptr<const U>(src), data_ptr<U>(o), g, n, winner);
     });
     GN_CUDA_CHECK_LAUNCH();
   } else {
@@ -533,7 +542,8 @@ __global__ void index_add_runs_kernel(const T* __restrict__ src, const uint32_t*
     if (key >= (uint64_t)size || (i > 0 && keys[i - 1] == key)) continue;
     T* dst = out + (o * size + key) * inner + c;
     T acc = *dst;
-    for (int64_t j = i; j < k && keys[j] == key; ++j) acc = add_ref<T>(acc, src[(o * k + pos[j]) * inner + c], alpha, ialpha);
+    for (int64_t j = i; j < k && keys[j] == key; ++j)
+      acc = add_ref<T>(acc, src[(o * k + pos[j]) * inner + c], alpha, ialpha);
     *dst = acc;
   }
 }
@@ -614,7 +624,8 @@ GN_SDK_KERNEL(index_add_kernel_fn) {
   if (numel(o) != numel(x) || o.dtype != x.dtype || src.dtype != x.dtype || numel(src) != outer * k * inner)
     fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " does not match input " + shape_str(x) + " and the index");
   const size_t bytes = (size_t)numel(x) * gn_dtype_size(x.dtype);
-  if (bytes) GN_CUDA_CHECK(cudaMemcpyAsync(gn_view_ptr(&o), gn_view_ptr(&x), bytes, cudaMemcpyDeviceToDevice, stream(ctx)));
+  if (bytes)
+    GN_CUDA_CHECK(cudaMemcpyAsync(gn_view_ptr(&o), gn_view_ptr(&x), bytes, cudaMemcpyDeviceToDevice, stream(ctx)));
   const int64_t n = outer * k * inner;
   if (n == 0) return;
   if (k >= INT32_MAX || size >= (int64_t)UINT32_MAX)
@@ -654,7 +665,8 @@ GN_SDK_KERNEL(masked_fill_fn) {
   DeviceGuard dg(ctx);
   const gn_tensor_view &x = in[0], &mask = in[1], &o = out[0];
   const double value = attr_float(op, attrs, n_attrs, 0);
-  if (mask.dtype != GN_BOOL) fail_op(GN_ERR_DTYPE, op, std::string("mask must be bool, got ") + gn_dtype_name(mask.dtype));
+  if (mask.dtype != GN_BOOL)
+    fail_op(GN_ERR_DTYPE, op, std::string("mask must be bool, got ") + gn_dtype_name(mask.dtype));
   bool ok = mask.ndim <= x.ndim && numel(o) == numel(x) && o.dtype == x.dtype;
   for (int32_t d = 0; ok && d < mask.ndim; ++d) {
     const int64_t s = mask.shape[d], t = x.shape[d + x.ndim - mask.ndim];
@@ -701,8 +713,9 @@ GN_SDK_KERNEL(one_hot_fn) {
   int64_t C = attr_int(op, attrs, n_attrs, 0);
   if (C < 0 && o.ndim > 0) C = o.shape[o.ndim - 1];
   if (o.dtype != GN_I64 || o.ndim != ids.ndim + 1 || o.shape[o.ndim - 1] != C || numel(o) != n * C)
-    fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match ids " + shape_str(ids) + " and " +
-                                  std::to_string(C) + " classes");
+    fail_op(
+        GN_ERR_SHAPE, op,
+        "output " + shape_str(o) + " does not match ids " + shape_str(ids) + " and " + std::to_string(C) + " classes");
   if (n * C == 0) return;
   nn::IndexCheck check(ctx);
   one_hot_kernel<<<nn::grid_for(ctx, n * C), kThreads, 0, stream(ctx)>>>(ip, data_ptr<int64_t>(o), n, C, check.dev);

@@ -103,9 +103,18 @@ __device__ __forceinline__ void batch_offsets(const Batch& b, int64_t i, int64_t
   }
 }
 
-template <class T> struct GemmAcc { using type = double; };
-template <> struct GemmAcc<int32_t> { using type = int64_t; };
-template <> struct GemmAcc<int64_t> { using type = int64_t; };
+template <class T>
+struct GemmAcc {
+  using type = double;
+};
+template <>
+struct GemmAcc<int32_t> {
+  using type = int64_t;
+};
+template <>
+struct GemmAcc<int64_t> {
+  using type = int64_t;
+};
 
 // out[b][m][n] = sum_k a[b][m][k] * b[b][k][n]; one thread per output element.
 // Integer accumulation wraps in uint64 like torch; floats accumulate in double.
@@ -148,16 +157,18 @@ __global__ void gemm_naive<double>(const double* a, const double* bm, double* o,
 // dst (nbatch, R, C) dense  <->  src strided (batch per `which` of bt, rows rs, cols cs).
 // to_dense: dst dense = src strided; else dst strided = src dense.
 template <class T>
-__global__ void pack_kernel(const T* src, T* dst, Batch bt, int which, int64_t nbatch, int64_t R, int64_t C,
-                            int64_t rs, int64_t cs, bool to_dense) {
+__global__ void pack_kernel(const T* src, T* dst, Batch bt, int which, int64_t nbatch, int64_t R, int64_t C, int64_t rs,
+                            int64_t cs, bool to_dense) {
   const int64_t total = nbatch * R * C;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t c = i % C, r = (i / C) % R, bi = i / (R * C);
     int64_t oa, ob, oo;
     batch_offsets(bt, bi, oa, ob, oo);
     const int64_t off = (which == 0 ? oa : which == 1 ? ob : oo) + r * rs + c * cs;
-    if (to_dense) dst[i] = src[off];
-    else dst[off] = src[i];
+    if (to_dense)
+      dst[i] = src[off];
+    else
+      dst[off] = src[i];
   }
 }
 
@@ -306,8 +317,8 @@ namespace matmul {
 // here), so any batch layout, a strided-row view and trans_a all qualify as
 // long as each row of a is contiguous along K and 16-byte aligned.
 template <class T>
-bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const Batch& bt, int64_t nbatch,
-              int64_t M, int64_t N, int64_t K, int64_t ors, int64_t ocs, const T* bias, bool swiglu) {
+bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const Batch& bt, int64_t nbatch, int64_t M,
+              int64_t N, int64_t K, int64_t ors, int64_t ocs, const T* bias, bool swiglu) {
   static const bool off = [] {  // GENESIS_NO_GEMV=1: cuBLASLt for these too (comparisons)
     const char* e = std::getenv("GENESIS_NO_GEMV");
     return e && e[0] == '1';
@@ -336,8 +347,8 @@ bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const 
       rows.out[bi * M + m] = o + oo + m * ors;
     }
   }
-  launch_gemv_rows<T>(reinterpret_cast<const T*>(b.base), ldw, rows, bias, (int)R, swiglu ? N / 2 : N, K,
-                      sm_count(ctx), stream(ctx), swiglu);
+  launch_gemv_rows<T>(reinterpret_cast<const T*>(b.base), ldw, rows, bias, (int)R, swiglu ? N / 2 : N, K, sm_count(ctx),
+                      stream(ctx), swiglu);
   GN_CUDA_CHECK_LAUNCH();
   return true;
 }
@@ -348,28 +359,47 @@ void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view
   const int32_t dt = ov.dtype;
   if (av.ndim < 1 || bv.ndim < 1) fail_op(GN_ERR_SHAPE, op, "operands must be at least 1-D");
   if (av.dtype != dt || bv.dtype != dt)
-    fail_op(GN_ERR_DTYPE, op, std::string("operands ") + gn_dtype_name(av.dtype) + "/" + gn_dtype_name(bv.dtype) +
-                                  " must match the output dtype " + gn_dtype_name(dt));
+    fail_op(GN_ERR_DTYPE, op,
+            std::string("operands ") + gn_dtype_name(av.dtype) + "/" + gn_dtype_name(bv.dtype) +
+                " must match the output dtype " + gn_dtype_name(dt));
   // matrices
   Mat a, b;
   a.base = data_ptr<char>(av);
   b.base = data_ptr<char>(bv);
-  if (av.ndim == 1) { a.rows = 1; a.cols = av.shape[0]; a.cs = av.strides[0]; a.rs = a.cols * a.cs; }
-  else {
-    a.rows = av.shape[av.ndim - 2]; a.cols = av.shape[av.ndim - 1];
-    a.rs = av.strides[av.ndim - 2]; a.cs = av.strides[av.ndim - 1];
-    if (ta) { std::swap(a.rows, a.cols); std::swap(a.rs, a.cs); }
+  if (av.ndim == 1) {
+    a.rows = 1;
+    a.cols = av.shape[0];
+    a.cs = av.strides[0];
+    a.rs = a.cols * a.cs;
+  } else {
+    a.rows = av.shape[av.ndim - 2];
+    a.cols = av.shape[av.ndim - 1];
+    a.rs = av.strides[av.ndim - 2];
+    a.cs = av.strides[av.ndim - 1];
+    if (ta) {
+      std::swap(a.rows, a.cols);
+      std::swap(a.rs, a.cs);
+    }
   }
-  if (bv.ndim == 1) { b.rows = bv.shape[0]; b.cols = 1; b.rs = bv.strides[0]; b.cs = 1; }
-  else {
-    b.rows = bv.shape[bv.ndim - 2]; b.cols = bv.shape[bv.ndim - 1];
-    b.rs = bv.strides[bv.ndim - 2]; b.cs = bv.strides[bv.ndim - 1];
-    if (tb) { std::swap(b.rows, b.cols); std::swap(b.rs, b.cs); }
+  if (bv.ndim == 1) {
+    b.rows = bv.shape[0];
+    b.cols = 1;
+    b.rs = bv.strides[0];
+    b.cs = 1;
+  } else {
+    b.rows = bv.shape[bv.ndim - 2];
+    b.cols = bv.shape[bv.ndim - 1];
+    b.rs = bv.strides[bv.ndim - 2];
+    b.cs = bv.strides[bv.ndim - 1];
+    if (tb) {
+      std::swap(b.rows, b.cols);
+      std::swap(b.rs, b.cs);
+    }
   }
   const int64_t M = a.rows, K = a.cols, N = b.cols;
   if (b.rows != K)
-    fail_op(GN_ERR_SHAPE, op, "inner dims differ: " + shape_str(av) + (ta ? "^T" : "") + " @ " + shape_str(bv) +
-                                  (tb ? "^T" : ""));
+    fail_op(GN_ERR_SHAPE, op,
+            "inner dims differ: " + shape_str(av) + (ta ? "^T" : "") + " @ " + shape_str(bv) + (tb ? "^T" : ""));
   // output batch: out (ob..., [M], [N])
   const int out_mat = (av.ndim > 1) + (bv.ndim > 1);
   const int nb = ov.ndim - out_mat;
@@ -407,8 +437,8 @@ void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view
   if (nbatch == 0 || M == 0 || N == 0) return;
   cudaStream_t st = stream(ctx);
   if (K == 0) {  // empty sum
-    zero_kernel<T><<<std::min<unsigned>(blocks_for(nbatch * M * N), 65535u), kThreads, 0, st>>>(o, bt, nbatch, M, N,
-                                                                                                 ors, ocs);
+    zero_kernel<T>
+        <<<std::min<unsigned>(blocks_for(nbatch * M * N), 65535u), kThreads, 0, st>>>(o, bt, nbatch, M, N, ors, ocs);
     GN_CUDA_CHECK_LAUNCH();
     return;
   }
@@ -429,7 +459,10 @@ void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view
     // dense strides over the output batch for a packed (nbatch, R, C) buffer
     auto dense_batch = [&](int64_t* strides, int64_t mat) {
       int64_t acc = mat;
-      for (int d = nb - 1; d >= 0; --d) { strides[d] = acc; acc *= bt.shape[d]; }
+      for (int d = nb - 1; d >= 0; --d) {
+        strides[d] = acc;
+        acc *= bt.shape[d];
+      }
     };
     // operands with no unit stride are packed densely into workspace
     auto pack = [&](Mat& m, int which, int64_t* strides) {
@@ -464,10 +497,15 @@ void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view
       if (cn > 0 && csa[cn - 1] == bt.sa[d] * bt.shape[d] && csb[cn - 1] == bt.sb[d] * bt.shape[d] &&
           cso[cn - 1] == bt.so[d] * bt.shape[d]) {
         cshape[cn - 1] *= bt.shape[d];
-        csa[cn - 1] = bt.sa[d]; csb[cn - 1] = bt.sb[d]; cso[cn - 1] = bt.so[d];
+        csa[cn - 1] = bt.sa[d];
+        csb[cn - 1] = bt.sb[d];
+        cso[cn - 1] = bt.so[d];
         continue;
       }
-      cshape[cn] = bt.shape[d]; csa[cn] = bt.sa[d]; csb[cn] = bt.sb[d]; cso[cn] = bt.so[d];
+      cshape[cn] = bt.shape[d];
+      csa[cn] = bt.sa[d];
+      csb[cn] = bt.sb[d];
+      cso[cn] = bt.so[d];
       ++cn;
     }
     const Batch& full = bt;
@@ -488,27 +526,41 @@ void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view
     bool ok;
     if (c_row) {
       ok = as_lt(N, K, b.cs, b.rs, x1) && as_lt(K, Mx, a.cs, a.rs, x2) && as_lt(N, Mx, 1, o_rs, xc);
-      p1 = reinterpret_cast<const T*>(b.base); p2 = reinterpret_cast<const T*>(a.base);
-      bs1 = ib; bs2 = ia;
+      p1 = reinterpret_cast<const T*>(b.base);
+      p2 = reinterpret_cast<const T*>(a.base);
+      bs1 = ib;
+      bs2 = ia;
     } else {
       ok = as_lt(Mx, K, a.rs, a.cs, x1) && as_lt(K, N, b.rs, b.cs, x2) && as_lt(Mx, N, 1, o_cs, xc);
-      p1 = reinterpret_cast<const T*>(a.base); p2 = reinterpret_cast<const T*>(b.base);
-      bs1 = ia; bs2 = ib;
+      p1 = reinterpret_cast<const T*>(a.base);
+      p2 = reinterpret_cast<const T*>(b.base);
+      bs1 = ia;
+      bs2 = ib;
     }
     if (!ok || xc.op != CUBLAS_OP_N) fail_op(GN_ERR_INTERNAL, op, "layout mapping failed");
     void* ws = try_workspace(ctx, kLtWorkspace);
     PlanKey key{};
     key.device = ctx->device.index;
     key.dtype = dt;
-    key.compute = std::is_same_v<T, double> ? CUBLAS_COMPUTE_64F
+    key.compute = std::is_same_v<T, double>                    ? CUBLAS_COMPUTE_64F
                   : (std::is_same_v<T, float> && allow_tf32()) ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                                : CUBLAS_COMPUTE_32F;
-    key.m = xc.rows; key.n = xc.cols; key.k = (uint64_t)K;
-    key.r1 = x1.rows; key.c1 = x1.cols; key.ld1 = x1.ld; key.op1 = x1.op;
-    key.r2 = x2.rows; key.c2 = x2.cols; key.ld2 = x2.ld; key.op2 = x2.op;
+    key.m = xc.rows;
+    key.n = xc.cols;
+    key.k = (uint64_t)K;
+    key.r1 = x1.rows;
+    key.c1 = x1.cols;
+    key.ld1 = x1.ld;
+    key.op1 = x1.op;
+    key.r2 = x2.rows;
+    key.c2 = x2.cols;
+    key.ld2 = x2.ld;
+    key.op2 = x2.op;
     key.ldc = xc.ld;
     key.batch = inner;
-    key.bs1 = inner > 1 ? bs1 : 0; key.bs2 = inner > 1 ? bs2 : 0; key.bsc = inner > 1 ? io : 0;
+    key.bs1 = inner > 1 ? bs1 : 0;
+    key.bs2 = inner > 1 ? bs2 : 0;
+    key.bsc = inner > 1 ? io : 0;
     key.al1 = align_of(p1, key.bs1 * es);
     key.al2 = align_of(p2, key.bs2 * es);
     key.alc = align_of(obuf, key.bsc * es);
@@ -528,7 +580,9 @@ void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view
         for (int d = cn - 2; d >= 0; --d) {
           const int64_t i = rem % cshape[d];
           rem /= cshape[d];
-          oa1 += i * csa[d]; ob1 += i * csb[d]; oo += i * cso[d];
+          oa1 += i * csa[d];
+          ob1 += i * csb[d];
+          oo += i * cso[d];
         }
         const T* q1 = p1 + (c_row ? ob1 : oa1);
         const T* q2 = p2 + (c_row ? oa1 : ob1);

@@ -40,10 +40,20 @@ using nn::block_sum;
 // kv_cache_write_
 
 // Raw element bits of a dtype of kBytes bytes.
-template <int kBytes> struct Bits;
-template <> struct Bits<2> { using type = uint16_t; };
-template <> struct Bits<4> { using type = uint32_t; };
-template <> struct Bits<8> { using type = uint64_t; };
+template <int kBytes>
+struct Bits;
+template <>
+struct Bits<2> {
+  using type = uint16_t;
+};
+template <>
+struct Bits<4> {
+  using type = uint32_t;
+};
+template <>
+struct Bits<8> {
+  using type = uint64_t;
+};
 
 struct SrcStrides {
   int64_t b, h, t, d;  // elements
@@ -65,8 +75,10 @@ __global__ void kv_cache_write_kernel(E* cache, const E* src, const int64_t* __r
     if (p < 0 || p >= S - t) continue;  // p + t >= S, without overflow
     E* o = cache + (bh * S + p + t) * D + j * V;
     const E* s = src + b * ss.b + h * ss.h + t * ss.t + j * V * ss.d;
-    if constexpr (V > 1) store_vec<E, V>(o, load_vec<E, V>(s));
-    else *o = *s;
+    if constexpr (V > 1)
+      store_vec<E, V>(o, load_vec<E, V>(s));
+    else
+      *o = *s;
   }
 }
 
@@ -86,18 +98,18 @@ void launch_kv_cache_write(const gn_kernel_ctx* ctx, const gn_tensor_view& cache
   const int64_t* p = data_ptr<const int64_t>(pos);
   constexpr int VW = 16 / (int)sizeof(E);
   // 16-byte chunks: src's last dim dense, every row start of both 16-byte aligned.
-  const bool vec = ss.d == 1 && D % VW == 0 && ss.b % VW == 0 && ss.h % VW == 0 && ss.t % VW == 0 &&
-                   aligned16(c) && aligned16(s);
+  const bool vec =
+      ss.d == 1 && D % VW == 0 && ss.b % VW == 0 && ss.h % VW == 0 && ss.t % VW == 0 && aligned16(c) && aligned16(s);
   const int64_t rows = B * H * T;
   if (rows == 0 || D == 0) return;
   if (vec) {
     const int64_t n = rows * (D / VW);
-    launch_pdl<kv_cache_write_kernel<E, VW>>(blocks_for(n), kThreads, 0, stream(ctx), c, s, p, pos.strides[0], H, S,
-                                             T, D, ss, n);
+    launch_pdl<kv_cache_write_kernel<E, VW>>(blocks_for(n), kThreads, 0, stream(ctx), c, s, p, pos.strides[0], H, S, T,
+                                             D, ss, n);
   } else {
     const int64_t n = rows * D;
-    launch_pdl<kv_cache_write_kernel<E, 1>>(blocks_for(n), kThreads, 0, stream(ctx), c, s, p, pos.strides[0], H, S,
-                                            T, D, ss, n);
+    launch_pdl<kv_cache_write_kernel<E, 1>>(blocks_for(n), kThreads, 0, stream(ctx), c, s, p, pos.strides[0], H, S, T,
+                                            D, ss, n);
   }
   GN_CUDA_CHECK_LAUNCH();
 }
@@ -109,19 +121,23 @@ GN_SDK_KERNEL(kv_cache_write_op) {
   DeviceGuard dg(ctx);
   const gn_tensor_view &cache = in[0], &src = in[1], &pos = in[2];
   if (cache.ndim != 4 || src.ndim != 4 || pos.ndim != 1)
-    fail_op(GN_ERR_SHAPE, op, "expected cache (B,H,S,D), src (B,H,T,D) and pos (B), got " + shape_str(cache) + ", " +
-                                  shape_str(src) + " and " + shape_str(pos));
+    fail_op(GN_ERR_SHAPE, op,
+            "expected cache (B,H,S,D), src (B,H,T,D) and pos (B), got " + shape_str(cache) + ", " + shape_str(src) +
+                " and " + shape_str(pos));
   if (!is_contiguous(cache))
-    fail_op(GN_ERR_INVALID_ARGUMENT, op, "cache must be contiguous (it is written in place), got shape " +
-                                             shape_str(cache) + " with strides " + strides_str(cache));
+    fail_op(GN_ERR_INVALID_ARGUMENT, op,
+            "cache must be contiguous (it is written in place), got shape " + shape_str(cache) + " with strides " +
+                strides_str(cache));
   if (pos.dtype != GN_I64 || src.dtype != cache.dtype)
-    fail_op(GN_ERR_DTYPE, op, std::string("expected int64 pos and src of the cache's dtype, got ") +
-                                  gn_dtype_name(pos.dtype) + " and " + gn_dtype_name(src.dtype));
+    fail_op(GN_ERR_DTYPE, op,
+            std::string("expected int64 pos and src of the cache's dtype, got ") + gn_dtype_name(pos.dtype) + " and " +
+                gn_dtype_name(src.dtype));
   switch (gn_dtype_size(cache.dtype)) {
     case 2: launch_kv_cache_write<Bits<2>::type>(ctx, cache, src, pos); break;
     case 4: launch_kv_cache_write<Bits<4>::type>(ctx, cache, src, pos); break;
     case 8: launch_kv_cache_write<Bits<8>::type>(ctx, cache, src, pos); break;
-    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(cache.dtype) + " is not supported on cuda");
+    default:
+      fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(cache.dtype) + " is not supported on cuda");
   }
 }
 
@@ -159,8 +175,8 @@ __device__ __forceinline__ void store_group(T* p, const Vec<T, V>& v) {
 // x/res/h carry no __restrict__: h may be written over residual in place
 // (every element is read and written by the same thread).
 template <class T, int V, bool kVec, bool kSmem>
-__global__ void add_rms_norm_kernel(const T* x, const T* res, const T* __restrict__ w, T* y, T* h, int64_t R,
-                                    int64_t N, double eps) {
+__global__ void add_rms_norm_kernel(const T* x, const T* res, const T* __restrict__ w, T* y, T* h, int64_t R, int64_t N,
+                                    double eps) {
   pdl_wait();  // launched with launch_pdl (common.cuh)
   pdl_trigger();
   using A = acc_t<T>;
@@ -223,14 +239,20 @@ void launch_add_rms_norm(const gn_kernel_ctx* ctx, const T* x, const T* res, con
   const unsigned grid = (unsigned)std::min<int64_t>(R, (int64_t)1 << 30);
   auto go = [&](auto kernel) { launch_pdl_ptr(kernel, grid, threads, shm, stream(ctx), x, res, w, y, h, R, N, eps); };
   if (vec) {
-    if (smem) go(add_rms_norm_kernel<T, VW, true, true>);
-    else go(add_rms_norm_kernel<T, VW, true, false>);
+    if (smem)
+      go(add_rms_norm_kernel<T, VW, true, true>);
+    else
+      go(add_rms_norm_kernel<T, VW, true, false>);
   } else if (group) {
-    if (smem) go(add_rms_norm_kernel<T, VW, false, true>);
-    else go(add_rms_norm_kernel<T, VW, false, false>);
+    if (smem)
+      go(add_rms_norm_kernel<T, VW, false, true>);
+    else
+      go(add_rms_norm_kernel<T, VW, false, false>);
   } else {
-    if (smem) go(add_rms_norm_kernel<T, 1, false, true>);
-    else go(add_rms_norm_kernel<T, 1, false, false>);
+    if (smem)
+      go(add_rms_norm_kernel<T, 1, false, true>);
+    else
+      go(add_rms_norm_kernel<T, 1, false, false>);
   }
   GN_CUDA_CHECK_LAUNCH();
 }
@@ -248,8 +270,8 @@ GN_SDK_KERNEL(add_rms_norm_op) {
     if (numel(*v) != n || v->dtype != x.dtype)
       fail_op(GN_ERR_SHAPE, op, "residual, y and h must have x's shape " + shape_str(x) + " and dtype");
   if (numel(in[2]) != N || in[2].dtype != x.dtype)
-    fail_op(GN_ERR_SHAPE, op, "weight must have " + std::to_string(N) + " elements of x's dtype, got shape " +
-                                  shape_str(in[2]));
+    fail_op(GN_ERR_SHAPE, op,
+            "weight must have " + std::to_string(N) + " elements of x's dtype, got shape " + shape_str(in[2]));
   if (R == 0) return;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -310,8 +332,16 @@ void linear_swiglu_typed(const gn_kernel_ctx* ctx, const gn_tensor_view& x, cons
     // x rows as one (R, K) matrix against the (2I, K) weight: the gemv's row list
     const int64_t K = w.shape[1];
     matmul::Mat a{}, b{};
-    a.base = data_ptr<char>(x); a.rows = R; a.cols = K; a.rs = K; a.cs = 1;
-    b.base = data_ptr<char>(w); b.rows = K; b.cols = 2 * I; b.rs = 1; b.cs = K;
+    a.base = data_ptr<char>(x);
+    a.rows = R;
+    a.cols = K;
+    a.rs = K;
+    a.cs = 1;
+    b.base = data_ptr<char>(w);
+    b.rows = K;
+    b.cols = 2 * I;
+    b.rs = 1;
+    b.cs = K;
     matmul::Batch bt{};
     bt.nb = 0;
     if (matmul::try_gemv<T>(ctx, a, b, data_ptr<T>(o), bt, 1, R, 2 * I, K, I, 1, nullptr, true)) return;
@@ -319,8 +349,14 @@ void linear_swiglu_typed(const gn_kernel_ctx* ctx, const gn_tensor_view& x, cons
   T* t = static_cast<T*>(workspace(ctx, (size_t)(R * 2 * I) * sizeof(T)));
   const int64_t tshape[2] = {R, 2 * I}, tstr[2] = {2 * I, 1}, xshape[2] = {R, w.shape[1]}, xstr[2] = {w.shape[1], 1};
   gn_tensor_view tv = o, xv = x;
-  tv.data = t; tv.byte_offset = 0; tv.ndim = 2; tv.shape = tshape; tv.strides = tstr;
-  xv.ndim = 2; xv.shape = xshape; xv.strides = xstr;  // dense x as (R, K)
+  tv.data = t;
+  tv.byte_offset = 0;
+  tv.ndim = 2;
+  tv.shape = tshape;
+  tv.strides = tstr;
+  xv.ndim = 2;
+  xv.shape = xshape;
+  xv.strides = xstr;  // dense x as (R, K)
   matmul::matmul_typed<T>("linear_swiglu", ctx, xv, w, tv, false, true);
   launch_pdl<swiglu_rows_kernel<T>>(blocks_for(n), kThreads, 0, stream(ctx), t, data_ptr<T>(o), n, I);
 }

@@ -22,8 +22,14 @@ namespace {
 
 constexpr int kUnroll = 4;  // 16-byte loads in flight per thread
 
-template <class T> struct XentAcc { using type = float; };
-template <> struct XentAcc<double> { using type = double; };
+template <class T>
+struct XentAcc {
+  using type = float;
+};
+template <>
+struct XentAcc<double> {
+  using type = double;
+};
 
 __device__ __forceinline__ float fast_exp(float x) { return exp2f(x * 1.4426950408889634f); }
 __device__ __forceinline__ double fast_exp(double x) { return exp(x); }
@@ -50,10 +56,19 @@ __device__ __forceinline__ void group_reduce(A& m, A& s, A& sx) {
   if constexpr (TPR > 32) {
     __shared__ A sm[TPR / 32], ss[TPR / 32], sxx[TPR / 32];
     const int w = threadIdx.x >> 5;
-    if ((threadIdx.x & 31) == 0) { sm[w] = m; ss[w] = s; sxx[w] = sx; }
+    if ((threadIdx.x & 31) == 0) {
+      sm[w] = m;
+      ss[w] = s;
+      sxx[w] = sx;
+    }
     __syncthreads();
-    m = sm[0]; s = ss[0]; sx = sxx[0];
-    for (int i = 1; i < TPR / 32; ++i) { lse_merge(m, s, sm[i], ss[i]); sx += sxx[i]; }
+    m = sm[0];
+    s = ss[0];
+    sx = sxx[0];
+    for (int i = 1; i < TPR / 32; ++i) {
+      lse_merge(m, s, sm[i], ss[i]);
+      sx += sxx[i];
+    }
   }
 }
 
@@ -67,8 +82,14 @@ __device__ __forceinline__ void row_stats(const T* x, int64_t C, int lane, A& m_
     constexpr int N = decltype(n_tag)::value;
     A vm = v[0];
 #pragma unroll
-    for (int e = 0; e < N; ++e) { vm = v[e] > vm ? v[e] : vm; sx += v[e]; }
-    if (vm > m) { s = m == -INFINITY ? A(0) : s * fast_exp(m - vm); m = vm; }
+    for (int e = 0; e < N; ++e) {
+      vm = v[e] > vm ? v[e] : vm;
+      sx += v[e];
+    }
+    if (vm > m) {
+      s = m == -INFINITY ? A(0) : s * fast_exp(m - vm);
+      m = vm;
+    }
     if (m == -INFINITY) return;  // all -inf so far
 #pragma unroll
     for (int e = 0; e < N; ++e) s += fast_exp(v[e] - m);
@@ -140,8 +161,10 @@ __global__ void xent_fwd_kernel(const T* __restrict__ logits, const TI* __restri
       if (ls != 0) loss += ls * (lse - sx / (A)C);
     }
   }
-  if (loss_out) loss_out[r] = convert<T>(loss);
-  else loss_row[r] = loss;
+  if (loss_out)
+    loss_out[r] = convert<T>(loss);
+  else
+    loss_row[r] = loss;
 }
 
 // Deterministic reduction of the per-row losses (one block, fixed order) and the
@@ -161,11 +184,18 @@ __global__ void xent_reduce_kernel(const A* __restrict__ loss_row, const TI* __r
     cnt += __shfl_xor_sync(0xffffffffu, cnt, o);
   }
   const int w = threadIdx.x >> 5;
-  if ((threadIdx.x & 31) == 0) { ssum[w] = sum; scnt[w] = cnt; }
+  if ((threadIdx.x & 31) == 0) {
+    ssum[w] = sum;
+    scnt[w] = cnt;
+  }
   __syncthreads();
   if (threadIdx.x != 0) return;
-  sum = 0; cnt = 0;
-  for (int i = 0; i < (int)(blockDim.x / 32); ++i) { sum += ssum[i]; cnt += scnt[i]; }
+  sum = 0;
+  cnt = 0;
+  for (int i = 0; i < (int)(blockDim.x / 32); ++i) {
+    sum += ssum[i];
+    cnt += scnt[i];
+  }
   if (out) out[0] = convert<T>(reduction == 1 ? sum / cnt : sum);
   if (count_out) count_out[0] = cnt;
 }
@@ -189,9 +219,18 @@ __device__ __forceinline__ A group_sum(A v) {
 // How far sum_c exp(x_c - lse) may stray from 1 for the given lse to be used:
 // the resulting gradient error (relative) stays under a quarter of the dtype's
 // rounding.  f32/f64 logits always recompute (their gradient must be exact).
-template <class T> constexpr float lse_trust_tol() { return 0.f; }
-template <> constexpr float lse_trust_tol<__nv_bfloat16>() { return 1e-3f; }
-template <> constexpr float lse_trust_tol<__half>() { return 1.2e-4f; }
+template <class T>
+constexpr float lse_trust_tol() {
+  return 0.f;
+}
+template <>
+constexpr float lse_trust_tol<__nv_bfloat16>() {
+  return 1e-3f;
+}
+template <>
+constexpr float lse_trust_tol<__half>() {
+  return 1.2e-4f;
+}
 
 // Backward: grad row = scale * (exp(x - lse) - (1-ls)*onehot(t) - ls/C).
 // The reference recomputes lse from the logits (its lse input is only shape-
@@ -201,10 +240,10 @@ template <> constexpr float lse_trust_tol<__half>() { return 1.2e-4f; }
 // NaN/inf logits) is redone with its recomputed lse, so the result matches the
 // reference for any lse, and the usual case reads the logits once.
 template <int TPR, class T, class TI, class L>
-__global__ void __launch_bounds__(TPR == 32 ? 256 : TPR) xent_bwd_kernel(
-    const T* __restrict__ grad_loss, const T* __restrict__ logits, const TI* __restrict__ target,
-    const L* __restrict__ lse_in, int64_t R, int64_t C, int64_t ignore, typename XentAcc<T>::type ls, int reduction,
-    const double* __restrict__ count, T* __restrict__ dx, nn::BadIndex bad) {
+__global__ void __launch_bounds__(TPR == 32 ? 256 : TPR)
+    xent_bwd_kernel(const T* __restrict__ grad_loss, const T* __restrict__ logits, const TI* __restrict__ target,
+                    const L* __restrict__ lse_in, int64_t R, int64_t C, int64_t ignore, typename XentAcc<T>::type ls,
+                    int reduction, const double* __restrict__ count, T* __restrict__ dx, nn::BadIndex bad) {
   using A = typename XentAcc<T>::type;
   constexpr int RPB = TPR == 32 ? 8 : 1;
   constexpr int VW = 16 / sizeof(T);
@@ -297,9 +336,12 @@ constexpr int64_t kWideRow = 4096;  // classes from which a row gets a whole blo
 
 template <class TI, class F>
 void dispatch_target(int32_t dtype, const char* op, F&& f) {
-  if (dtype == GN_I64) f(Tag<int64_t>{});
-  else if (dtype == GN_I32) f(Tag<int32_t>{});
-  else fail_op(GN_ERR_DTYPE, op, std::string("target must be int32 or int64, got ") + gn_dtype_name(dtype));
+  if (dtype == GN_I64)
+    f(Tag<int64_t>{});
+  else if (dtype == GN_I32)
+    f(Tag<int32_t>{});
+  else
+    fail_op(GN_ERR_DTYPE, op, std::string("target must be int32 or int64, got ") + gn_dtype_name(dtype));
 }
 
 struct XentShape {
@@ -309,7 +351,8 @@ struct XentShape {
 XentShape xent_shape(const char* op, const gn_tensor_view& logits, const gn_tensor_view& target) {
   if (logits.ndim < 1) fail_op(GN_ERR_SHAPE, op, "logits must be at least 1-D");
   XentShape s{1, logits.shape[logits.ndim - 1]};
-  if (target.ndim != logits.ndim - 1) fail_op(GN_ERR_SHAPE, op, "target must have the logits shape without the class dim");
+  if (target.ndim != logits.ndim - 1)
+    fail_op(GN_ERR_SHAPE, op, "target must have the logits shape without the class dim");
   for (int d = 0; d < target.ndim; ++d) {
     if (target.shape[d] != logits.shape[d])
       fail_op(GN_ERR_SHAPE, op, "target shape " + shape_str(target) + " does not match logits " + shape_str(logits));
@@ -344,19 +387,22 @@ GN_SDK_KERNEL(cross_entropy_kernel) {
         L* lse = data_ptr<L>(out[1]);
         if (s.R == 0) return;
         if (s.C >= kWideRow)
-          xent_fwd_kernel<512, T, TI, L><<<(unsigned)s.R, 512, 0, st>>>(x, t, s.R, s.C, ignore, (A)ls, lse, rows,
-                                                                        loss_out, check.dev);
+          xent_fwd_kernel<512, T, TI, L>
+              <<<(unsigned)s.R, 512, 0, st>>>(x, t, s.R, s.C, ignore, (A)ls, lse, rows, loss_out, check.dev);
         else
-          xent_fwd_kernel<32, T, TI, L><<<(unsigned)((s.R + 7) / 8), 256, 0, st>>>(x, t, s.R, s.C, ignore, (A)ls,
-                                                                                   lse, rows, loss_out, check.dev);
+          xent_fwd_kernel<32, T, TI, L><<<(unsigned)((s.R + 7) / 8), 256, 0, st>>>(x, t, s.R, s.C, ignore, (A)ls, lse,
+                                                                                   rows, loss_out, check.dev);
         GN_CUDA_CHECK_LAUNCH();
       };
-      if (out[1].dtype == GN_F64) launch(Tag<double>{});
-      else if (out[1].dtype == GN_F32) launch(Tag<float>{});
-      else fail_op(GN_ERR_DTYPE, op, "lse must be float32 or float64");
+      if (out[1].dtype == GN_F64)
+        launch(Tag<double>{});
+      else if (out[1].dtype == GN_F32)
+        launch(Tag<float>{});
+      else
+        fail_op(GN_ERR_DTYPE, op, "lse must be float32 or float64");
       if (reduction != 0) {
-        xent_reduce_kernel<T, TI, A><<<1, 1024, 0, st>>>(rows, t, s.R, ignore, (int)reduction, data_ptr<T>(out[0]),
-                                                         nullptr);
+        xent_reduce_kernel<T, TI, A>
+            <<<1, 1024, 0, st>>>(rows, t, s.R, ignore, (int)reduction, data_ptr<T>(out[0]), nullptr);
         GN_CUDA_CHECK_LAUNCH();
       }
     });
@@ -404,9 +450,12 @@ GN_SDK_KERNEL(cross_entropy_backward_kernel) {
               g, x, t, lse, s.R, s.C, ignore, (A)ls, (int)reduction, count, dx, check.dev);
         GN_CUDA_CHECK_LAUNCH();
       };
-      if (in[3].dtype == GN_F64) launch(Tag<double>{});
-      else if (in[3].dtype == GN_F32) launch(Tag<float>{});
-      else fail_op(GN_ERR_DTYPE, op, "lse must be float32 or float64");
+      if (in[3].dtype == GN_F64)
+        launch(Tag<double>{});
+      else if (in[3].dtype == GN_F32)
+        launch(Tag<float>{});
+      else
+        fail_op(GN_ERR_DTYPE, op, "lse must be float32 or float64");
     });
   });
   check.finish(op, s.C);

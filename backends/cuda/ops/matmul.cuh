@@ -25,8 +25,8 @@ struct Batch {  // output batch shape and per-operand strides (elements)
 // (bias: added in the epilogue; swiglu: b holds the gate and up halves, out
 // gets silu(gate) * up).  T = __half, __nv_bfloat16.
 template <class T>
-bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const Batch& bt, int64_t nbatch,
-              int64_t M, int64_t N, int64_t K, int64_t ors, int64_t ocs, const T* bias, bool swiglu = false);
+bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const Batch& bt, int64_t nbatch, int64_t M,
+              int64_t N, int64_t K, int64_t ors, int64_t ocs, const T* bias, bool swiglu = false);
 
 // ov = op(av) @ op(bv) (torch.matmul semantics, ta/tb transpose the last two
 // dims), any strides; with bias the few-rows path adds it in its epilogue and

@@ -42,8 +42,8 @@ int vec_for(int64_t n, const void* const* ptrs, int n_ptrs) {
 // RMS (kRms): y = x * rstd * w, rstd = 1/sqrt(mean(x^2) + eps); no mean, no bias.
 template <class T, int V, bool kSmem, bool kRms>
 __global__ void norm_fwd_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
-                                T* __restrict__ y, acc_t<T>* __restrict__ mean_out,
-                                acc_t<T>* __restrict__ rstd_out, int64_t R, int64_t N, double eps) {
+                                T* __restrict__ y, acc_t<T>* __restrict__ mean_out, acc_t<T>* __restrict__ rstd_out,
+                                int64_t R, int64_t N, double eps) {
   pdl_wait();  // launched with launch_pdl (common.cuh)
   pdl_trigger();
   using A = acc_t<T>;         // output pass: f32 (f64 for f64)
@@ -118,9 +118,9 @@ __global__ void fill_nan_kernel(S* p, int64_t n) {
 //   dx = rstd * (d - mean(d) - xhat*mean(d*xhat))
 // rms_norm:   dx = rstd*g*w - x * rstd^3/N * sum(g*w*x)
 template <class T, int V, bool kRms>
-__global__ void norm_bwd_dx_kernel(const T* __restrict__ g, const T* __restrict__ x,
-                                   const acc_t<T>* __restrict__ mean, const acc_t<T>* __restrict__ rstd,
-                                   const T* __restrict__ w, T* __restrict__ dx, int64_t R, int64_t N) {
+__global__ void norm_bwd_dx_kernel(const T* __restrict__ g, const T* __restrict__ x, const acc_t<T>* __restrict__ mean,
+                                   const acc_t<T>* __restrict__ rstd, const T* __restrict__ w, T* __restrict__ dx,
+                                   int64_t R, int64_t N) {
   using A = nn::opmath_t<T>;  // f64 for f32: the suite holds f32 grads to ~1e-6
   __shared__ A red[64];
   const int64_t nv = N / V;
@@ -145,8 +145,10 @@ __global__ void norm_bwd_dx_kernel(const T* __restrict__ g, const T* __restrict_
         }
       }
     }
-    if constexpr (kRms) sum_dx = block_sum(sum_dx, red);
-    else block_sum2(sum_d, sum_dx, red);
+    if constexpr (kRms)
+      sum_dx = block_sum(sum_dx, red);
+    else
+      block_sum2(sum_d, sum_dx, red);
     const A inv_n = A(1) / A(N);
     const A mean_d = sum_d * inv_n, mean_dx = sum_dx * inv_n;
     const A c = s * s * s * sum_dx * inv_n;  // rms
@@ -159,8 +161,10 @@ __global__ void norm_bwd_dx_kernel(const T* __restrict__ g, const T* __restrict_
         if (w) d *= convert<A>(wv.v[k]);
         const A xa = convert<A>(xv.v[k]);
         A r;
-        if constexpr (kRms) r = s * d - xa * c;
-        else r = s * (d - mean_d - (xa - m) * s * mean_dx);
+        if constexpr (kRms)
+          r = s * d - xa * c;
+        else
+          r = s * (d - mean_d - (xa - m) * s * mean_dx);
         o.v[k] = convert<T>(r);
       }
       store_vec<T, V>(dx + row * N + i * V, o);
@@ -217,8 +221,9 @@ __global__ void norm_bwd_dw_partial_kernel(const T* __restrict__ g, const T* __r
 
 // Stage 2: out[col] = sum over chunks in order.
 template <class T>
-__global__ void norm_bwd_dw_finish_kernel(const nn::opmath_t<T>* __restrict__ part_w, const nn::opmath_t<T>* __restrict__ part_b,
-                                          T* __restrict__ dw, T* __restrict__ db, int64_t chunks, int64_t N) {
+__global__ void norm_bwd_dw_finish_kernel(const nn::opmath_t<T>* __restrict__ part_w,
+                                          const nn::opmath_t<T>* __restrict__ part_b, T* __restrict__ dw,
+                                          T* __restrict__ db, int64_t chunks, int64_t N) {
   using A = nn::opmath_t<T>;
   for (int64_t col = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; col < N; col += (int64_t)gridDim.x * blockDim.x) {
     A tw = A(0), tb = A(0);
@@ -245,14 +250,20 @@ void launch_fwd(const gn_kernel_ctx* ctx, const T* x, const T* w, const T* b, T*
   const bool smem = (size_t)N * sizeof(T) <= (size_t)kSmemRowBytes;
   const size_t shm = smem ? (size_t)N * sizeof(T) : 0;
   const unsigned grid = row_grid(R);
-  auto go = [&](auto kernel) { launch_pdl_ptr(kernel, grid, threads, shm, stream(ctx), x, w, b, y, mean, rstd, R, N, eps); };
+  auto go = [&](auto kernel) {
+    launch_pdl_ptr(kernel, grid, threads, shm, stream(ctx), x, w, b, y, mean, rstd, R, N, eps);
+  };
   constexpr int VW = vec_width<T>();
   if (V == VW) {
-    if (smem) go(norm_fwd_kernel<T, VW, true, kRms>);
-    else go(norm_fwd_kernel<T, VW, false, kRms>);
+    if (smem)
+      go(norm_fwd_kernel<T, VW, true, kRms>);
+    else
+      go(norm_fwd_kernel<T, VW, false, kRms>);
   } else {
-    if (smem) go(norm_fwd_kernel<T, 1, true, kRms>);
-    else go(norm_fwd_kernel<T, 1, false, kRms>);
+    if (smem)
+      go(norm_fwd_kernel<T, 1, true, kRms>);
+    else
+      go(norm_fwd_kernel<T, 1, false, kRms>);
   }
   GN_CUDA_CHECK_LAUNCH();
 }
@@ -289,19 +300,19 @@ void launch_bwd(const gn_kernel_ctx* ctx, const T* g, const T* x, const acc_t<T>
   A* part_w = part;
   A* part_b = part + chunks * N;
   dim3 grid1((unsigned)col_tiles, (unsigned)chunks), block1(32, 8);
-  norm_bwd_dw_partial_kernel<T, kRms><<<grid1, block1, 0, stream(ctx)>>>(g, x, mean, rstd, part_w, part_b, R, N,
-                                                                         rows_per_chunk);
+  norm_bwd_dw_partial_kernel<T, kRms>
+      <<<grid1, block1, 0, stream(ctx)>>>(g, x, mean, rstd, part_w, part_b, R, N, rows_per_chunk);
   GN_CUDA_CHECK_LAUNCH();
   norm_bwd_dw_finish_kernel<T><<<blocks_for(N), kThreads, 0, stream(ctx)>>>(part_w, kRms ? nullptr : part_b, dw,
-                                                                           kRms ? nullptr : db, chunks, N);
+                                                                            kRms ? nullptr : db, chunks, N);
   GN_CUDA_CHECK_LAUNCH();
 }
 
 // Elements per row: the product of the last nd dims of x.
 int64_t trailing(const char* op, const gn_tensor_view& x, int64_t nd) {
   if (nd < 0 || nd > x.ndim)
-    fail_op(GN_ERR_INVALID_ARGUMENT, op, "normalized_ndim " + std::to_string(nd) + " out of range for a " +
-                                             std::to_string(x.ndim) + "-D input");
+    fail_op(GN_ERR_INVALID_ARGUMENT, op,
+            "normalized_ndim " + std::to_string(nd) + " out of range for a " + std::to_string(x.ndim) + "-D input");
   int64_t n = 1;
   for (int32_t d = x.ndim - (int32_t)nd; d < x.ndim; ++d) n *= x.shape[d];
   return n;
@@ -309,8 +320,8 @@ int64_t trailing(const char* op, const gn_tensor_view& x, int64_t nd) {
 
 void check_numel(const char* op, const char* what, const gn_tensor_view& v, int64_t n) {
   if (numel(v) != n)
-    fail_op(GN_ERR_SHAPE, op, std::string(what) + " has " + std::to_string(numel(v)) + " elements, expected " +
-                                  std::to_string(n));
+    fail_op(GN_ERR_SHAPE, op,
+            std::string(what) + " has " + std::to_string(numel(v)) + " elements, expected " + std::to_string(n));
 }
 
 // Statistics views must be float32 (float64 for f64 inputs), as inference makes them.
@@ -318,7 +329,8 @@ template <class T>
 acc_t<T>* stat_ptr(const char* op, const char* what, const gn_tensor_view& v) {
   const int32_t want = std::is_same_v<acc_t<T>, double> ? GN_F64 : GN_F32;
   if (v.dtype != want)
-    fail_op(GN_ERR_DTYPE, op, std::string(what) + " must be " + gn_dtype_name(want) + ", got " + gn_dtype_name(v.dtype));
+    fail_op(GN_ERR_DTYPE, op,
+            std::string(what) + " must be " + gn_dtype_name(want) + ", got " + gn_dtype_name(v.dtype));
   return data_ptr<acc_t<T>>(v);
 }
 

@@ -45,8 +45,10 @@ struct AnyFloat {
   }
   template <class A>
   __device__ __forceinline__ A get(int64_t i) const {
-    if constexpr (std::is_same_v<A, double>) return load(i);
-    else return loadf(i);
+    if constexpr (std::is_same_v<A, double>)
+      return load(i);
+    else
+      return loadf(i);
   }
   template <class A>
   __device__ __forceinline__ void set(int64_t i, A v) const {
@@ -68,7 +70,8 @@ AnyFloat any_float(const char* op, const char* what, const gn_tensor_view& v) {
 void same_shape(const char* op, const char* what, const gn_tensor_view& v, const gn_tensor_view& p) {
   bool ok = v.ndim == p.ndim;
   for (int32_t d = 0; ok && d < v.ndim; ++d) ok = v.shape[d] == p.shape[d];
-  if (!ok) fail_op(GN_ERR_SHAPE, op, std::string(what) + " " + shape_str(v) + " must have the param's shape " + shape_str(p));
+  if (!ok)
+    fail_op(GN_ERR_SHAPE, op, std::string(what) + " " + shape_str(v) + " must have the param's shape " + shape_str(p));
 }
 
 // ----------------------------------------------------------------------------
@@ -100,8 +103,10 @@ __device__ __forceinline__ double sqrt_rn(double a) { return __dsqrt_rn(a); }
 // A step result into the param's dtype (16-bit through float, as the reference).
 template <class T, class A>
 __device__ __forceinline__ T to_param(A v) {
-  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) return convert<T>((float)v);
-  else return (T)v;
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>)
+    return convert<T>((float)v);
+  else
+    return (T)v;
 }
 
 template <class T>
@@ -156,7 +161,8 @@ GN_SDK_KERNEL(sgd_step_kernel) {
     using T = typename decltype(tag)::type;
     using A = step_t<T>;
     SgdArgs<T> a{(A)lr, (A)momentum, (A)(1.0 - dampening), (A)wd, nesterov, maximize, step == 1, use_buf};
-    sgd_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<T>(p), data_ptr<const T>(in[1]), buf, n, a);
+    sgd_kernel<T>
+        <<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<T>(p), data_ptr<const T>(in[1]), buf, n, a);
   });
   GN_CUDA_CHECK_LAUNCH();
 }
@@ -181,8 +187,10 @@ __global__ void adamw_kernel(T* __restrict__ param, const T* __restrict__ grad, 
     A p = convert<A>(param[i]);
     A g = convert<A>(grad[i]);
     if (a.maximize) g = -g;
-    if (a.decoupled) p = mul_rn(p, a.decay);
-    else if (a.wd != A(0)) g = add_rn(g, mul_rn(a.wd, p));
+    if (a.decoupled)
+      p = mul_rn(p, a.decay);
+    else if (a.wd != A(0))
+      g = add_rn(g, mul_rn(a.wd, p));
     const A m = add_rn(mul_rn(a.beta1, m_.get<A>(i)), mul_rn(a.one_minus_b1, g));
     const A v = add_rn(mul_rn(a.beta2, v_.get<A>(i)), mul_rn(mul_rn(a.one_minus_b2, g), g));
     m_.set(i, m);
@@ -217,10 +225,10 @@ GN_SDK_KERNEL(adamw_step_kernel) {
   dispatch_float(p.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = step_t<T>;
-    AdamArgs<T> a{(A)b1, (A)(1.0 - b1), (A)b2, (A)(1.0 - b2), (A)eps, (A)wd, (A)(1.0 - lr * wd), (A)(lr / bc1),
-                  (A)std::sqrt(bc2), decoupled, maximize};
-    adamw_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<T>(p), data_ptr<const T>(in[1]), m, v,
-                                                                       n, a);
+    AdamArgs<T> a{(A)b1,         (A)(1.0 - b1),     (A)b2,     (A)(1.0 - b2), (A)eps, (A)wd, (A)(1.0 - lr * wd),
+                  (A)(lr / bc1), (A)std::sqrt(bc2), decoupled, maximize};
+    adamw_kernel<T>
+        <<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<T>(p), data_ptr<const T>(in[1]), m, v, n, a);
   });
   GN_CUDA_CHECK_LAUNCH();
 }
@@ -295,8 +303,10 @@ __global__ void scale_kernel(TensorList tl, AnyFloat scale, float* __restrict__ 
     for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
       const float v = x.loadf(i);
       bad |= !isfinite(v);
-      if (scale.dtype == GN_F64) x.set(i, (double)v * sd);
-      else x.set(i, v * s);
+      if (scale.dtype == GN_F64)
+        x.set(i, (double)v * sd);
+      else
+        x.set(i, v * s);
     }
   }
   if (found_inf && __syncthreads_or(bad) && threadIdx.x == 0) *found_inf = 1.0f;
@@ -313,7 +323,8 @@ void for_each_list(const char* op, const gn_tensor_view* in, size_t first, size_
   for (size_t i = first; i < n_in; ++i) {
     const gn_tensor_view& v = in[i];
     if (!gn_dtype_is_float(v.dtype))
-      fail_op(GN_ERR_DTYPE, op, "input " + std::to_string(i) + " must be floating point, got " + gn_dtype_name(v.dtype));
+      fail_op(GN_ERR_DTYPE, op,
+              "input " + std::to_string(i) + " must be floating point, got " + gn_dtype_name(v.dtype));
     if (!is_contiguous(v)) fail_op(GN_ERR_INTERNAL, op, "input " + std::to_string(i) + " is not dense");
     const int c = tl.count;
     tl.p[c] = gn_view_ptr(&v);
@@ -343,8 +354,10 @@ GN_SDK_KERNEL(multi_sum_sq_kernel) {
     GN_CUDA_CHECK_LAUNCH();
     off += nb;
   });
-  if (o.dtype == GN_F64) sum_partials_kernel<double><<<1, 1024, 0, stream(ctx)>>>(partial, total_blocks, data_ptr<double>(o));
-  else sum_partials_kernel<float><<<1, 1024, 0, stream(ctx)>>>(partial, total_blocks, data_ptr<float>(o));
+  if (o.dtype == GN_F64)
+    sum_partials_kernel<double><<<1, 1024, 0, stream(ctx)>>>(partial, total_blocks, data_ptr<double>(o));
+  else
+    sum_partials_kernel<float><<<1, 1024, 0, stream(ctx)>>>(partial, total_blocks, data_ptr<float>(o));
   GN_CUDA_CHECK_LAUNCH();
 }
 
@@ -368,8 +381,7 @@ GN_SDK_KERNEL(multi_unscale_check_kernel) {
   need_io(op, n_in, 2, n_out, 0);
   DeviceGuard dg(ctx);
   if (numel(in[0]) != 1) fail_op(GN_ERR_SHAPE, op, "inv_scale must have one element, got " + shape_str(in[0]));
-  if (numel(in[1]) != 1 || in[1].dtype != GN_F32)
-    fail_op(GN_ERR_DTYPE, op, "found_inf must be one float32 element");
+  if (numel(in[1]) != 1 || in[1].dtype != GN_F32) fail_op(GN_ERR_DTYPE, op, "found_inf must be one float32 element");
   const AnyFloat s = any_float(op, "inv_scale", in[0]);
   float* found = data_ptr<float>(in[1]);
   for_each_list(op, in, 2, n_in, [&](const TensorList& tl, int64_t nb) {

@@ -81,8 +81,8 @@ __global__ void max_pool_check_kernel(const int64_t* __restrict__ idx, PoolGeom 
     }
     const int64_t ow = e % g.Wo, oh = (e / g.Wo) % g.Ho;
     const int64_t dh_ = v / g.W - (oh * g.sh - g.ph), dw_ = v % g.W - (ow * g.sw - g.pw);
-    const bool inside = dh_ >= 0 && dw_ >= 0 && dh_ % g.dh == 0 && dw_ % g.dw == 0 && dh_ / g.dh < g.kh &&
-                        dw_ / g.dw < g.kw;
+    const bool inside =
+        dh_ >= 0 && dw_ >= 0 && dh_ % g.dh == 0 && dw_ % g.dw == 0 && dh_ / g.dh < g.kh && dw_ / g.dw < g.kw;
     if (!inside) flags[2] = 1ull;
   }
 }
@@ -183,8 +183,7 @@ std::pair<int64_t, int64_t> pair_attr(const char* op, const char* name, const gn
 
 // attrs: max: kernel, stride, padding, dilation, ceil_mode; avg: kernel, stride, padding, ceil_mode, count_include_pad
 PoolGeom pool_geom(const char* op, const gn_tensor_view& x, const gn_attr_value* attrs, size_t n_attrs, bool is_max) {
-  if (x.ndim != 3 && x.ndim != 4)
-    fail_op(GN_ERR_SHAPE, op, "input must be (N,C,H,W) or (C,H,W), got " + shape_str(x));
+  if (x.ndim != 3 && x.ndim != 4) fail_op(GN_ERR_SHAPE, op, "input must be (N,C,H,W) or (C,H,W), got " + shape_str(x));
   PoolGeom g{};
   g.H = x.shape[x.ndim - 2];
   g.W = x.shape[x.ndim - 1];
@@ -202,8 +201,14 @@ PoolGeom pool_geom(const char* op, const gn_tensor_view& x, const gn_attr_value*
     g.ceil_mode = attr_int(op, attrs, n_attrs, 3) != 0;
     g.include_pad = attr_int(op, attrs, n_attrs, 4) != 0;
   }
-  g.kh = k.first; g.kw = k.second; g.sh = s.first; g.sw = s.second;
-  g.ph = p.first; g.pw = p.second; g.dh = d.first; g.dw = d.second;
+  g.kh = k.first;
+  g.kw = k.second;
+  g.sh = s.first;
+  g.sw = s.second;
+  g.ph = p.first;
+  g.pw = p.second;
+  g.dh = d.first;
+  g.dw = d.second;
   if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1)
     fail_op(GN_ERR_INVALID_ARGUMENT, op, "kernel, stride and dilation must be >= 1");
   if (g.ph < 0 || g.pw < 0 || g.ph > g.kh / 2 || g.pw > g.kw / 2)
@@ -211,15 +216,16 @@ PoolGeom pool_geom(const char* op, const gn_tensor_view& x, const gn_attr_value*
   g.Ho = pool_out_size(g.H, g.kh, g.sh, g.ph, g.dh, g.ceil_mode);
   g.Wo = pool_out_size(g.W, g.kw, g.sw, g.pw, g.dw, g.ceil_mode);
   if (g.Ho < 1 || g.Wo < 1)
-    fail_op(GN_ERR_SHAPE, op, "output size " + std::to_string(g.Ho) + "x" + std::to_string(g.Wo) +
-                                  " is too small for input " + shape_str(x));
+    fail_op(
+        GN_ERR_SHAPE, op,
+        "output size " + std::to_string(g.Ho) + "x" + std::to_string(g.Wo) + " is too small for input " + shape_str(x));
   return g;
 }
 
 void expect(const char* op, const char* what, const gn_tensor_view& v, int64_t n, int32_t dtype) {
   if (numel(v) != n || v.dtype != dtype)
-    fail_op(GN_ERR_SHAPE, op, std::string(what) + " " + shape_str(v) + " " + gn_dtype_name(v.dtype) +
-                                  " has the wrong size or dtype");
+    fail_op(GN_ERR_SHAPE, op,
+            std::string(what) + " " + shape_str(v) + " " + gn_dtype_name(v.dtype) + " has the wrong size or dtype");
 }
 
 // in: x; out: y, indices (int64)
@@ -266,8 +272,8 @@ GN_SDK_KERNEL(max_pool2d_backward_fn) {
       GN_CUDA_CHECK(cudaMemcpyAsync(h, flags, 24, cudaMemcpyDeviceToHost, stream(ctx)));
       GN_CUDA_CHECK(cudaStreamSynchronize(stream(ctx)));
       if (h[0])
-        fail_op(GN_ERR_INDEX, op, "index " + std::to_string((int64_t)h[1]) + " out of range [0, " +
-                                      std::to_string(g.H * g.W) + ")");
+        fail_op(GN_ERR_INDEX, op,
+                "index " + std::to_string((int64_t)h[1]) + " out of range [0, " + std::to_string(g.H * g.W) + ")");
       irregular = h[2] != 0;
     }
   }
@@ -275,7 +281,7 @@ GN_SDK_KERNEL(max_pool2d_backward_fn) {
     using T = typename decltype(tag)::type;
     auto k = irregular ? max_pool_bwd_kernel<T, false> : max_pool_bwd_kernel<T, true>;
     k<<<nn::grid_for(ctx, ni), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(dy), data_ptr<const int64_t>(idx),
-                                                          data_ptr<T>(out[0]), g);
+                                                           data_ptr<T>(out[0]), g);
   });
   GN_CUDA_CHECK_LAUNCH();
 }
@@ -292,7 +298,8 @@ GN_SDK_KERNEL(avg_pool2d_fn) {
   if (n == 0) return;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    avg_pool_fwd_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), data_ptr<T>(out[0]), g);
+    avg_pool_fwd_kernel<T>
+        <<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), data_ptr<T>(out[0]), g);
   });
   GN_CUDA_CHECK_LAUNCH();
 }
@@ -310,7 +317,8 @@ GN_SDK_KERNEL(avg_pool2d_backward_fn) {
   if (ni == 0) return;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    avg_pool_bwd_kernel<T><<<nn::grid_for(ctx, ni), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(dy), data_ptr<T>(out[0]), g);
+    avg_pool_bwd_kernel<T>
+        <<<nn::grid_for(ctx, ni), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(dy), data_ptr<T>(out[0]), g);
   });
   GN_CUDA_CHECK_LAUNCH();
 }

@@ -38,12 +38,16 @@ struct SumR {  // sum and mean
   __device__ __forceinline__ State init() const { return A(0); }
   __device__ __forceinline__ State load(T x, int64_t) const { return convert<A>(x); }
   __device__ __forceinline__ State combine(State a, State b) const {
-    if constexpr (std::is_integral_v<A>) return (A)((uint64_t)a + (uint64_t)b);
-    else return a + b;
+    if constexpr (std::is_integral_v<A>)
+      return (A)((uint64_t)a + (uint64_t)b);
+    else
+      return a + b;
   }
   __device__ __forceinline__ Out finalize(State s, int64_t n) const {
-    if constexpr (std::is_integral_v<A>) return convert<Out>(s);
-    else return convert<Out>(mean ? s / (A)n : s);
+    if constexpr (std::is_integral_v<A>)
+      return convert<Out>(s);
+    else
+      return convert<Out>(mean ? s / (A)n : s);
   }
 };
 
@@ -55,16 +59,20 @@ struct ProdR {
   __device__ __forceinline__ State init() const { return A(1); }
   __device__ __forceinline__ State load(T x, int64_t) const { return convert<A>(x); }
   __device__ __forceinline__ State combine(State a, State b) const {
-    if constexpr (std::is_integral_v<A>) return (A)((uint64_t)a * (uint64_t)b);
-    else return a * b;
+    if constexpr (std::is_integral_v<A>)
+      return (A)((uint64_t)a * (uint64_t)b);
+    else
+      return a * b;
   }
   __device__ __forceinline__ Out finalize(State s, int64_t) const { return convert<Out>(s); }
 };
 
 template <class T>
 __device__ __forceinline__ bool nan_of(T v) {
-  if constexpr (std::is_floating_point_v<T>) return isnan(v);
-  else return false;
+  if constexpr (std::is_floating_point_v<T>)
+    return isnan(v);
+  else
+    return false;
 }
 
 template <class T>
@@ -74,8 +82,10 @@ struct MaxMinR {
   using Out = T;
   bool is_max;
   __device__ __forceinline__ State init() const {
-    if constexpr (is_float_v<T>) return is_max ? -(A)INFINITY : (A)INFINITY;
-    else return is_max ? (A)INT64_MIN : (A)INT64_MAX;
+    if constexpr (is_float_v<T>)
+      return is_max ? -(A)INFINITY : (A)INFINITY;
+    else
+      return is_max ? (A)INT64_MIN : (A)INT64_MAX;
   }
   __device__ __forceinline__ State load(T x, int64_t) const { return convert<A>(x); }
   __device__ __forceinline__ State combine(State a, State b) const {
@@ -182,7 +192,8 @@ struct NormR {
       case 0: return a != A(0) ? A(1) : A(0);
       case 1: return a;
       case 2: return a * a;
-      case 3: case 4: return a;
+      case 3:
+      case 4: return a;
       default: return pow(a, p);
     }
   }
@@ -227,17 +238,17 @@ __device__ __forceinline__ S warp_reduce(const R& r, S s) {
 // the kernel
 
 struct Layout {
-  int64_t n_out, n_in;   // outputs, reduced elements per output
-  OffsetCalc<1> outer;   // o -> element offset of x
-  OffsetCalc<1> inner;   // j -> element offset of x (relative)
-  OffsetCalc<1> yoff;    // o -> element offset of y
+  int64_t n_out, n_in;  // outputs, reduced elements per output
+  OffsetCalc<1> outer;  // o -> element offset of x
+  OffsetCalc<1> inner;  // j -> element offset of x (relative)
+  OffsetCalc<1> yoff;   // o -> element offset of y
   bool y_dense;
-  int mode;              // 0 row, 1 column
-  int out_per_block;     // row mode: 1 (256 lanes) or 8 (32 lanes each)
-  int64_t chunk;         // reduced elements per split
+  int mode;           // 0 row, 1 column
+  int out_per_block;  // row mode: 1 (256 lanes) or 8 (32 lanes each)
+  int64_t chunk;      // reduced elements per split
   int splits;
-  int vec;               // row mode with stride-1 rows: elements per vector load (1 = off)
-  int64_t in_stride;     // inner stride when inner.ndim == 1
+  int vec;            // row mode with stride-1 rows: elements per vector load (1 = off)
+  int64_t in_stride;  // inner stride when inner.ndim == 1
 
   // Element offset in y of output o.
   __device__ __forceinline__ int64_t y_offset(int64_t o) const {
@@ -463,8 +474,10 @@ void run_reduce(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& 
   const T* xp = data_ptr<const T>(x);
   Out* yp = data_ptr<Out>(y);
   cudaStream_t st = stream(ctx);
-  if (vec > 1) launch_pdl_ptr(reduce_kernel<T, R, V>, grid, block, 0, st, xp, yp, partial, L, r);
-  else launch_pdl_ptr(reduce_kernel<T, R, 1>, grid, block, 0, st, xp, yp, partial, L, r);
+  if (vec > 1)
+    launch_pdl_ptr(reduce_kernel<T, R, V>, grid, block, 0, st, xp, yp, partial, L, r);
+  else
+    launch_pdl_ptr(reduce_kernel<T, R, 1>, grid, block, 0, st, xp, yp, partial, L, r);
   GN_CUDA_CHECK_LAUNCH();
   if (L.splits > 1) {
     unsigned b = blocks_for(L.n_out);
@@ -496,7 +509,8 @@ GN_SDK_KERNEL(reduce_kernel_entry) {
   Dims dims;
   double param = 0.0;
   switch (k) {
-    case Red::argmax: case Red::argmin: {
+    case Red::argmax:
+    case Red::argmin: {
       const int64_t dim = attr_int(op, attrs, n_attrs, 0);
       if (dim != GN_DIM_NONE) dims = {dim};
       break;
@@ -505,12 +519,12 @@ GN_SDK_KERNEL(reduce_kernel_entry) {
       param = attr_float(op, attrs, n_attrs, 0);
       dims = attr_ints(op, attrs, n_attrs, 1);
       break;
-    case Red::var: case Red::std:
+    case Red::var:
+    case Red::std:
       dims = attr_ints(op, attrs, n_attrs, 0);
       param = attr_float(op, attrs, n_attrs, 1);
       break;
-    default:
-      dims = attr_ints(op, attrs, n_attrs, 0);
+    default: dims = attr_ints(op, attrs, n_attrs, 0);
   }
   bool mask[GN_MAX_DIMS];
   make_mask(op, dims, x.ndim, mask);
@@ -520,23 +534,31 @@ GN_SDK_KERNEL(reduce_kernel_entry) {
   if ((k == Red::max || k == Red::min || k == Red::argmax || k == Red::argmin) && n_red == 0 && numel(y) > 0)
     fail_op(GN_ERR_INVALID_ARGUMENT, op, "cannot reduce over an empty dimension of input " + shape_str(x));
   switch (k) {
-    case Red::sum: case Red::mean: case Red::prod:
+    case Red::sum:
+    case Red::mean:
+    case Red::prod:
       if (y.dtype != x.dtype) fail_op(GN_ERR_DTYPE, op, "output dtype must equal the (cast) input's");
       dispatch_all(x.dtype, op, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        if (k == Red::prod) run_reduce<T>(ctx, op, x, y, mask, ProdR<T>{});
-        else if constexpr (is_float_v<T>) run_reduce<T>(ctx, op, x, y, mask, SumR<T>{k == Red::mean});
-        else if (k == Red::sum) run_reduce<T>(ctx, op, x, y, mask, SumR<T>{false});
-        else fail_op(GN_ERR_DTYPE, op, "mean needs a float input");
+        if (k == Red::prod)
+          run_reduce<T>(ctx, op, x, y, mask, ProdR<T>{});
+        else if constexpr (is_float_v<T>)
+          run_reduce<T>(ctx, op, x, y, mask, SumR<T>{k == Red::mean});
+        else if (k == Red::sum)
+          run_reduce<T>(ctx, op, x, y, mask, SumR<T>{false});
+        else
+          fail_op(GN_ERR_DTYPE, op, "mean needs a float input");
       });
       break;
-    case Red::max: case Red::min:
+    case Red::max:
+    case Red::min:
       dispatch_all(x.dtype, op, [&](auto tag) {
         using T = typename decltype(tag)::type;
         run_reduce<T>(ctx, op, x, y, mask, MaxMinR<T>{k == Red::max});
       });
       break;
-    case Red::argmax: case Red::argmin:
+    case Red::argmax:
+    case Red::argmin:
       if (y.dtype != GN_I64) fail_op(GN_ERR_DTYPE, op, "output must be int64");
       if (x.dtype == GN_BOOL) fail_op(GN_ERR_DTYPE, op, "bool inputs are not supported");
       dispatch_all(x.dtype, op, [&](auto tag) {
@@ -548,11 +570,16 @@ GN_SDK_KERNEL(reduce_kernel_entry) {
       dispatch_float(x.dtype, op, [&](auto tag) {
         using T = typename decltype(tag)::type;
         using A = acc_t<T>;
-        if (k == Red::var || k == Red::std) run_reduce<T>(ctx, op, x, y, mask, VarR<T>{(A)param, k == Red::std});
-        else if (k == Red::logsumexp) run_reduce<T>(ctx, op, x, y, mask, LseR<T>{});
+        if (k == Red::var || k == Red::std)
+          run_reduce<T>(ctx, op, x, y, mask, VarR<T>{(A)param, k == Red::std});
+        else if (k == Red::logsumexp)
+          run_reduce<T>(ctx, op, x, y, mask, LseR<T>{});
         else {
-          const int kind = param == 0.0 ? 0 : param == 1.0 ? 1 : param == 2.0 ? 2
-                         : std::isinf(param) ? (param > 0 ? 3 : 4) : 5;
+          const int kind = param == 0.0        ? 0
+                           : param == 1.0      ? 1
+                           : param == 2.0      ? 2
+                           : std::isinf(param) ? (param > 0 ? 3 : 4)
+                                               : 5;
           run_reduce<T>(ctx, op, x, y, mask, NormR<T>{(A)param, kind});
         }
       });
@@ -567,9 +594,12 @@ GN_CUDA_FAMILY(reduce) {
   using In = gn::sdk::scalar::ReduceInputs;
   auto reg = [&](const char* name, Red code, In inputs) {
     void* data = (void*)(intptr_t)code;
-    if (inputs == In::any) r.kernel(name, kAllDtypes, reduce_kernel_entry, 0, data);
-    else if (inputs == In::numeric) r.kernel(name, kNumericDtypes, reduce_kernel_entry, 0, data);
-    else r.kernel(name, kFloatDtypes, reduce_kernel_entry, 0, data);
+    if (inputs == In::any)
+      r.kernel(name, kAllDtypes, reduce_kernel_entry, 0, data);
+    else if (inputs == In::numeric)
+      r.kernel(name, kNumericDtypes, reduce_kernel_entry, 0, data);
+    else
+      r.kernel(name, kFloatDtypes, reduce_kernel_entry, 0, data);
   };
 #define GN_CUDA_REDUCE_REG(name, inputs) reg(#name, Red::name, In::inputs);
   GN_SCALAR_REDUCE_OPS(GN_CUDA_REDUCE_REG)

@@ -54,7 +54,8 @@ void rope_common(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view*
   if (x.ndim < 1) fail_op(GN_ERR_SHAPE, op, "input must be at least 1-D");
   const int64_t D = x.shape[x.ndim - 1];
   if (D % 2 != 0) fail_op(GN_ERR_SHAPE, op, "last dim " + std::to_string(D) + " must be even");
-  if (numel(out[0]) != numel(x)) fail_op(GN_ERR_SHAPE, op, "output " + shape_str(out[0]) + " does not match " + shape_str(x));
+  if (numel(out[0]) != numel(x))
+    fail_op(GN_ERR_SHAPE, op, "output " + shape_str(out[0]) + " does not match " + shape_str(x));
   for (int k = 1; k <= 2; ++k) {
     const gn_tensor_view& v = in[k];
     bool ok = v.ndim <= x.ndim && v.dtype == x.dtype;
@@ -63,8 +64,9 @@ void rope_common(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view*
       ok = s == t || s == 1;
     }
     if (!ok)
-      fail_op(GN_ERR_SHAPE, op, std::string(k == 1 ? "cos " : "sin ") + shape_str(v) + " " + gn_dtype_name(v.dtype) +
-                                    " does not broadcast to " + shape_str(x) + " " + gn_dtype_name(x.dtype));
+      fail_op(GN_ERR_SHAPE, op,
+              std::string(k == 1 ? "cos " : "sin ") + shape_str(v) + " " + gn_dtype_name(v.dtype) +
+                  " does not broadcast to " + shape_str(x) + " " + gn_dtype_name(x.dtype));
   }
   const int64_t pairs = numel(x) / 2;
   if (pairs == 0) return;

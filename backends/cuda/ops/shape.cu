@@ -18,7 +18,8 @@ namespace {
 int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
   const int64_t n = ndim > 0 ? ndim : 1;
   if (dim == GN_DIM_NONE || dim < -n || dim >= n)
-    fail_op(GN_ERR_INDEX, op, "dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
+    fail_op(GN_ERR_INDEX, op,
+            "dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
   return ndim > 0 ? (int32_t)(dim < 0 ? dim + n : dim) : 0;
 }
 
@@ -42,7 +43,8 @@ void copy_rows(const gn_kernel_ctx* ctx, const void* src, void* dst, int64_t out
   if (outer == 0 || src_bytes == 0) return;
   int u = 1;
   for (int c = 16; c > 1; c /= 2)
-    if (src_bytes % c == 0 && dst_bytes % c == 0 && off % c == 0 && (uintptr_t)src % c == 0 && (uintptr_t)dst % c == 0) {
+    if (src_bytes % c == 0 && dst_bytes % c == 0 && off % c == 0 && (uintptr_t)src % c == 0 &&
+        (uintptr_t)dst % c == 0) {
       u = c;
       break;
     }
@@ -80,11 +82,14 @@ GN_SDK_KERNEL(cat_fn) {
     const gn_tensor_view& x = in[k];
     if (x.ndim != o.ndim) {
       if (x.ndim == 1 && x.shape[0] == 0) continue;
-      fail_op(GN_ERR_SHAPE, op, "input " + std::to_string(k) + " " + shape_str(x) + " has another rank than " + shape_str(o));
+      fail_op(GN_ERR_SHAPE, op,
+              "input " + std::to_string(k) + " " + shape_str(x) + " has another rank than " + shape_str(o));
     }
     bool ok = x.dtype == o.dtype && offset + x.shape[dim] <= total;
     for (int32_t d = 0; ok && d < o.ndim; ++d) ok = d == dim || x.shape[d] == o.shape[d];
-    if (!ok) fail_op(GN_ERR_SHAPE, op, "input " + std::to_string(k) + " " + shape_str(x) + " does not fit output " + shape_str(o));
+    if (!ok)
+      fail_op(GN_ERR_SHAPE, op,
+              "input " + std::to_string(k) + " " + shape_str(x) + " does not fit output " + shape_str(o));
     copy_rows(ctx, gn_view_ptr(&x), gn_view_ptr(&o), outer, x.shape[dim] * inner * es, total * inner * es,
               offset * inner * es);
     offset += x.shape[dim];
@@ -110,7 +115,9 @@ GN_SDK_KERNEL(stack_fn) {
     bool ok = x.ndim == o.ndim - 1 && x.dtype == o.dtype;
     for (int32_t d = 0, e = 0; ok && d < o.ndim; ++d)
       if (d != dim) ok = x.shape[e++] == o.shape[d];
-    if (!ok) fail_op(GN_ERR_SHAPE, op, "input " + std::to_string(k) + " " + shape_str(x) + " does not fit output " + shape_str(o));
+    if (!ok)
+      fail_op(GN_ERR_SHAPE, op,
+              "input " + std::to_string(k) + " " + shape_str(x) + " does not fit output " + shape_str(o));
     copy_rows(ctx, gn_view_ptr(&x), gn_view_ptr(&o), outer, inner * es, (int64_t)n_in * inner * es,
               (int64_t)k * inner * es);
   }
@@ -120,7 +127,8 @@ GN_SDK_KERNEL(stack_fn) {
 // triu / tril
 
 template <class U, bool kUpper>
-__global__ void tri_kernel(const U* __restrict__ x, U* __restrict__ out, int64_t n, int64_t M, int64_t N, int64_t diag) {
+__global__ void tri_kernel(const U* __restrict__ x, U* __restrict__ out, int64_t n, int64_t M, int64_t N,
+                           int64_t diag) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t j = i % N, r = (i / N) % M;
     const bool keep = kUpper ? j - r >= diag : j - r <= diag;

@@ -45,8 +45,8 @@ __device__ __forceinline__ A row_reduce(A v, A* shm) {
 }
 
 template <class T, int VEC>
-__global__ void __launch_bounds__(512) softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows,
-                                                            int64_t L, bool log) {
+__global__ void __launch_bounds__(512)
+    softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t L, bool log) {
   using A = acc_t<T>;
   __shared__ A shm[32];
   const int64_t row = (int64_t)blockIdx.x * blockDim.y + threadIdx.y;
@@ -94,8 +94,8 @@ __global__ void __launch_bounds__(512) softmax_rows_kernel(const T* __restrict__
 
 // Rows longer than the register cache: online (max, sum), then write.
 template <class T>
-__global__ void __launch_bounds__(1024) softmax_stream_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t L,
-                                                              bool log) {
+__global__ void __launch_bounds__(1024)
+    softmax_stream_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t L, bool log) {
   using A = acc_t<T>;
   __shared__ A shm[32];
   const T* xr = x + (int64_t)blockIdx.x * L;
@@ -168,8 +168,8 @@ __global__ void __launch_bounds__(1024) softmax_bwd_rows_kernel(const T* __restr
 
 template <class T>
 __global__ void softmax_bwd_lines_kernel(const T* __restrict__ g, const T* __restrict__ y, T* __restrict__ gx,
-                                         int64_t lines, int64_t L, OffsetCalc<3> oc, int64_t sg, int64_t sy,
-                                         int64_t so, bool log) {
+                                         int64_t lines, int64_t L, OffsetCalc<3> oc, int64_t sg, int64_t sy, int64_t so,
+                                         bool log) {
   using A = bwd_acc_t<T>;
   for (int64_t l = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; l < lines; l += (int64_t)gridDim.x * blockDim.x) {
     int64_t off[3];
@@ -177,8 +177,7 @@ __global__ void softmax_bwd_lines_kernel(const T* __restrict__ g, const T* __res
     const T *gr = g + off[0], *yr = y + off[1];
     T* o = gx + off[2];
     A s = 0;
-    for (int64_t j = 0; j < L; ++j)
-      s += log ? convert<A>(gr[j * sg]) : convert<A>(gr[j * sg]) * convert<A>(yr[j * sy]);
+    for (int64_t j = 0; j < L; ++j) s += log ? convert<A>(gr[j * sg]) : convert<A>(gr[j * sg]) * convert<A>(yr[j * sy]);
     for (int64_t j = 0; j < L; ++j) {
       const A gv = convert<A>(gr[j * sg]), yv = convert<A>(yr[j * sy]);
       o[j * so] = convert<T>(log ? gv - exp(yv) * s : yv * (gv - s));
@@ -271,8 +270,10 @@ void softmax_forward(const gn_kernel_ctx* ctx, const char* op, bool log, const g
         dim3 block;
         row_geometry(nvec, kMaxVec, &block);
         const unsigned grid = (unsigned)((rows + block.y - 1) / block.y);
-        if (vec) softmax_rows_kernel<T, V><<<grid, block, 0, st>>>(xp, yp, rows, L, log);
-        else softmax_rows_kernel<T, 1><<<grid, block, 0, st>>>(xp, yp, rows, L, log);
+        if (vec)
+          softmax_rows_kernel<T, V><<<grid, block, 0, st>>>(xp, yp, rows, L, log);
+        else
+          softmax_rows_kernel<T, 1><<<grid, block, 0, st>>>(xp, yp, rows, L, log);
       } else {
         softmax_stream_kernel<T><<<(unsigned)rows, 1024, 0, st>>>(xp, yp, L, log);
       }
@@ -305,7 +306,8 @@ void softmax_backward(const gn_kernel_ctx* ctx, const char* op, bool log, const 
     const T* gp = data_ptr<const T>(g);
     const T* yp = data_ptr<const T>(y);
     T* op_ = data_ptr<T>(gx);
-    const bool rows_ok = (y.ndim == 0 || dim == y.ndim - 1) && is_contiguous(g) && is_contiguous(y) && is_contiguous(gx);
+    const bool rows_ok =
+        (y.ndim == 0 || dim == y.ndim - 1) && is_contiguous(g) && is_contiguous(y) && is_contiguous(gx);
     if (rows_ok) {
       dim3 block;
       row_geometry(L, 8, &block);

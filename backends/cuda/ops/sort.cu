@@ -36,8 +36,8 @@ SortScratch<K> sort_scratch(const gn_kernel_ctx* ctx, int64_t n, int64_t S, size
   const size_t o_kin = cv.add(n * sizeof(K)), o_kout = cv.add(n * sizeof(K)), o_pin = cv.add(n * 4),
                o_pout = cv.add(n * 4), o_off = cv.add((S + 1) * 8), o_tmp = cv.add(temp);
   char* ws = static_cast<char*>(workspace(ctx, cv.total));
-  return {(K*)(ws + o_kin), (K*)(ws + o_kout), (int32_t*)(ws + o_pin), (int32_t*)(ws + o_pout),
-          (int64_t*)(ws + o_off), ws + o_tmp};
+  return {(K*)(ws + o_kin),        (K*)(ws + o_kout),      (int32_t*)(ws + o_pin),
+          (int32_t*)(ws + o_pout), (int64_t*)(ws + o_off), ws + o_tmp};
 }
 
 // topk with k <= kSelectMaxK and k <= L/8 selects instead of sorting whole lines.
@@ -46,7 +46,10 @@ constexpr int64_t kSelectMaxK = 1024;
 // Lines at least this long are sorted one by one with the device-wide radix sort.
 constexpr int64_t kLongLine = int64_t{1} << 16;
 
-template <class T> struct KeyOf { using type = typename nn::RawOf<sizeof(T)>::type; };
+template <class T>
+struct KeyOf {
+  using type = typename nn::RawOf<sizeof(T)>::type;
+};
 
 // Order-preserving unsigned key of v (ascending).
 template <class T>
@@ -58,8 +61,10 @@ __device__ __forceinline__ typename KeyOf<T>::type encode(T v) {
   memcpy(&b, &v, sizeof(K));
   if constexpr (is_float_v<T>) {
     // exponent all ones and mantissa non-zero: NaN
-    constexpr int kMan = std::is_same_v<T, float> ? 23 : std::is_same_v<T, double> ? 52
-                         : std::is_same_v<T, __half> ? 10 : 7;
+    constexpr int kMan = std::is_same_v<T, float>    ? 23
+                         : std::is_same_v<T, double> ? 52
+                         : std::is_same_v<T, __half> ? 10
+                                                     : 7;
     constexpr K kExpMask = K(K(~K(0)) >> 1) & K(~K((K(1) << kMan) - 1));
     constexpr K kManMask = K((K(1) << kMan) - 1);
     if ((b & kExpMask) == kExpMask && (b & kManMask) != 0) return K(~K(0));
@@ -118,10 +123,9 @@ __global__ void sort_out_kernel(const T* __restrict__ x, const int32_t* __restri
 constexpr int kSelThreads = 512;
 
 template <class T>
-__global__ void __launch_bounds__(kSelThreads) topk_select_kernel(const T* __restrict__ x, int64_t L, int64_t inner,
-                                                                  int64_t k, bool descending,
-                                                                  typename KeyOf<T>::type* __restrict__ sel_keys,
-                                                                  int32_t* __restrict__ sel_pos) {
+__global__ void __launch_bounds__(kSelThreads)
+    topk_select_kernel(const T* __restrict__ x, int64_t L, int64_t inner, int64_t k, bool descending,
+                       typename KeyOf<T>::type* __restrict__ sel_keys, int32_t* __restrict__ sel_pos) {
   using K = typename KeyOf<T>::type;
   using Scan = cub::BlockScan<int, kSelThreads>;
   __shared__ unsigned int hist[256];
@@ -194,21 +198,20 @@ void topk_select(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view&
     using T = typename decltype(tag)::type;
     using K = typename KeyOf<T>::type;
     size_t temp = 0;
-    GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(nullptr, temp, (const K*)nullptr, (K*)nullptr,
-                                                            (const int32_t*)nullptr, (int32_t*)nullptr, n, S,
-                                                            (const int64_t*)nullptr, (const int64_t*)nullptr,
-                                                            stream(ctx)));
+    GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(
+        nullptr, temp, (const K*)nullptr, (K*)nullptr, (const int32_t*)nullptr, (int32_t*)nullptr, n, S,
+        (const int64_t*)nullptr, (const int64_t*)nullptr, stream(ctx)));
     const SortScratch<K> sc = sort_scratch<K>(ctx, n, S, temp);
     K *kin = sc.kin, *kout = sc.kout;
     int32_t *pin = sc.pin, *pout = sc.pout;
     int64_t* off = sc.off;
-    topk_select_kernel<T><<<(unsigned)S, kSelThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), L, inner, k, largest,
-                                                                         kin, pin);
+    topk_select_kernel<T>
+        <<<(unsigned)S, kSelThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), L, inner, k, largest, kin, pin);
     GN_CUDA_CHECK_LAUNCH();
     seg_offsets_kernel<<<nn::grid_for(ctx, S + 1), kThreads, 0, stream(ctx)>>>(off, S, k);
     GN_CUDA_CHECK_LAUNCH();
-    GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(sc.tmp, temp, kin, kout, pin, pout, n, S, off, off + 1,
-                                                            stream(ctx)));
+    GN_CUDA_CHECK(
+        cub::DeviceSegmentedSort::StableSortPairs(sc.tmp, temp, kin, kout, pin, pout, n, S, off, off + 1, stream(ctx)));
     sort_out_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(
         data_ptr<const T>(x), pout, data_ptr<T>(values), data_ptr<int64_t>(indices), L, k, inner, n, k);
     GN_CUDA_CHECK_LAUNCH();
@@ -218,7 +221,8 @@ void topk_select(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view&
 int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
   const int64_t n = ndim > 0 ? ndim : 1;
   if (dim == GN_DIM_NONE || dim < -n || dim >= n)
-    fail_op(GN_ERR_INDEX, op, "dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
+    fail_op(GN_ERR_INDEX, op,
+            "dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
   return ndim > 0 ? (int32_t)(dim < 0 ? dim + n : dim) : 0;
 }
 
@@ -234,7 +238,8 @@ void sort_lines(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& 
     for (int32_t d = dim + 1; d < x.ndim; ++d) inner *= x.shape[d];
   }
   if (k < 0 || k > L)
-    fail_op(GN_ERR_INVALID_ARGUMENT, op, "k " + std::to_string(k) + " is out of range for a dim of size " + std::to_string(L));
+    fail_op(GN_ERR_INVALID_ARGUMENT, op,
+            "k " + std::to_string(k) + " is out of range for a dim of size " + std::to_string(L));
   const int64_t n_out = outer * k * inner;
   if (values && (numel(*values) != n_out || values->dtype != x.dtype))
     fail_op(GN_ERR_SHAPE, op, "values " + shape_str(*values) + " do not match input " + shape_str(x));
@@ -260,16 +265,15 @@ void sort_lines(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& 
                                                     (const int32_t*)nullptr, (int32_t*)nullptr, L, 0,
                                                     (int)(8 * sizeof(K)), stream(ctx)));
     else
-      GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(nullptr, temp, (const K*)nullptr, (K*)nullptr,
-                                                              (const int32_t*)nullptr, (int32_t*)nullptr, n, S,
-                                                              (const int64_t*)nullptr, (const int64_t*)nullptr,
-                                                              stream(ctx)));
+      GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(
+          nullptr, temp, (const K*)nullptr, (K*)nullptr, (const int32_t*)nullptr, (int32_t*)nullptr, n, S,
+          (const int64_t*)nullptr, (const int64_t*)nullptr, stream(ctx)));
     const SortScratch<K> sc = sort_scratch<K>(ctx, n, S, temp);
     K *kin = sc.kin, *kout = sc.kout;
     int32_t *pin = sc.pin, *pout = sc.pout;
     int64_t* off = sc.off;
-    sort_keys_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), kin, pin, L, inner,
-                                                                           n, descending);
+    sort_keys_kernel<T>
+        <<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), kin, pin, L, inner, n, descending);
     GN_CUDA_CHECK_LAUNCH();
     if (per_line) {
       for (int64_t sg = 0; sg < S; ++sg) {
@@ -280,8 +284,8 @@ void sort_lines(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& 
     } else {
       seg_offsets_kernel<<<nn::grid_for(ctx, S + 1), kThreads, 0, stream(ctx)>>>(off, S, L);
       GN_CUDA_CHECK_LAUNCH();
-      GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(sc.tmp, temp, kin, kout, pin, pout, n, S, off,
-                                                              off + 1, stream(ctx)));
+      GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(sc.tmp, temp, kin, kout, pin, pout, n, S, off, off + 1,
+                                                              stream(ctx)));
     }
     sort_out_kernel<T><<<nn::grid_for(ctx, n_out), kThreads, 0, stream(ctx)>>>(
         data_ptr<const T>(x), pout, values ? data_ptr<T>(*values) : nullptr,

@@ -31,7 +31,9 @@ enum UnaryOp : int {
 #define GN_CUDA_UNARY_ENUM(name, F) kUn_##name,
   GN_SCALAR_UNARY_OPS(GN_CUDA_UNARY_ENUM)
 #undef GN_CUDA_UNARY_ENUM
-  kGeluErf, kGeluTanh, kClamp
+      kGeluErf,
+  kGeluTanh,
+  kClamp
 };
 
 struct OpName {
@@ -102,8 +104,8 @@ struct FloatUnaryF {
 template <class T>
 struct IntUnaryF {
   int op;
-  double lo, hi;      // clamp's bounds
-  int64_t ilo, ihi;   // the same, made integral and saturated
+  double lo, hi;     // clamp's bounds
+  int64_t ilo, ihi;  // the same, made integral and saturated
   __device__ __forceinline__ T operator()(T xv) const {
     const int64_t x = (int64_t)xv;
     int64_t r;
@@ -222,8 +224,8 @@ struct IdentityF {
   __device__ __forceinline__ T operator()(T x) const { return x; }
 };
 
-__global__ void convert_generic_kernel(int64_t n, char* out, int32_t odt, int osz, const char* in, int32_t idt,
-                                       int isz, OffsetCalc<2> oc, bool int_path) {
+__global__ void convert_generic_kernel(int64_t n, char* out, int32_t odt, int osz, const char* in, int32_t idt, int isz,
+                                       OffsetCalc<2> oc, bool int_path) {
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     int64_t off[2];
     if (oc.ndim == 1) {
@@ -234,8 +236,10 @@ __global__ void convert_generic_kernel(int64_t n, char* out, int32_t odt, int os
     }
     const char* p = in + off[1] * isz;
     char* q = out + off[0] * osz;
-    if (int_path) gn::sdk::store_int(q, odt, gn::sdk::load_int(p, idt));
-    else gn::sdk::store(q, odt, gn::sdk::load(p, idt));
+    if (int_path)
+      gn::sdk::store_int(q, odt, gn::sdk::load_int(p, idt));
+    else
+      gn::sdk::store(q, odt, gn::sdk::load(p, idt));
   }
 }
 
@@ -254,8 +258,8 @@ OffsetCalc<2> calc2(const gn_tensor_view& y, const gn_tensor_view& x) {
 // contiguous() of a transpose): 32x32 tiles through shared memory, so both
 // the reads and the writes are coalesced.  E is a same-size carrier type.
 template <class E>
-__global__ void transpose_kernel(E* __restrict__ out, const E* __restrict__ in, int64_t R, int64_t C,
-                                 int64_t so_b, int64_t so_r, int64_t si_b, int64_t si_c) {
+__global__ void transpose_kernel(E* __restrict__ out, const E* __restrict__ in, int64_t R, int64_t C, int64_t so_b,
+                                 int64_t so_r, int64_t si_b, int64_t si_c) {
   __shared__ E tile[32][33];
   const int64_t b = blockIdx.z, r0 = (int64_t)blockIdx.y * 32, c0 = (int64_t)blockIdx.x * 32;
   const E* src = in + b * si_b;
@@ -418,10 +422,14 @@ constexpr UnaryTraits kTraits[] = {
 GN_CUDA_FAMILY(unary) {
   for (const UnaryTraits& t : kTraits) {
     void* code = (void*)(intptr_t)op_code(t.name);
-    if (t.predicate) r.kernel(t.name, kAllDtypes, pred_kernel, 0, code);  // bool out
-    else if (!t.exact) r.kernel(t.name, kFloatDtypes, unary_kernel, 0, code);  // inference casts int/bool to f32
-    else if (t.takes_bool) r.kernel(t.name, kAllDtypes, unary_kernel, 0, code);
-    else r.kernel(t.name, kNumericDtypes, unary_kernel, 0, code);
+    if (t.predicate)
+      r.kernel(t.name, kAllDtypes, pred_kernel, 0, code);  // bool out
+    else if (!t.exact)
+      r.kernel(t.name, kFloatDtypes, unary_kernel, 0, code);  // inference casts int/bool to f32
+    else if (t.takes_bool)
+      r.kernel(t.name, kAllDtypes, unary_kernel, 0, code);
+    else
+      r.kernel(t.name, kNumericDtypes, unary_kernel, 0, code);
   }
   r.kernel("gelu", kFloatDtypes, gelu_kernel);
   r.kernel("clamp", kNumericDtypes, clamp_kernel);

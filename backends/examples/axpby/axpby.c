@@ -45,17 +45,15 @@ static gn_status* axpby_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in,
   (void)n_attrs;
   if (n_in != 2) return axpby_error(host, GN_ERR_INVALID_ARGUMENT, "expects 2 inputs (x, y)");
   if (in[0].dtype != in[1].dtype) {
-    snprintf(msg, sizeof msg, "x and y must have the same dtype, got %s and %s",
-             gn_dtype_name(in[0].dtype), gn_dtype_name(in[1].dtype));
+    snprintf(msg, sizeof msg, "x and y must have the same dtype, got %s and %s", gn_dtype_name(in[0].dtype),
+             gn_dtype_name(in[1].dtype));
     return axpby_error(host, GN_ERR_DTYPE, msg);
   }
   if (in[0].dtype != GN_F32 && in[0].dtype != GN_F64) {
-    snprintf(msg, sizeof msg, "supports float32 and float64 only, got %s",
-             gn_dtype_name(in[0].dtype));
+    snprintf(msg, sizeof msg, "supports float32 and float64 only, got %s", gn_dtype_name(in[0].dtype));
     return axpby_error(host, GN_ERR_DTYPE, msg);
   }
-  if (in[0].ndim != in[1].ndim || memcmp(in[0].shape, in[1].shape,
-                                         (size_t)in[0].ndim * sizeof(int64_t)) != 0) {
+  if (in[0].ndim != in[1].ndim || memcmp(in[0].shape, in[1].shape, (size_t)in[0].ndim * sizeof(int64_t)) != 0) {
     format_shape(&in[0], sx, sizeof sx);
     format_shape(&in[1], sy, sizeof sy);
     snprintf(msg, sizeof msg, "x and y must have the same shape, got %s and %s", sx, sy);
@@ -73,8 +71,8 @@ static gn_status* axpby_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in,
 }
 
 /* The attributes arrive complete (defaults filled), in schema order: a, b. */
-static gn_status* read_coefficients(const gn_kernel_ctx* ctx, const gn_attr_value* attrs,
-                                    size_t n_attrs, double* a, double* b) {
+static gn_status* read_coefficients(const gn_kernel_ctx* ctx, const gn_attr_value* attrs, size_t n_attrs, double* a,
+                                    double* b) {
   if (n_attrs < 2 || attrs[0].kind != GN_ATTR_FLOAT || attrs[1].kind != GN_ATTR_FLOAT)
     return axpby_error(ctx->host, GN_ERR_INVALID_ARGUMENT, "attributes a and b must be floats");
   *a = attrs[0].u.f;
@@ -84,9 +82,8 @@ static gn_status* read_coefficients(const gn_kernel_ctx* ctx, const gn_attr_valu
 
 /* The kernels are registered with GN_KERNEL_CONTIGUOUS, so the core hands
  * them dense row-major views and a flat loop is enough. */
-static gn_status* axpby_f32(const gn_kernel_ctx* ctx, const gn_tensor_view* in, size_t n_in,
-                            const gn_tensor_view* out, size_t n_out, const gn_attr_value* attrs,
-                            size_t n_attrs) {
+static gn_status* axpby_f32(const gn_kernel_ctx* ctx, const gn_tensor_view* in, size_t n_in, const gn_tensor_view* out,
+                            size_t n_out, const gn_attr_value* attrs, size_t n_attrs) {
   double a = 1.0, b = 1.0;
   gn_status* st = read_coefficients(ctx, attrs, n_attrs, &a, &b);
   const float* x;
@@ -104,9 +101,8 @@ static gn_status* axpby_f32(const gn_kernel_ctx* ctx, const gn_tensor_view* in, 
   return NULL;
 }
 
-static gn_status* axpby_f64(const gn_kernel_ctx* ctx, const gn_tensor_view* in, size_t n_in,
-                            const gn_tensor_view* out, size_t n_out, const gn_attr_value* attrs,
-                            size_t n_attrs) {
+static gn_status* axpby_f64(const gn_kernel_ctx* ctx, const gn_tensor_view* in, size_t n_in, const gn_tensor_view* out,
+                            size_t n_out, const gn_attr_value* attrs, size_t n_attrs) {
   double a = 1.0, b = 1.0;
   gn_status* st = read_coefficients(ctx, attrs, n_attrs, &a, &b);
   const double* x;

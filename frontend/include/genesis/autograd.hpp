@@ -30,19 +30,19 @@ using Rule = std::vector<Tensor> (*)(Node& node, const Tensor& grad);
  * schema (keep_attrs) or, for frontend functions without one (views), by keep_attr.  Nothing is
  * read by position, so reordering an ops.def row cannot change what a rule sees. */
 struct Node {
-  const char* name = "";                    ///< op name ("mul"); "accumulate_grad" for leaves
-  Rule rule = nullptr;                      ///< null for AccumulateGrad
-  std::vector<std::shared_ptr<Node>> next;  ///< per input: its grad_fn / accumulator, or null
-  std::vector<InputMeta> inputs;            ///< per input: shape/dtype/device for reduction and casts
-  std::vector<Tensor> saved_tensors;        ///< detached tensors the rule reads (freed after use)
-  std::vector<const char*> saved_names;     ///< per saved tensor: its name ("x", "out", "index")
-  const gn_op* op = nullptr;                ///< the recorded op whose schema named `attrs`, if any
-  std::vector<gn_attr_value> attrs;         ///< the kept attributes (the op's completed with its defaults)
-  std::vector<const char*> attr_names;      ///< per kept attribute: its name
+  const char* name = "";                           ///< op name ("mul"); "accumulate_grad" for leaves
+  Rule rule = nullptr;                             ///< null for AccumulateGrad
+  std::vector<std::shared_ptr<Node>> next;         ///< per input: its grad_fn / accumulator, or null
+  std::vector<InputMeta> inputs;                   ///< per input: shape/dtype/device for reduction and casts
+  std::vector<Tensor> saved_tensors;               ///< detached tensors the rule reads (freed after use)
+  std::vector<const char*> saved_names;            ///< per saved tensor: its name ("x", "out", "index")
+  const gn_op* op = nullptr;                       ///< the recorded op whose schema named `attrs`, if any
+  std::vector<gn_attr_value> attrs;                ///< the kept attributes (the op's completed with its defaults)
+  std::vector<const char*> attr_names;             ///< per kept attribute: its name
   std::vector<std::vector<int64_t>> attr_storage;  ///< the data of the ints attributes in `attrs`
-  std::vector<Hook> pre_hooks;              ///< hooks on the output's gradient (non-leaf register_hook/retain_grad)
-  std::shared_ptr<Tensor::Impl> leaf;       ///< AccumulateGrad: the leaf it writes
-  bool released = false;                    ///< saved tensors were freed by a backward
+  std::vector<Hook> pre_hooks;         ///< hooks on the output's gradient (non-leaf register_hook/retain_grad)
+  std::shared_ptr<Tensor::Impl> leaf;  ///< AccumulateGrad: the leaf it writes
+  bool released = false;               ///< saved tensors were freed by a backward
   std::function<std::vector<Tensor>(const Tensor&)> closure;  ///< the rule of a checkpointed region (see checkpoint)
   /** Frees the chain of input nodes iteratively (deep graphs would overflow the stack). */
   ~Node();
@@ -131,8 +131,8 @@ struct GradcheckOptions {
  * differences for every floating input that requires grad; inputs should be float64 (float32
  * needs a larger eps and tolerances, as gradcheck_sample uses).
  * Returns "" when they agree, else a description of the first mismatch. */
-std::string gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
-                      const std::vector<Tensor>& inputs, GradcheckOptions opts = {});
+std::string gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs,
+                      GradcheckOptions opts = {});
 
 /** A finite-difference case of one differentiable op through the frontend, on any device and
  * float dtype (`genesis test-ops --mode grad`). */

@@ -3,9 +3,9 @@
 // cuda tensors), collectives on Tensors, rank-aware logging, and
 // DistributedDataParallel with a DistributedSampler (genesis/distributed/ddp.hpp).
 //
-//   genesis::distributed::init_process_group();          // RANK, WORLD_SIZE, MASTER_ADDR, ... from torchrun/genesis launch
-//   genesis::distributed::all_reduce(t);                  // sum over the ranks, in place
-//   auto g = genesis::distributed::new_group({0, 1});     // every rank calls it; non-members get nullptr
+//   genesis::distributed::init_process_group();          // RANK, WORLD_SIZE, MASTER_ADDR, ... from torchrun/genesis
+//   launch genesis::distributed::all_reduce(t);                  // sum over the ranks, in place auto g =
+//   genesis::distributed::new_group({0, 1});     // every rank calls it; non-members get nullptr
 #pragma once
 
 #include <chrono>
@@ -21,8 +21,13 @@
 namespace genesis::distributed {
 
 /** Reduction of all_reduce / reduce_scatter (values of gn_reduce_op). */
-enum class ReduceOp : int32_t { sum = GN_REDUCE_SUM, prod = GN_REDUCE_PROD, max = GN_REDUCE_MAX,
-                                min = GN_REDUCE_MIN, avg = GN_REDUCE_AVG };
+enum class ReduceOp : int32_t {
+  sum = GN_REDUCE_SUM,
+  prod = GN_REDUCE_PROD,
+  max = GN_REDUCE_MAX,
+  min = GN_REDUCE_MIN,
+  avg = GN_REDUCE_AVG
+};
 
 // ---------------------------------------------------------------- the store
 
@@ -142,7 +147,7 @@ class ProcessGroup {
   Device device_;
   std::chrono::milliseconds timeout_{0};
   struct Worker;
-  std::unique_ptr<Worker> worker_;  // runs the calls in order, off the caller's thread
+  std::unique_ptr<Worker> worker_;    // runs the calls in order, off the caller's thread
   gn_stream* side_stream_ = nullptr;  // cuda: the calls run here
 };
 
@@ -150,12 +155,12 @@ class ProcessGroup {
 
 /** How to start (torchrun's environment fills what is left unset). */
 struct InitOptions {
-  std::string backend;              ///< "gloo", "nccl", or "" = by device ("nccl" for cuda, else "gloo")
-  std::string device;               ///< "cpu" or "cuda" ("" = $GENESIS_DIST_DEVICE, else cpu)
-  int rank = -1;                    ///< -1 = $RANK
-  int world_size = -1;              ///< -1 = $WORLD_SIZE
-  std::string master_addr;          ///< "" = $MASTER_ADDR (default 127.0.0.1)
-  int master_port = -1;             ///< -1 = $MASTER_PORT (default 29500)
+  std::string backend;                    ///< "gloo", "nccl", or "" = by device ("nccl" for cuda, else "gloo")
+  std::string device;                     ///< "cpu" or "cuda" ("" = $GENESIS_DIST_DEVICE, else cpu)
+  int rank = -1;                          ///< -1 = $RANK
+  int world_size = -1;                    ///< -1 = $WORLD_SIZE
+  std::string master_addr;                ///< "" = $MASTER_ADDR (default 127.0.0.1)
+  int master_port = -1;                   ///< -1 = $MASTER_PORT (default 29500)
   std::chrono::milliseconds timeout{-1};  ///< -1 = $GENESIS_DIST_TIMEOUT seconds, else 300 s
 };
 

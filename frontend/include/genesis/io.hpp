@@ -82,16 +82,16 @@ struct CheckpointSection {
 
 /** A full training checkpoint; every part is optional. */
 struct Checkpoint {
-  CheckpointSection model;      ///< model.state_dict()                   -> "model.*"
-  CheckpointSection optim;      ///< optimizer flat state + param groups  -> "optim.*"
-  CheckpointSection scheduler;  ///< LR scheduler state                   -> "scheduler.*"
-  CheckpointSection scaler;     ///< GradScaler state                     -> "scaler.*"
+  CheckpointSection model;                         ///< model.state_dict()                   -> "model.*"
+  CheckpointSection optim;                         ///< optimizer flat state + param groups  -> "optim.*"
+  CheckpointSection scheduler;                     ///< LR scheduler state                   -> "scheduler.*"
+  CheckpointSection scaler;                        ///< GradScaler state                     -> "scaler.*"
   std::map<std::string, CheckpointSection> extra;  ///< further sections by name ([A-Za-z0-9_-]+)
-  std::vector<RngState> rng;    ///< default-generator states of every device
-  std::map<std::string, RngState> generators;  ///< named private generators (e.g. the data loader's)
-  int64_t step = 0;             ///< optimizer steps taken
-  int64_t epoch = 0;            ///< epochs completed
-  StringMap user;               ///< anything else
+  std::vector<RngState> rng;                       ///< default-generator states of every device
+  std::map<std::string, RngState> generators;      ///< named private generators (e.g. the data loader's)
+  int64_t step = 0;                                ///< optimizer steps taken
+  int64_t epoch = 0;                               ///< epochs completed
+  StringMap user;                                  ///< anything else
 
   /** Stores the states of every device's default generator in rng. */
   void capture_rng();
@@ -117,9 +117,16 @@ void check_state_dict_match(const TensorMap& expected, const TensorMap& got, con
 
 // ------------------------------------------------- whole training states
 
-namespace nn { class Module; }
-namespace optim { class Optimizer; class LRScheduler; }
-namespace amp { class GradScaler; }
+namespace nn {
+class Module;
+}
+namespace optim {
+class Optimizer;
+class LRScheduler;
+}  // namespace optim
+namespace amp {
+class GradScaler;
+}
 
 /** What a training run saves and resumes; null parts are skipped.
  *
@@ -130,13 +137,13 @@ namespace amp { class GradScaler; }
  *   genesis::load_training_checkpoint("run.ckpt.safetensors", st);     // all or nothing
  */
 struct TrainingState {
-  nn::Module* model = nullptr;            ///< -> section "model" (state_dict)
-  optim::Optimizer* optimizer = nullptr;  ///< -> section "optim" (flat_state)
+  nn::Module* model = nullptr;              ///< -> section "model" (state_dict)
+  optim::Optimizer* optimizer = nullptr;    ///< -> section "optim" (flat_state)
   optim::LRScheduler* scheduler = nullptr;  ///< -> section "scheduler" (numbers as float64 scalars)
-  amp::GradScaler* scaler = nullptr;      ///< -> section "scaler" (numbers as float64 scalars)
-  int64_t step = 0;                       ///< optimizer steps taken
-  int64_t epoch = 0;                      ///< epochs completed
-  StringMap user;                         ///< anything else (strings)
+  amp::GradScaler* scaler = nullptr;        ///< -> section "scaler" (numbers as float64 scalars)
+  int64_t step = 0;                         ///< optimizer steps taken
+  int64_t epoch = 0;                        ///< epochs completed
+  StringMap user;                           ///< anything else (strings)
 };
 
 /** A checkpoint of every part of s plus the default generators' states. */

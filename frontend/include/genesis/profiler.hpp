@@ -17,7 +17,8 @@ namespace genesis {
 /** RAII profiler (genesis.profiler.profile): records op calls from construction to stop(). */
 class Profiler {
  public:
-  /** Starts recording; on stop writes a Chrome-trace JSON to trace_path (when not empty) and prints the summary to stdout when print_summary. */
+  /** Starts recording; on stop writes a Chrome-trace JSON to trace_path (when not empty) and prints the summary to
+   * stdout when print_summary. */
   explicit Profiler(std::string trace_path = "", bool print_summary = false);
   /** Stops if still running (errors are swallowed: destructors do not throw). */
   ~Profiler();

@@ -27,11 +27,11 @@ namespace genesis {
 
 /** How the process-wide runtime is created (see gn_runtime_options). */
 struct RuntimeOptions {
-  std::string plugin_path;    ///< colon-separated dirs searched first
-  std::string plugins;        ///< comma-separated plugin names; empty = all found
-  std::string backends;       ///< "cpu=reference,cuda=cuda"; empty = best score
+  std::string plugin_path;        ///< colon-separated dirs searched first
+  std::string plugins;            ///< comma-separated plugin names; empty = all found
+  std::string backends;           ///< "cpu=reference,cuda=cuda"; empty = best score
   bool no_default_paths = false;  ///< skip $GENESIS_PLUGIN_PATH and the built-in dir
-  bool quiet = true;          ///< do not print plugin rejections
+  bool quiet = true;              ///< do not print plugin rejections
 };
 
 /** Creates the runtime with these options; must run before the first use, else throws. */
@@ -45,16 +45,23 @@ void manual_seed(uint64_t seed);
 
 /** Element types, same values as gn_dtype. */
 enum class DType : int32_t {
-  f32 = GN_F32, f16 = GN_F16, bf16 = GN_BF16, f64 = GN_F64,
-  i8 = GN_I8, u8 = GN_U8, i32 = GN_I32, i64 = GN_I64, boolean = GN_BOOL
+  f32 = GN_F32,
+  f16 = GN_F16,
+  bf16 = GN_BF16,
+  f64 = GN_F64,
+  i8 = GN_I8,
+  u8 = GN_U8,
+  i32 = GN_I32,
+  i64 = GN_I64,
+  boolean = GN_BOOL
 };
-inline constexpr DType float32 = DType::f32;   ///< torch.float32
-inline constexpr DType float16 = DType::f16;   ///< torch.float16
-inline constexpr DType bfloat16 = DType::bf16; ///< torch.bfloat16
-inline constexpr DType float64 = DType::f64;   ///< torch.float64
-inline constexpr DType int32 = DType::i32;     ///< torch.int32
-inline constexpr DType int64 = DType::i64;     ///< torch.int64
-inline constexpr DType boolean = DType::boolean; ///< torch.bool
+inline constexpr DType float32 = DType::f32;      ///< torch.float32
+inline constexpr DType float16 = DType::f16;      ///< torch.float16
+inline constexpr DType bfloat16 = DType::bf16;    ///< torch.bfloat16
+inline constexpr DType float64 = DType::f64;      ///< torch.float64
+inline constexpr DType int32 = DType::i32;        ///< torch.int32
+inline constexpr DType int64 = DType::i64;        ///< torch.int64
+inline constexpr DType boolean = DType::boolean;  ///< torch.bool
 
 /** "float32", "int64", ... */
 const char* dtype_name(DType d);
@@ -118,7 +125,8 @@ struct Scalar {
   Scalar(T v)  // NOLINT
       : value(static_cast<double>(v)),
         kind(std::is_same_v<T, bool> ? DType::boolean
-             : std::is_integral_v<T> ? DType::i64 : DType::f64) {}
+             : std::is_integral_v<T> ? DType::i64
+                                     : DType::f64) {}
 };
 
 /** Creation options: dtype (unset = inferred or float32), device, requires_grad. */
@@ -191,7 +199,9 @@ class Tensor {
   Tensor to(DType t) const;
   /** The single element converted to T (throws unless numel()==1). */
   template <class T>
-  T item() const { return static_cast<T>(item_double()); }
+  T item() const {
+    return static_cast<T>(item_double());
+  }
   /** The single element as double. */
   double item_double() const;
   /** All elements in row-major order as doubles. */
@@ -222,7 +232,10 @@ class Tensor {
   template <class F>
   void register_hook(F f) const {
     if constexpr (std::is_void_v<std::invoke_result_t<F, const Tensor&>>)
-      add_hook([f](const Tensor& g) { f(g); return Tensor(); });
+      add_hook([f](const Tensor& g) {
+        f(g);
+        return Tensor();
+      });
     else
       add_hook(Hook(f));
   }
@@ -233,68 +246,68 @@ class Tensor {
   Tensor detach() const;
 
   // ---- elementwise unary
-  Tensor neg() const;         ///< -x
-  Tensor abs() const;         ///< |x|
-  Tensor sign() const;        ///< -1, 0, 1
-  Tensor exp() const;         ///< e^x
-  Tensor log() const;         ///< natural log
-  Tensor log1p() const;       ///< log(1+x)
-  Tensor sqrt() const;        ///< square root
-  Tensor rsqrt() const;       ///< 1/sqrt(x)
-  Tensor sin() const;         ///< sine
-  Tensor cos() const;         ///< cosine
-  Tensor tanh() const;        ///< tanh
-  Tensor sigmoid() const;     ///< 1/(1+e^-x)
-  Tensor relu() const;        ///< max(x, 0)
+  Tensor neg() const;                           ///< -x
+  Tensor abs() const;                           ///< |x|
+  Tensor sign() const;                          ///< -1, 0, 1
+  Tensor exp() const;                           ///< e^x
+  Tensor log() const;                           ///< natural log
+  Tensor log1p() const;                         ///< log(1+x)
+  Tensor sqrt() const;                          ///< square root
+  Tensor rsqrt() const;                         ///< 1/sqrt(x)
+  Tensor sin() const;                           ///< sine
+  Tensor cos() const;                           ///< cosine
+  Tensor tanh() const;                          ///< tanh
+  Tensor sigmoid() const;                       ///< 1/(1+e^-x)
+  Tensor relu() const;                          ///< max(x, 0)
   Tensor gelu(bool tanh_approx = false) const;  ///< x*Phi(x) (tanh form if asked)
-  Tensor silu() const;        ///< x*sigmoid(x)
-  Tensor reciprocal() const;  ///< 1/x
-  Tensor square() const;      ///< x*x
-  Tensor floor() const;       ///< round down
-  Tensor ceil() const;        ///< round up
-  Tensor round() const;       ///< half to even
-  Tensor clamp(double lo, double hi) const;  ///< min(max(x, lo), hi)
-  Tensor pow(const Scalar& p) const;   ///< x**p
-  Tensor pow(const Tensor& p) const;   ///< x**p elementwise
-  Tensor logical_not() const;  ///< x == 0 (bool)
-  Tensor isnan() const;        ///< bool
-  Tensor isinf() const;        ///< bool
-  Tensor isfinite() const;     ///< bool
+  Tensor silu() const;                          ///< x*sigmoid(x)
+  Tensor reciprocal() const;                    ///< 1/x
+  Tensor square() const;                        ///< x*x
+  Tensor floor() const;                         ///< round down
+  Tensor ceil() const;                          ///< round up
+  Tensor round() const;                         ///< half to even
+  Tensor clamp(double lo, double hi) const;     ///< min(max(x, lo), hi)
+  Tensor pow(const Scalar& p) const;            ///< x**p
+  Tensor pow(const Tensor& p) const;            ///< x**p elementwise
+  Tensor logical_not() const;                   ///< x == 0 (bool)
+  Tensor isnan() const;                         ///< bool
+  Tensor isinf() const;                         ///< bool
+  Tensor isfinite() const;                      ///< bool
 
   // ---- binary
   Tensor add(const Tensor& o, double alpha = 1) const;  ///< x + alpha*o
   Tensor sub(const Tensor& o, double alpha = 1) const;  ///< x - alpha*o
-  Tensor mul(const Tensor& o) const;   ///< x*o
-  Tensor div(const Tensor& o) const;   ///< x/o (true division)
-  Tensor maximum(const Tensor& o) const;  ///< elementwise max
-  Tensor minimum(const Tensor& o) const;  ///< elementwise min
-  Tensor eq(const Tensor& o) const;  ///< bool x == o
-  Tensor ne(const Tensor& o) const;  ///< bool x != o
-  Tensor lt(const Tensor& o) const;  ///< bool x < o
-  Tensor le(const Tensor& o) const;  ///< bool x <= o
-  Tensor gt(const Tensor& o) const;  ///< bool x > o
-  Tensor ge(const Tensor& o) const;  ///< bool x >= o
-  Tensor matmul(const Tensor& o) const;  ///< torch.matmul
+  Tensor mul(const Tensor& o) const;                    ///< x*o
+  Tensor div(const Tensor& o) const;                    ///< x/o (true division)
+  Tensor maximum(const Tensor& o) const;                ///< elementwise max
+  Tensor minimum(const Tensor& o) const;                ///< elementwise min
+  Tensor eq(const Tensor& o) const;                     ///< bool x == o
+  Tensor ne(const Tensor& o) const;                     ///< bool x != o
+  Tensor lt(const Tensor& o) const;                     ///< bool x < o
+  Tensor le(const Tensor& o) const;                     ///< bool x <= o
+  Tensor gt(const Tensor& o) const;                     ///< bool x > o
+  Tensor ge(const Tensor& o) const;                     ///< bool x >= o
+  Tensor matmul(const Tensor& o) const;                 ///< torch.matmul
 
   // ---- reductions (dims {} = all)
-  Tensor sum(Dims dims = {}, bool keepdim = false) const;   ///< sum over dims
-  Tensor mean(Dims dims = {}, bool keepdim = false) const;  ///< mean over dims
-  Tensor prod(Dims dims = {}, bool keepdim = false) const;  ///< product over dims
-  Tensor max(Dims dims = {}, bool keepdim = false) const;   ///< max values over dims (torch.amax)
-  Tensor min(Dims dims = {}, bool keepdim = false) const;   ///< min values over dims (torch.amin)
-  Tensor argmax(std::optional<int64_t> dim = {}, bool keepdim = false) const;  ///< int64 index of the max
-  Tensor argmin(std::optional<int64_t> dim = {}, bool keepdim = false) const;  ///< int64 index of the min
+  Tensor sum(Dims dims = {}, bool keepdim = false) const;                         ///< sum over dims
+  Tensor mean(Dims dims = {}, bool keepdim = false) const;                        ///< mean over dims
+  Tensor prod(Dims dims = {}, bool keepdim = false) const;                        ///< product over dims
+  Tensor max(Dims dims = {}, bool keepdim = false) const;                         ///< max values over dims (torch.amax)
+  Tensor min(Dims dims = {}, bool keepdim = false) const;                         ///< min values over dims (torch.amin)
+  Tensor argmax(std::optional<int64_t> dim = {}, bool keepdim = false) const;     ///< int64 index of the max
+  Tensor argmin(std::optional<int64_t> dim = {}, bool keepdim = false) const;     ///< int64 index of the min
   Tensor var(Dims dims = {}, double correction = 1, bool keepdim = false) const;  ///< variance
   Tensor std(Dims dims = {}, double correction = 1, bool keepdim = false) const;  ///< standard deviation
-  Tensor logsumexp(Dims dims, bool keepdim = false) const;  ///< log(sum(exp(x)))
-  Tensor norm(double p = 2, Dims dims = {}, bool keepdim = false) const;  ///< p-norm
-  Tensor softmax(int64_t dim) const;      ///< softmax along dim
-  Tensor log_softmax(int64_t dim) const;  ///< log-softmax along dim
+  Tensor logsumexp(Dims dims, bool keepdim = false) const;                        ///< log(sum(exp(x)))
+  Tensor norm(double p = 2, Dims dims = {}, bool keepdim = false) const;          ///< p-norm
+  Tensor softmax(int64_t dim) const;                                              ///< softmax along dim
+  Tensor log_softmax(int64_t dim) const;                                          ///< log-softmax along dim
 
   // ---- indexing, masking, sorting (frontend/src/tensor_indexing.cpp)
   Tensor masked_fill(const Tensor& mask, double value) const;  ///< where(mask, value, x) (mask broadcasts)
-  Tensor triu(int64_t diagonal = 0) const;  ///< zero below the diagonal of the last two dims
-  Tensor tril(int64_t diagonal = 0) const;  ///< zero above the diagonal of the last two dims
+  Tensor triu(int64_t diagonal = 0) const;                     ///< zero below the diagonal of the last two dims
+  Tensor tril(int64_t diagonal = 0) const;                     ///< zero above the diagonal of the last two dims
   /** The k largest (or smallest) values along dim and their int64 indices. */
   std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
   /** Values sorted along dim (stable) and their int64 indices. */
@@ -317,13 +330,14 @@ class Tensor {
   Tensor masked_select(const Tensor& mask) const;
 
   // ---- views (share storage)
-  Tensor reshape(Shape shape) const;   ///< new shape (copies if needed)
-  Tensor view(Shape shape) const;      ///< new shape, never copies
-  Tensor permute(Shape dims) const;    ///< reorder dims
+  Tensor reshape(Shape shape) const;               ///< new shape (copies if needed)
+  Tensor view(Shape shape) const;                  ///< new shape, never copies
+  Tensor permute(Shape dims) const;                ///< reorder dims
   Tensor transpose(int64_t d0, int64_t d1) const;  ///< swap two dims
-  Tensor t() const;                     ///< transpose of a 2-D tensor
-  Tensor slice(int64_t dim, int64_t start, int64_t stop, int64_t step = 1) const;  ///< start:stop:step (Python-like negatives)
-  Tensor select(int64_t dim, int64_t index) const;  ///< pick index along dim (negative allowed)
+  Tensor t() const;                                ///< transpose of a 2-D tensor
+  Tensor slice(int64_t dim, int64_t start, int64_t stop,
+               int64_t step = 1) const;                                ///< start:stop:step (Python-like negatives)
+  Tensor select(int64_t dim, int64_t index) const;                     ///< pick index along dim (negative allowed)
   Tensor operator[](int64_t index) const { return select(0, index); }  ///< x[i]
   /** torch's x[...] with several entries: x.index({1, Slice(0, 4, 2), Ellipsis, None, ids}).  Ints select
    * (drop the dim), Slices are views, None inserts a dim, Ellipsis stands for the dims not named, a 1-D
@@ -341,11 +355,11 @@ class Tensor {
   Tensor& index_put_(const std::vector<TensorIndex>& indices, const Tensor& value);
   /** index_put_() of a number with the entries in a vector. */
   Tensor& index_put_(const std::vector<TensorIndex>& indices, double value);
-  Tensor expand(Shape shape) const;    ///< broadcast size-1 dims (-1 keeps)
+  Tensor expand(Shape shape) const;                                      ///< broadcast size-1 dims (-1 keeps)
   Tensor expand_as(const Tensor& o) const { return expand(o.shape()); }  ///< expand to o's shape
-  Tensor squeeze(std::optional<int64_t> dim = {}) const;  ///< drop size-1 dim(s)
-  Tensor unsqueeze(int64_t dim) const;  ///< insert a size-1 dim
-  Tensor flatten(int64_t start = 0, int64_t end = -1) const;  ///< merge dims start..end
+  Tensor squeeze(std::optional<int64_t> dim = {}) const;                 ///< drop size-1 dim(s)
+  Tensor unsqueeze(int64_t dim) const;                                   ///< insert a size-1 dim
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const;             ///< merge dims start..end
 
   // ---- in place (not recorded: raise when grad is needed)
   Tensor& add_(const Tensor& o, double alpha = 1);  ///< x += alpha*o
@@ -370,8 +384,7 @@ struct Slice {
   std::optional<int64_t> start, stop;
   int64_t step = 1;
   /** Slice() is ":"; Slice(1, 3) is "1:3"; Slice(std::nullopt, std::nullopt, 2) is "::2". */
-  Slice(std::optional<int64_t> start_ = std::nullopt, std::optional<int64_t> stop_ = std::nullopt,
-        int64_t step_ = 1)
+  Slice(std::optional<int64_t> start_ = std::nullopt, std::optional<int64_t> stop_ = std::nullopt, int64_t step_ = 1)
       : start(start_), stop(stop_), step(step_) {}
 };
 /** "..." of Python. */
@@ -386,12 +399,12 @@ inline constexpr NoneIndexType None{};
 class TensorIndex {
  public:
   enum class Kind { integer, slice, ellipsis, none, tensor };
-  TensorIndex(int64_t i) : kind_(Kind::integer), i_(i) {}                      // NOLINT
-  TensorIndex(int i) : kind_(Kind::integer), i_(i) {}                          // NOLINT
-  TensorIndex(indexing::Slice s) : kind_(Kind::slice), slice_(s) {}            // NOLINT
-  TensorIndex(indexing::EllipsisIndexType) : kind_(Kind::ellipsis) {}          // NOLINT
-  TensorIndex(indexing::NoneIndexType) : kind_(Kind::none) {}                  // NOLINT
-  TensorIndex(Tensor t);                                                       // NOLINT
+  TensorIndex(int64_t i) : kind_(Kind::integer), i_(i) {}              // NOLINT
+  TensorIndex(int i) : kind_(Kind::integer), i_(i) {}                  // NOLINT
+  TensorIndex(indexing::Slice s) : kind_(Kind::slice), slice_(s) {}    // NOLINT
+  TensorIndex(indexing::EllipsisIndexType) : kind_(Kind::ellipsis) {}  // NOLINT
+  TensorIndex(indexing::NoneIndexType) : kind_(Kind::none) {}          // NOLINT
+  TensorIndex(Tensor t);                                               // NOLINT
   /** Which alternative this is. */
   Kind kind() const { return kind_; }
   /** The int (Kind::integer). */
@@ -413,10 +426,10 @@ struct Tensor::Impl {
   gn_tensor* h = nullptr;  ///< owned reference
   bool requires_grad = false;
   bool retains_grad = false;
-  std::shared_ptr<autograd::Node> grad_fn;      ///< null for leaves
+  std::shared_ptr<autograd::Node> grad_fn;         ///< null for leaves
   std::weak_ptr<autograd::Node> grad_accumulator;  ///< leaves: the node that accumulates .grad
-  std::shared_ptr<Impl> grad;                   ///< accumulated gradient
-  std::vector<Hook> hooks;                      ///< leaf hooks (non-leaves keep them on grad_fn)
+  std::shared_ptr<Impl> grad;                      ///< accumulated gradient
+  std::vector<Hook> hooks;                         ///< leaf hooks (non-leaves keep them on grad_fn)
   std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;  ///< leaves: run after .grad is updated
   /** Releases h. */
   ~Impl() { gn_tensor_release(h); }
@@ -487,8 +500,8 @@ Tensor softmax(const Tensor& x, int64_t dim);
 /** Log-softmax along dim. */
 Tensor log_softmax(const Tensor& x, int64_t dim);
 /** Layer norm over the last normalized_ndim dims, with optional weight and bias. */
-Tensor layer_norm(const Tensor& x, const Tensor& weight = {}, const Tensor& bias = {},
-                  int64_t normalized_ndim = 1, double eps = 1e-5);
+Tensor layer_norm(const Tensor& x, const Tensor& weight = {}, const Tensor& bias = {}, int64_t normalized_ndim = 1,
+                  double eps = 1e-5);
 /** RMS norm over the last dim, with optional weight. */
 Tensor rms_norm(const Tensor& x, const Tensor& weight = {}, double eps = 1e-6);
 /** Cross-entropy of logits (*, C) against int targets (*); reduction 0 none, 1 mean, 2 sum. */
@@ -511,19 +524,19 @@ Tensor sum_to_size(const Tensor& g, const Shape& shape);
 
 // --------------------------------------------------------------- operators
 
-Tensor operator-(const Tensor& a);                   ///< -a
-Tensor operator+(const Tensor& a, const Tensor& b);  ///< a + b
-Tensor operator-(const Tensor& a, const Tensor& b);  ///< a - b
-Tensor operator*(const Tensor& a, const Tensor& b);  ///< a * b
-Tensor operator/(const Tensor& a, const Tensor& b);  ///< a / b
-Tensor operator+(const Tensor& a, const Scalar& b);  ///< a + number
-Tensor operator-(const Tensor& a, const Scalar& b);  ///< a - number
-Tensor operator*(const Tensor& a, const Scalar& b);  ///< a * number
-Tensor operator/(const Tensor& a, const Scalar& b);  ///< a / number
-Tensor operator+(const Scalar& a, const Tensor& b);  ///< number + b
-Tensor operator-(const Scalar& a, const Tensor& b);  ///< number - b
-Tensor operator*(const Scalar& a, const Tensor& b);  ///< number * b
-Tensor operator/(const Scalar& a, const Tensor& b);  ///< number / b
+Tensor operator-(const Tensor& a);                    ///< -a
+Tensor operator+(const Tensor& a, const Tensor& b);   ///< a + b
+Tensor operator-(const Tensor& a, const Tensor& b);   ///< a - b
+Tensor operator*(const Tensor& a, const Tensor& b);   ///< a * b
+Tensor operator/(const Tensor& a, const Tensor& b);   ///< a / b
+Tensor operator+(const Tensor& a, const Scalar& b);   ///< a + number
+Tensor operator-(const Tensor& a, const Scalar& b);   ///< a - number
+Tensor operator*(const Tensor& a, const Scalar& b);   ///< a * number
+Tensor operator/(const Tensor& a, const Scalar& b);   ///< a / number
+Tensor operator+(const Scalar& a, const Tensor& b);   ///< number + b
+Tensor operator-(const Scalar& a, const Tensor& b);   ///< number - b
+Tensor operator*(const Scalar& a, const Tensor& b);   ///< number * b
+Tensor operator/(const Scalar& a, const Tensor& b);   ///< number / b
 Tensor operator==(const Tensor& a, const Tensor& b);  ///< bool a == b
 Tensor operator!=(const Tensor& a, const Tensor& b);  ///< bool a != b
 Tensor operator<(const Tensor& a, const Tensor& b);   ///< bool a < b
@@ -536,9 +549,9 @@ Tensor operator<(const Tensor& a, const Scalar& b);   ///< bool a < number
 Tensor operator<=(const Tensor& a, const Scalar& b);  ///< bool a <= number
 Tensor operator>(const Tensor& a, const Scalar& b);   ///< bool a > number
 Tensor operator>=(const Tensor& a, const Scalar& b);  ///< bool a >= number
-Tensor& operator+=(Tensor& a, const Tensor& b);  ///< in place a += b
-Tensor& operator-=(Tensor& a, const Tensor& b);  ///< in place a -= b
-Tensor& operator*=(Tensor& a, const Tensor& b);  ///< in place a *= b
+Tensor& operator+=(Tensor& a, const Tensor& b);       ///< in place a += b
+Tensor& operator-=(Tensor& a, const Tensor& b);       ///< in place a -= b
+Tensor& operator*=(Tensor& a, const Tensor& b);       ///< in place a *= b
 
 /** A 0-d wrapped-scalar tensor for s on device d (does not raise result dtypes). */
 Tensor wrap_scalar(const Scalar& s, const Device& d);

@@ -105,8 +105,8 @@ void clear_autocast_cache() { t_state.cache.clear(); }
 autocast::autocast(const std::string& device_type, std::optional<DType> dtype, bool enabled, bool cache_enabled) {
   const DType d = dtype.value_or(device_type == "cpu" ? DType::bf16 : DType::f16);
   if (d != DType::bf16 && d != DType::f16)
-    throw Error(GN_ERR_INVALID_ARGUMENT, std::string("[autocast] dtype must be bfloat16 or float16, got ") +
-                dtype_name(d));
+    throw Error(GN_ERR_INVALID_ARGUMENT,
+                std::string("[autocast] dtype must be bfloat16 or float16, got ") + dtype_name(d));
   State& s = t_state;
   ++s.depth;
   prev_cache_ = s.cache_enabled;
@@ -171,7 +171,10 @@ void autocast_inputs(const char* op, std::initializer_list<Tensor*> ts) {
       bf16 |= t->dtype() == DType::bf16;
     }
     if (best == 0) return;
-    const DType to = best == 3 ? DType::f64 : (best == 2 || (f16 && bf16)) ? DType::f32 : f16 ? DType::f16 : DType::bf16;
+    const DType to = best == 3                      ? DType::f64
+                     : (best == 2 || (f16 && bf16)) ? DType::f32
+                     : f16                          ? DType::f16
+                                                    : DType::bf16;
     for (Tensor* t : ts)
       if (eligible(t) && t->dim() > 0 && t->dtype() != to) *t = t->to(to);
   }

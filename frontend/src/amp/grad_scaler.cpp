@@ -49,8 +49,10 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
       if (!gr.defined()) continue;
       if (gr.dtype() == DType::f16) throw invalid("Attempting to unscale FP16 gradients.");
       auto it = std::find_if(by_dev.begin(), by_dev.end(), [&](const auto& v) { return v[0].device() == gr.device(); });
-      if (it == by_dev.end()) by_dev.push_back({gr});
-      else it->push_back(gr);
+      if (it == by_dev.end())
+        by_dev.push_back({gr});
+      else
+        it->push_back(gr);
     }
   for (const auto& grads : by_dev) {
     const Device d = grads[0].device();
@@ -90,7 +92,8 @@ void GradScaler::update(std::optional<double> new_scale) {
   } else {
     Tensor found;
     for (const auto& [opt, st] : per_opt_)
-      for (const auto& f : st.found_inf) found = found.defined() ? found + f.to(scale_.device()) : f.to(scale_.device());
+      for (const auto& f : st.found_inf)
+        found = found.defined() ? found + f.to(scale_.device()) : f.to(scale_.device());
     if (!found.defined()) throw invalid("No inf checks were recorded prior to update.");
     // torch._amp_update_scale_ on the device: backoff on inf/nan, else grow every growth_interval clean steps.
     const Tensor inf = (found > 0.0).to(DType::f32);
@@ -121,14 +124,15 @@ std::map<std::string, double> GradScaler::state_dict() const {
 void GradScaler::load_state_dict(const std::map<std::string, double>& sd) {
   if (!o_.enabled) return;
   if (sd.empty())
-    throw invalid("The source state dict is empty, possibly because it was saved from a disabled instance of GradScaler.");
+    throw invalid(
+        "The source state dict is empty, possibly because it was saved from a disabled instance of GradScaler.");
   auto get = [&](const char* k) {
     auto it = sd.find(k);
     if (it == sd.end()) throw invalid(std::string("load_state_dict: missing '") + k + "'");
     return it->second;
   };
-  const double scale = get("scale"), gf = get("growth_factor"), bf = get("backoff_factor"),
-               gi = get("growth_interval"), tracker = get("_growth_tracker");
+  const double scale = get("scale"), gf = get("growth_factor"), bf = get("backoff_factor"), gi = get("growth_interval"),
+               tracker = get("_growth_tracker");
   o_.init_scale = scale;
   o_.growth_factor = gf;
   o_.backoff_factor = bf;

@@ -203,7 +203,8 @@ std::shared_ptr<Node> record(const char* name, Rule rule, const Tensor* inputs, 
   for (size_t i = 0; i < n_inputs; ++i) {
     const Tensor& t = inputs[i];
     n->next.push_back(t.requires_grad() ? edge_of(t) : nullptr);
-    n->inputs.push_back(t.defined() ? InputMeta{t.shape(), t.dtype(), t.device()} : InputMeta{{}, DType::f32, Device()});
+    n->inputs.push_back(t.defined() ? InputMeta{t.shape(), t.dtype(), t.device()}
+                                    : InputMeta{{}, DType::f32, Device()});
   }
   out.impl()->requires_grad = true;
   out.impl()->grad_fn = n;
@@ -274,7 +275,8 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       } else {
         if (node->released)
           throw Error(GN_ERR_INVALID_ARGUMENT, std::string("[backward] trying to backward through ") +
-                      node_display_name(*node) + " a second time; pass retain_graph=true the first time");
+                                                   node_display_name(*node) +
+                                                   " a second time; pass retain_graph=true the first time");
         grads = node->rule(*node, g);
         if (!retain_graph) {
           node->saved_tensors.clear();
@@ -307,7 +309,10 @@ std::string node_display_name(const Node& n) {
   std::string out;
   bool up = true;
   for (const char* p = n.name; *p; ++p) {
-    if (*p == '_') { up = true; continue; }
+    if (*p == '_') {
+      up = true;
+      continue;
+    }
     out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(*p))) : *p;
     up = false;
   }

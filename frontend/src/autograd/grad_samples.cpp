@@ -41,7 +41,8 @@ std::vector<GradSample> make_samples() {
   for (const rules::OpRule& r : rules::rule_table())
     if (rules::find_unary_grad(r.op)) {
       const std::string op = r.op;
-      s.push_back(plain(r.op, {{3, 4}}, [op](const V& x) { return call_unary(op, x[0]); }, true));
+      s.push_back(plain(
+          r.op, {{3, 4}}, [op](const V& x) { return call_unary(op, x[0]); }, true));
     }
   // ---- elementwise
   s.push_back(plain("gelu", {{3, 4}}, [](const V& x) { return x[0].gelu() + x[0].gelu(true); }));
@@ -60,12 +61,16 @@ std::vector<GradSample> make_samples() {
   s.push_back(plain("add", {{2, 3}, {3}}, [](const V& x) { return x[0].add(x[1], 2.5); }));
   s.push_back(plain("sub", {{2, 3}, {2, 1}}, [](const V& x) { return x[0].sub(x[1], 0.5); }));
   s.push_back(plain("mul", {{2, 3, 4}, {1, 4}}, [](const V& x) { return x[0] * x[1]; }));
-  s.push_back(plain("div", {{3, 4}, {4}}, [](const V& x) { return x[0] / x[1]; }, true));
-  s.push_back(plain("pow", {{3, 4}, {4}}, [](const V& x) { return x[0].pow(x[1]) + x[0].pow(3); }, true));
+  s.push_back(plain(
+      "div", {{3, 4}, {4}}, [](const V& x) { return x[0] / x[1]; }, true));
+  s.push_back(plain(
+      "pow", {{3, 4}, {4}}, [](const V& x) { return x[0].pow(x[1]) + x[0].pow(3); }, true));
   s.push_back(plain("maximum", {{3, 4}, {4}}, [](const V& x) { return x[0].maximum(x[1]); }));
   s.push_back(plain("minimum", {{3, 4}, {3, 1}}, [](const V& x) { return x[0].minimum(x[1]); }));
   s.push_back({"where",  // a fixed condition: one computed from x could flip under a step
-               [](const Options& o) { return V{ids({1, 0, 0, 1}, {4}, o) > 0, leaf({3, 4}, o), leaf({4}, o)}; },
+               [](const Options& o) {
+                 return V{ids({1, 0, 0, 1}, {4}, o) > 0, leaf({3, 4}, o), leaf({4}, o)};
+               },
                [](const V& x) { return where(x[0], x[1], x[2]); }});
   // ---- reductions
   s.push_back(plain("sum", {{2, 3, 4}}, [](const V& x) { return x[0].sum({0, 2}); }));
@@ -92,27 +97,47 @@ std::vector<GradSample> make_samples() {
                [](const V& x) { return F::rope(x[0], x[1], x[2]); }});
   s.push_back(plain("swiglu", {{3, 4}, {3, 4}}, [](const V& x) { return F::swiglu(x[0], x[1]); }));
   s.push_back({"cross_entropy",
-               [](const Options& o) { return V{leaf({6, 5}, o), ids({1, 0, 4, -100, 2, 3}, {6}, o)}; },
+               [](const Options& o) {
+                 return V{leaf({6, 5}, o), ids({1, 0, 4, -100, 2, 3}, {6}, o)};
+               },
                [](const V& x) { return cross_entropy(x[0], x[1], -100, 0.1); }});
   s.push_back(plain("scaled_dot_product_attention", {{1, 2, 4, 3}, {1, 2, 4, 3}, {1, 2, 4, 3}},
                     [](const V& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2], {}, 0, true); }));
-  s.push_back({"embedding", [](const Options& o) { return V{leaf({5, 4}, o), ids({0, 3, 3, 1, 4, 0}, {2, 3}, o)}; },
+  s.push_back({"embedding",
+               [](const Options& o) {
+                 return V{leaf({5, 4}, o), ids({0, 3, 3, 1, 4, 0}, {2, 3}, o)};
+               },
                [](const V& x) { return embedding(x[0], x[1]); }});
   // ---- indexing and joining
-  s.push_back({"gather", [](const Options& o) { return V{leaf({3, 4}, o), ids({0, 2, 2, 1, 0, 1}, {3, 2}, o)}; },
+  s.push_back({"gather",
+               [](const Options& o) {
+                 return V{leaf({3, 4}, o), ids({0, 2, 2, 1, 0, 1}, {3, 2}, o)};
+               },
                [](const V& x) { return x[0].gather(1, x[1]); }});
   s.push_back({"scatter",  // index unique per column: a deterministic result
-               [](const Options& o) { return V{leaf({4, 3}, o), ids({0, 1, 3, 2, 0, 1}, {2, 3}, o), leaf({2, 3}, o)}; },
+               [](const Options& o) {
+                 return V{leaf({4, 3}, o), ids({0, 1, 3, 2, 0, 1}, {2, 3}, o), leaf({2, 3}, o)};
+               },
                [](const V& x) { return scatter(x[0], 0, x[1], x[2]); }});
   s.push_back({"scatter_add",
-               [](const Options& o) { return V{leaf({4, 3}, o), ids({0, 1, 1, 0, 0, 3}, {2, 3}, o), leaf({2, 3}, o)}; },
+               [](const Options& o) {
+                 return V{leaf({4, 3}, o), ids({0, 1, 1, 0, 0, 3}, {2, 3}, o), leaf({2, 3}, o)};
+               },
                [](const V& x) { return scatter_add(x[0], 0, x[1], x[2]); }});
-  s.push_back({"index_select", [](const Options& o) { return V{leaf({2, 3}, o), ids({2, 0, 2}, {3}, o)}; },
+  s.push_back({"index_select",
+               [](const Options& o) {
+                 return V{leaf({2, 3}, o), ids({2, 0, 2}, {3}, o)};
+               },
                [](const V& x) { return x[0].index_select(-1, x[1]); }});
   s.push_back({"index_add",
-               [](const Options& o) { return V{leaf({4, 3}, o), ids({0, 2, 0}, {3}, o), leaf({3, 3}, o)}; },
+               [](const Options& o) {
+                 return V{leaf({4, 3}, o), ids({0, 2, 0}, {3}, o), leaf({3, 3}, o)};
+               },
                [](const V& x) { return index_add(x[0], 0, x[1], x[2], 1.5); }});
-  s.push_back({"masked_fill", [](const Options& o) { return V{leaf({3, 4}, o), ids({1, 0, 0, 1}, {4}, o) > 0}; },
+  s.push_back({"masked_fill",
+               [](const Options& o) {
+                 return V{leaf({3, 4}, o), ids({1, 0, 0, 1}, {4}, o) > 0};
+               },
                [](const V& x) { return x[0].masked_fill(x[1], -2.0) * x[0]; }});
   s.push_back(plain("cat", {{2, 1}, {2, 3}, {2, 2}}, [](const V& x) { return F::cat({x[0], x[1], x[2]}, 1); }));
   s.push_back(plain("stack", {{2, 3}, {2, 3}}, [](const V& x) { return F::stack({x[0], x[1], x[0]}, -1); }));
@@ -125,11 +150,11 @@ std::vector<GradSample> make_samples() {
   s.push_back(plain("topk", {{4, 3}}, [](const V& x) { return x[0].topk(2, 0, false).first; }));
   s.push_back(plain("sort", {{3, 5}}, [](const V& x) { return x[0].sort(-1, true).first; }));
   // ---- convolution and pooling
-  s.push_back(plain("conv2d", {{1, 2, 5, 4}, {3, 2, 3, 2}, {3}},
-                    [](const V& x) { return F::conv2d(x[0], x[1], x[2], 2, 1); }));
+  s.push_back(
+      plain("conv2d", {{1, 2, 5, 4}, {3, 2, 3, 2}, {3}}, [](const V& x) { return F::conv2d(x[0], x[1], x[2], 2, 1); }));
   s.push_back(plain("max_pool2d", {{1, 2, 5, 5}}, [](const V& x) { return F::max_pool2d(x[0], 3, 2, 1); }));
-  s.push_back(plain("avg_pool2d", {{1, 1, 6, 6}},
-                    [](const V& x) { return F::avg_pool2d(x[0], 3, 2, 1, true, false); }));
+  s.push_back(
+      plain("avg_pool2d", {{1, 1, 6, 6}}, [](const V& x) { return F::avg_pool2d(x[0], 3, 2, 1, true, false); }));
   return s;
 }
 
@@ -151,8 +176,10 @@ std::string gradcheck_sample(const GradSample& sample, DType dtype, const Device
   // rounds through float32): a step float32 resolves, and tolerances that a wrong rule
   // still misses by far (its errors are of the gradient's own size, O(1) here).
   GradcheckOptions opts;
-  if (dtype != DType::f64) opts = {.eps = 1e-3, .atol = 1e-2, .rtol = 1e-2};
-  else if (sample.rounds) opts = {.eps = 1e-2, .atol = 1e-3, .rtol = 1e-2};
+  if (dtype != DType::f64)
+    opts = {.eps = 1e-3, .atol = 1e-2, .rtol = 1e-2};
+  else if (sample.rounds)
+    opts = {.eps = 1e-2, .atol = 1e-3, .rtol = 1e-2};
   manual_seed(7);
   const std::vector<Tensor> in = sample.inputs({.dtype = dtype, .device = device});
   return gradcheck(sample.fn, in, opts);

@@ -12,8 +12,8 @@
 
 namespace genesis::autograd {
 
-std::string gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
-                      const std::vector<Tensor>& inputs, GradcheckOptions opts) {
+std::string gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs,
+                      GradcheckOptions opts) {
   // Analytic gradients.
   for (const Tensor& x : inputs)
     if (x.defined() && x.requires_grad()) x.set_grad(Tensor());

@@ -61,13 +61,13 @@ const Tensor kNoTensor;
 
 // ---- elementwise unary: saved "x" and/or "out", as the row's `saves` names
 // The GN_UNARY_GRAD rows of derivatives.def: {formula} of g, x and out.
-#define GN_UNARY_GRAD(op, saves, policy, formula)                          \
-  V op(Node& n, const Tensor& g) {                                         \
+#define GN_UNARY_GRAD(op, saves, policy, formula)                         \
+  V op(Node& n, const Tensor& g) {                                        \
     const Tensor& x = names(saves, "x") ? n.saved("x") : kNoTensor;       \
     const Tensor& out = names(saves, "out") ? n.saved("out") : kNoTensor; \
-    (void)x;                                                               \
-    (void)out;                                                             \
-    return {formula};                                                      \
+    (void)x;                                                              \
+    (void)out;                                                            \
+    return {formula};                                                     \
   }
 #include "derivatives.def"
 
@@ -140,9 +140,12 @@ V matmul(Node& n, const Tensor& g) {
   // to (1, K) / (K, 1) and the unit dim dropped, so restore it on g first.
   const Tensor &a = n.saved("a"), &b = n.saved("b");
   Tensor A = a.dim() == 1 ? a.unsqueeze(0) : a, B = b.dim() == 1 ? b.unsqueeze(-1) : b, G = g;
-  if (a.dim() == 1 && b.dim() == 1) G = g.reshape({1, 1});
-  else if (a.dim() == 1) G = g.unsqueeze(-2);
-  else if (b.dim() == 1) G = g.unsqueeze(-1);
+  if (a.dim() == 1 && b.dim() == 1)
+    G = g.reshape({1, 1});
+  else if (a.dim() == 1)
+    G = g.unsqueeze(-2);
+  else if (b.dim() == 1)
+    G = g.unsqueeze(-1);
   const gn_op* mm = GN_OP_HANDLE("matmul");
   Tensor ga, gb;
   if (needs(n, 0)) {  // G @ B^T: (..., M, K)
@@ -214,12 +217,11 @@ V rms_norm(Node& n, const Tensor& g) {  // saved "x", "rstd", ["weight"]
 }
 V cross_entropy(Node& n, const Tensor& g) {
   const gn_op* op = GN_OP_HANDLE("cross_entropy_backward");
-  return {detail::call(op, {g, n.saved("logits"), n.saved("target"), n.saved("lse")}, n.attrs_for(op), 1)[0],
-          Tensor()};
+  return {detail::call(op, {g, n.saved("logits"), n.saved("target"), n.saved("lse")}, n.attrs_for(op), 1)[0], Tensor()};
 }
 V embedding(Node& n, const Tensor& g) {  // inputs (weight (V, D), ids)
-  Tensor gw = detail::call1(GN_OP_HANDLE("embedding_backward"), {&g, &n.saved("ids")},
-                            {gn_attr_int(n.inputs[0].shape.at(0))});
+  Tensor gw =
+      detail::call1(GN_OP_HANDLE("embedding_backward"), {&g, &n.saved("ids")}, {gn_attr_int(n.inputs[0].shape.at(0))});
   return {gw, Tensor()};
 }
 
@@ -371,7 +373,7 @@ V linear(Node& n, const Tensor& g) {  // y = x @ w^T: inputs (x (*, in), w (out,
   const gn_op* mm = GN_OP_HANDLE("matmul");
   Tensor gx, gw;
   if (needs(n, 0)) gx = detail::call1(mm, {&g, &w});  // (*, out) @ (out, in)
-  if (needs(n, 1)) {  // g^T @ x over every leading dim: (out, in), dense, as the weight
+  if (needs(n, 1)) {                                  // g^T @ x over every leading dim: (out, in), dense, as the weight
     const int64_t out = w.size(0), in = w.size(1);
     Tensor g2 = g.reshape({-1, out}), x2 = x.reshape({-1, in});
     gw = detail::call1(mm, {&g2, &x2}, {gn_attr_int(1), gn_attr_int(0)});

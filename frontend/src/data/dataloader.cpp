@@ -11,7 +11,8 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> ds, DataLoaderOptions opti
     : ds_(std::move(ds)), opt_(std::move(options)) {
   if (!ds_) throw Error(GN_ERR_INVALID_ARGUMENT, "[DataLoader] null dataset");
   if (opt_.batch_size < 1)
-    throw Error(GN_ERR_INVALID_ARGUMENT, "[DataLoader] batch_size must be >= 1, got " + std::to_string(opt_.batch_size));
+    throw Error(GN_ERR_INVALID_ARGUMENT,
+                "[DataLoader] batch_size must be >= 1, got " + std::to_string(opt_.batch_size));
   if (opt_.num_replicas < 1 || opt_.rank < 0 || opt_.rank >= opt_.num_replicas)
     throw Error(GN_ERR_INVALID_ARGUMENT, "[DataLoader] rank " + std::to_string(opt_.rank) + " of " +
                                              std::to_string(opt_.num_replicas) + " replicas");
@@ -53,8 +54,8 @@ std::vector<int64_t> DataLoader::indices(int64_t epoch) const {
 
 Example DataLoader::load(const std::vector<int64_t>& order, int64_t b) const {
   if (b < 0 || b >= size())
-    throw Error(GN_ERR_INDEX, "[DataLoader] batch " + std::to_string(b) + " out of range (" + std::to_string(size()) +
-                                  " batches)");
+    throw Error(GN_ERR_INDEX,
+                "[DataLoader] batch " + std::to_string(b) + " out of range (" + std::to_string(size()) + " batches)");
   const int64_t lo = b * opt_.batch_size;
   const int64_t hi = std::min<int64_t>(lo + opt_.batch_size, static_cast<int64_t>(order.size()));
   std::vector<int64_t> idx(order.begin() + lo, order.begin() + hi);

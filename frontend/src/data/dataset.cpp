@@ -55,8 +55,8 @@ Tensor gather_host_rows(const Tensor& t, const std::vector<int64_t>& indices) {
   o.dtype = t.dtype();
   o.device = t.device();
   Tensor out = empty(shape, o);
-  const size_t row = static_cast<size_t>(t.numel() / std::max<int64_t>(1, t.size(0))) *
-                     gn_dtype_size(static_cast<int32_t>(t.dtype()));
+  const size_t row =
+      static_cast<size_t>(t.numel() / std::max<int64_t>(1, t.size(0))) * gn_dtype_size(static_cast<int32_t>(t.dtype()));
   if (row == 0 || indices.empty()) return out;
   const auto* src = static_cast<const unsigned char*>(gn_tensor_data_ptr(t.handle()));
   auto* dst = static_cast<unsigned char*>(gn_tensor_data_ptr(out.handle()));

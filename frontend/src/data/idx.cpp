@@ -25,7 +25,8 @@ std::string slurp(const std::string& path) {
   // Opening a FIFO would wait for a writer: only regular files are read.
   struct stat s {};
   if (::stat(path.c_str(), &s) == 0 && !S_ISREG(s.st_mode))
-    fail(path, S_ISDIR(s.st_mode) ? "is a directory" : "is not a regular file (a FIFO, device or socket cannot be read)");
+    fail(path,
+         S_ISDIR(s.st_mode) ? "is a directory" : "is not a regular file (a FIFO, device or socket cannot be read)");
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
   std::string out;
@@ -55,11 +56,11 @@ std::string slurp(const std::string& path) {
 
 struct TypeInfo {
   unsigned char code;
-  size_t size;      // bytes per element in the file
-  DType dtype;      // tensor dtype
+  size_t size;  // bytes per element in the file
+  DType dtype;  // tensor dtype
 };
 constexpr TypeInfo kTypes[] = {
-    {0x08, 1, DType::u8}, {0x09, 1, DType::i8}, {0x0B, 2, DType::i32},
+    {0x08, 1, DType::u8},  {0x09, 1, DType::i8},  {0x0B, 2, DType::i32},
     {0x0C, 4, DType::i32}, {0x0D, 4, DType::f32}, {0x0E, 8, DType::f64},
 };
 
@@ -89,8 +90,7 @@ Tensor read_idx(const std::string& path, const Device& device) {
   const std::string b = slurp(path);
   const auto* p = reinterpret_cast<const unsigned char*>(b.data());
   if (b.size() < 4) fail(path, "truncated: " + std::to_string(b.size()) + " bytes, no IDX magic");
-  if (p[0] != 0 || p[1] != 0)
-    fail(path, "bad magic (expected 0x00 0x00 <type> <ndim>): not an IDX file");
+  if (p[0] != 0 || p[1] != 0) fail(path, "bad magic (expected 0x00 0x00 <type> <ndim>): not an IDX file");
   const TypeInfo* ti = nullptr;
   for (const TypeInfo& t : kTypes)
     if (t.code == p[2]) ti = &t;
@@ -114,8 +114,7 @@ Tensor read_idx(const std::string& path, const Device& device) {
   if (b.size() - start < need)
     fail(path, "truncated: the dims need " + std::to_string(need) + " bytes of data, the file has " +
                    std::to_string(b.size() - start));
-  if (b.size() - start > need)
-    fail(path, std::to_string(b.size() - start - need) + " unexpected bytes after the data");
+  if (b.size() - start > need) fail(path, std::to_string(b.size() - start - need) + " unexpected bytes after the data");
   std::vector<unsigned char> host(numel * gn_dtype_size(static_cast<int32_t>(ti->dtype)));
   const unsigned char* d = p + start;
   for (uint64_t i = 0; i < numel; ++i) {

@@ -46,8 +46,8 @@ struct DistributedDataParallel::Reducer {
     DType comm = DType::f32;   // what the all-reduce moves (dtype, or the reduce_dtype)
     Device device;
     size_t pending = 0;  // parameters still without a gradient this backward
-    Tensor flat;   // the all-reduce's output (one parameter: shaped like it)
-    Tensor input;  // one parameter: the gradient the all-reduce reads
+    Tensor flat;         // the all-reduce's output (one parameter: shaped like it)
+    Tensor input;        // one parameter: the gradient the all-reduce reads
     Work work;
     bool launched = false;
     bool stale = false;  // a gradient grew after the launch: all-reduce again in finalize
@@ -62,7 +62,9 @@ struct DistributedDataParallel::Reducer {
   void arm() {
     armed = true;
     std::fill(ready.begin(), ready.end(), false);
-    for (Bucket& b : buckets) b.pending = b.params.size(), b.launched = false, b.stale = false, b.flat = Tensor(), b.input = Tensor(), b.work = Work();
+    for (Bucket& b : buckets)
+      b.pending = b.params.size(), b.launched = false, b.stale = false, b.flat = Tensor(), b.input = Tensor(),
+      b.work = Work();
     next_launch = 0;
   }
 
@@ -158,7 +160,8 @@ struct DistributedDataParallel::Reducer {
         const size_t i = b.params[k];
         if (!used_anywhere[i]) continue;
         Tensor& p = params[i];
-        Tensor avg = b.params.size() == 1 ? b.flat : b.flat.slice(0, b.offset[k], b.offset[k] + p.numel()).view(p.shape());
+        Tensor avg =
+            b.params.size() == 1 ? b.flat : b.flat.slice(0, b.offset[k], b.offset[k] + p.numel()).view(p.shape());
         Tensor g = p.grad();
         if (g.defined() && (!opt.gradient_as_bucket_view || b.comm != b.dtype))
           g.copy_(avg);  // converts from the reduce_dtype
@@ -198,7 +201,8 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions 
   // 2. Buckets of about bucket_cap_mb, in reverse registration order, one dtype and device each.
   double cap_mb = options.bucket_cap_mb;
   if (const char* e = std::getenv("GENESIS_DDP_BUCKET_MB"); e && *e) cap_mb = std::atof(e);
-  if (const char* e = std::getenv("GENESIS_DDP_BUCKET_VIEW"); e && *e) r.opt.gradient_as_bucket_view = std::atoi(e) != 0;
+  if (const char* e = std::getenv("GENESIS_DDP_BUCKET_VIEW"); e && *e)
+    r.opt.gradient_as_bucket_view = std::atoi(e) != 0;
   if (const char* e = std::getenv("GENESIS_DDP_REDUCE_DTYPE"); e && *e) {
     const std::string v = e;
     if (v == "none")
@@ -206,8 +210,8 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& module, DDPOptions 
     else if (v == "bf16" || v == "f16")
       r.opt.reduce_dtype = v == "bf16" ? DType::bf16 : DType::f16;
     else
-      throw Error(GN_ERR_INVALID_ARGUMENT, "[DistributedDataParallel] $GENESIS_DDP_REDUCE_DTYPE='" + v +
-                                               "': expected bf16, f16 or none");
+      throw Error(GN_ERR_INVALID_ARGUMENT,
+                  "[DistributedDataParallel] $GENESIS_DDP_REDUCE_DTYPE='" + v + "': expected bf16, f16 or none");
   }
   if (r.opt.reduce_dtype && *r.opt.reduce_dtype != DType::bf16 && *r.opt.reduce_dtype != DType::f16)
     throw Error(GN_ERR_INVALID_ARGUMENT, "[DistributedDataParallel] reduce_dtype must be bf16 or f16");

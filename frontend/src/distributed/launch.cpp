@@ -100,15 +100,17 @@ int launch(const LaunchOptions& o) {
                                              " --nnodes " + std::to_string(o.nnodes) + " --node-rank " +
                                              std::to_string(o.node_rank) + " (need >= 1, >= 1, 0..nnodes-1)");
   if (o.master_port == 0 && o.nnodes != 1)
-    throw Error(GN_ERR_INVALID_ARGUMENT, "[launch] --master-port 0 (any free port) works on one host only; "
-                                         "give every host the same port");
+    throw Error(GN_ERR_INVALID_ARGUMENT,
+                "[launch] --master-port 0 (any free port) works on one host only; "
+                "give every host the same port");
   const int port = o.master_port == 0 ? free_port() : o.master_port;
   const int world = o.nnodes * o.nproc_per_node;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const std::string threads = std::to_string(std::max(1u, cores / (unsigned)o.nproc_per_node));
 
   // Signals that would kill the launcher are recorded and forwarded instead.
-  struct sigaction sa{}, old_int{}, old_term{}, old_hup{};
+  struct sigaction sa {
+  }, old_int{}, old_term{}, old_hup{};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, &old_int);

@@ -41,7 +41,8 @@ int env_int(const char* name, int fallback) {
   if (!v || !*v) return fallback;
   char* end = nullptr;
   long x = std::strtol(v, &end, 10);
-  if (*end) throw Error(GN_ERR_INVALID_ARGUMENT, std::string("[distributed] $") + name + "='" + v + "' is not an integer");
+  if (*end)
+    throw Error(GN_ERR_INVALID_ARGUMENT, std::string("[distributed] $") + name + "='" + v + "' is not an integer");
   return (int)x;
 }
 
@@ -197,16 +198,20 @@ Work ProcessGroup::all_reduce(Tensor& t, ReduceOp op, bool async_op) {
   Tensor buf = dense(t), dst = t;
   const bool copy_back = !buf.is_same(t);
   gn_comm* c = comm_;
-  return run("all_reduce", async_op, [c, buf, op](gn_stream* s) {
-    check_comm(gn_comm_all_reduce(c, buf.handle(), buf.handle(), (int32_t)op, s), "all_reduce");
-  }, copy_into(dst, buf, copy_back));
+  return run(
+      "all_reduce", async_op,
+      [c, buf, op](gn_stream* s) {
+        check_comm(gn_comm_all_reduce(c, buf.handle(), buf.handle(), (int32_t)op, s), "all_reduce");
+      },
+      copy_into(dst, buf, copy_back));
 }
 
 Work ProcessGroup::all_reduce_into(Tensor& out, const Tensor& in, ReduceOp op, bool async_op) {
   check_device(*this, in, "all_reduce_into");
   check_device(*this, out, "all_reduce_into");
   if (out.shape() != in.shape() || !(out.dtype() == in.dtype()) || !out.is_contiguous())
-    throw Error(GN_ERR_INVALID_ARGUMENT, "[distributed] all_reduce_into: out must be contiguous with in's shape and dtype");
+    throw Error(GN_ERR_INVALID_ARGUMENT,
+                "[distributed] all_reduce_into: out must be contiguous with in's shape and dtype");
   Tensor src = dense(in), dst = out;
   gn_comm* c = comm_;
   return run("all_reduce", async_op, [c, src, dst, op](gn_stream* s) {
@@ -219,9 +224,10 @@ Work ProcessGroup::broadcast(Tensor& t, int src, bool async_op) {
   Tensor buf = dense(t), dst = t;
   const bool copy_back = !buf.is_same(t);
   gn_comm* c = comm_;
-  return run("broadcast", async_op, [c, buf, src](gn_stream* s) {
-    check_comm(gn_comm_broadcast(c, buf.handle(), src, s), "broadcast");
-  }, copy_into(dst, buf, copy_back));
+  return run(
+      "broadcast", async_op,
+      [c, buf, src](gn_stream* s) { check_comm(gn_comm_broadcast(c, buf.handle(), src, s), "broadcast"); },
+      copy_into(dst, buf, copy_back));
 }
 
 Work ProcessGroup::all_gather_into_tensor(Tensor& out, const Tensor& in, bool async_op) {
@@ -230,9 +236,10 @@ Work ProcessGroup::all_gather_into_tensor(Tensor& out, const Tensor& in, bool as
   Tensor src = dense(in), buf = dense(out), dst = out;
   const bool copy_back = !buf.is_same(out);
   gn_comm* c = comm_;
-  return run("all_gather", async_op, [c, src, buf](gn_stream* s) {
-    check_comm(gn_comm_all_gather(c, src.handle(), buf.handle(), s), "all_gather");
-  }, copy_into(dst, buf, copy_back));
+  return run(
+      "all_gather", async_op,
+      [c, src, buf](gn_stream* s) { check_comm(gn_comm_all_gather(c, src.handle(), buf.handle(), s), "all_gather"); },
+      copy_into(dst, buf, copy_back));
 }
 
 std::vector<Tensor> ProcessGroup::all_gather(const Tensor& in) {
@@ -251,9 +258,12 @@ Work ProcessGroup::reduce_scatter_tensor(Tensor& out, const Tensor& in, ReduceOp
   Tensor src = dense(in), buf = dense(out), dst = out;
   const bool copy_back = !buf.is_same(out);
   gn_comm* c = comm_;
-  return run("reduce_scatter", async_op, [c, src, buf, op](gn_stream* s) {
-    check_comm(gn_comm_reduce_scatter(c, src.handle(), buf.handle(), (int32_t)op, s), "reduce_scatter");
-  }, copy_into(dst, buf, copy_back));
+  return run(
+      "reduce_scatter", async_op,
+      [c, src, buf, op](gn_stream* s) {
+        check_comm(gn_comm_reduce_scatter(c, src.handle(), buf.handle(), (int32_t)op, s), "reduce_scatter");
+      },
+      copy_into(dst, buf, copy_back));
 }
 
 Work ProcessGroup::all_to_all_single(Tensor& out, const Tensor& in, bool async_op) {
@@ -262,16 +272,18 @@ Work ProcessGroup::all_to_all_single(Tensor& out, const Tensor& in, bool async_o
   Tensor src = dense(in), buf = dense(out), dst = out;
   const bool copy_back = !buf.is_same(out);
   gn_comm* c = comm_;
-  return run("all_to_all", async_op, [c, src, buf](gn_stream* s) {
-    check_comm(gn_comm_all_to_all(c, src.handle(), buf.handle(), s), "all_to_all");
-  }, copy_into(dst, buf, copy_back));
+  return run(
+      "all_to_all", async_op,
+      [c, src, buf](gn_stream* s) { check_comm(gn_comm_all_to_all(c, src.handle(), buf.handle(), s), "all_to_all"); },
+      copy_into(dst, buf, copy_back));
 }
 
 void ProcessGroup::send(const Tensor& t, int dst, int tag) {
   check_device(*this, t, "send");
   Tensor buf = dense(t);
   gn_comm* c = comm_;
-  run("send", false, [c, buf, dst, tag](gn_stream* s) { check_comm(gn_comm_send(c, buf.handle(), dst, tag, s), "send"); });
+  run("send", false,
+      [c, buf, dst, tag](gn_stream* s) { check_comm(gn_comm_send(c, buf.handle(), dst, tag, s), "send"); });
 }
 
 void ProcessGroup::recv(Tensor& t, int src, int tag) {
@@ -279,9 +291,10 @@ void ProcessGroup::recv(Tensor& t, int src, int tag) {
   Tensor buf = dense(t), dst = t;
   const bool copy_back = !buf.is_same(t);
   gn_comm* c = comm_;
-  run("recv", false, [c, buf, src, tag](gn_stream* s) {
-    check_comm(gn_comm_recv(c, buf.handle(), src, tag, s), "recv");
-  }, copy_into(dst, buf, copy_back));
+  run(
+      "recv", false,
+      [c, buf, src, tag](gn_stream* s) { check_comm(gn_comm_recv(c, buf.handle(), src, tag, s), "recv"); },
+      copy_into(dst, buf, copy_back));
 }
 
 void ProcessGroup::barrier() {
@@ -389,7 +402,8 @@ void init_process_group(const InitOptions& o) {
     const char* b = gn_comm_backend_for(runtime(), device.type().c_str());
     if (!b)
       throw Error(GN_ERR_NOT_FOUND, "[distributed] init_process_group: no communicator plugin serves " + device.type() +
-                                        " tensors (is libgenesis_plugin_" + (device.type() == "cuda" ? "nccl" : "gloo") +
+                                        " tensors (is libgenesis_plugin_" +
+                                        (device.type() == "cuda" ? "nccl" : "gloo") +
                                         ".so built and on the plugin path?)");
     backend = b;
   }
@@ -463,11 +477,12 @@ std::shared_ptr<ProcessGroup> new_group(const std::vector<int>& ranks) {
   const std::string prefix = "group" + std::to_string(++g.groups) + "/";
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] < 0 || ranks[i] >= g.world_size)
-      throw Error(GN_ERR_INDEX, "[distributed] new_group: rank " + std::to_string(ranks[i]) + " is not in the world of " +
-                                    std::to_string(g.world_size));
+      throw Error(GN_ERR_INDEX, "[distributed] new_group: rank " + std::to_string(ranks[i]) +
+                                    " is not in the world of " + std::to_string(g.world_size));
     for (size_t j = 0; j < i; ++j)
       if (ranks[j] == ranks[i])
-        throw Error(GN_ERR_INVALID_ARGUMENT, "[distributed] new_group: rank " + std::to_string(ranks[i]) + " listed twice");
+        throw Error(GN_ERR_INVALID_ARGUMENT,
+                    "[distributed] new_group: rank " + std::to_string(ranks[i]) + " listed twice");
   }
   if (std::find(ranks.begin(), ranks.end(), g.rank) == ranks.end()) return nullptr;
   return make_group(g.backend, g.device, g.rank, ranks, *g.store, prefix, g.timeout);
@@ -488,7 +503,8 @@ void barrier(ProcessGroup* g) { (g ? *g : world()).barrier(); }
 // ---- logging
 
 void log(const std::string& msg) {
-  const std::string line = "[rank " + std::to_string(get_rank()) + "/" + std::to_string(get_world_size()) + "] " + msg + "\n";
+  const std::string line =
+      "[rank " + std::to_string(get_rank()) + "/" + std::to_string(get_world_size()) + "] " + msg + "\n";
   // One write: lines of different processes never interleave mid-line.
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);

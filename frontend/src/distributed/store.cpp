@@ -115,8 +115,8 @@ int connect_to(const std::string& host, int port, Clock::time_point deadline, st
       last = ::gai_strerror(rc);
     }
     if (Clock::now() >= deadline)
-      throw Error(GN_ERR_TIMEOUT, "[distributed] store: could not reach " + host + ":" + std::to_string(port) +
-                                      " (" + last + "); is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?");
+      throw Error(GN_ERR_TIMEOUT, "[distributed] store: could not reach " + host + ":" + std::to_string(port) + " (" +
+                                      last + "); is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?");
     std::this_thread::sleep_for(Ms(50));
   }
 }
@@ -175,7 +175,8 @@ struct TCPStore::Server {
       } else if (cmd == 'A') {
         int64_t delta = 0, cur = 0;
         std::memcpy(&delta, value.data(), std::min<size_t>(8, value.size()));
-        if (auto it = data.find(key); it != data.end() && it->second.size() == 8) std::memcpy(&cur, it->second.data(), 8);
+        if (auto it = data.find(key); it != data.end() && it->second.size() == 8)
+          std::memcpy(&cur, it->second.data(), 8);
         cur += delta;
         std::string v(reinterpret_cast<const char*>(&cur), 8);
         data[key] = v;

@@ -115,8 +115,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   for (const auto& [name, s] : sections_of(ckpt)) {
     if (!valid_section_name(name)) fail(path, "section name '" + name + "' must match [A-Za-z0-9_-]+");
     for (const char* b : kBuiltin)
-      if (name == b && ckpt.extra.count(name))
-        fail(path, "extra section '" + name + "' clashes with the built-in one");
+      if (name == b && ckpt.extra.count(name)) fail(path, "extra section '" + name + "' clashes with the built-in one");
     for (const auto& [k, t] : s->tensors) {
       if (!t.defined()) fail(path, "tensor '" + name + "." + k + "' is undefined");
       all[name + "." + k] = t;
@@ -130,9 +129,12 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   json gens = json::object();
   for (const auto& [name, r] : ckpt.generators)
     gens[name] = {{"seed", std::to_string(r.seed)}, {"offset", std::to_string(r.offset)}};
-  json manifest = {{"step", std::to_string(ckpt.step)}, {"epoch", std::to_string(ckpt.epoch)},
-                   {"sections", sections},          {"rng", rng},
-                   {"generators", gens},             {"user", string_map(ckpt.user)}};
+  json manifest = {{"step", std::to_string(ckpt.step)},
+                   {"epoch", std::to_string(ckpt.epoch)},
+                   {"sections", sections},
+                   {"rng", rng},
+                   {"generators", gens},
+                   {"user", string_map(ckpt.user)}};
   std::string text;
   try {
     text = manifest.dump();

@@ -62,9 +62,8 @@ struct CodeEntry {
   DType dtype;
 };
 constexpr CodeEntry kCodes[] = {
-    {"F32", DType::f32}, {"F16", DType::f16}, {"BF16", DType::bf16}, {"F64", DType::f64},
-    {"I8", DType::i8},   {"U8", DType::u8},   {"I32", DType::i32},   {"I64", DType::i64},
-    {"BOOL", DType::boolean},
+    {"F32", DType::f32}, {"F16", DType::f16}, {"BF16", DType::bf16}, {"F64", DType::f64},      {"I8", DType::i8},
+    {"U8", DType::u8},   {"I32", DType::i32}, {"I64", DType::i64},   {"BOOL", DType::boolean},
 };
 
 std::string shape_str(const Shape& s) {
@@ -223,16 +222,17 @@ class HeaderScan {
 };
 
 // Validates the whole file image; returns entries in name order and the metadata.
-std::vector<Entry> parse_header(const unsigned char* data, size_t size, const std::string& file,
-                                StringMap* metadata, size_t* data_start) {
+std::vector<Entry> parse_header(const unsigned char* data, size_t size, const std::string& file, StringMap* metadata,
+                                size_t* data_start) {
   if (size < 8)
-    fail(file, "truncated: " + std::to_string(size) + " bytes, but a safetensors file starts with an 8-byte header length");
+    fail(file,
+         "truncated: " + std::to_string(size) + " bytes, but a safetensors file starts with an 8-byte header length");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(data[i]) << (8 * i);
   if (n > kMaxHeader) fail(file, "header length " + std::to_string(n) + " is larger than the 100 MB limit");
   if (n > size - 8)
     fail(file, "header length " + std::to_string(n) + " exceeds the file size (" + std::to_string(size) +
-               " bytes): truncated or not a safetensors file");
+                   " bytes): truncated or not a safetensors file");
   if (n < 2 || data[8] != '{') fail(file, "the header is not a JSON object (it must start with '{')");
   // A first pass without building anything counts the top-level keys and
   // finds repeats, so a hostile header stops at the bound.  (nlohmann's parse
@@ -293,12 +293,13 @@ std::vector<Entry> parse_header(const unsigned char* data, size_t size, const st
     e.begin = v["data_offsets"][0].get<uint64_t>();
     e.end = v["data_offsets"][1].get<uint64_t>();
     if (e.end < e.begin)
-      fail(file, where + "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "] end before they begin");
+      fail(file, where + "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+                     "] end before they begin");
     const size_t es = gn_dtype_size(static_cast<int32_t>(e.dtype));
     if (overflow || numel > std::numeric_limits<uint64_t>::max() / es || numel * es != e.end - e.begin)
       fail(file, where + "shape " + shape_str(e.shape) + " of " + code + " needs " +
-                     (overflow ? std::string("too many") : std::to_string(numel * es)) + " bytes but data_offsets span " +
-                     std::to_string(e.end - e.begin));
+                     (overflow ? std::string("too many") : std::to_string(numel * es)) +
+                     " bytes but data_offsets span " + std::to_string(e.end - e.begin));
     if (e.end > data_size)
       fail(file, where + "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
                      "] lie beyond the data (" + std::to_string(data_size) + " bytes): truncated or corrupt file");
@@ -348,14 +349,15 @@ void verify_checksums(const unsigned char* data, const std::vector<Entry>& entri
   for (size_t i = 0; i < order.size(); ++i) {
     const std::string stored = text.substr(9 * i, 8);
     if ((i && text[9 * i - 1] != ' ') || stored.find_first_not_of("0123456789abcdef") != std::string::npos)
-      fail(file, std::string("the '") + kCrcKey + "' metadata is not 8 lower-case hex digits per tensor separated by spaces (entry " +
+      fail(file, std::string("the '") + kCrcKey +
+                     "' metadata is not 8 lower-case hex digits per tensor separated by spaces (entry " +
                      std::to_string(i) + ": '" + stored + "'): corrupt file");
     const Entry& e = *order[i];
     const std::string computed = hex8(crc32_of(data + e.begin, e.end - e.begin));
     if (computed != stored)
-      fail(file, "the data of tensor '" + e.name + "' (bytes " + std::to_string(e.begin) + ".." + std::to_string(e.end) +
-                     " of the data region) does not match its checksum (CRC-32 " + computed + ", stored " + stored +
-                     "): the file is corrupt");
+      fail(file, "the data of tensor '" + e.name + "' (bytes " + std::to_string(e.begin) + ".." +
+                     std::to_string(e.end) + " of the data region) does not match its checksum (CRC-32 " + computed +
+                     ", stored " + stored + "): the file is corrupt");
   }
 }
 
@@ -367,9 +369,9 @@ SafetensorsFile parse(const unsigned char* data, size_t size, const Device& devi
   // Everything is validated: only now are tensors created.
   for (const Entry& e : entries) {
     gn_tensor* h = nullptr;
-    gn_status* st = gn_tensor_from_host(runtime(), data + start + e.begin, e.shape.data(),
-                                        static_cast<int32_t>(e.shape.size()), static_cast<int32_t>(e.dtype),
-                                        device.c(), &h);
+    gn_status* st =
+        gn_tensor_from_host(runtime(), data + start + e.begin, e.shape.data(), static_cast<int32_t>(e.shape.size()),
+                            static_cast<int32_t>(e.dtype), device.c(), &h);
     if (st) {
       std::string msg = gn_status_message(st);
       gn_status_free(st);
@@ -389,8 +391,9 @@ struct Mapped {
     Fd f;
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
     f.fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (f.fd < 0) throw Error(errno == ENOENT ? GN_ERR_NOT_FOUND : GN_ERR_IO,
-                              "[safetensors] " + file + ": cannot open: " + std::strerror(errno));
+    if (f.fd < 0)
+      throw Error(errno == ENOENT ? GN_ERR_NOT_FOUND : GN_ERR_IO,
+                  "[safetensors] " + file + ": cannot open: " + std::strerror(errno));
     struct stat s {};
     if (::fstat(f.fd, &s) != 0) fail(file, std::string("cannot stat: ") + std::strerror(errno));
     if (S_ISDIR(s.st_mode)) fail(file, "is a directory");
@@ -426,7 +429,8 @@ std::string safetensors_serialize(const TensorMap& tensors, const StringMap& met
   const Layout L = layout(tensors, metadata, "<memory>");
   std::string out;
   out.reserve(8 + L.header.size() + L.data_bytes);
-  const std::string crcs = emit(L, [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }, "<memory>");
+  const std::string crcs = emit(
+      L, [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }, "<memory>");
   out.replace(8 + L.crc_pos, crcs.size(), crcs);
   return out;
 }
@@ -438,7 +442,8 @@ SafetensorsFile safetensors_deserialize(const std::string& bytes, const Device& 
 void save_safetensors(const std::string& path, const TensorMap& tensors, const StringMap& metadata) {
   const Layout L = layout(tensors, metadata, path);  // validates before the temp file exists
   write_atomically(path, [&](support::AtomicFileWriter& w) {
-    const std::string crcs = emit(L, [&](const void* p, size_t n) { w.write(p, n); }, path);
+    const std::string crcs = emit(
+        L, [&](const void* p, size_t n) { w.write(p, n); }, path);
     w.overwrite(8 + L.crc_pos, crcs.data(), crcs.size());
   });
 }

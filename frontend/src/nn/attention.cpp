@@ -14,7 +14,8 @@ namespace F = functional;
 
 MultiheadAttention::MultiheadAttention(int64_t e, int64_t h, double p, bool bias, bool bf)
     : embed_dim(e), num_heads(h), head_dim(h > 0 ? e / h : 0), dropout(p), batch_first(bf), out_proj(e, e, bias) {
-  if (h <= 0 || e % h) throw Error(GN_ERR_INVALID_ARGUMENT, "[MultiheadAttention] embed_dim must be divisible by num_heads");
+  if (h <= 0 || e % h)
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[MultiheadAttention] embed_dim must be divisible by num_heads");
   in_proj_weight = register_parameter("in_proj_weight", empty({3 * e, e}));
   init::xavier_uniform_(in_proj_weight);
   if (bias) {
@@ -39,8 +40,9 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
                                    const Tensor& key_padding_mask, bool need_weights, const Tensor& attn_mask,
                                    bool is_causal) {
   if (need_weights)
-    throw Error(GN_ERR_UNSUPPORTED, "[MultiheadAttention] need_weights=true is not supported: the fused attention "
-                                    "op does not form the attention weights");
+    throw Error(GN_ERR_UNSUPPORTED,
+                "[MultiheadAttention] need_weights=true is not supported: the fused attention "
+                "op does not form the attention weights");
   if (training_ && dropout > 0)
     throw Error(GN_ERR_UNSUPPORTED, "[MultiheadAttention] attention dropout > 0 is not supported in training");
   const bool unbatched = query.dim() == 2;
@@ -66,7 +68,8 @@ Tensor MultiheadAttention::forward(const Tensor& query, const Tensor& key, const
     if (mask.dim() == 3) mask = mask.reshape({N, num_heads, L, S});
   }
   if (key_padding_mask.defined()) {
-    Tensor kp = additive(unbatched ? key_padding_mask.unsqueeze(0) : key_padding_mask, qh.dtype()).reshape({N, 1, 1, S});
+    Tensor kp =
+        additive(unbatched ? key_padding_mask.unsqueeze(0) : key_padding_mask, qh.dtype()).reshape({N, 1, 1, S});
     mask = mask.defined() ? mask + kp : kp;
     if (causal) {  // the fused op takes a mask or the causal flag: build the causal part
       const Options o{.dtype = DType::i64, .device = mask.device()};

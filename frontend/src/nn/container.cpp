@@ -19,8 +19,8 @@ void ModuleList::push_back(std::shared_ptr<Module> m) {
 std::shared_ptr<Module> ModuleList::operator[](int64_t i) const {
   const int64_t n = static_cast<int64_t>(modules_.size());
   if (i < -n || i >= n)
-    throw Error(GN_ERR_INDEX, "[" + name() + "] index " + std::to_string(i) + " out of range for " +
-                                  std::to_string(n) + " modules");
+    throw Error(GN_ERR_INDEX,
+                "[" + name() + "] index " + std::to_string(i) + " out of range for " + std::to_string(n) + " modules");
   return modules_[i < 0 ? i + n : i];
 }
 

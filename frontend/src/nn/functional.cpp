@@ -84,8 +84,8 @@ Tensor linear(const Tensor& x_, const Tensor& weight_, const Tensor& bias_) {
   if (weight.dim() != 2) throw invalid("linear", "weight must be 2-D (out_features, in_features)");
   // Nothing to record (inference) and one dtype: the linear op, whose backends add the bias
   // inside the product's epilogue where they can (one kernel fewer per projection).
-  const bool needs_grad = autograd::grad_enabled() && (x.requires_grad() || weight.requires_grad() ||
-                                                       (bias.defined() && bias.requires_grad()));
+  const bool needs_grad = autograd::grad_enabled() &&
+                          (x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
   if (bias.defined() && !needs_grad && is_floating(x.dtype()) && weight.dtype() == x.dtype() &&
       bias.dtype() == x.dtype() && bias.dim() == 1)
     return call1(GN_OP_HANDLE("linear"), {&x, &weight, &bias});
@@ -121,7 +121,7 @@ Tensor conv2d(const Tensor& x_, const Tensor& weight_, const Tensor& bias_, IntP
 Tensor max_pool2d(const Tensor& x, IntPair kernel, std::optional<IntPair> stride_, IntPair padding, IntPair dilation,
                   bool ceil_mode) {
   IntPair stride = stride_.value_or(kernel);
-  std::vector<int64_t> a = {kernel.h, kernel.w, stride.h,   stride.w,  padding.h,
+  std::vector<int64_t> a = {kernel.h,  kernel.w,   stride.h,   stride.w,         padding.h,
                             padding.w, dilation.h, dilation.w, ceil_mode ? 1 : 0};
   const gn_op* op = GN_OP_HANDLE("max_pool2d");
   const auto attrs = {gn_attr_ints(&a[0], 2), gn_attr_ints(&a[2], 2), gn_attr_ints(&a[4], 2), gn_attr_ints(&a[6], 2),
@@ -138,7 +138,7 @@ Tensor max_pool2d(const Tensor& x, IntPair kernel, std::optional<IntPair> stride
 Tensor avg_pool2d(const Tensor& x, IntPair kernel, std::optional<IntPair> stride_, IntPair padding, bool ceil_mode,
                   bool count_include_pad) {
   IntPair stride = stride_.value_or(kernel);
-  std::vector<int64_t> a = {kernel.h,  kernel.w,  stride.h,         stride.w,
+  std::vector<int64_t> a = {kernel.h,  kernel.w,  stride.h,          stride.w,
                             padding.h, padding.w, ceil_mode ? 1 : 0, count_include_pad ? 1 : 0};
   const gn_op* op = GN_OP_HANDLE("avg_pool2d");
   const auto attrs = {gn_attr_ints(&a[0], 2), gn_attr_ints(&a[2], 2), gn_attr_ints(&a[4], 2), gn_attr_int(a[6]),
@@ -160,13 +160,14 @@ Tensor scaled_dot_product_attention(const Tensor& q_, const Tensor& k_, const Te
     throw invalid("scaled_dot_product_attention", "give either attn_mask or is_causal, not both");
   Tensor q = q_, k = k_, v = v_;
   GN_AUTOCAST("scaled_dot_product_attention", &q, &k, &v);  // AMP hook
-  const bool three_d = q.dim() == 3;  // (H, S, D): add a batch dim for the fused op
+  const bool three_d = q.dim() == 3;                        // (H, S, D): add a batch dim for the fused op
   if (three_d) {
     q = q.unsqueeze(0);
     k = k.unsqueeze(0);
     v = v.unsqueeze(0);
   }
-  if (q.dim() != 4) throw invalid("scaled_dot_product_attention", "q must be 3-D or 4-D, got rank " + std::to_string(q_.dim()));
+  if (q.dim() != 4)
+    throw invalid("scaled_dot_product_attention", "q must be 3-D or 4-D, got rank " + std::to_string(q_.dim()));
   std::vector<Tensor> in = {q, k, v};
   if (mask.defined()) in.push_back(mask);
   const double sc = scale ? *scale : std::nan("");
@@ -207,7 +208,8 @@ Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   return y;
 }
 
-Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
   const int64_t nd = static_cast<int64_t>(normalized_shape.size());
   const Shape xs = x.shape();
   if (nd == 0 || nd > x.dim() || !std::equal(normalized_shape.begin(), normalized_shape.end(), xs.end() - nd))
@@ -218,9 +220,10 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, std::optional<double> eps) {
   if (normalized_shape.size() != 1 || x.dim() == 0 || x.size(-1) != normalized_shape[0])
     throw Error(GN_ERR_UNSUPPORTED, "[rms_norm] normalized_shape must be the last dim of the input");
-  double e = x.dtype() == DType::f64 ? 2.220446049250313e-16
-             : x.dtype() == DType::f16 ? 0.0009765625
-             : x.dtype() == DType::bf16 ? 0.0078125 : 1.1920928955078125e-07;
+  double e = x.dtype() == DType::f64    ? 2.220446049250313e-16
+             : x.dtype() == DType::f16  ? 0.0009765625
+             : x.dtype() == DType::bf16 ? 0.0078125
+                                        : 1.1920928955078125e-07;
   return genesis::rms_norm(x, weight, eps.value_or(e));
 }
 
@@ -269,7 +272,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, int64_t ignore_i
   const int64_t r = reduction_code("cross_entropy", reduction);
   const int64_t cdim = input.dim() == 1 ? 0 : 1;
   if (is_floating(target.dtype())) {  // class probabilities, same shape as input
-    if (target.shape() != input.shape()) throw invalid("cross_entropy", "probability target must have the input's shape");
+    if (target.shape() != input.shape())
+      throw invalid("cross_entropy", "probability target must have the input's shape");
     const double C = static_cast<double>(input.size(cdim));
     Tensor t = label_smoothing > 0 ? target * (1 - label_smoothing) + label_smoothing / C : target;
     if (weight.defined()) t = t * class_weight_view("cross_entropy", weight, input);
@@ -304,7 +308,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, int64_t ignore_index,
                 const Tensor& weight) {
   const int64_t r = reduction_code("nll_loss", reduction);
   if (weight.defined()) class_weight_view("nll_loss", weight, input);  // checks the weight's shape
-  Tensor x = classes_last(input);  // (..., C)
+  Tensor x = classes_last(input);                                      // (..., C)
   const Shape out_shape = target.shape();
   x = x.reshape({-1, x.size(-1)});
   Tensor t = target.reshape({-1});
@@ -340,8 +344,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& x, const Tensor& t, const 
                                         const Tensor& pos_weight, const Tensor& weight) {
   // log(1 + exp(-|x|)) + max(-x, 0) = softplus(-x), computed without overflow.
   Tensor softplus_neg = (-x.abs()).exp().log1p() + (-x).relu();
-  Tensor loss = pos_weight.defined() ? (1 - t) * x + (1 + (pos_weight - 1) * t) * softplus_neg
-                                     : (1 - t) * x + softplus_neg;
+  Tensor loss =
+      pos_weight.defined() ? (1 - t) * x + (1 + (pos_weight - 1) * t) * softplus_neg : (1 - t) * x + softplus_neg;
   if (weight.defined()) loss = loss * weight;
   return reduce("binary_cross_entropy_with_logits", loss, reduction);
 }

@@ -9,7 +9,8 @@ namespace genesis::nn {
 
 // ------------------------------------------------------------------ LayerNorm
 
-LayerNorm::LayerNorm(Shape shape, double eps_, bool affine, bool has_bias) : normalized_shape(std::move(shape)), eps(eps_) {
+LayerNorm::LayerNorm(Shape shape, double eps_, bool affine, bool has_bias)
+    : normalized_shape(std::move(shape)), eps(eps_) {
   if (affine) {
     weight = register_parameter("weight", ones(normalized_shape));
     if (has_bias) bias = register_parameter("bias", zeros(normalized_shape));
@@ -24,7 +25,8 @@ RMSNorm::RMSNorm(int64_t shape, std::optional<double> eps_, bool affine) : RMSNo
 
 RMSNorm::RMSNorm(int64_t shape, std::optional<double> eps_, bool affine, const Options& factory)
     : normalized_shape(shape), eps(eps_) {
-  if (affine) weight = register_parameter("weight", init::skip_init() ? empty({shape}, factory) : ones({shape}, factory));
+  if (affine)
+    weight = register_parameter("weight", init::skip_init() ? empty({shape}, factory) : ones({shape}, factory));
 }
 
 Tensor RMSNorm::forward(const Tensor& x) { return functional::rms_norm(x, {normalized_shape}, weight, eps); }
@@ -75,7 +77,8 @@ Tensor BatchNorm::forward(const Tensor& x) {
       running_mean.mul_(1 - m);
       running_mean.add_(mean.detach().to(running_mean.dtype()), m);
       running_var.mul_(1 - m);  // the running variance is unbiased, as torch
-      running_var.add_((var.detach() * (static_cast<double>(n) / static_cast<double>(n - 1))).to(running_var.dtype()), m);
+      running_var.add_((var.detach() * (static_cast<double>(n) / static_cast<double>(n - 1))).to(running_var.dtype()),
+                       m);
     }
   } else {
     mean = running_mean;
@@ -92,7 +95,8 @@ void BatchNorm1d::check_input(const Tensor& x) const {
 }
 
 void BatchNorm2d::check_input(const Tensor& x) const {
-  if (x.dim() != 4) throw Error(GN_ERR_SHAPE, "[BatchNorm2d] expected 4-D input, got " + std::to_string(x.dim()) + "-D");
+  if (x.dim() != 4)
+    throw Error(GN_ERR_SHAPE, "[BatchNorm2d] expected 4-D input, got " + std::to_string(x.dim()) + "-D");
 }
 
 }  // namespace genesis::nn

@@ -17,20 +17,24 @@ std::map<std::string, double> adam_defaults(double lr, std::pair<double, double>
                                             bool amsgrad, bool maximize) {
   check_common(lr, wd);
   if (eps < 0) throw invalid("Invalid epsilon value: " + std::to_string(eps));
-  if (betas.first < 0 || betas.first >= 1) throw invalid("Invalid beta parameter at index 0: " + std::to_string(betas.first));
-  if (betas.second < 0 || betas.second >= 1) throw invalid("Invalid beta parameter at index 1: " + std::to_string(betas.second));
-  return {{"lr", lr}, {"beta1", betas.first}, {"beta2", betas.second}, {"eps", eps},
+  if (betas.first < 0 || betas.first >= 1)
+    throw invalid("Invalid beta parameter at index 0: " + std::to_string(betas.first));
+  if (betas.second < 0 || betas.second >= 1)
+    throw invalid("Invalid beta parameter at index 1: " + std::to_string(betas.second));
+  return {{"lr", lr},           {"beta1", betas.first},           {"beta2", betas.second},           {"eps", eps},
           {"weight_decay", wd}, {"amsgrad", amsgrad ? 1.0 : 0.0}, {"maximize", maximize ? 1.0 : 0.0}};
 }
 
 // One Adam/AdamW step with amsgrad, torch 1.13's single-tensor update: the denominator uses the
 // running max of exp_avg_sq.  The fused adamw_step kernel has no amsgrad input, so this path is
 // plain in-place tensor ops (several kernels per parameter: correct, not fast).
-void amsgrad_step(Tensor& p, Tensor g, Tensor& m, Tensor& v, Tensor& vmax, double lr, double b1, double b2,
-                  double eps, double wd, int64_t step, bool decoupled) {
+void amsgrad_step(Tensor& p, Tensor g, Tensor& m, Tensor& v, Tensor& vmax, double lr, double b1, double b2, double eps,
+                  double wd, int64_t step, bool decoupled) {
   if (wd != 0) {
-    if (decoupled) p.mul_(1 - lr * wd);  // AdamW: decay the weights
-    else g = g.add(p, wd);               // Adam: L2 term in the gradient
+    if (decoupled)
+      p.mul_(1 - lr * wd);  // AdamW: decay the weights
+    else
+      g = g.add(p, wd);  // Adam: L2 term in the gradient
   }
   m.mul_(b1).add_(g, 1 - b1);
   v.mul_(b2).add_(g * g, 1 - b2);

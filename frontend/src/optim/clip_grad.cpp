@@ -17,8 +17,10 @@ std::vector<std::vector<Tensor>> grads_by_device(const std::vector<Tensor>& para
     Tensor g = p.grad();
     if (!g.defined()) continue;
     auto it = std::find_if(out.begin(), out.end(), [&](const auto& v) { return v[0].device() == g.device(); });
-    if (it == out.end()) out.push_back({g});
-    else it->push_back(g);
+    if (it == out.end())
+      out.push_back({g});
+    else
+      it->push_back(g);
   }
   return out;
 }

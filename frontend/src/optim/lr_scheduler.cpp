@@ -163,8 +163,7 @@ LinearLR::LinearLR(Optimizer& optimizer, double start_factor, double end_factor,
     : LRScheduler(optimizer, last_epoch), start_(start_factor), end_(end_factor), total_(total_iters) {
   if (start_factor > 1.0 || start_factor <= 0)
     throw invalid("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.");
-  if (end_factor > 1.0 || end_factor < 0)
-    throw invalid("Ending multiplicative factor expected to be between 0 and 1.");
+  if (end_factor > 1.0 || end_factor < 0) throw invalid("Ending multiplicative factor expected to be between 0 and 1.");
   initial_step();
 }
 
@@ -172,8 +171,10 @@ std::vector<double> LinearLR::get_lr() {
   std::vector<double> r;
   for (auto& g : opt_->param_groups()) {
     const double lr = g["lr"];
-    if (last_epoch_ == 0) r.push_back(lr * start_);
-    else if (last_epoch_ > total_) r.push_back(lr);
+    if (last_epoch_ == 0)
+      r.push_back(lr * start_);
+    else if (last_epoch_ > total_)
+      r.push_back(lr);
     else
       r.push_back(lr * (1.0 + (end_ - start_) / (total_ * start_ + (last_epoch_ - 1) * (end_ - start_))));
   }
@@ -199,11 +200,14 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, OneCycleOptions o, i
 OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lrs, OneCycleOptions o, int64_t last_epoch)
     : LRScheduler(optimizer, last_epoch), o_(o) {
   auto& groups = optimizer.param_groups();
-  if (o.total_steps > 0) total_ = o.total_steps;
-  else if (o.epochs > 0 && o.steps_per_epoch > 0) total_ = o.epochs * o.steps_per_epoch;
-  else throw invalid("You must define either total_steps OR (epochs AND steps_per_epoch)");
-  if (o.pct_start < 0 || o.pct_start > 1) throw invalid("Expected float between 0 and 1 pct_start, but got " +
-                                                        std::to_string(o.pct_start));
+  if (o.total_steps > 0)
+    total_ = o.total_steps;
+  else if (o.epochs > 0 && o.steps_per_epoch > 0)
+    total_ = o.epochs * o.steps_per_epoch;
+  else
+    throw invalid("You must define either total_steps OR (epochs AND steps_per_epoch)");
+  if (o.pct_start < 0 || o.pct_start > 1)
+    throw invalid("Expected float between 0 and 1 pct_start, but got " + std::to_string(o.pct_start));
   if (max_lrs.size() != groups.size())
     throw invalid("expected " + std::to_string(groups.size()) + " values for max_lr, got " +
                   std::to_string(max_lrs.size()));

@@ -22,8 +22,10 @@ std::string shape_str(const Shape& s) {
 std::vector<std::string> split(const std::string& k) {
   std::vector<std::string> out(1);
   for (char c : k) {
-    if (c == '.') out.emplace_back();
-    else out.back() += c;
+    if (c == '.')
+      out.emplace_back();
+    else
+      out.back() += c;
   }
   return out;
 }
@@ -105,8 +107,7 @@ void Optimizer::add_param_group(ParamGroup group) {
   }
   for (const auto& [k, v] : defaults_) group.options.emplace(k, v);  // keeps the group's own values
   for (const auto& [k, v] : group.options)
-    if (!defaults_.count(k) && k != "initial_lr")
-      throw invalid("unknown option '" + k + "' in a parameter group");
+    if (!defaults_.count(k) && k != "initial_lr") throw invalid("unknown option '" + k + "' in a parameter group");
   groups_.push_back(std::move(group));
 }
 
@@ -118,8 +119,10 @@ void Optimizer::zero_grad(bool set_to_none) {
     for (auto& p : g.params) {
       Tensor gr = p.grad();
       if (!gr.defined()) continue;
-      if (set_to_none) p.set_grad(Tensor());
-      else gr.zero_();
+      if (set_to_none)
+        p.set_grad(Tensor());
+      else
+        gr.zero_();
     }
 }
 
@@ -153,8 +156,9 @@ void Optimizer::check_state_dict(const OptimizerStateDict& sd) const {
   const auto names = state_names();
   for (const auto& [id, st] : sd.state) {
     auto it = by_id.find(id);
-    if (it == by_id.end()) throw invalid("loaded state dict has state for parameter " + std::to_string(id) +
-                                         ", which is in no parameter group");
+    if (it == by_id.end())
+      throw invalid("loaded state dict has state for parameter " + std::to_string(id) +
+                    ", which is in no parameter group");
     for (const auto& [n, t] : st.tensors) {
       if (std::find(names.begin(), names.end(), n) == names.end())
         throw invalid("loaded state dict has unknown state '" + n + "' for parameter " + std::to_string(id));
@@ -216,8 +220,10 @@ OptimizerStateDict Optimizer::check_flat_state(const std::map<std::string, Tenso
     int64_t i = parse_index(parts[1], key);
     if (!t.defined()) throw invalid("load_flat_state: undefined tensor for '" + key + "'");
     if (parts[0] == "state") {
-      if (parts[2] == "step") sd.state[i].step = parse_step(t, key);
-      else sd.state[i].tensors[parts[2]] = t;
+      if (parts[2] == "step")
+        sd.state[i].step = parse_step(t, key);
+      else
+        sd.state[i].tensors[parts[2]] = t;
     } else if (parts[2] == "params") {
       std::vector<int64_t> ids;
       for (double d : t.tolist()) ids.push_back((int64_t)d);

@@ -10,8 +10,11 @@ using checks::check_common;
 using checks::invalid;
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions o)
-    : Optimizer(std::move(groups), {{"lr", o.lr}, {"momentum", o.momentum}, {"dampening", o.dampening},
-                                    {"weight_decay", o.weight_decay}, {"nesterov", o.nesterov ? 1.0 : 0.0},
+    : Optimizer(std::move(groups), {{"lr", o.lr},
+                                    {"momentum", o.momentum},
+                                    {"dampening", o.dampening},
+                                    {"weight_decay", o.weight_decay},
+                                    {"nesterov", o.nesterov ? 1.0 : 0.0},
                                     {"maximize", o.maximize ? 1.0 : 0.0}}) {
   check_common(o.lr, o.weight_decay);
   if (o.momentum < 0) throw invalid("Invalid momentum value: " + std::to_string(o.momentum));
@@ -41,10 +44,12 @@ void SGD::step() {
           buf = it->second;
         }
       }
-      const auto attrs = {gn_attr_float(lr), gn_attr_float(mom), gn_attr_float(damp), gn_attr_float(wd),
+      const auto attrs = {gn_attr_float(lr),     gn_attr_float(mom),    gn_attr_float(damp), gn_attr_float(wd),
                           gn_attr_int(nesterov), gn_attr_int(maximize), gn_attr_int(step)};
-      if (mom != 0) detail::call(op, {&p, &grad, &buf}, attrs, 0);
-      else detail::call(op, {&p, &grad}, attrs, 0);
+      if (mom != 0)
+        detail::call(op, {&p, &grad, &buf}, attrs, 0);
+      else
+        detail::call(op, {&p, &grad}, attrs, 0);
     }
   }
 }

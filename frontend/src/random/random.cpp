@@ -109,16 +109,15 @@ ForkRng::~ForkRng() {
 namespace {
 
 // Calls a one-output op drawing from gen (NULL = the device default).
-Tensor call_gen(const gn_op* op, std::initializer_list<const Tensor*> in,
-                std::initializer_list<gn_attr_value> attrs, Generator* gen) {
+Tensor call_gen(const gn_op* op, std::initializer_list<const Tensor*> in, std::initializer_list<gn_attr_value> attrs,
+                Generator* gen) {
   std::vector<gn_tensor*> ins;
   for (const Tensor* t : in) ins.push_back(t->handle());
   gn_call_options o{};
   o.struct_size = sizeof o;
   o.generator = gen ? gen->c() : nullptr;
   gn_tensor* out = nullptr;
-  check(gn_op_call_ex(runtime(), op, ins.data(), ins.size(), attrs.begin(), attrs.size(), &out, 1, &o),
-        gn_op_name(op));
+  check(gn_op_call_ex(runtime(), op, ins.data(), ins.size(), attrs.begin(), attrs.size(), &out, 1, &o), gn_op_name(op));
   return Tensor::adopt(out);
 }
 

@@ -25,14 +25,16 @@ struct Program;
 /** A parsed chat template; rendering is const and may run from several threads at once. */
 class ChatTemplate {
  public:
-  /** Parses a Jinja template; throws genesis::Error (GN_ERR_INVALID_ARGUMENT) naming the unsupported construct or syntax error with its line. */
+  /** Parses a Jinja template; throws genesis::Error (GN_ERR_INVALID_ARGUMENT) naming the unsupported construct or
+   * syntax error with its line. */
   explicit ChatTemplate(const std::string& source);
-  /** Renders with a JSON object as the context ({"messages": [...], "add_generation_prompt": true, ...}); throws genesis::Error on template errors and raise_exception. */
+  /** Renders with a JSON object as the context ({"messages": [...], "add_generation_prompt": true, ...}); throws
+   * genesis::Error on template errors and raise_exception. */
   std::string render(const std::string& context_json) const;
-  /** Renders messages as transformers' apply_chat_template does (tools and documents null unless given); extra_context_json (a JSON object or "") is merged in last. */
+  /** Renders messages as transformers' apply_chat_template does (tools and documents null unless given);
+   * extra_context_json (a JSON object or "") is merged in last. */
   std::string apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt = true,
-                    std::optional<bool> enable_thinking = {},
-                    const std::string& extra_context_json = "") const;
+                    std::optional<bool> enable_thinking = {}, const std::string& extra_context_json = "") const;
   /** The template source as given. */
   const std::string& source() const { return source_; }
 

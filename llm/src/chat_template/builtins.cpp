@@ -21,8 +21,9 @@ class Args {
   Args(const std::string& fn, const std::vector<std::string>& params, List& args, KwArgs& kwargs, int line)
       : vals_(params.size()), set_(params.size(), false) {
     if (args.size() > params.size())
-      fail(fn + "() takes at most " + std::to_string(params.size()) + " arguments (" +
-               std::to_string(args.size()) + " given)", line);
+      fail(fn + "() takes at most " + std::to_string(params.size()) + " arguments (" + std::to_string(args.size()) +
+               " given)",
+           line);
     for (size_t k = 0; k < args.size(); ++k) {
       vals_[k] = args[k];
       set_[k] = true;
@@ -181,11 +182,13 @@ Value filter_map(const Value& seq, List& args, KwArgs& kwargs, int line) {
   return Value::make_lazy(std::move(out), Value::Lazy::Generator);
 }
 
-const std::set<std::string> kTests = {
-    "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even", "false",
-    "float", "ge", "greaterthan", "gt", "in", "integer", "iterable", "le", "lessthan", "lower", "lt",
-    "mapping", "ne", "none", "number", "odd", "sameas", "sequence", "string", "true", "undefined",
-    "upper", "==", "!=", "<", "<=", ">", ">="};
+const std::set<std::string> kTests = {"boolean", "callable", "defined",  "divisibleby", "eq",   "equalto",
+                                      "escaped", "even",     "false",    "float",       "ge",   "greaterthan",
+                                      "gt",      "in",       "integer",  "iterable",    "le",   "lessthan",
+                                      "lower",   "lt",       "mapping",  "ne",          "none", "number",
+                                      "odd",     "sameas",   "sequence", "string",      "true", "undefined",
+                                      "upper",   "==",       "!=",       "<",           "<=",   ">",
+                                      ">="};
 
 // jinja2's map, select, reject, selectattr, rejectattr, unique and items are generators:
 // an error inside one surfaces only when the result is consumed, so it waits in the result.
@@ -230,8 +233,8 @@ struct FilterCall {
 
 Value filter_length_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    c.no_args();
-    return Value::integer(length(v, line));
+  c.no_args();
+  return Value::integer(length(v, line));
 }
 
 Value filter_tojson_(const FilterCall& c) {
@@ -241,234 +244,238 @@ Value filter_tojson_(const FilterCall& c) {
 
 Value filter_default_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    Args a(name, {"default_value", "boolean"}, args, kwargs, line);
-    bool use_default = v.is_undefined() || (truthy(a.get(1, Value::boolean(false))) && !truthy(v));
-    return use_default ? a.get(0, Value::string("")) : v;
+  Args a(name, {"default_value", "boolean"}, args, kwargs, line);
+  bool use_default = v.is_undefined() || (truthy(a.get(1, Value::boolean(false))) && !truthy(v));
+  return use_default ? a.get(0, Value::string("")) : v;
 }
 
 Value filter_trim_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    Args a(name, {"chars"}, args, kwargs, line);
-    Value chars = a.get(0, Value::none());
-    return Value::string(py_strip(to_str(v), chars.is_string() ? std::optional<std::string>(chars.s) : std::nullopt, true, true));
+  Args a(name, {"chars"}, args, kwargs, line);
+  Value chars = a.get(0, Value::none());
+  return Value::string(
+      py_strip(to_str(v), chars.is_string() ? std::optional<std::string>(chars.s) : std::nullopt, true, true));
 }
 
 Value filter_upper_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    c.no_args();
-    return Value::string(py_case(to_str(v), name == "upper"));
+  c.no_args();
+  return Value::string(py_case(to_str(v), name == "upper"));
 }
 
 Value filter_capitalize_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    c.no_args();
-    List none;
-    return get_attr(Value::string(to_str(v)), name, line).fn->call(none, kwargs, line);
+  c.no_args();
+  List none;
+  return get_attr(Value::string(to_str(v)), name, line).fn->call(none, kwargs, line);
 }
 
 Value filter_title_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    // jinja2's do_title: split at runs of [-\s({[<], then upper the first character of
-    // every piece and lower the rest (not str.title()).
-    c.no_args();
-    std::u32string u = utf8_decode(to_str(v));
-    auto sep = [](char32_t c) { return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_space(c); };
-    std::string out;
-    for (size_t k = 0; k < u.size();) {
-      size_t e = k;
-      bool is_sep = sep(u[k]);
-      while (e < u.size() && sep(u[e]) == is_sep) ++e;
-      out += py_case(utf8_encode(u.substr(k, 1)), true) + py_case(utf8_encode(u.substr(k + 1, e - k - 1)), false);
-      k = e;
-    }
-    return Value::string(out);
+  // jinja2's do_title: split at runs of [-\s({[<], then upper the first character of
+  // every piece and lower the rest (not str.title()).
+  c.no_args();
+  std::u32string u = utf8_decode(to_str(v));
+  auto sep = [](char32_t c) { return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || is_space(c); };
+  std::string out;
+  for (size_t k = 0; k < u.size();) {
+    size_t e = k;
+    bool is_sep = sep(u[k]);
+    while (e < u.size() && sep(u[e]) == is_sep) ++e;
+    out += py_case(utf8_encode(u.substr(k, 1)), true) + py_case(utf8_encode(u.substr(k + 1, e - k - 1)), false);
+    k = e;
+  }
+  return Value::string(out);
 }
 
 Value filter_string_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    c.no_args();
-    return Value::string(to_str(v));
+  c.no_args();
+  return Value::string(to_str(v));
 }
 
 Value filter_join_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    Args a(name, {"d", "attribute"}, args, kwargs, line);
-    std::string sep = to_str(a.get(0, Value::string(""))), out;
-    bool first = true;
-    for (const Value& item : iterate(v, line)) {
-      if (!first) out += sep;
-      first = false;
-      out += to_str(a.has(1) && !a.get(1).is_none() ? attr_path(item, a.get(1), line) : item);
-    }
-    return Value::string(out);
+  Args a(name, {"d", "attribute"}, args, kwargs, line);
+  std::string sep = to_str(a.get(0, Value::string(""))), out;
+  bool first = true;
+  for (const Value& item : iterate(v, line)) {
+    if (!first) out += sep;
+    first = false;
+    out += to_str(a.has(1) && !a.get(1).is_none() ? attr_path(item, a.get(1), line) : item);
+  }
+  return Value::string(out);
 }
 
 Value filter_first_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    c.no_args();
-    if (name == "last" && (v.lazy == Value::Lazy::Generator || v.lazy == Value::Lazy::Iterator))
-      fail("'" + type_name(v) + "' object is not reversible", line);
-    List items = iterate(v, line);
-    if (items.empty()) return Value::undefined("No " + name + " item, sequence was empty.");
-    return name == "first" ? items.front() : items.back();
+  c.no_args();
+  if (name == "last" && (v.lazy == Value::Lazy::Generator || v.lazy == Value::Lazy::Iterator))
+    fail("'" + type_name(v) + "' object is not reversible", line);
+  List items = iterate(v, line);
+  if (items.empty()) return Value::undefined("No " + name + " item, sequence was empty.");
+  return name == "first" ? items.front() : items.back();
 }
 
 Value filter_list_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    c.no_args();
-    return Value::make_list(iterate(v, line));
+  c.no_args();
+  return Value::make_list(iterate(v, line));
 }
 
 Value filter_items_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    c.no_args();
-    if (v.is_undefined()) return Value::make_lazy({}, Value::Lazy::Generator);
-    if (!v.is_dict()) fail("items: can only get item pairs from a mapping", line);
-    List none;
-    Value view = get_attr(v, "items", line).fn->call(none, kwargs, line);
-    return Value::make_lazy(*view.list, Value::Lazy::Generator);
+  c.no_args();
+  if (v.is_undefined()) return Value::make_lazy({}, Value::Lazy::Generator);
+  if (!v.is_dict()) fail("items: can only get item pairs from a mapping", line);
+  List none;
+  Value view = get_attr(v, "items", line).fn->call(none, kwargs, line);
+  return Value::make_lazy(*view.list, Value::Lazy::Generator);
 }
 
 Value filter_int_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    Args a(name, {"default", "base"}, args, kwargs, line);
-    Value dflt = a.get(0, Value::integer(0));
-    require_defined(v, line);  // int(Undefined) raises instead of falling back to the default
-    if (v.is_integral()) return Value::integer(v.as_int());
-    if (v.kind == Value::Kind::Float) return std::isfinite(v.f) ? Value::integer(static_cast<int64_t>(std::trunc(v.f))) : dflt;
-    if (v.is_string()) {
-      if (auto i = parse_int(v.s, a.get(1, Value::integer(10)).as_int())) return Value::integer(*i);
-      if (auto f = parse_float(v.s); f && std::isfinite(*f)) return Value::integer(static_cast<int64_t>(std::trunc(*f)));
-    }
-    return dflt;
+  Args a(name, {"default", "base"}, args, kwargs, line);
+  Value dflt = a.get(0, Value::integer(0));
+  require_defined(v, line);  // int(Undefined) raises instead of falling back to the default
+  if (v.is_integral()) return Value::integer(v.as_int());
+  if (v.kind == Value::Kind::Float)
+    return std::isfinite(v.f) ? Value::integer(static_cast<int64_t>(std::trunc(v.f))) : dflt;
+  if (v.is_string()) {
+    if (auto i = parse_int(v.s, a.get(1, Value::integer(10)).as_int())) return Value::integer(*i);
+    if (auto f = parse_float(v.s); f && std::isfinite(*f)) return Value::integer(static_cast<int64_t>(std::trunc(*f)));
+  }
+  return dflt;
 }
 
 Value filter_float_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    Args a(name, {"default"}, args, kwargs, line);
-    require_defined(v, line);
-    if (v.is_number()) return Value::real(v.as_double());
-    if (v.is_string())
-      if (auto f = parse_float(v.s)) return Value::real(*f);
-    return a.get(0, Value::real(0.0));
+  Args a(name, {"default"}, args, kwargs, line);
+  require_defined(v, line);
+  if (v.is_number()) return Value::real(v.as_double());
+  if (v.is_string())
+    if (auto f = parse_float(v.s)) return Value::real(*f);
+  return a.get(0, Value::real(0.0));
 }
 
 Value filter_abs_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    c.no_args();
-    if (v.is_integral()) return Value::integer(std::llabs(v.as_int()));
-    if (v.kind == Value::Kind::Float) return Value::real(std::fabs(v.f));
-    fail("bad operand type for abs(): '" + type_name(v) + "'", line);
+  c.no_args();
+  if (v.is_integral()) return Value::integer(std::llabs(v.as_int()));
+  if (v.kind == Value::Kind::Float) return Value::real(std::fabs(v.f));
+  fail("bad operand type for abs(): '" + type_name(v) + "'", line);
 }
 
 Value filter_replace_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    Args a(name, {"old", "new", "count"}, args, kwargs, line);
-    List m{a.get(0), a.get(1)};
-    if (a.has(2) && !a.get(2).is_none()) m.push_back(a.get(2));
-    KwArgs none;
-    return get_attr(Value::string(to_str(v)), "replace", line).fn->call(m, none, line);
+  Args a(name, {"old", "new", "count"}, args, kwargs, line);
+  List m{a.get(0), a.get(1)};
+  if (a.has(2) && !a.get(2).is_none()) m.push_back(a.get(2));
+  KwArgs none;
+  return get_attr(Value::string(to_str(v)), "replace", line).fn->call(m, none, line);
 }
 
 Value filter_reverse_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    c.no_args();
-    if (v.is_string()) {
-      std::u32string u = utf8_decode(v.s);
-      std::reverse(u.begin(), u.end());
-      return Value::string(utf8_encode(u));
-    }
-    // reversed() where Python has it (an iterator), else a reversed list.
-    bool reversible = v.is_sequence() || v.is_dict() || v.is_undefined() || (v.is_list() && v.lazy != Value::Lazy::Generator);
-    List items = iterate(v, line);
-    std::reverse(items.begin(), items.end());
-    return reversible ? Value::make_lazy(std::move(items), Value::Lazy::Iterator) : Value::make_list(std::move(items));
+  c.no_args();
+  if (v.is_string()) {
+    std::u32string u = utf8_decode(v.s);
+    std::reverse(u.begin(), u.end());
+    return Value::string(utf8_encode(u));
+  }
+  // reversed() where Python has it (an iterator), else a reversed list.
+  bool reversible =
+      v.is_sequence() || v.is_dict() || v.is_undefined() || (v.is_list() && v.lazy != Value::Lazy::Generator);
+  List items = iterate(v, line);
+  std::reverse(items.begin(), items.end());
+  return reversible ? Value::make_lazy(std::move(items), Value::Lazy::Iterator) : Value::make_list(std::move(items));
 }
 
 Value filter_sort_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    Args a(name, {"reverse", "case_sensitive", "attribute"}, args, kwargs, line);
-    return Value::make_list(sorted(iterate(v, line), truthy(a.get(0, Value::boolean(false))),
-                                   truthy(a.get(1, Value::boolean(false))), a.get(2, Value::none()), line));
+  Args a(name, {"reverse", "case_sensitive", "attribute"}, args, kwargs, line);
+  return Value::make_list(sorted(iterate(v, line), truthy(a.get(0, Value::boolean(false))),
+                                 truthy(a.get(1, Value::boolean(false))), a.get(2, Value::none()), line));
 }
 
 Value filter_unique_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    Args a(name, {"case_sensitive", "attribute"}, args, kwargs, line);
-    bool cs = truthy(a.get(0, Value::boolean(false)));
-    Value attribute = a.get(1, Value::none());
-    List out, seen;
-    for (const Value& item : iterate(v, line)) {
-      Value k = attribute.is_none() ? item : attr_path(item, attribute, line);
-      if (!cs && k.is_string()) k = Value::string(py_case(k.s, false));
-      if ((k.is_list() && !k.tuple) || k.is_dict()) fail("unique: unhashable type: '" + type_name(k) + "'", line);
-      if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equal(s, k); })) {
-        seen.push_back(k);
-        out.push_back(item);
-      }
+  Args a(name, {"case_sensitive", "attribute"}, args, kwargs, line);
+  bool cs = truthy(a.get(0, Value::boolean(false)));
+  Value attribute = a.get(1, Value::none());
+  List out, seen;
+  for (const Value& item : iterate(v, line)) {
+    Value k = attribute.is_none() ? item : attr_path(item, attribute, line);
+    if (!cs && k.is_string()) k = Value::string(py_case(k.s, false));
+    if ((k.is_list() && !k.tuple) || k.is_dict()) fail("unique: unhashable type: '" + type_name(k) + "'", line);
+    if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return equal(s, k); })) {
+      seen.push_back(k);
+      out.push_back(item);
     }
-    return Value::make_lazy(std::move(out), Value::Lazy::Generator);
+  }
+  return Value::make_lazy(std::move(out), Value::Lazy::Generator);
 }
 
 Value filter_min_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    Args a(name, {"case_sensitive", "attribute"}, args, kwargs, line);
-    // A stable sort, descending for max: the first of equal extremes wins, as in Python.
-    List items = sorted(iterate(v, line), name == "max", truthy(a.get(0, Value::boolean(false))),
-                        a.get(1, Value::none()), line);
-    if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
-    return items.front();
+  Args a(name, {"case_sensitive", "attribute"}, args, kwargs, line);
+  // A stable sort, descending for max: the first of equal extremes wins, as in Python.
+  List items =
+      sorted(iterate(v, line), name == "max", truthy(a.get(0, Value::boolean(false))), a.get(1, Value::none()), line);
+  if (items.empty()) return Value::undefined("No aggregated item, sequence was empty.");
+  return items.front();
 }
 
 Value filter_sum_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    Args a(name, {"attribute", "start"}, args, kwargs, line);
-    Value total = a.get(1, Value::integer(0));
-    for (const Value& item : iterate(v, line)) {
-      Value x = a.has(0) && !a.get(0).is_none() ? attr_path(item, a.get(0), line) : item;
-      if (!x.is_number() || !total.is_number()) fail("sum: unsupported operand types", line);
-      if (x.is_integral() && total.is_integral())
-        total = Value::integer(total.as_int() + x.as_int());
-      else
-        total = Value::real(total.as_double() + x.as_double());
-    }
-    return total;
+  Args a(name, {"attribute", "start"}, args, kwargs, line);
+  Value total = a.get(1, Value::integer(0));
+  for (const Value& item : iterate(v, line)) {
+    Value x = a.has(0) && !a.get(0).is_none() ? attr_path(item, a.get(0), line) : item;
+    if (!x.is_number() || !total.is_number()) fail("sum: unsupported operand types", line);
+    if (x.is_integral() && total.is_integral())
+      total = Value::integer(total.as_int() + x.as_int());
+    else
+      total = Value::real(total.as_double() + x.as_double());
+  }
+  return total;
 }
 
 Value filter_dictsort_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    Args a(name, {"case_sensitive", "by", "reverse"}, args, kwargs, line);
-    if (!v.is_dict()) fail("dictsort: expected a mapping, got " + type_name(v), line);
-    Value by = a.get(1, Value::string("key"));
-    if (!by.is_string() || (by.s != "key" && by.s != "value")) fail("dictsort: 'by' must be 'key' or 'value'", line);
-    List pairs;
-    for (const auto& [k, item] : v.dict->items) pairs.push_back(Value::make_list({Value::string(k), item}, true));
-    return Value::make_list(sorted(std::move(pairs), truthy(a.get(2, Value::boolean(false))),
-                                   truthy(a.get(0, Value::boolean(false))), Value::integer(by.s == "key" ? 0 : 1), line));
+  Args a(name, {"case_sensitive", "by", "reverse"}, args, kwargs, line);
+  if (!v.is_dict()) fail("dictsort: expected a mapping, got " + type_name(v), line);
+  Value by = a.get(1, Value::string("key"));
+  if (!by.is_string() || (by.s != "key" && by.s != "value")) fail("dictsort: 'by' must be 'key' or 'value'", line);
+  List pairs;
+  for (const auto& [k, item] : v.dict->items) pairs.push_back(Value::make_list({Value::string(k), item}, true));
+  return Value::make_list(sorted(std::move(pairs), truthy(a.get(2, Value::boolean(false))),
+                                 truthy(a.get(0, Value::boolean(false))), Value::integer(by.s == "key" ? 0 : 1), line));
 }
 
 Value filter_indent_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-    Args a(name, {"width", "first", "blank"}, args, kwargs, line);
-    Value width = a.get(0, Value::integer(4));
-    std::string pad = width.is_string() ? width.s : std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), ' ');
-    // jinja2 appends "\n" before splitting (so a trailing newline is kept), which fails
-    // for anything but a string.
-    if (!v.is_string()) fail("indent: expected a string, got " + type_name(v), line);
-    List lines = py_splitlines(v.s + "\n");
-    std::string out;
-    for (size_t k = 0; k < lines.size(); ++k) {
-      const std::string& l = lines[k].s;
-      if (k == 0) {
-        out = l;
-        continue;
-      }
-      out += "\n";
-      if (truthy(a.get(2, Value::boolean(false))) || !l.empty()) out += pad;
-      out += l;
+  Args a(name, {"width", "first", "blank"}, args, kwargs, line);
+  Value width = a.get(0, Value::integer(4));
+  std::string pad =
+      width.is_string() ? width.s : std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), ' ');
+  // jinja2 appends "\n" before splitting (so a trailing newline is kept), which fails
+  // for anything but a string.
+  if (!v.is_string()) fail("indent: expected a string, got " + type_name(v), line);
+  List lines = py_splitlines(v.s + "\n");
+  std::string out;
+  for (size_t k = 0; k < lines.size(); ++k) {
+    const std::string& l = lines[k].s;
+    if (k == 0) {
+      out = l;
+      continue;
     }
-    if (truthy(a.get(1, Value::boolean(false)))) out = pad + out;
-    return Value::string(out);
+    out += "\n";
+    if (truthy(a.get(2, Value::boolean(false))) || !l.empty()) out += pad;
+    out += l;
+  }
+  if (truthy(a.get(1, Value::boolean(false)))) out = pad + out;
+  return Value::string(out);
 }
 
 Value filter_select_(const FilterCall& c) {
@@ -478,7 +485,7 @@ Value filter_select_(const FilterCall& c) {
 
 Value filter_selectattr_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
-  
+
   return select(v, args, kwargs, name == "selectattr", true, name.c_str(), line);
 }
 
@@ -491,41 +498,40 @@ using FilterFn = Value (*)(const FilterCall&);
 
 // Every supported filter, by the name templates call it by (jinja2's names and aliases).
 const std::map<std::string, FilterFn>& filter_table() {
-  static const std::map<std::string, FilterFn> table = {
-    {"abs", filter_abs_},
-    {"capitalize", filter_capitalize_},
-    {"count", filter_length_},
-    {"d", filter_default_},
-    {"default", filter_default_},
-    {"dictsort", filter_dictsort_},
-    {"first", filter_first_},
-    {"float", filter_float_},
-    {"indent", filter_indent_},
-    {"int", filter_int_},
-    {"items", filter_items_},
-    {"join", filter_join_},
-    {"last", filter_first_},
-    {"length", filter_length_},
-    {"list", filter_list_},
-    {"lower", filter_upper_},
-    {"map", filter_map_},
-    {"max", filter_min_},
-    {"min", filter_min_},
-    {"reject", filter_select_},
-    {"rejectattr", filter_selectattr_},
-    {"replace", filter_replace_},
-    {"reverse", filter_reverse_},
-    {"safe", filter_string_},
-    {"select", filter_select_},
-    {"selectattr", filter_selectattr_},
-    {"sort", filter_sort_},
-    {"string", filter_string_},
-    {"sum", filter_sum_},
-    {"title", filter_title_},
-    {"tojson", filter_tojson_},
-    {"trim", filter_trim_},
-    {"unique", filter_unique_},
-    {"upper", filter_upper_}};
+  static const std::map<std::string, FilterFn> table = {{"abs", filter_abs_},
+                                                        {"capitalize", filter_capitalize_},
+                                                        {"count", filter_length_},
+                                                        {"d", filter_default_},
+                                                        {"default", filter_default_},
+                                                        {"dictsort", filter_dictsort_},
+                                                        {"first", filter_first_},
+                                                        {"float", filter_float_},
+                                                        {"indent", filter_indent_},
+                                                        {"int", filter_int_},
+                                                        {"items", filter_items_},
+                                                        {"join", filter_join_},
+                                                        {"last", filter_first_},
+                                                        {"length", filter_length_},
+                                                        {"list", filter_list_},
+                                                        {"lower", filter_upper_},
+                                                        {"map", filter_map_},
+                                                        {"max", filter_min_},
+                                                        {"min", filter_min_},
+                                                        {"reject", filter_select_},
+                                                        {"rejectattr", filter_selectattr_},
+                                                        {"replace", filter_replace_},
+                                                        {"reverse", filter_reverse_},
+                                                        {"safe", filter_string_},
+                                                        {"select", filter_select_},
+                                                        {"selectattr", filter_selectattr_},
+                                                        {"sort", filter_sort_},
+                                                        {"string", filter_string_},
+                                                        {"sum", filter_sum_},
+                                                        {"title", filter_title_},
+                                                        {"tojson", filter_tojson_},
+                                                        {"trim", filter_trim_},
+                                                        {"unique", filter_unique_},
+                                                        {"upper", filter_upper_}};
   return table;
 }
 
@@ -575,7 +581,8 @@ bool call_test(const std::string& name, const Value& v, List& args, KwArgs& kwar
   if (name == "odd" || name == "even" || name == "divisibleby") {
     // value % 2 == 1 (or == 0), with Python's % on ints and floats.
     Value d = name == "divisibleby" ? other() : Value::integer(2);
-    if (!v.is_number() || !d.is_number()) fail("unsupported operand type(s) for %: '" + type_name(v) + "' and '" + type_name(d) + "'", line);
+    if (!v.is_number() || !d.is_number())
+      fail("unsupported operand type(s) for %: '" + type_name(v) + "' and '" + type_name(d) + "'", line);
     if (d.as_double() == 0) fail("integer division or modulo by zero", line);
     double r;
     if (v.is_integral() && d.is_integral()) {
@@ -591,7 +598,8 @@ bool call_test(const std::string& name, const Value& v, List& args, KwArgs& kwar
   if (name == "lower" || name == "upper") {
     List none;
     KwArgs nokw;
-    return truthy(get_attr(Value::string(to_str(v)), name == "lower" ? "islower" : "isupper", line).fn->call(none, nokw, line));
+    return truthy(
+        get_attr(Value::string(to_str(v)), name == "lower" ? "islower" : "isupper", line).fn->call(none, nokw, line));
   }
   if (name == "sameas") {
     const Value& o = other();

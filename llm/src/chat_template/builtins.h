@@ -17,7 +17,8 @@ bool has_test(const std::string& name);
 Value call_filter(const std::string& name, const Value& input, List& args, KwArgs& kwargs, int line);
 /** Applies test `name` to v. */
 bool call_test(const std::string& name, const Value& v, List& args, KwArgs& kwargs, int line);
-/** The globals transformers' environment provides (namespace, range, dict, raise_exception, strftime_now); Undefined otherwise. */
+/** The globals transformers' environment provides (namespace, range, dict, raise_exception, strftime_now); Undefined
+ * otherwise. */
 Value global(const std::string& name);
 
 /** jinja2's environment.getattr: Python attribute (bound method) first, then the mapping key. */

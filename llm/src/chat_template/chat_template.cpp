@@ -62,8 +62,7 @@ std::string ChatTemplate::render(const std::string& context_json) const {
 }
 
 std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
-                                std::optional<bool> enable_thinking,
-                                const std::string& extra_context_json) const {
+                                std::optional<bool> enable_thinking, const std::string& extra_context_json) const {
   // The keyword arguments transformers' render_jinja_template passes.
   json ctx = json::object();
   json msgs = json::array();

@@ -215,7 +215,8 @@ class Lexer {
     if (src_.compare(p, 3, "raw") != 0) return false;
     p += 3;
     size_t q = p + space_run(src_, p);
-    if (q == p && q < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[q])) || src_[q] == '_')) return false;
+    if (q == p && q < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[q])) || src_[q] == '_'))
+      return false;
     p = q;
     bool strip_after = false;
     if (src_.compare(p, 3, "-%}") == 0) {
@@ -254,10 +255,9 @@ class Lexer {
   void tag(bool block, int open_line) {
     std::vector<char> balance;
     static const char* kOps[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%", "~", "[",
-                                 "]", "(", ")", "{", "}", ">", "<", "=", ".", ":", "|", ",", ";"};
+                                 "]",  "(",  ")",  "{",  "}",  ">",  "<", "=", ".", ":", "|", ",", ";"};
     while (true) {
-      if (pos_ >= src_.size())
-        fail(std::string("unclosed '") + (block ? "{%" : "{{") + "' tag opened", open_line);
+      if (pos_ >= src_.size()) fail(std::string("unclosed '") + (block ? "{%" : "{{") + "' tag opened", open_line);
       if (balance.empty()) {
         int l = line_;
         if (block ? tag_end("%}", true) : tag_end("}}", false)) {
@@ -296,7 +296,8 @@ class Lexer {
           balance.push_back(o == "(" ? ')' : o == "[" ? ']' : '}');
         } else if (o == ")" || o == "]" || o == "}") {
           if (balance.empty()) fail("unexpected '" + o + "'", line_);
-          if (balance.back() != o[0]) fail("unexpected '" + o + "', expected '" + std::string(1, balance.back()) + "'", line_);
+          if (balance.back() != o[0])
+            fail("unexpected '" + o + "', expected '" + std::string(1, balance.back()) + "'", line_);
           balance.pop_back();
         }
         push(Token::Type::Op, o, line_);

@@ -15,20 +15,19 @@ namespace {
 // The Python attribute names of each type: a name that is not one of them is a missing
 // attribute (Undefined), a name that is one but not implemented here fails when called.
 const std::set<std::string> kStrAttrs = {
-    "capitalize", "casefold", "center", "count", "encode", "endswith", "expandtabs", "find",
-    "format", "format_map", "index", "isalnum", "isalpha", "isascii", "isdecimal", "isdigit",
-    "isidentifier", "islower", "isnumeric", "isprintable", "isspace", "istitle", "isupper",
-    "join", "ljust", "lower", "lstrip", "maketrans", "partition", "removeprefix",
-    "removesuffix", "replace", "rfind", "rindex", "rjust", "rpartition", "rsplit", "rstrip",
-    "split", "splitlines", "startswith", "strip", "swapcase", "title", "translate", "upper",
-    "zfill"};
-const std::set<std::string> kDictAttrs = {"clear", "copy", "fromkeys", "get", "items", "keys",
-                                          "pop", "popitem", "setdefault", "update", "values"};
-const std::set<std::string> kListAttrs = {"append", "clear", "copy", "count", "extend", "index",
-                                          "insert", "pop", "remove", "reverse", "sort"};
+    "capitalize",   "casefold",   "center",    "count",       "encode",    "endswith",     "expandtabs",   "find",
+    "format",       "format_map", "index",     "isalnum",     "isalpha",   "isascii",      "isdecimal",    "isdigit",
+    "isidentifier", "islower",    "isnumeric", "isprintable", "isspace",   "istitle",      "isupper",      "join",
+    "ljust",        "lower",      "lstrip",    "maketrans",   "partition", "removeprefix", "removesuffix", "replace",
+    "rfind",        "rindex",     "rjust",     "rpartition",  "rsplit",    "rstrip",       "split",        "splitlines",
+    "startswith",   "strip",      "swapcase",  "title",       "translate", "upper",        "zfill"};
+const std::set<std::string> kDictAttrs = {"clear", "copy",    "fromkeys",   "get",    "items", "keys",
+                                          "pop",   "popitem", "setdefault", "update", "values"};
+const std::set<std::string> kListAttrs = {"append", "clear", "copy",   "count",   "extend", "index",
+                                          "insert", "pop",   "remove", "reverse", "sort"};
 // ImmutableSandboxedEnvironment refuses these: templates cannot change their inputs.
-const std::set<std::string> kMutating = {"clear", "pop", "popitem", "setdefault", "update", "append",
-                                         "extend", "insert", "remove", "reverse", "sort"};
+const std::set<std::string> kMutating = {"clear",  "pop",    "popitem", "setdefault", "update", "append",
+                                         "extend", "insert", "remove",  "reverse",    "sort"};
 
 std::string obj_repr(const Value& v) {
   if (v.is_none()) return "None";
@@ -163,13 +162,12 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
   return out + s.substr(k);
 }
 
-int64_t cp_index(const std::string& s, size_t byte_pos) {
-  return length(Value::string(s.substr(0, byte_pos)), 0);
-}
+int64_t cp_index(const std::string& s, size_t byte_pos) { return length(Value::string(s.substr(0, byte_pos)), 0); }
 
 bool prefix_match(const std::string& s, const Value& what, bool suffix, const char* method, int line) {
   auto one = [&](const Value& p) {
-    if (!p.is_string()) fail(std::string(method) + " first arg must be str or a tuple of str, not " + type_name(p), line);
+    if (!p.is_string())
+      fail(std::string(method) + " first arg must be str or a tuple of str, not " + type_name(p), line);
     if (p.s.size() > s.size()) return false;
     return suffix ? s.compare(s.size() - p.s.size(), p.s.size(), p.s) == 0 : s.compare(0, p.s.size(), p.s) == 0;
   };
@@ -202,7 +200,8 @@ Value str_method(const std::string& s, const std::string& name, List& args, int 
   if (name == "split" || name == "rsplit")
     return Value::make_list(py_split(s, opt_chars(args, m, line), int_arg(args, 1, -1, line), name == "rsplit"));
   if (name == "replace")
-    return Value::string(py_replace(s, str_arg(args, 0, m, line), str_arg(args, 1, m, line), int_arg(args, 2, -1, line)));
+    return Value::string(
+        py_replace(s, str_arg(args, 0, m, line), str_arg(args, 1, m, line), int_arg(args, 2, -1, line)));
   if (name == "upper" || name == "lower") return Value::string(py_case(s, name == "upper"));
   if (name == "capitalize") {
     std::u32string u = utf8_decode(py_case(s, false));
@@ -242,7 +241,8 @@ Value str_method(const std::string& s, const std::string& name, List& args, int 
   if (name == "removeprefix" || name == "removesuffix") {
     const std::string& p = str_arg(args, 0, m, line);
     if (name == "removeprefix" && s.compare(0, p.size(), p) == 0) return Value::string(s.substr(p.size()));
-    if (name == "removesuffix" && !p.empty() && p.size() <= s.size() && s.compare(s.size() - p.size(), p.size(), p) == 0)
+    if (name == "removesuffix" && !p.empty() && p.size() <= s.size() &&
+        s.compare(s.size() - p.size(), p.size(), p) == 0)
       return Value::string(s.substr(0, s.size() - p.size()));
     return Value::string(s);
   }
@@ -289,9 +289,9 @@ Value dict_method(const Value& obj, const std::string& name, List& args, int lin
       else
         out.push_back(name == "keys" ? Value::string(k) : v);
     }
-    return Value::make_lazy(std::move(out), name == "items" ? Value::Lazy::Items
-                                             : name == "keys" ? Value::Lazy::Keys
-                                                              : Value::Lazy::Values);
+    return Value::make_lazy(std::move(out), name == "items"  ? Value::Lazy::Items
+                                            : name == "keys" ? Value::Lazy::Keys
+                                                             : Value::Lazy::Values);
   }
   if (name == "get") {
     const Value& key = arg(args, 0, "get", line);
@@ -333,8 +333,8 @@ Value bound(const Value& obj, const std::string& name, Value (*method)(const Val
 List py_splitlines(const std::string& s) {
   // The line boundaries of Python's str.splitlines, not only "\n" and "\r".
   auto boundary = [](char32_t c) {
-    return c == '\n' || c == '\r' || c == 0x0b || c == 0x0c || (c >= 0x1c && c <= 0x1e) || c == 0x85 ||
-           c == 0x2028 || c == 0x2029;
+    return c == '\n' || c == '\r' || c == 0x0b || c == 0x0c || (c >= 0x1c && c <= 0x1e) || c == 0x85 || c == 0x2028 ||
+           c == 0x2029;
   };
   std::u32string u = utf8_decode(s), cur;
   List out;
@@ -376,7 +376,9 @@ std::string py_case(const std::string& s, bool upper) {
   out.reserve(s.size());
   bool ascii = std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
   if (ascii || !loc) {
-    for (char c : s) out += static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+    for (char c : s)
+      out += static_cast<char>(upper ? std::toupper(static_cast<unsigned char>(c))
+                                     : std::tolower(static_cast<unsigned char>(c)));
     return out;
   }
   for (char32_t c : utf8_decode(s)) {
@@ -400,7 +402,8 @@ Value get_attr(const Value& obj, const std::string& name, int line) {
     case Value::Kind::Undefined: require_defined(obj, line); break;
     case Value::Kind::String:
       if (kStrAttrs.count(name))
-        return bound(obj, name, [](const Value& o, const std::string& n, List& a, int l) { return str_method(o.s, n, a, l); });
+        return bound(obj, name,
+                     [](const Value& o, const std::string& n, List& a, int l) { return str_method(o.s, n, a, l); });
       break;
     case Value::Kind::Dict:
       if (kDictAttrs.count(name)) {
@@ -493,8 +496,7 @@ bool contains(const Value& container, const Value& item, int line) {
   switch (container.kind) {
     case Value::Kind::Undefined: return false;  // Undefined iterates as empty
     case Value::Kind::String:
-      if (!item.is_string())
-        fail("'in <string>' requires string as left operand, not " + type_name(item), line);
+      if (!item.is_string()) fail("'in <string>' requires string as left operand, not " + type_name(item), line);
       return container.s.find(item.s) != std::string::npos;
     case Value::Kind::List:
       for (const Value& v : iterate(container, line))

@@ -74,8 +74,7 @@ class Parser {
   // ---- statements
 
   // Parses until a block tag named in `ends` (left as the current token) or the end.
-  Body parse_body(const std::set<std::string>& ends, const std::string& opener, int open_line,
-                  std::string* found) {
+  Body parse_body(const std::set<std::string>& ends, const std::string& opener, int open_line, std::string* found) {
     Body body;
     while (true) {
       const Token& t = cur();
@@ -259,9 +258,9 @@ class Parser {
       expect_block_end();
       return n;
     }
-    static const std::set<std::string> kJinjaTags = {
-        "call", "filter", "block", "extends", "include", "import", "from",
-        "with", "autoescape", "do", "trans", "pluralize", "endcall"};
+    static const std::set<std::string> kJinjaTags = {"call",   "filter",    "block",  "extends",    "include",
+                                                     "import", "from",      "with",   "autoescape", "do",
+                                                     "trans",  "pluralize", "endcall"};
     if (kJinjaTags.count(name)) fail("unsupported tag '" + name + "'", line);
     fail("unknown tag '" + name + "'", line);
   }
@@ -372,8 +371,8 @@ class Parser {
     ExprPtr cmp;
     while (true) {
       std::string op;
-      if (cur().type == T::Op && (cur().text == "==" || cur().text == "!=" || cur().text == "<" ||
-                                  cur().text == "<=" || cur().text == ">" || cur().text == ">=")) {
+      if (cur().type == T::Op && (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" ||
+                                  cur().text == ">" || cur().text == ">=")) {
         op = cur().text;
         next();
       } else if (is_name("in")) {
@@ -673,8 +672,8 @@ class Parser {
     e->args.push_back(std::move(node));
     if (is_op("(")) {
       parse_call_args(*e);
-    } else if ((cur().type == T::Name || cur().type == T::String || cur().type == T::Int ||
-                cur().type == T::Float || is_op("[") || is_op("{")) &&
+    } else if ((cur().type == T::Name || cur().type == T::String || cur().type == T::Int || cur().type == T::Float ||
+                is_op("[") || is_op("{")) &&
                !is_name("else") && !is_name("or") && !is_name("and")) {
       if (is_name("is")) fail("cannot chain tests with 'is'", cur().line);
       e->args.push_back(parse_postfix(parse_primary()));

@@ -34,7 +34,7 @@ class Renderer {
   const Dict& context_;
   std::string* out_;
   Scope* scope_ = nullptr;
-  Scope* root_ = nullptr;  // the template's top level, where macros are defined
+  Scope* root_ = nullptr;               // the template's top level, where macros are defined
   const Value* block_input_ = nullptr;  // the captured body inside {% set x | filter %}
 
   Value lookup(const std::string& name) const {
@@ -53,8 +53,9 @@ class Renderer {
     }
     List items = iterate(v, line);
     if (items.size() != targets.size())
-      fail("cannot unpack " + std::to_string(items.size()) + " values into " + std::to_string(targets.size()) + " names",
-           line);
+      fail(
+          "cannot unpack " + std::to_string(items.size()) + " values into " + std::to_string(targets.size()) + " names",
+          line);
     for (size_t k = 0; k < targets.size(); ++k) scope.vars[targets[k]] = items[k];
   }
 
@@ -164,9 +165,9 @@ class Renderer {
       if (k > 0) loop->set("previtem", items[k - 1]);
       if (k + 1 < len) loop->set("nextitem", items[k + 1]);
       loop->set("cycle", Value::function("cycle", [k](List& args, KwArgs&, int line) {
-        if (args.empty()) fail("no items for cycling given", line);
-        return args[static_cast<size_t>(k) % args.size()];
-      }));
+                  if (args.empty()) fail("no items for cycling given", line);
+                  return args[static_cast<size_t>(k) % args.size()];
+                }));
       s.vars["loop"] = Value::make_dict(loop);
       scope_ = &s;
       Flow f = exec(n.body);
@@ -279,7 +280,9 @@ class Renderer {
       case K::Pos: {
         Value v = eval(*e.args[0]);
         require_defined(v, e.line);
-        if (!v.is_number()) fail("bad operand type for unary " + std::string(e.kind == K::Neg ? "-" : "+") + ": '" + type_name(v) + "'", e.line);
+        if (!v.is_number())
+          fail("bad operand type for unary " + std::string(e.kind == K::Neg ? "-" : "+") + ": '" + type_name(v) + "'",
+               e.line);
         if (e.kind == K::Pos) return v.is_integral() ? Value::integer(v.as_int()) : v;
         return v.is_integral() ? Value::integer(-v.as_int()) : Value::real(-v.f);
       }
@@ -366,7 +369,8 @@ class Renderer {
         out += std::to_string(v.is_integral() ? v.as_int() : static_cast<int64_t>(std::trunc(v.f)));
       }
     }
-    if (next < values.size() && !(mapping && next == 0)) fail("not all arguments converted during string formatting", line);
+    if (next < values.size() && !(mapping && next == 0))
+      fail("not all arguments converted during string formatting", line);
     return Value::string(out);
   }
 
@@ -383,9 +387,12 @@ class Renderer {
       double p = a.as_double(), q = b.as_double();
       int64_t r = 0;
       auto overflow = [&]() -> Value { fail("integer result of " + op + " does not fit in 64 bits", line); };
-      if (op == "+") return ints ? (__builtin_add_overflow(x, y, &r) ? overflow() : Value::integer(r)) : Value::real(p + q);
-      if (op == "-") return ints ? (__builtin_sub_overflow(x, y, &r) ? overflow() : Value::integer(r)) : Value::real(p - q);
-      if (op == "*") return ints ? (__builtin_mul_overflow(x, y, &r) ? overflow() : Value::integer(r)) : Value::real(p * q);
+      if (op == "+")
+        return ints ? (__builtin_add_overflow(x, y, &r) ? overflow() : Value::integer(r)) : Value::real(p + q);
+      if (op == "-")
+        return ints ? (__builtin_sub_overflow(x, y, &r) ? overflow() : Value::integer(r)) : Value::real(p - q);
+      if (op == "*")
+        return ints ? (__builtin_mul_overflow(x, y, &r) ? overflow() : Value::integer(r)) : Value::real(p * q);
       if (op == "/") {
         if (q == 0) fail("division by zero", line);
         return Value::real(p / q);
@@ -430,7 +437,8 @@ class Renderer {
         if (p == 0 && q < 0) fail("0.0 cannot be raised to a negative power", line);
         double v = std::pow(p, q);
         if (std::isinf(v) && std::isfinite(p) && std::isfinite(q)) fail("numerical result out of range", line);
-        if (std::isnan(v) && !std::isnan(p) && !std::isnan(q)) fail("complex results (a negative number to a fractional power) are not supported", line);
+        if (std::isnan(v) && !std::isnan(p) && !std::isnan(q))
+          fail("complex results (a negative number to a fractional power) are not supported", line);
         return Value::real(v);
       }
       return unsupported();

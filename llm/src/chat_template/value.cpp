@@ -188,9 +188,8 @@ std::string utf8_encode(const std::u32string& s) {
 }
 
 bool is_space(char32_t c) {
-  return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202f || c == 0x205f || c == 0x3000;
+  return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
 // ---- repr
@@ -331,8 +330,7 @@ bool less(const Value& a, const Value& b, int line) {
     }
     return a.list->size() < b.list->size();
   }
-  fail("'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'",
-       line);
+  fail("'<' not supported between instances of '" + type_name(a) + "' and '" + type_name(b) + "'", line);
 }
 
 int64_t length(const Value& v, int line) {

@@ -39,12 +39,40 @@ struct Value {
   std::shared_ptr<Dict> dict;  // Dict (shared, never mutated) or Namespace (mutable)
   std::shared_ptr<const Function> fn;
 
-  static Value undefined(std::string hint = {}) { Value v; v.s = std::move(hint); return v; }
-  static Value none() { Value v; v.kind = Kind::None; return v; }
-  static Value boolean(bool x) { Value v; v.kind = Kind::Bool; v.b = x; return v; }
-  static Value integer(int64_t x) { Value v; v.kind = Kind::Int; v.i = x; return v; }
-  static Value real(double x) { Value v; v.kind = Kind::Float; v.f = x; return v; }
-  static Value string(std::string x) { Value v; v.kind = Kind::String; v.s = std::move(x); return v; }
+  static Value undefined(std::string hint = {}) {
+    Value v;
+    v.s = std::move(hint);
+    return v;
+  }
+  static Value none() {
+    Value v;
+    v.kind = Kind::None;
+    return v;
+  }
+  static Value boolean(bool x) {
+    Value v;
+    v.kind = Kind::Bool;
+    v.b = x;
+    return v;
+  }
+  static Value integer(int64_t x) {
+    Value v;
+    v.kind = Kind::Int;
+    v.i = x;
+    return v;
+  }
+  static Value real(double x) {
+    Value v;
+    v.kind = Kind::Float;
+    v.f = x;
+    return v;
+  }
+  static Value string(std::string x) {
+    Value v;
+    v.kind = Kind::String;
+    v.s = std::move(x);
+    return v;
+  }
   static Value make_list(List items, bool as_tuple = false);
   static Value make_lazy(List items, Lazy lazy);
   static Value make_dict(std::shared_ptr<Dict> d);

@@ -19,9 +19,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::vector<int64_t> ints_to_host(const Tensor& t) {
   std::vector<int64_t> out(static_cast<size_t>(t.numel()));
@@ -152,7 +150,7 @@ class Decoder {
   // Logits (B, V) for ids_ (B, 1) at positions pos_ (B), attending cache positions [0, kv_len).
   Tensor step(int64_t kv_len) {
     ctx_ = m_.attention_context(pos_, &cache_, kv_len);  // kept: a captured step reads its tensors and tables
-    Tensor h = m_.hidden_states(ids_, ctx_);              // (B, 1, hidden)
+    Tensor h = m_.hidden_states(ids_, ctx_);             // (B, 1, hidden)
     return m_.logits(h.view({B_, h.size(-1)}));
   }
 
@@ -173,20 +171,23 @@ GenerationResult generate(QwenForCausalLM& model, const std::vector<std::vector<
                           const GenerationConfig& cfg, const TokenCallback& on_token) {
   if (prompts.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "[generate] no prompts given");
   if (cfg.max_new_tokens < 0) throw Error(GN_ERR_INVALID_ARGUMENT, "[generate] max_new_tokens must be >= 0");
-  if (cfg.temperature < 0 || !(cfg.top_p > 0 && cfg.top_p <= 1) || cfg.min_p < 0 || cfg.min_p > 1 ||
-      cfg.top_k < 0 || !(cfg.repetition_penalty > 0))
-    throw Error(GN_ERR_INVALID_ARGUMENT,
-                "[generate] need temperature >= 0, 0 < top_p <= 1, 0 <= min_p <= 1, top_k >= 0, repetition_penalty > 0");
+  if (cfg.temperature < 0 || !(cfg.top_p > 0 && cfg.top_p <= 1) || cfg.min_p < 0 || cfg.min_p > 1 || cfg.top_k < 0 ||
+      !(cfg.repetition_penalty > 0))
+    throw Error(
+        GN_ERR_INVALID_ARGUMENT,
+        "[generate] need temperature >= 0, 0 < top_p <= 1, 0 <= min_p <= 1, top_k >= 0, repetition_penalty > 0");
   if (!cfg.stop_strings.empty() && !cfg.decode)
     throw Error(GN_ERR_INVALID_ARGUMENT, "[generate] stop_strings need a decode function (a tokenizer)");
   const int64_t V = model.config.vocab_size;
   int64_t T = 0;
   for (size_t b = 0; b < prompts.size(); ++b) {
-    if (prompts[b].empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "[generate] prompt " + std::to_string(b) + " is empty");
+    if (prompts[b].empty())
+      throw Error(GN_ERR_INVALID_ARGUMENT, "[generate] prompt " + std::to_string(b) + " is empty");
     for (int64_t id : prompts[b])
       if (id < 0 || id >= V)
         throw Error(GN_ERR_INVALID_ARGUMENT, "[generate] prompt " + std::to_string(b) + " holds id " +
-                                                 std::to_string(id) + " outside the vocabulary [0, " + std::to_string(V) + ")");
+                                                 std::to_string(id) + " outside the vocabulary [0, " +
+                                                 std::to_string(V) + ")");
     T = std::max<int64_t>(T, static_cast<int64_t>(prompts[b].size()));
   }
   const int64_t B = static_cast<int64_t>(prompts.size());
@@ -291,7 +292,6 @@ GenerationResult generate(QwenForCausalLM& model, const std::vector<std::vector<
   return r;
 }
 
-
 // ---------------------------------------------------------------- sampling
 // One token from a row of logits, in transformers' order: repetition penalty, temperature, top-k,
 // top-p, min-p, then one draw.
@@ -308,7 +308,9 @@ int64_t sample_token(std::vector<float>& logits, const std::vector<int64_t>& his
     seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
     const float p = static_cast<float>(cfg.repetition_penalty);
     for (int64_t id : seen)
-      if (id >= 0 && id < V) logits[static_cast<size_t>(id)] = logits[static_cast<size_t>(id)] < 0 ? logits[static_cast<size_t>(id)] * p : logits[static_cast<size_t>(id)] / p;
+      if (id >= 0 && id < V)
+        logits[static_cast<size_t>(id)] = logits[static_cast<size_t>(id)] < 0 ? logits[static_cast<size_t>(id)] * p
+                                                                              : logits[static_cast<size_t>(id)] / p;
   }
   if (cfg.temperature == 0)
     return std::max_element(logits.begin(), logits.end()) - logits.begin();  // first max on ties, as argmax
@@ -319,14 +321,18 @@ int64_t sample_token(std::vector<float>& logits, const std::vector<int64_t>& his
   std::vector<int32_t> idx(static_cast<size_t>(V));
   std::iota(idx.begin(), idx.end(), 0);
   auto by_score = [&](int32_t a, int32_t b) {
-    return logits[static_cast<size_t>(a)] != logits[static_cast<size_t>(b)] ? logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)] : a < b;
+    return logits[static_cast<size_t>(a)] != logits[static_cast<size_t>(b)]
+               ? logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)]
+               : a < b;
   };
   size_t n = idx.size();
   if (cfg.top_k > 0 && static_cast<size_t>(cfg.top_k) < n) {
     std::nth_element(idx.begin(), idx.begin() + cfg.top_k - 1, idx.end(), by_score);
     // Keep every score equal to the k-th one (transformers compares against the k-th value).
     const float kth = logits[static_cast<size_t>(idx[static_cast<size_t>(cfg.top_k - 1)])];
-    n = static_cast<size_t>(std::partition(idx.begin(), idx.end(), [&](int32_t i) { return logits[static_cast<size_t>(i)] >= kth; }) - idx.begin());
+    n = static_cast<size_t>(
+        std::partition(idx.begin(), idx.end(), [&](int32_t i) { return logits[static_cast<size_t>(i)] >= kth; }) -
+        idx.begin());
   }
   std::sort(idx.begin(), idx.begin() + static_cast<int64_t>(n), by_score);
   // Probabilities of the candidates (softmax over them; tokens cut by top-k have probability 0).
@@ -334,7 +340,8 @@ int64_t sample_token(std::vector<float>& logits, const std::vector<int64_t>& his
   if (top == kOff) return idx[0];
   std::vector<double> prob(n);
   double z = 0;
-  for (size_t i = 0; i < n; ++i) z += prob[i] = std::exp(static_cast<double>(logits[static_cast<size_t>(idx[i])]) - top);
+  for (size_t i = 0; i < n; ++i)
+    z += prob[i] = std::exp(static_cast<double>(logits[static_cast<size_t>(idx[i])]) - top);
   for (double& p : prob) p /= z;
   if (cfg.top_p < 1.0) {
     // Keep the most likely tokens until their mass reaches top_p (at least one).

@@ -13,8 +13,8 @@ namespace {
 // transformers' clean_up_tokenization: drops the space before punctuation and English contractions.
 std::string clean_up_tokenization(std::string s) {
   static const std::pair<std::string_view, std::string_view> kRules[] = {
-      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
-      {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+      {" .", "."},     {" ?", "?"},   {" !", "!"},   {" ,", ","},     {" ' ", "'"},
+      {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
   for (const auto& [from, to] : kRules) {
     std::string r;
     r.reserve(s.size());

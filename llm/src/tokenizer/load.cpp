@@ -203,8 +203,8 @@ void compile_split(Impl& impl, const std::string& pattern, bool literal, const W
   int err = 0;
   PCRE2_SIZE offset = 0;
   const uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0u);
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err,
-                                   &offset, nullptr);
+  pcre2_code* code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err, &offset, nullptr);
   if (!code) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(err, buf, sizeof buf);
@@ -266,8 +266,8 @@ void load_pre_tokenizer(Impl& impl, const json& pt, const Where& w) {
     return;
   }
   if (types.size() != 2 || types[0] != "Split" || types[1] != "ByteLevel")
-    w.bad("pre_tokenizer.pretokenizers",
-          "unsupported sequence of " + std::to_string(types.size()) + " pre-tokenizers (supported: [Split, ByteLevel])");
+    w.bad("pre_tokenizer.pretokenizers", "unsupported sequence of " + std::to_string(types.size()) +
+                                             " pre-tokenizers (supported: [Split, ByteLevel])");
   if (check_byte_level(list[1], w, "pre_tokenizer.pretokenizers[1]"))
     w.bad("pre_tokenizer.pretokenizers[1].use_regex", "true after a Split is not supported (only false)");
   load_split(impl, list[0], w, "pre_tokenizer.pretokenizers[0]");
@@ -315,8 +315,8 @@ void load_post_processor(Impl& impl, const json& p, const Where& w, const std::s
       load_post_processor(impl, p["processors"][i], w, field + ".processors[" + std::to_string(i) + "]");
     return;
   }
-  w.bad(field + ".type",
-        "unsupported post-processor \"" + type + "\" (supported: ByteLevel, TemplateProcessing, Sequence of these, null)");
+  w.bad(field + ".type", "unsupported post-processor \"" + type +
+                             "\" (supported: ByteLevel, TemplateProcessing, Sequence of these, null)");
 }
 
 void load_decoder(const json& d, const Where& w, const std::string& field) {

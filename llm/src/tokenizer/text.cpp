@@ -144,7 +144,7 @@ namespace {
 // what precedes it, so NFC(x + c + y) = NFC(x) + NFC(c + y).
 bool nfc_inert(int32_t cp) {
   if (cp >= 0x1100 && cp <= 0x11FF) return false;  // Hangul jamo compose algorithmically
-  if (cp >= 0xAC00 && cp <= 0xD7A3) return true;    // precomposed Hangul syllables (LV + T is caught at T)
+  if (cp >= 0xAC00 && cp <= 0xD7A3) return true;   // precomposed Hangul syllables (LV + T is caught at T)
   const utf8proc_property_t* p = utf8proc_get_property(cp);
   if (p->combining_class != 0) return false;                                  // may reorder or compose
   if (p->decomp_seqindex != UINT16_MAX && p->decomp_type == 0) return false;  // canonical decomposition
@@ -201,9 +201,9 @@ bool nfc_if_needed(std::string_view s, std::string& out) {
 
 std::string nfc(std::string_view s) {
   utf8proc_uint8_t* out = nullptr;
-  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                                          utf8proc_ssize_t(s.size()), &out,
-                                          utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  const utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), utf8proc_ssize_t(s.size()), &out,
+                   utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   if (n < 0) fail(GN_ERR_INTERNAL, std::string("NFC failed: ") + utf8proc_errmsg(n));
   std::string r(reinterpret_cast<const char*>(out), size_t(n));
   std::free(out);
@@ -212,11 +212,21 @@ std::string nfc(std::string_view s) {
 
 bool is_whitespace(int32_t cp) {
   switch (cp) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
-    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
-      return true;
-    default:
-      return cp >= 0x2000 && cp <= 0x200A;
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000: return true;
+    default: return cp >= 0x2000 && cp <= 0x200A;
   }
 }
 

@@ -124,7 +124,7 @@ class MergeTable {
  * Emptied when the arenas exceed kMaxBytes.  Not thread-safe (Impl guards it). */
 class WordCache {
  public:
-  static constexpr size_t kMaxWordBytes = 16384;     // longer pieces are not cached
+  static constexpr size_t kMaxWordBytes = 16384;  // longer pieces are not cached
   static constexpr size_t kMaxBytes = size_t(64) << 20;
   /** Appends the ids cached for `piece` (whose hash is `hash`) to out; false when absent. */
   bool find(std::string_view piece, uint64_t hash, std::vector<int64_t>& out) const;

@@ -25,7 +25,7 @@ const char* kSplitPattern =
     "\\s+(?!\\S)|\\s+";
 
 std::string read_file(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw Error(GN_ERR_NOT_FOUND, "[bpe] " + path + ": no such file");
   if (!S_ISREG(st.st_mode)) throw Error(GN_ERR_INVALID_ARGUMENT, "[bpe] " + path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
@@ -133,7 +133,8 @@ BpeTrainingResult train_bpe_tokenizer(const std::vector<std::string>& files, con
   if (files.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "[bpe] no input files");
   if (o.vocab_size < 256 + n_special)
     throw Error(GN_ERR_INVALID_ARGUMENT, "[bpe] vocab_size must be at least 256 + the special tokens (" +
-                                             std::to_string(256 + n_special) + "), got " + std::to_string(o.vocab_size));
+                                             std::to_string(256 + n_special) + "), got " +
+                                             std::to_string(o.vocab_size));
   if (o.min_frequency < 1) throw Error(GN_ERR_INVALID_ARGUMENT, "[bpe] min_frequency must be >= 1");
   for (size_t i = 0; i < o.special_tokens.size(); ++i) {
     if (o.special_tokens[i].empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "[bpe] empty special token");
@@ -158,7 +159,8 @@ BpeTrainingResult train_bpe_tokenizer(const std::vector<std::string>& files, con
     for (const std::string& sp : o.special_tokens) valid = cut_out(valid, sp);
     count_pieces(td::nfc(valid), re, counts);
   }
-  if (o.log) o.log("read " + std::to_string(res.bytes) + " bytes, " + std::to_string(counts.size()) + " distinct pieces");
+  if (o.log)
+    o.log("read " + std::to_string(res.bytes) + " bytes, " + std::to_string(counts.size()) + " distinct pieces");
   res.words = static_cast<int64_t>(counts.size());
 
   // 2. Symbols: ids 0..255 are the bytes (as GPT-2's stand-in characters); merges append.
@@ -248,14 +250,20 @@ BpeTrainingResult train_bpe_tokenizer(const std::vector<std::string>& files, con
   json decoder = json::object();
   for (int64_t i = 0; i < n_special; ++i) {
     const int64_t id = static_cast<int64_t>(sym.size()) + i;
-    json t = {{"id", id},         {"content", o.special_tokens[static_cast<size_t>(i)]},
-              {"single_word", false}, {"lstrip", false}, {"rstrip", false}, {"normalized", false}, {"special", true}};
+    json t = {{"id", id},
+              {"content", o.special_tokens[static_cast<size_t>(i)]},
+              {"single_word", false},
+              {"lstrip", false},
+              {"rstrip", false},
+              {"normalized", false},
+              {"special", true}};
     added.push_back(t);
     json d = t;
     d.erase("id");
     decoder[std::to_string(id)] = d;
   }
-  const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
+  const json byte_level = {
+      {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}};
   json tj = {
       {"version", "1.0"},
       {"truncation", nullptr},
@@ -265,14 +273,22 @@ BpeTrainingResult train_bpe_tokenizer(const std::vector<std::string>& files, con
       {"pre_tokenizer",
        {{"type", "Sequence"},
         {"pretokenizers",
-         json::array({{{"type", "Split"}, {"pattern", {{"Regex", kSplitPattern}}}, {"behavior", "Isolated"}, {"invert", false}},
-                      byte_level})}}},
+         json::array(
+             {{{"type", "Split"}, {"pattern", {{"Regex", kSplitPattern}}}, {"behavior", "Isolated"}, {"invert", false}},
+              byte_level})}}},
       {"post_processor", byte_level},
       {"decoder", byte_level},
       {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", ""},
-        {"end_of_word_suffix", ""}, {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
-        {"vocab", vocab}, {"merges", mj}}}};
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", ""},
+        {"end_of_word_suffix", ""},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", false},
+        {"vocab", vocab},
+        {"merges", mj}}}};
   auto opt_token = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
   json cj = {{"add_bos_token", false},
              {"add_prefix_space", false},

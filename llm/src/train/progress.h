@@ -79,8 +79,10 @@ class Progress {
   static std::string clock_text(double s) {
     char b[32];
     const long long t = static_cast<long long>(s + 0.5);
-    if (t >= 3600) std::snprintf(b, sizeof b, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
-    else std::snprintf(b, sizeof b, "%lld:%02lld", t / 60, t % 60);
+    if (t >= 3600)
+      std::snprintf(b, sizeof b, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
+    else
+      std::snprintf(b, sizeof b, "%lld:%02lld", t / 60, t % 60);
     return b;
   }
   int64_t total_, first_;

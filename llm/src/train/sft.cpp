@@ -62,8 +62,10 @@ std::optional<DType> autocast_dtype(const std::string& s) {
   const std::optional<DType> d = s.empty() || s == "none" ? DType::f32 : dtype_from_name(s);
   if (d == DType::f32) return std::nullopt;
   if (d == DType::bf16 || d == DType::f16) return d;
-  throw Error(GN_ERR_INVALID_ARGUMENT, "[sft] autocast must be none (fp32, f32, float32, float), bf16 (bfloat16) or "
-                                       "fp16 (f16, float16, half), got \"" + s + "\"");
+  throw Error(GN_ERR_INVALID_ARGUMENT,
+              "[sft] autocast must be none (fp32, f32, float32, float), bf16 (bfloat16) or "
+              "fp16 (f16, float16, half), got \"" +
+                  s + "\"");
 }
 
 Device model_device(models::QwenForCausalLM& m) { return m.model.embed_tokens.weight.device(); }
@@ -92,7 +94,8 @@ void validate(const SftOptions& o) {
   if (!(o.max_grad_norm >= 0) || !std::isfinite(o.max_grad_norm)) bad("max_grad_norm must be >= 0");
   if (!(o.warmup_ratio >= 0 && o.warmup_ratio <= 1)) bad("warmup_ratio must be in [0, 1]");
   if (o.stop_after < 0) bad("stop_after must be >= 0");
-  if (o.eval_every < 0 || o.save_every < 0 || o.log_every < 1) bad("eval_every/save_every must be >= 0, log_every >= 1");
+  if (o.eval_every < 0 || o.save_every < 0 || o.log_every < 1)
+    bad("eval_every/save_every must be >= 0, log_every >= 1");
   if (o.progress != "auto" && o.progress != "bar" && o.progress != "lines" && o.progress != "none")
     bad("progress must be auto, bar, lines or none");
   autocast_dtype(o.autocast);
@@ -146,8 +149,9 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
   const int64_t per_step = o.grad_accum * world;  // micro-batches an optimizer step consumes
   const int64_t steps_per_epoch = (per_epoch + per_step - 1) / per_step;
   const int64_t total = o.max_steps > 0 ? o.max_steps : o.epochs * steps_per_epoch;
-  const int64_t warmup = o.warmup_steps >= 0 ? o.warmup_steps
-                                             : static_cast<int64_t>(std::ceil(o.warmup_ratio * static_cast<double>(total)));
+  const int64_t warmup = o.warmup_steps >= 0
+                             ? o.warmup_steps
+                             : static_cast<int64_t>(std::ceil(o.warmup_ratio * static_cast<double>(total)));
 
   model.train();
   model.model.gradient_checkpointing = o.activation_checkpointing;
@@ -207,7 +211,8 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
     r.eval_loss = evaluate_loss(model, *eval, dev, o.autocast);
     nlohmann::json j{{"step", step}, {"eval_loss", r.eval_loss}};
     metrics << j.dump() << "\n" << std::flush;
-    bar.message("step " + std::to_string(step) + (final ? "  final" : "") + "  eval loss " + format_number(r.eval_loss));
+    bar.message("step " + std::to_string(step) + (final ? "  final" : "") + "  eval loss " +
+                format_number(r.eval_loss));
   };
 
   const int64_t first = step;
@@ -258,16 +263,17 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
     ++step;
     tokens_seen += tokens;
 
-    const double loss = loss_sum.defined() ? loss_sum.item<double>() / static_cast<double>(std::max<int64_t>(targets, 1))
-                                           : 0.0;
+    const double loss =
+        loss_sum.defined() ? loss_sum.item<double>() / static_cast<double>(std::max<int64_t>(targets, 1)) : 0.0;
     r.losses.push_back(loss);
     if (o.on_step) o.on_step(step);
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     const double tps = secs > 0 ? static_cast<double>(tokens_seen) / secs : 0.0;
     if (step % o.log_every == 0 || step == total) {
-      nlohmann::json j{{"step", step},     {"loss", loss},          {"lr", lr}, {"tokens", tokens},
-                       {"targets", targets}, {"tokens_per_second", tps}, {"epoch", cur.epoch},
-                       {"memory", memory_allocated(dev)}};
+      nlohmann::json j{{"step", step},       {"loss", loss},
+                       {"lr", lr},           {"tokens", tokens},
+                       {"targets", targets}, {"tokens_per_second", tps},
+                       {"epoch", cur.epoch}, {"memory", memory_allocated(dev)}};
       if (grad_norm.defined()) j["grad_norm"] = grad_norm.item<double>();
       metrics << j.dump() << "\n" << std::flush;
     }
@@ -289,8 +295,9 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
 
 SftResult train_sft(models::QwenForCausalLM& model, const Tokenizer& tok, const SftOptions& o) {
   if (tok.chat_template().empty())
-    throw Error(GN_ERR_INVALID_ARGUMENT, "[sft] the tokenizer has no chat template (tokenizer_config.json "
-                                         "\"chat_template\" or chat_template.jinja)");
+    throw Error(GN_ERR_INVALID_ARGUMENT,
+                "[sft] the tokenizer has no chat template (tokenizer_config.json "
+                "\"chat_template\" or chat_template.jinja)");
   ChatTemplate tmpl(tok.chat_template());
   auto load = [&](const std::vector<std::vector<ChatMessage>>& convs) {
     std::vector<ChatExample> ex;
@@ -307,7 +314,8 @@ SftResult train_sft(models::QwenForCausalLM& model, const Tokenizer& tok, const 
     std::vector<size_t> idx(train.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
     HostRng g(0x5EEDull);
-    for (size_t i = idx.size(); i > 1; --i) std::swap(idx[i - 1], idx[static_cast<size_t>(g.below(static_cast<int64_t>(i)))]);
+    for (size_t i = idx.size(); i > 1; --i)
+      std::swap(idx[i - 1], idx[static_cast<size_t>(g.below(static_cast<int64_t>(i)))]);
     const size_t k = std::max<size_t>(1, static_cast<size_t>(o.eval_fraction * static_cast<double>(train.size())));
     std::vector<std::vector<ChatMessage>> keep;
     std::vector<bool> is_held(train.size(), false);
@@ -329,8 +337,8 @@ SftResult train_sft(models::QwenForCausalLM& model, const Tokenizer& tok, const 
     r.final_dir = (fs::path(o.output_dir) / "final").string();
     if (distributed::get_rank() == 0) model.save_pretrained(r.final_dir);
     if (!o.tokenizer_dir.empty()) {
-      for (const char* f : {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "vocab.json", "merges.txt",
-                            "special_tokens_map.json"}) {
+      for (const char* f : {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "vocab.json",
+                            "merges.txt", "special_tokens_map.json"}) {
         const fs::path src = fs::path(o.tokenizer_dir) / f;
         if (distributed::get_rank() == 0 && fs::is_regular_file(src)) {
           std::ifstream in(src, std::ios::binary);

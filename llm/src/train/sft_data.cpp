@@ -14,7 +14,7 @@ namespace genesis::train {
 // ---------------------------------------------------------------- reading
 
 std::vector<std::vector<ChatMessage>> read_chat_jsonl(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw Error(GN_ERR_NOT_FOUND, path + ": no such file");
   if (!S_ISREG(st.st_mode)) throw Error(GN_ERR_INVALID_ARGUMENT, path + ": not a regular file");
   std::ifstream in(path);
@@ -165,7 +165,8 @@ const SftBatcher::Plan& SftBatcher::plan(int64_t epoch) const {
   std::vector<std::vector<std::vector<int64_t>>> batches;
   for (size_t r = 0; r < rows.size(); r += static_cast<size_t>(o_.batch_size)) {
     const size_t end = std::min(rows.size(), r + static_cast<size_t>(o_.batch_size));
-    batches.emplace_back(rows.begin() + static_cast<std::ptrdiff_t>(r), rows.begin() + static_cast<std::ptrdiff_t>(end));
+    batches.emplace_back(rows.begin() + static_cast<std::ptrdiff_t>(r),
+                         rows.begin() + static_cast<std::ptrdiff_t>(end));
   }
   if (o_.shuffle && !o_.packing) {  // bucketed batches would otherwise come longest first
     std::vector<int64_t> idx(batches.size());
@@ -183,8 +184,8 @@ const SftBatcher::Plan& SftBatcher::plan(int64_t epoch) const {
 SftBatch SftBatcher::batch(int64_t epoch, int64_t i) const {
   const Plan& p = plan(epoch);
   if (i < 0 || i >= static_cast<int64_t>(p.size()))
-    throw Error(GN_ERR_INVALID_ARGUMENT, "[sft] batch " + std::to_string(i) + " out of range (epoch has " +
-                                             std::to_string(p.size()) + ")");
+    throw Error(GN_ERR_INVALID_ARGUMENT,
+                "[sft] batch " + std::to_string(i) + " out of range (epoch has " + std::to_string(p.size()) + ")");
   const auto& rows = p[static_cast<size_t>(i)];
   SftBatch b;
   b.rows = static_cast<int64_t>(rows.size());

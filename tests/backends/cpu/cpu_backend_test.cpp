@@ -107,9 +107,8 @@ TEST(CpuBackend, RuntimeCyclesKeepMemoryFlat) {
   for (int i = 0; i < kCycles; ++i) cycle();
   const size_t after = rss_bytes();
   // A leaked cache costs 64 MiB a cycle (512 MiB here); allow a quarter of one.
-  EXPECT_LT(after, before + (size_t(16) << 20))
-      << "RSS grew from " << (before >> 20) << " MiB to " << (after >> 20) << " MiB over " << kCycles
-      << " runtime cycles";
+  EXPECT_LT(after, before + (size_t(16) << 20)) << "RSS grew from " << (before >> 20) << " MiB to " << (after >> 20)
+                                                << " MiB over " << kCycles << " runtime cycles";
 }
 
 // Runtimes that load the plugin share its one loaded copy, and so its allocator: the first
@@ -197,8 +196,10 @@ TEST(CpuBackend, SmallEltwiseCalls) {
     }
   }
   // (op, its value at 0.5)
-  const std::pair<const char*, float> approx[] = {{"exp", 1.6487213f},     {"tanh", 0.46211716f},
-                                                  {"sigmoid", 0.62245933f}, {"gelu", 0.34573123f},
+  const std::pair<const char*, float> approx[] = {{"exp", 1.6487213f},
+                                                  {"tanh", 0.46211716f},
+                                                  {"sigmoid", 0.62245933f},
+                                                  {"gelu", 0.34573123f},
                                                   {"silu", 0.31122967f}};
   omp_set_num_threads(97);
   for (const auto& [op, want] : approx) {

@@ -74,9 +74,9 @@ TEST(CudaAllocator, RandomStressKeepsDataAndStats) {
   std::uniform_int_distribution<int> pick(0, 99);
   auto random_elems = [&]() -> int64_t {
     const int r = pick(gen);
-    if (r < 60) return 1 + gen() % 4096;                    // small pool, < 16 KiB
-    if (r < 90) return 4096 + gen() % (300 * 1024);          // up to ~1.2 MiB
-    return (1 << 20) + gen() % (12 << 20);                   // 4 - 52 MiB of f32
+    if (r < 60) return 1 + gen() % 4096;             // small pool, < 16 KiB
+    if (r < 90) return 4096 + gen() % (300 * 1024);  // up to ~1.2 MiB
+    return (1 << 20) + gen() % (12 << 20);           // 4 - 52 MiB of f32
   };
   struct Live {
     gt::T t;

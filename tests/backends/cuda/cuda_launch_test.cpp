@@ -46,9 +46,8 @@ TEST(CudaLaunch, KernelsOfOneSignatureKeepTheirOwnHandles) {
     gt::T d = cudat::call("sub", {xs, ys});
     ASSERT_NE(d.t, nullptr) << "offset " << offset;
     std::vector<double> got = to_host64(d.t);
-    std::vector<double> want =
-        sub_host(std::vector<double>(h.begin() + offset, h.begin() + offset + len),
-                 std::vector<double>(g.begin() + offset, g.begin() + offset + len));
+    std::vector<double> want = sub_host(std::vector<double>(h.begin() + offset, h.begin() + offset + len),
+                                        std::vector<double>(g.begin() + offset, g.begin() + offset + len));
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "offset " << offset << " element " << i;
   }

@@ -41,8 +41,8 @@ inline CudaRt& crt() {
   return *r;
 }
 
-#define CUDA_REQUIRE_DEVICE()                                                         \
-  do {                                                                                \
+#define CUDA_REQUIRE_DEVICE()                                                               \
+  do {                                                                                      \
     if (!::cudat::crt().has_dev) GTEST_SKIP() << "no cuda device: " << ::cudat::crt().note; \
   } while (0)
 

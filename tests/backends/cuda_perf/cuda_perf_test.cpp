@@ -156,8 +156,7 @@ TEST_P(CudaAttention, ForwardBackwardMatchReference) {
     }
     const std::vector<gn_attr_value> at = {gn_attr_int(c.causal), gn_attr_float(c.scale)};
     const int32_t lse_dt = c.dt == GN_F64 ? GN_F64 : GN_F32;
-    auto fo = run("scaled_dot_product_attention", in, at, 2, devs[d],
-                  {{qs, c.dt}, {{c.B, c.Hq, c.Sq}, lse_dt}});
+    auto fo = run("scaled_dot_product_attention", in, at, 2, devs[d], {{qs, c.dt}, {{c.B, c.Hq, c.Sq}, lse_dt}});
     ASSERT_NE(fo[0].t, nullptr);
     std::vector<gn_tensor*> bin = {g.t, q.t, k.t, v.t, fo[0].t, fo[1].t};
     if (c.mask) bin.push_back(m.t);
@@ -184,8 +183,8 @@ std::vector<AttnCase> attn_cases() {
       {1, 4, 2, 77, 133, 64, 2, GN_BF16, 0, 0.2},
       {1, 6, 2, 133, 77, 128, 2, GN_BF16, 0, nan},  // Sq > Sk: leading rows see no key
       {1, 6, 2, 133, 77, 128, 1, GN_F16, 0, nan},
-      {2, 8, 1, 1, 300, 128, 0, GN_BF16, 0, nan},   // decode, MQA
-      {2, 8, 2, 1, 300, 64, 2, GN_F16, 0, nan},     // decode against a KV cache
+      {2, 8, 1, 1, 300, 128, 0, GN_BF16, 0, nan},  // decode, MQA
+      {2, 8, 2, 1, 300, 64, 2, GN_F16, 0, nan},    // decode against a KV cache
       {1, 2, 2, 200, 200, 128, 1, GN_F16, 0, nan},
       // generic path: f32/f64, odd head dims, masks
       {1, 4, 2, 37, 45, 40, 1, GN_F32, 0, nan},
@@ -248,8 +247,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, CudaXent,
                          [](const auto& info) {
                            const XentCase& c = info.param;
                            return std::string(gn_dtype_name(c.dt)) + "_" + std::to_string(c.R) + "x" +
-                                  std::to_string(c.C) + "_r" + std::to_string(c.reduction) +
-                                  (c.ls != 0 ? "_ls" : "");
+                                  std::to_string(c.C) + "_r" + std::to_string(c.reduction) + (c.ls != 0 ? "_ls" : "");
                          });
 
 // The backward's lse input is only shape-checked by the reference (it
@@ -327,11 +325,18 @@ class CudaMatmul : public ::testing::TestWithParam<MmCase> {};
 TEST_P(CudaMatmul, MatchesReference) {
   CUDA_REQUIRE_DEVICE();
   const MmCase c = GetParam();
-  auto numel = [](const std::vector<int64_t>& s) { int64_t n = 1; for (auto d : s) n *= d; return n; };
+  auto numel = [](const std::vector<int64_t>& s) {
+    int64_t n = 1;
+    for (auto d : s) n *= d;
+    return n;
+  };
   const bool ints = c.dt == GN_I64 || c.dt == GN_I32;
   auto av = randv((size_t)numel(c.a), 11, ints ? -20 : -1, ints ? 20 : 1);
   auto bv = randv((size_t)numel(c.b), 12, ints ? -20 : -1, ints ? 20 : 1);
-  if (ints) { for (auto& x : av) x = std::floor(x); for (auto& x : bv) x = std::floor(x); }
+  if (ints) {
+    for (auto& x : av) x = std::floor(x);
+    for (auto& x : bv) x = std::floor(x);
+  }
   std::vector<double> res[2];
   const gn_device devs[2] = {crt().host, crt().dev};
   for (int d = 0; d < 2; ++d) {

@@ -18,9 +18,7 @@ namespace dist = genesis::distributed;
 
 namespace {
 
-int gpus() {
-  return genesis::cuda_available() ? gn_device_count(genesis::runtime(), "cuda") : 0;
-}
+int gpus() { return genesis::cuda_available() ? gn_device_count(genesis::runtime(), "cuda") : 0; }
 
 int run(int nproc, const char* program, const char* which, double* seconds = nullptr) {
   const std::string dir = testing::TempDir() + "nccl_test_" + std::to_string(::getpid());
@@ -39,7 +37,7 @@ int run(int nproc, const char* program, const char* which, double* seconds = nul
   return code;
 }
 
-#define NEED_GPUS(n)                                                      \
+#define NEED_GPUS(n) \
   if (gpus() < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA device(s), found " << gpus()
 
 }  // namespace

@@ -29,7 +29,8 @@ TEST(ActivationRef, SwigluClosedForm) {
   std::vector<double> want;
   for (size_t i = 0; i < gate.size(); ++i) want.push_back(gate[i] / (1.0 + std::exp(-gate[i])) * up[i]);
   HostTensor y = HostTensor::zeros({7}, GN_F64);
-  ASSERT_OK(run("swiglu", GN_F64, {HostTensor::of(gate, {7}, GN_F64), HostTensor::strided_of(up, {7}, GN_F64)}, {y}, {}));
+  ASSERT_OK(
+      run("swiglu", GN_F64, {HostTensor::of(gate, {7}, GN_F64), HostTensor::strided_of(up, {7}, GN_F64)}, {y}, {}));
   expect_values(y, want, 1e-15);
   EXPECT_EQ(y.at(2), 0.0);
   EXPECT_NEAR(y.at(5), 80.0, 1e-12);  // silu(40) = 40

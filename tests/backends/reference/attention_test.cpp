@@ -26,9 +26,8 @@ using MaskFn = std::function<double(int64_t, int64_t, int64_t, int64_t)>;
 
 // softmax(scale * q k^T + mask) v per (b, h, i), with the causal rule spelled
 // out; rows without any finite score give out 0 and lse -inf.
-void naive_sdpa(const Dims& d, const std::vector<double>& q, const std::vector<double>& k,
-                const std::vector<double>& v, int causal, double scale, const MaskFn& mask,
-                std::vector<double>* out, std::vector<double>* lse) {
+void naive_sdpa(const Dims& d, const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                int causal, double scale, const MaskFn& mask, std::vector<double>* out, std::vector<double>* lse) {
   out->assign((size_t)(d.B * d.Hq * d.Sq * d.Dv), 0.0);
   lse->assign((size_t)(d.B * d.Hq * d.Sq), -kInf);
   for (int64_t b = 0; b < d.B; ++b)
@@ -41,7 +40,8 @@ void naive_sdpa(const Dims& d, const std::vector<double>& q, const std::vector<d
           if (causal == 2 && j - (d.Sk - d.Sq) > i) continue;
           double dot = 0;
           for (int64_t c = 0; c < d.D; ++c)
-            dot += q[(size_t)(((b * d.Hq + h) * d.Sq + i) * d.D + c)] * k[(size_t)(((b * d.Hkv + hk) * d.Sk + j) * d.D + c)];
+            dot += q[(size_t)(((b * d.Hq + h) * d.Sq + i) * d.D + c)] *
+                   k[(size_t)(((b * d.Hkv + hk) * d.Sk + j) * d.D + c)];
           s[(size_t)j] = scale * dot + (mask ? mask(b, h, i, j) : 0.0);
         }
         double z = 0;
@@ -51,7 +51,8 @@ void naive_sdpa(const Dims& d, const std::vector<double>& q, const std::vector<d
         (*lse)[row] = std::log(z);
         for (int64_t j = 0; j < d.Sk; ++j)
           for (int64_t c = 0; c < d.Dv; ++c)
-            (*out)[row * d.Dv + c] += std::exp(s[(size_t)j]) / z * v[(size_t)(((b * d.Hkv + hk) * d.Sk + j) * d.Dv + c)];
+            (*out)[row * d.Dv + c] +=
+                std::exp(s[(size_t)j]) / z * v[(size_t)(((b * d.Hkv + hk) * d.Sk + j) * d.Dv + c)];
       }
     }
 }
@@ -71,8 +72,8 @@ struct Case {
   const char* name;
   Dims d;
   int causal;
-  double scale;              // NaN = default
-  int mask_kind;             // 0 none, 1 bool (Sq,Sk), 2 float (B,1,1,Sk)
+  double scale;   // NaN = default
+  int mask_kind;  // 0 none, 1 bool (Sq,Sk), 2 float (B,1,1,Sk)
 };
 
 // The mask tensor of a case and the same mask as a function for naive_sdpa.
@@ -123,7 +124,8 @@ TEST(AttentionRef, HandComputed) {
   expect_values(out, {(1 + 3 * e) / (1 + e)}, 1e-15);
   expect_values(lse, {std::log(1 + e)}, 1e-15);
   // default scale 1/sqrt(D) with D = 4: q.k = 8 -> score 4
-  HostTensor q4 = HostTensor::of({1, 1, 1, 1}, {1, 1, 1, 4}, GN_F64), k4 = HostTensor::of({2, 2, 2, 2, 0, 0, 0, 0}, {1, 1, 2, 4}, GN_F64);
+  HostTensor q4 = HostTensor::of({1, 1, 1, 1}, {1, 1, 1, 4}, GN_F64),
+             k4 = HostTensor::of({2, 2, 2, 2, 0, 0, 0, 0}, {1, 1, 2, 4}, GN_F64);
   ASSERT_OK(run("scaled_dot_product_attention", GN_F64, {q4, k4, v}, {out, lse}, {ai(0), af(NAN)}));
   const double e4 = std::exp(4.0);
   expect_values(out, {(e4 + 3) / (e4 + 1)}, 1e-15);
@@ -182,13 +184,15 @@ TEST(AttentionRef, BackwardMatchesFiniteDifferences) {
     const Dims& d = c.d;
     MaskFn fn;
     HostTensor mask = make_mask(c, &fn);
-    std::vector<HostTensor> in = {rand_f64(q_shape(d), seed++), rand_f64(k_shape(d), seed++), rand_f64(v_shape(d), seed++)};
+    std::vector<HostTensor> in = {rand_f64(q_shape(d), seed++), rand_f64(k_shape(d), seed++),
+                                  rand_f64(v_shape(d), seed++)};
     if (c.mask_kind) in.push_back(mask);
     std::vector<HostTensor> fwd = sdpa_fwd(d, in, c.causal, c.scale);
     std::vector<double> g = rand_values(numel_of({d.B, d.Hq, d.Sq, d.Dv}), seed++);
     HostTensor gq = HostTensor::zeros(q_shape(d), GN_F64), gk = HostTensor::zeros(k_shape(d), GN_F64),
                gv = HostTensor::zeros(v_shape(d), GN_F64);
-    std::vector<HostTensor> bin = {HostTensor::of(g, {d.B, d.Hq, d.Sq, d.Dv}, GN_F64), in[0], in[1], in[2], fwd[0], fwd[1]};
+    std::vector<HostTensor> bin = {
+        HostTensor::of(g, {d.B, d.Hq, d.Sq, d.Dv}, GN_F64), in[0], in[1], in[2], fwd[0], fwd[1]};
     if (c.mask_kind) bin.push_back(mask);
     ASSERT_OK(run("scaled_dot_product_attention_backward", GN_F64, bin, {gq, gk, gv}, {ai(c.causal), af(c.scale)}));
     Forward f = [&](const std::vector<HostTensor>& i) { return sdpa_fwd(d, i, c.causal, c.scale); };
@@ -208,9 +212,10 @@ TEST(AttentionRef, LowPrecisionOutputsRoundTheDoubleResult) {
   naive_sdpa(d, q, k, v, 0, 1.0 / std::sqrt(2.0), nullptr, &want_out, &want_lse);
   for (int32_t dt : {GN_F32, GN_BF16, GN_F16}) {
     HostTensor out = HostTensor::zeros({1, 2, 2, 2}, dt), lse = HostTensor::zeros({1, 2, 2}, GN_F32);
-    ASSERT_OK(run("scaled_dot_product_attention", dt,
-                  {HostTensor::of(q, q_shape(d), dt), HostTensor::of(k, k_shape(d), dt), HostTensor::of(v, v_shape(d), dt)},
-                  {out, lse}, {ai(0), af(NAN)}));
+    ASSERT_OK(
+        run("scaled_dot_product_attention", dt,
+            {HostTensor::of(q, q_shape(d), dt), HostTensor::of(k, k_shape(d), dt), HostTensor::of(v, v_shape(d), dt)},
+            {out, lse}, {ai(0), af(NAN)}));
     std::vector<double> wo, wl;
     for (double x : want_out) wo.push_back(round_to(x, dt));
     for (double x : want_lse) wl.push_back(round_to(x, GN_F32));
@@ -222,11 +227,13 @@ TEST(AttentionRef, LowPrecisionOutputsRoundTheDoubleResult) {
 TEST(AttentionRef, EmptyAndBadShapes) {
   Dims d{1, 2, 1, 0, 3, 2, 2};  // no queries
   ASSERT_OK(run("scaled_dot_product_attention", GN_F64,
-                {HostTensor::zeros(q_shape(d), GN_F64), HostTensor::zeros(k_shape(d), GN_F64), HostTensor::zeros(v_shape(d), GN_F64)},
+                {HostTensor::zeros(q_shape(d), GN_F64), HostTensor::zeros(k_shape(d), GN_F64),
+                 HostTensor::zeros(v_shape(d), GN_F64)},
                 {HostTensor::zeros({1, 2, 0, 2}, GN_F64), HostTensor::zeros({1, 2, 0}, GN_F64)}, {ai(0), af(NAN)}));
   Dims e{1, 1, 1, 2, 0, 2, 2};  // no keys: every row is empty
-  std::vector<HostTensor> out = sdpa_fwd(e, {HostTensor::zeros(q_shape(e), GN_F64), HostTensor::zeros(k_shape(e), GN_F64),
-                                             HostTensor::zeros(v_shape(e), GN_F64)},
+  std::vector<HostTensor> out = sdpa_fwd(e,
+                                         {HostTensor::zeros(q_shape(e), GN_F64), HostTensor::zeros(k_shape(e), GN_F64),
+                                          HostTensor::zeros(v_shape(e), GN_F64)},
                                          0, NAN);
   expect_values(out[0], {0, 0, 0, 0});
   expect_values(out[1], {-kInf, -kInf});

@@ -105,7 +105,8 @@ TEST(ReferenceBinary, Int64IsExactBeyond2To53) {
 }
 
 TEST(ReferenceBinary, SmallIntsWrap) {
-  HostTensor a8 = HostTensor::of_ints({100, -100, 127}, {3}, GN_I8), b8 = HostTensor::of_ints({100, -100, 1}, {3}, GN_I8);
+  HostTensor a8 = HostTensor::of_ints({100, -100, 127}, {3}, GN_I8),
+             b8 = HostTensor::of_ints({100, -100, 1}, {3}, GN_I8);
   HostTensor y8 = HostTensor::zeros({3}, GN_I8);
   ASSERT_OK(run("add", GN_I8, {a8, b8}, {y8}, {af(1.0)}));
   expect_ints(y8, {-56, 56, -128});
@@ -155,7 +156,8 @@ TEST(ReferenceBinary, DivisionModesFloat) {
   ASSERT_OK(run("div", GN_F64, {a, b}, {y}, {ai(2)}));
   expect_values(y, {3, -4, -4, 3, kInf, kNan, -kInf, 11});
   // floor of an exact quotient that rounding would push up: 1 / 0.1 = 9.999.. -> 9 (torch)
-  HostTensor c = HostTensor::of({1.0}, {1}, GN_F64), d = HostTensor::of({0.1}, {1}, GN_F64), z = HostTensor::zeros({1}, GN_F64);
+  HostTensor c = HostTensor::of({1.0}, {1}, GN_F64), d = HostTensor::of({0.1}, {1}, GN_F64),
+             z = HostTensor::zeros({1}, GN_F64);
   ASSERT_OK(run("div", GN_F64, {c, d}, {z}, {ai(2)}));
   expect_values(z, {9});
 }
@@ -226,7 +228,8 @@ TEST(ReferenceBinary, WhereBroadcastsAllThree) {
   expect_values(y, {1, 2, 3, -1, -1, -1});
   const int64_t big = (int64_t(1) << 60) + 1;
   HostTensor ci = HostTensor::of_ints({1, 0, 1}, {3}, GN_BOOL);
-  HostTensor ai64 = HostTensor::of_ints({big, big, big}, {3}, GN_I64), bi64 = HostTensor::of_ints({-big, -big, -big}, {3}, GN_I64);
+  HostTensor ai64 = HostTensor::of_ints({big, big, big}, {3}, GN_I64),
+             bi64 = HostTensor::of_ints({-big, -big, -big}, {3}, GN_I64);
   HostTensor yi = HostTensor::zeros({3}, GN_I64);
   ASSERT_OK(run("where", GN_I64, {ci, ai64, bi64}, {yi}));
   expect_ints(yi, {big, -big, big});

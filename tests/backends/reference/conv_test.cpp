@@ -15,12 +15,14 @@ using Shape = std::vector<int64_t>;
 constexpr double kFdTol = 1e-6;
 
 struct Conv {
-  Shape x, w;                      // (N,C,H,W), (O,C/g,kh,kw)
+  Shape x, w;  // (N,C,H,W), (O,C/g,kh,kw)
   int64_t sh, sw, ph, pw, dh, dw, g;
   bool bias;
 };
 
-int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
+int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
 Shape y_shape(const Conv& c) {
   return {c.x[0], c.w[0], out_size(c.x[2], c.w[2], c.sh, c.ph, c.dh), out_size(c.x[3], c.w[3], c.sw, c.pw, c.dw)};
 }
@@ -84,7 +86,8 @@ TEST(ConvRef, HandComputed) {
     HostTensor x = HostTensor::of({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3}, dt);
     HostTensor w = HostTensor::of({1, 0, 0, -1}, {1, 1, 2, 2}, dt);
     HostTensor y = HostTensor::zeros({1, 1, 2, 2}, dt);
-    ASSERT_OK(run("conv2d", dt, {x, w, HostTensor::of({0.5}, {1}, dt)}, {y}, {aints({1}), aints({0}), aints({1}), ai(1)}));
+    ASSERT_OK(
+        run("conv2d", dt, {x, w, HostTensor::of({0.5}, {1}, dt)}, {y}, {aints({1}), aints({0}), aints({1}), ai(1)}));
     expect_values(y, {-3.5, -3.5, -3.5, -3.5});
     // padding 1: the corners see one element each
     HostTensor yp = HostTensor::zeros({1, 1, 4, 4}, dt);
@@ -102,12 +105,12 @@ TEST(ConvRef, MatchesTorchFixture) {
   for (int i = 0; i < 100; ++i) x.push_back((double)((i * 7919) % 101 - 50) / 8.0);
   for (int i = 0; i < 48; ++i) w.push_back((double)((i * 31) % 13 - 6) / 4.0);
   const std::vector<double> want = {
-      0.5,  1.125,    -6.375,   8.21875,  -8.75,    -3.625,   4.125,    0.5,     0.5,      4.09375, 11.28125,
-      -2.8125, 5.1875, 3.71875, -7.46875, 0.5,      -1.0,     -7.21875, 2.78125, -9.15625, -5.3125, 4.84375,
-      -1.34375, -1.0, -1.0,     8.75,     -12.875,  4.1875,   8.625,    -12.1875, 8.59375, -1.0,    0.25,
-      1.96875, 0.71875, -7.0625, 7.25,    -3.6875,  -6.6875,  0.25,     0.25,     -0.46875, 15.6875, -15.875,
-      15.6875, -9.5625, 6.0,    0.25,     2.0,      3.3125,   -8.9375,  20.75,    -9.53125, 1.21875, -4.28125,
-      2.0,     2.0,     5.34375, -9.8125, 20.46875, -9.21875, 11.59375, 4.75,     2.0};
+      0.5,      1.125,   -6.375,  8.21875,  -8.75,    -3.625,   4.125,    0.5,      0.5,      4.09375, 11.28125,
+      -2.8125,  5.1875,  3.71875, -7.46875, 0.5,      -1.0,     -7.21875, 2.78125,  -9.15625, -5.3125, 4.84375,
+      -1.34375, -1.0,    -1.0,    8.75,     -12.875,  4.1875,   8.625,    -12.1875, 8.59375,  -1.0,    0.25,
+      1.96875,  0.71875, -7.0625, 7.25,     -3.6875,  -6.6875,  0.25,     0.25,     -0.46875, 15.6875, -15.875,
+      15.6875,  -9.5625, 6.0,     0.25,     2.0,      3.3125,   -8.9375,  20.75,    -9.53125, 1.21875, -4.28125,
+      2.0,      2.0,     5.34375, -9.8125,  20.46875, -9.21875, 11.59375, 4.75,     2.0};
   HostTensor y = HostTensor::zeros({1, 4, 2, 8}, GN_F64);
   ASSERT_OK(run("conv2d", GN_F64,
                 {HostTensor::of(x, {1, 4, 5, 5}, GN_F64), HostTensor::of(w, {4, 2, 3, 2}, GN_F64),
@@ -137,7 +140,8 @@ TEST(ConvRef, BackwardMatchesFiniteDifferences) {
     std::vector<double> g = rand_values(numel_of(ys), seed++);
     HostTensor gx = HostTensor::zeros(c.x, GN_F64), gw = HostTensor::zeros(c.w, GN_F64),
                gb = HostTensor::zeros({c.w[0]}, GN_F64);
-    ASSERT_OK(run("conv2d_backward", GN_F64, {HostTensor::of(g, ys, GN_F64), in[0], in[1]}, {gx, gw, gb}, conv_attrs(c)));
+    ASSERT_OK(
+        run("conv2d_backward", GN_F64, {HostTensor::of(g, ys, GN_F64), in[0], in[1]}, {gx, gw, gb}, conv_attrs(c)));
     Forward f = [&](const std::vector<HostTensor>& i) { return conv_fwd(c, i); };
     SCOPED_TRACE(::testing::Message() << "groups " << c.g << " stride " << c.sh << "," << c.sw);
     expect_values(gx, numeric_grad(f, in, 0, {g}), kFdTol);
@@ -150,7 +154,8 @@ TEST(ConvRef, EmptyBatchAndBadArguments) {
   const std::vector<Attr> a = {aints({1}), aints({0}), aints({1}), ai(1)};
   ASSERT_OK(run("conv2d", GN_F64, {HostTensor::zeros({0, 2, 3, 3}, GN_F64), HostTensor::zeros({1, 2, 2, 2}, GN_F64)},
                 {HostTensor::zeros({0, 1, 2, 2}, GN_F64)}, a));
-  HostTensor gw = HostTensor::of(std::vector<double>(8, 9.0), {1, 2, 2, 2}, GN_F64), gb = HostTensor::of({9}, {1}, GN_F64);
+  HostTensor gw = HostTensor::of(std::vector<double>(8, 9.0), {1, 2, 2, 2}, GN_F64),
+             gb = HostTensor::of({9}, {1}, GN_F64);
   ASSERT_OK(run("conv2d_backward", GN_F64,
                 {HostTensor::zeros({0, 1, 2, 2}, GN_F64), HostTensor::zeros({0, 2, 3, 3}, GN_F64),
                  HostTensor::zeros({1, 2, 2, 2}, GN_F64)},
@@ -158,14 +163,16 @@ TEST(ConvRef, EmptyBatchAndBadArguments) {
   expect_values(gw, std::vector<double>(8, 0.0));
   expect_values(gb, {0.0});
   HostTensor x = HostTensor::zeros({1, 4, 3, 3}, GN_F64);
-  EXPECT_CODE(run("conv2d", GN_F64, {x, HostTensor::zeros({2, 3, 2, 2}, GN_F64)}, {HostTensor::zeros({1, 2, 2, 2}, GN_F64)}, a),
-              GN_ERR_SHAPE);  // weight in-channels 3 != 4
-  EXPECT_CODE(run("conv2d", GN_F64, {x, HostTensor::zeros({3, 2, 2, 2}, GN_F64)}, {HostTensor::zeros({1, 3, 2, 2}, GN_F64)},
-                  {aints({1}), aints({0}), aints({1}), ai(2)}),
+  EXPECT_CODE(
+      run("conv2d", GN_F64, {x, HostTensor::zeros({2, 3, 2, 2}, GN_F64)}, {HostTensor::zeros({1, 2, 2, 2}, GN_F64)}, a),
+      GN_ERR_SHAPE);  // weight in-channels 3 != 4
+  EXPECT_CODE(run("conv2d", GN_F64, {x, HostTensor::zeros({3, 2, 2, 2}, GN_F64)},
+                  {HostTensor::zeros({1, 3, 2, 2}, GN_F64)}, {aints({1}), aints({0}), aints({1}), ai(2)}),
               GN_ERR_INVALID_ARGUMENT);  // groups 2 does not divide 3 out channels
-  EXPECT_CODE(run("conv2d", GN_F64, {x, HostTensor::zeros({1, 4, 4, 4}, GN_F64)}, {HostTensor::zeros({1, 1, 1, 1}, GN_F64)}, a),
-              GN_ERR_SHAPE);  // kernel larger than the input
-  EXPECT_CODE(run("conv2d", GN_F64, {x, HostTensor::zeros({1, 4, 2, 2}, GN_F64)}, {HostTensor::zeros({1, 1, 2, 2}, GN_F64)},
-                  {aints({0}), aints({0}), aints({1}), ai(1)}),
+  EXPECT_CODE(
+      run("conv2d", GN_F64, {x, HostTensor::zeros({1, 4, 4, 4}, GN_F64)}, {HostTensor::zeros({1, 1, 1, 1}, GN_F64)}, a),
+      GN_ERR_SHAPE);  // kernel larger than the input
+  EXPECT_CODE(run("conv2d", GN_F64, {x, HostTensor::zeros({1, 4, 2, 2}, GN_F64)},
+                  {HostTensor::zeros({1, 1, 2, 2}, GN_F64)}, {aints({0}), aints({0}), aints({1}), ai(1)}),
               GN_ERR_INVALID_ARGUMENT);  // stride 0
 }

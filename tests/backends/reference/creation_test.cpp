@@ -15,7 +15,8 @@ const int64_t kN = 100000;
 // Raw Philox words 0..n-1 for (seed, offset), read through randint(0, 2^32).
 std::vector<int64_t> raw_words(int64_t n, uint64_t seed, uint64_t offset) {
   HostTensor w = HostTensor::zeros({n}, GN_I64);
-  Status st = run("randint", GN_I64, {}, {w}, {ai(0), ai(int64_t(1) << 32), aints({n}), ai(GN_I64), adevice()}, seed, offset);
+  Status st =
+      run("randint", GN_I64, {}, {w}, {ai(0), ai(int64_t(1) << 32), aints({n}), ai(GN_I64), adevice()}, seed, offset);
   EXPECT_TRUE(st == nullptr) << (st ? st->msg : "");
   return w.ints();
 }
@@ -171,7 +172,8 @@ TEST(ReferenceRandom, RandintRangeAndUniformity) {
   HostTensor small = HostTensor::zeros({100}, GN_U8);
   ASSERT_OK(run("randint", GN_U8, {}, {small}, {ai(250), ai(256), aints({100}), ai(GN_U8), adevice()}, 5, 0));
   for (int64_t v : small.ints()) EXPECT_TRUE(v >= 250 && v <= 255) << v;
-  EXPECT_CODE(run("randint", GN_I64, {}, {y}, {ai(3), ai(3), aints({kN}), ai(GN_I64), adevice()}), GN_ERR_INVALID_ARGUMENT);
+  EXPECT_CODE(run("randint", GN_I64, {}, {y}, {ai(3), ai(3), aints({kN}), ai(GN_I64), adevice()}),
+              GN_ERR_INVALID_ARGUMENT);
   EXPECT_CODE(run("randint", GN_I64, {}, {y}, {ai(0), ai((int64_t(1) << 32) + 1), aints({kN}), ai(GN_I64), adevice()}),
               GN_ERR_INVALID_ARGUMENT);
 }

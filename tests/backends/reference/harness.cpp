@@ -43,8 +43,8 @@ gn_status* register_kernel(void*, const gn_kernel_desc* k) {
   if (!k || !k->op || !k->fn) return status_new(GN_ERR_INVALID_ARGUMENT, "kernel without op or function");
   auto key = std::make_pair(std::string(k->op), k->dtype);
   if (!g_registry->kernels.emplace(key, *k).second)
-    return status_new(GN_ERR_ALREADY_EXISTS, ("kernel " + key.first + " / " + gn_dtype_name(k->dtype) +
-                                              " registered twice").c_str());
+    return status_new(GN_ERR_ALREADY_EXISTS,
+                      ("kernel " + key.first + " / " + gn_dtype_name(k->dtype) + " registered twice").c_str());
   return nullptr;
 }
 
@@ -162,7 +162,8 @@ HostTensor HostTensor::of(const std::vector<double>& vals, const std::vector<int
 HostTensor HostTensor::of_ints(const std::vector<int64_t>& vals, const std::vector<int64_t>& shape, int32_t dtype) {
   HostTensor t = zeros(shape, dtype);
   EXPECT_EQ((int64_t)vals.size(), t.numel()) << "HostTensor::of_ints: value count does not match the shape";
-  for (int64_t i = 0; i < t.numel() && i < (int64_t)vals.size(); ++i) gn::sdk::store_int(t.ptr(i), dtype, vals[(size_t)i]);
+  for (int64_t i = 0; i < t.numel() && i < (int64_t)vals.size(); ++i)
+    gn::sdk::store_int(t.ptr(i), dtype, vals[(size_t)i]);
   return t;
 }
 
@@ -268,7 +269,8 @@ Status run(const std::string& op, int32_t kernel_dtype, const std::vector<HostTe
            const std::vector<HostTensor>& out, const std::vector<Attr>& attrs, uint64_t seed, uint64_t offset) {
   const gn_kernel_desc* k = find_kernel(op, kernel_dtype);
   if (!k)
-    return Status(status_new(GN_ERR_NOT_FOUND, ("no reference kernel for " + op + " / " + gn_dtype_name(kernel_dtype)).c_str()));
+    return Status(
+        status_new(GN_ERR_NOT_FOUND, ("no reference kernel for " + op + " / " + gn_dtype_name(kernel_dtype)).c_str()));
 
   // GN_KERNEL_CONTIGUOUS: the dispatcher would pass dense copies.
   const bool dense = (k->flags & GN_KERNEL_CONTIGUOUS) != 0;
@@ -287,7 +289,10 @@ Status run(const std::string& op, int32_t kernel_dtype, const std::vector<HostTe
     switch (attrs[i].kind) {
       case GN_ATTR_INT: av[i].u.i = attrs[i].i; break;
       case GN_ATTR_FLOAT: av[i].u.f = attrs[i].f; break;
-      case GN_ATTR_INTS: av[i].u.ints.data = attrs[i].ints.data(); av[i].u.ints.size = attrs[i].ints.size(); break;
+      case GN_ATTR_INTS:
+        av[i].u.ints.data = attrs[i].ints.data();
+        av[i].u.ints.size = attrs[i].ints.size();
+        break;
       case GN_ATTR_STRING: av[i].u.s = attrs[i].s.c_str(); break;
       case GN_ATTR_DEVICE: av[i].u.device = gn_device{0, 0}; break;
       default: break;

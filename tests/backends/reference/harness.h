@@ -48,20 +48,20 @@ using Status = std::unique_ptr<gn_status, StatusDelete>;
 inline int32_t code(const Status& s) { return s ? s->code : GN_OK; }
 inline std::string message(const Status& s) { return s ? s->msg : std::string("OK"); }
 
-#define ASSERT_OK(expr)                                                   \
-  do {                                                                    \
-    ::reftest::Status st_ = (expr);                                       \
+#define ASSERT_OK(expr)                                                           \
+  do {                                                                            \
+    ::reftest::Status st_ = (expr);                                               \
     ASSERT_TRUE(st_ == nullptr) << #expr << " failed: " << (st_ ? st_->msg : ""); \
   } while (0)
-#define EXPECT_OK(expr)                                                   \
-  do {                                                                    \
-    ::reftest::Status st_ = (expr);                                       \
+#define EXPECT_OK(expr)                                                           \
+  do {                                                                            \
+    ::reftest::Status st_ = (expr);                                               \
     EXPECT_TRUE(st_ == nullptr) << #expr << " failed: " << (st_ ? st_->msg : ""); \
   } while (0)
 // Expect a failure with gn_code c.
-#define EXPECT_CODE(expr, c)                                              \
-  do {                                                                    \
-    ::reftest::Status st_ = (expr);                                       \
+#define EXPECT_CODE(expr, c)                                                          \
+  do {                                                                                \
+    ::reftest::Status st_ = (expr);                                                   \
     EXPECT_EQ(::reftest::code(st_), (c)) << #expr << ": " << ::reftest::message(st_); \
   } while (0)
 
@@ -125,7 +125,7 @@ struct HostTensor {
 
   // Views sharing the buffer.
   HostTensor transposed(int32_t d0, int32_t d1) const;
-  HostTensor expanded(const std::vector<int64_t>& shape) const;           // size-1/new dims: stride 0
+  HostTensor expanded(const std::vector<int64_t>& shape) const;  // size-1/new dims: stride 0
   HostTensor sliced(int32_t dim, int64_t start, int64_t len, int64_t step = 1) const;
   // Dense row-major copy.
   HostTensor contiguous() const;
@@ -145,11 +145,35 @@ struct Attr {
   std::vector<int64_t> ints;
   std::string s;
 };
-inline Attr ai(int64_t v) { Attr a; a.kind = GN_ATTR_INT; a.i = v; return a; }
-inline Attr af(double v) { Attr a; a.kind = GN_ATTR_FLOAT; a.f = v; return a; }
-inline Attr aints(std::vector<int64_t> v) { Attr a; a.kind = GN_ATTR_INTS; a.ints = std::move(v); return a; }
-inline Attr astr(std::string v) { Attr a; a.kind = GN_ATTR_STRING; a.s = std::move(v); return a; }
-inline Attr adevice() { Attr a; a.kind = GN_ATTR_DEVICE; return a; }  // cpu:0
+inline Attr ai(int64_t v) {
+  Attr a;
+  a.kind = GN_ATTR_INT;
+  a.i = v;
+  return a;
+}
+inline Attr af(double v) {
+  Attr a;
+  a.kind = GN_ATTR_FLOAT;
+  a.f = v;
+  return a;
+}
+inline Attr aints(std::vector<int64_t> v) {
+  Attr a;
+  a.kind = GN_ATTR_INTS;
+  a.ints = std::move(v);
+  return a;
+}
+inline Attr astr(std::string v) {
+  Attr a;
+  a.kind = GN_ATTR_STRING;
+  a.s = std::move(v);
+  return a;
+}
+inline Attr adevice() {
+  Attr a;
+  a.kind = GN_ATTR_DEVICE;
+  return a;
+}  // cpu:0
 
 // Call the kernel registered for (op, kernel_dtype) as the dispatcher would.
 // Outputs are written in place (they share buffers with the caller's copies).

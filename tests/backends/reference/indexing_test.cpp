@@ -44,10 +44,12 @@ TEST(ReferenceIndexing, Embedding) {
   HostTensor wi = HostTensor::of_ints({big, -big}, {2, 1}, GN_I64), yi = HostTensor::zeros({2, 1}, GN_I64);
   ASSERT_OK(run("embedding", GN_I64, {wi, HostTensor::of_ints({1, 0}, {2}, GN_I64)}, {yi}));
   expect_ints(yi, {-big, big});
-  expect_index_error(run("embedding", GN_F32, {w, HostTensor::of_ints({1, 4}, {2}, GN_I64)}, {HostTensor::zeros({2, 3}, GN_F32)}),
-                     "embedding", "4");
-  expect_index_error(run("embedding", GN_F32, {w, HostTensor::of_ints({-1}, {1}, GN_I64)}, {HostTensor::zeros({1, 3}, GN_F32)}),
-                     "embedding", "-1");
+  expect_index_error(
+      run("embedding", GN_F32, {w, HostTensor::of_ints({1, 4}, {2}, GN_I64)}, {HostTensor::zeros({2, 3}, GN_F32)}),
+      "embedding", "4");
+  expect_index_error(
+      run("embedding", GN_F32, {w, HostTensor::of_ints({-1}, {1}, GN_I64)}, {HostTensor::zeros({1, 3}, GN_F32)}),
+      "embedding", "-1");
 }
 
 TEST(ReferenceIndexing, EmbeddingBackwardAccumulates) {
@@ -74,11 +76,14 @@ TEST(ReferenceIndexing, Gather) {
   ASSERT_OK(run("gather", GN_F64, {x, i0}, {y0}, {ai(-2)}));
   expect_values(y0, {4, 2, 6});
   // x.T (3,2) = [[1,4],[2,5],[3,6]] gathered along dim 1.
-  ASSERT_OK(run("gather", GN_F64, {x.transposed(0, 1), HostTensor::of_ints({1, 0, 0, 1}, {2, 2}, GN_I64)}, {y}, {ai(1)}));
+  ASSERT_OK(
+      run("gather", GN_F64, {x.transposed(0, 1), HostTensor::of_ints({1, 0, 0, 1}, {2, 2}, GN_I64)}, {y}, {ai(1)}));
   expect_values(y, {4, 1, 2, 5});
-  expect_index_error(run("gather", GN_F64, {x, HostTensor::of_ints({3}, {1, 1}, GN_I64)}, {HostTensor::zeros({1, 1}, GN_F64)}, {ai(1)}),
+  expect_index_error(run("gather", GN_F64, {x, HostTensor::of_ints({3}, {1, 1}, GN_I64)},
+                         {HostTensor::zeros({1, 1}, GN_F64)}, {ai(1)}),
                      "gather", "3");
-  expect_index_error(run("gather", GN_F64, {x, HostTensor::of_ints({-1}, {1, 1}, GN_I64)}, {HostTensor::zeros({1, 1}, GN_F64)}, {ai(1)}),
+  expect_index_error(run("gather", GN_F64, {x, HostTensor::of_ints({-1}, {1, 1}, GN_I64)},
+                         {HostTensor::zeros({1, 1}, GN_F64)}, {ai(1)}),
                      "gather", "-1");
 }
 
@@ -97,10 +102,12 @@ TEST(ReferenceIndexing, ScatterAndScatterAdd) {
   EXPECT_EQ(x.values(), std::vector<double>(6, 1.0)) << "x is not modified";
   const int64_t big = (int64_t(1) << 53) + 1;
   HostTensor xi = HostTensor::of_ints({big, 0}, {2}, GN_I64), yi = HostTensor::zeros({2}, GN_I64);
-  ASSERT_OK(run("scatter_add", GN_I64, {xi, HostTensor::of_ints({0, 0}, {2}, GN_I64), HostTensor::of_ints({1, 1}, {2}, GN_I64)},
-                {yi}, {ai(0)}));
+  ASSERT_OK(run("scatter_add", GN_I64,
+                {xi, HostTensor::of_ints({0, 0}, {2}, GN_I64), HostTensor::of_ints({1, 1}, {2}, GN_I64)}, {yi},
+                {ai(0)}));
   expect_ints(yi, {big + 2, 0});
-  expect_index_error(run("scatter", GN_F32, {x, HostTensor::of_ints({3}, {1, 1}, GN_I64), src}, {y}, {ai(1)}), "scatter", "3");
+  expect_index_error(run("scatter", GN_F32, {x, HostTensor::of_ints({3}, {1, 1}, GN_I64), src}, {y}, {ai(1)}),
+                     "scatter", "3");
 }
 
 // ----------------------------------------------------------------------------
@@ -116,7 +123,8 @@ TEST(ReferenceIndexing, IndexSelect) {
   expect_values(c, {2, 4, 6});
   HostTensor e = HostTensor::zeros({0, 2}, GN_F32);
   EXPECT_OK(run("index_select", GN_F32, {x, HostTensor::zeros({0}, GN_I64)}, {e}, {ai(0)}));
-  expect_index_error(run("index_select", GN_F32, {x, HostTensor::of_ints({0, 3}, {2}, GN_I64)}, {HostTensor::zeros({2, 2}, GN_F32)}, {ai(0)}),
+  expect_index_error(run("index_select", GN_F32, {x, HostTensor::of_ints({0, 3}, {2}, GN_I64)},
+                         {HostTensor::zeros({2, 2}, GN_F32)}, {ai(0)}),
                      "index_select", "3");
 }
 
@@ -127,11 +135,12 @@ TEST(ReferenceIndexing, IndexAdd) {
   ASSERT_OK(run("index_add", GN_F32, {x, HostTensor::of_ints({0, 2, 0}, {3}, GN_I64), src}, {y}, {ai(0), af(2.0)}));
   expect_values(y, {12, 16, 0, 0, 6, 8});
   HostTensor z = HostTensor::of({1, 1, 1, 1, 1, 1}, {2, 3}, GN_F64), yz = HostTensor::zeros({2, 3}, GN_F64);
-  ASSERT_OK(run("index_add", GN_F64, {z, HostTensor::of_ints({2}, {1}, GN_I64), HostTensor::of({5, 7}, {2, 1}, GN_F64)}, {yz},
-                {ai(1), af(1.0)}));
+  ASSERT_OK(run("index_add", GN_F64, {z, HostTensor::of_ints({2}, {1}, GN_I64), HostTensor::of({5, 7}, {2, 1}, GN_F64)},
+                {yz}, {ai(1), af(1.0)}));
   expect_values(yz, {1, 1, 6, 1, 1, 8});
-  expect_index_error(run("index_add", GN_F32, {x, HostTensor::of_ints({0, 5, 0}, {3}, GN_I64), src}, {y}, {ai(0), af(1.0)}),
-                     "index_add", "5");
+  expect_index_error(
+      run("index_add", GN_F32, {x, HostTensor::of_ints({0, 5, 0}, {3}, GN_I64), src}, {y}, {ai(0), af(1.0)}),
+      "index_add", "5");
 }
 
 // ----------------------------------------------------------------------------
@@ -155,8 +164,10 @@ TEST(ReferenceIndexing, OneHot) {
   HostTensor y = HostTensor::of_ints(std::vector<int64_t>(12, 5), {2, 2, 3}, GN_I64);  // overwritten
   ASSERT_OK(run("one_hot", GN_I32, {ids}, {y}, {ai(3)}));
   expect_ints(y, {1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1});
-  expect_index_error(run("one_hot", GN_I32, {HostTensor::of_ints({3}, {1}, GN_I32)}, {HostTensor::zeros({1, 3}, GN_I64)}, {ai(3)}),
-                     "one_hot", "3");
-  expect_index_error(run("one_hot", GN_I32, {HostTensor::of_ints({-1}, {1}, GN_I32)}, {HostTensor::zeros({1, 3}, GN_I64)}, {ai(3)}),
-                     "one_hot", "-1");
+  expect_index_error(
+      run("one_hot", GN_I32, {HostTensor::of_ints({3}, {1}, GN_I32)}, {HostTensor::zeros({1, 3}, GN_I64)}, {ai(3)}),
+      "one_hot", "3");
+  expect_index_error(
+      run("one_hot", GN_I32, {HostTensor::of_ints({-1}, {1}, GN_I32)}, {HostTensor::zeros({1, 3}, GN_I64)}, {ai(3)}),
+      "one_hot", "-1");
 }

@@ -33,8 +33,14 @@ struct Result {
 };
 
 Result naive_matmul(std::vector<double> a, Shape as, std::vector<double> b, Shape bs, bool ta, bool tb) {
-  if (ta && as.size() >= 2) { a = swap_last2(a, as); std::swap(as[as.size() - 2], as[as.size() - 1]); }
-  if (tb && bs.size() >= 2) { b = swap_last2(b, bs); std::swap(bs[bs.size() - 2], bs[bs.size() - 1]); }
+  if (ta && as.size() >= 2) {
+    a = swap_last2(a, as);
+    std::swap(as[as.size() - 2], as[as.size() - 1]);
+  }
+  if (tb && bs.size() >= 2) {
+    b = swap_last2(b, bs);
+    std::swap(bs[bs.size() - 2], bs[bs.size() - 1]);
+  }
   bool a1 = as.size() == 1, b1 = bs.size() == 1;
   if (a1) as = {1, as[0]};
   if (b1) bs = {bs[0], 1};
@@ -108,18 +114,18 @@ TEST(LinalgRef, MatmulHandComputed) {
 
 TEST(LinalgRef, MatmulShapesMatchNaiveLoop) {
   const std::vector<Case> cases = {
-      {{3}, {3}, false, false},             // dot -> ()
-      {{4}, {2, 4, 3}, false, false},       // 1-D @ batched -> (2, 3)
-      {{2, 3, 4}, {4}, false, false},       // batched @ 1-D -> (2, 3)
-      {{3, 4}, {4, 5}, false, false},       // plain
+      {{3}, {3}, false, false},                 // dot -> ()
+      {{4}, {2, 4, 3}, false, false},           // 1-D @ batched -> (2, 3)
+      {{2, 3, 4}, {4}, false, false},           // batched @ 1-D -> (2, 3)
+      {{3, 4}, {4, 5}, false, false},           // plain
       {{2, 1, 3, 4}, {5, 4, 2}, false, false},  // batch broadcast -> (2, 5, 3, 2)
       {{1, 3, 4}, {2, 4, 2}, false, false},
-      {{2, 4, 3}, {4, 5}, true, false},     // trans_a with batch
-      {{3, 4}, {5, 4}, false, true},        // trans_b
-      {{1, 4, 3}, {2, 5, 4}, true, true},   // both, broadcast
-      {{4}, {5, 4}, false, true},           // 1-D a, transposed b -> (5,)
-      {{4, 3}, {4}, true, false},           // transposed a, 1-D b -> (3,)
-      {{1, 1}, {1, 1}, false, false},       // size 1
+      {{2, 4, 3}, {4, 5}, true, false},    // trans_a with batch
+      {{3, 4}, {5, 4}, false, true},       // trans_b
+      {{1, 4, 3}, {2, 5, 4}, true, true},  // both, broadcast
+      {{4}, {5, 4}, false, true},          // 1-D a, transposed b -> (5,)
+      {{4, 3}, {4}, true, false},          // transposed a, 1-D b -> (3,)
+      {{1, 1}, {1, 1}, false, false},      // size 1
   };
   uint64_t seed = 1;
   for (const Case& c : cases) {
@@ -148,7 +154,7 @@ TEST(LinalgRef, MatmulNonContiguousOperandsAndOutput) {
   for (int64_t i = 0; i < big.numel(); i += 2) EXPECT_EQ(big.at(i), 0.0) << "wrote outside the output view at " << i;
   // the same product through trans flags on expanded (stride-0) operands
   HostTensor row = HostTensor::of({1, 2, 3, 4}, {1, 4, 1}, GN_F64).expanded({3, 4, 2});  // a^T: (3,2,4)
-  HostTensor col = HostTensor::of({1, -1, 2, 0.5}, {1, 4}, GN_F64);                    // b^T: (4,1)
+  HostTensor col = HostTensor::of({1, -1, 2, 0.5}, {1, 4}, GN_F64);                      // b^T: (4,1)
   HostTensor z = HostTensor::zeros({3, 2, 1}, GN_F64);
   ASSERT_OK(run("matmul", GN_F64, {row, col}, {z}, {ai(1), ai(1)}));
   // every row of a^T is (1,2,3,4): 1 - 2 + 6 + 2 = 7

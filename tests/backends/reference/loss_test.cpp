@@ -20,7 +20,10 @@ std::vector<double> ce_rows(const std::vector<double>& x, const std::vector<int6
                             double ls) {
   std::vector<double> loss;
   for (size_t r = 0; r < t.size(); ++r) {
-    if (t[r] == ignore) { loss.push_back(0.0); continue; }
+    if (t[r] == ignore) {
+      loss.push_back(0.0);
+      continue;
+    }
     double z = 0;
     for (int64_t c = 0; c < C; ++c) z += std::exp(x[r * C + c]);
     double l = 0;
@@ -76,14 +79,38 @@ TEST(LossRef, MatchesTorchFixture) {
   std::vector<double> x = fixture_logits();
   const std::vector<double> none = {2.693457776887277, 0.0, 1.5967229619901668, 0.5363103010070794};
   const std::vector<double> lse = {2.101270276887277, 2.4771033754137775, 1.340472961990167, 2.6644353010070794};
-  const std::vector<double> grad_sum = {
-      -0.019626470247945463, -0.8553150058867526, 0.8786887536924258, -0.0037472775577279197, 0, 0, 0, 0,
-      0.029859881035259654,  0.6864337620507001,  -0.008268681590707178, -0.7080249614952526,
-      -0.17631376941092758,  -0.007392587503112769, 0.2033363995009019, -0.01963004258686163};
-  const std::vector<double> grad_mean = {
-      -0.006542156749315154, -0.28510500196225086, 0.2928962512308087, -0.0012490925192426374, 0, 0, 0, 0,
-      0.009953293678419888,  0.22881125401690006, -0.0027562271969023915, -0.23600832049841752,
-      -0.058771256470309126, -0.002464195834370921, 0.06777879983363398, -0.006543347528953875};
+  const std::vector<double> grad_sum = {-0.019626470247945463,
+                                        -0.8553150058867526,
+                                        0.8786887536924258,
+                                        -0.0037472775577279197,
+                                        0,
+                                        0,
+                                        0,
+                                        0,
+                                        0.029859881035259654,
+                                        0.6864337620507001,
+                                        -0.008268681590707178,
+                                        -0.7080249614952526,
+                                        -0.17631376941092758,
+                                        -0.007392587503112769,
+                                        0.2033363995009019,
+                                        -0.01963004258686163};
+  const std::vector<double> grad_mean = {-0.006542156749315154,
+                                         -0.28510500196225086,
+                                         0.2928962512308087,
+                                         -0.0012490925192426374,
+                                         0,
+                                         0,
+                                         0,
+                                         0,
+                                         0.009953293678419888,
+                                         0.22881125401690006,
+                                         -0.0027562271969023915,
+                                         -0.23600832049841752,
+                                         -0.058771256470309126,
+                                         -0.002464195834370921,
+                                         0.06777879983363398,
+                                         -0.006543347528953875};
   HostTensor xt = HostTensor::of(x, {2, 2, 4}, GN_F64), t = HostTensor::of_ints({1, -100, 3, 0}, {2, 2}, GN_I64);
   for (int64_t red : {0, 1, 2}) {
     std::vector<HostTensor> out = ce_forward({xt, t}, -100, 0.1, red);
@@ -108,8 +135,8 @@ TEST(LossRef, MatchesIndependentLoop) {
       std::vector<double> rows = ce_rows(x, t, C, 7, ls);
       HostTensor loss = HostTensor::zeros(loss_shape({2, 3}, red), GN_F64), lse = HostTensor::zeros({2, 3}, GN_F64);
       ASSERT_OK(run("cross_entropy", GN_F64,
-                    {HostTensor::strided_of(x, {2, 3, C}, GN_F64), HostTensor::of_ints(t, {2, 3}, GN_I32)},
-                    {loss, lse}, {ai(7), af(ls), ai(red)}));
+                    {HostTensor::strided_of(x, {2, 3, C}, GN_F64), HostTensor::of_ints(t, {2, 3}, GN_I32)}, {loss, lse},
+                    {ai(7), af(ls), ai(red)}));
       double sum = 0;
       for (double v : rows) sum += v;
       SCOPED_TRACE(::testing::Message() << "ls " << ls << " reduction " << red);
@@ -165,8 +192,8 @@ TEST(LossRef, LowPrecisionAndOneDimLogits) {
     ASSERT_OK(run("cross_entropy_backward", dt,
                   {HostTensor::scalar(1, dt), HostTensor::of(x, {3}, dt), HostTensor::of_ints({0}, {}, GN_I64), lse},
                   {gx}, {ai(-100), af(0.0), ai(1)}));
-    expect_values(gx, {round_to(std::exp(0.5 - z) - 1, dt), round_to(std::exp(-1.0 - z), dt),
-                       round_to(std::exp(2.0 - z), dt)});
+    expect_values(
+        gx, {round_to(std::exp(0.5 - z) - 1, dt), round_to(std::exp(-1.0 - z), dt), round_to(std::exp(2.0 - z), dt)});
   }
   // no rows: mean is 0/0
   HostTensor loss = HostTensor::zeros({}, GN_F64);

@@ -75,9 +75,8 @@ TEST(NormRef, LayerNormOverTwoDimsMatchesClosedForm) {
   HostTensor x = HostTensor::strided_of(xv, {3, 2, 4}, GN_F64);  // non-contiguous input
   HostTensor y = HostTensor::zeros({3, 2, 4}, GN_F64), mean = HostTensor::zeros({3}, GN_F64),
              rstd = HostTensor::zeros({3}, GN_F64);
-  ASSERT_OK(run("layer_norm", GN_F64,
-                {x, HostTensor::of(wv, {2, 4}, GN_F64), HostTensor::of(bv, {2, 4}, GN_F64)}, {y, mean, rstd},
-                {ai(2), af(1e-5)}));
+  ASSERT_OK(run("layer_norm", GN_F64, {x, HostTensor::of(wv, {2, 4}, GN_F64), HostTensor::of(bv, {2, 4}, GN_F64)},
+                {y, mean, rstd}, {ai(2), af(1e-5)}));
   expect_values(y, want, 1e-12);
   expect_values(mean, mean_want, 1e-13);
   expect_values(rstd, rstd_want, 1e-12);
@@ -101,7 +100,8 @@ TEST(NormRef, LayerNormLowPrecisionRoundsTheDoubleResult) {
 
 TEST(NormRef, LayerNormSizeOneAndEmpty) {
   // one normalized element: x - mean = 0, y = bias
-  HostTensor y = HostTensor::zeros({3, 1}, GN_F64), m = HostTensor::zeros({3}, GN_F64), r = HostTensor::zeros({3}, GN_F64);
+  HostTensor y = HostTensor::zeros({3, 1}, GN_F64), m = HostTensor::zeros({3}, GN_F64),
+             r = HostTensor::zeros({3}, GN_F64);
   ASSERT_OK(run("layer_norm", GN_F64,
                 {HostTensor::of({5, -2, 7}, {3, 1}, GN_F64), HostTensor::of({3}, {1}, GN_F64),
                  HostTensor::of({0.25}, {1}, GN_F64)},
@@ -128,7 +128,10 @@ TEST(NormRef, LayerNormBackwardMatchesFiniteDifferences) {
     const double eps = 1e-5;
     Shape xs = {2, 3, 4};
     std::vector<HostTensor> in = {rand_f64(xs, 10, -2, 2)};
-    if (with_w) { in.push_back(rand_f64({3, 4}, 11)); in.push_back(rand_f64({3, 4}, 12)); }
+    if (with_w) {
+      in.push_back(rand_f64({3, 4}, 11));
+      in.push_back(rand_f64({3, 4}, 12));
+    }
     std::vector<double> g = rand_values(24, 13);
     std::vector<HostTensor> fwd = ln_forward(in, 2, eps);
     HostTensor gx = HostTensor::zeros(xs, GN_F64), gw = HostTensor::zeros({3, 4}, GN_F64),
@@ -186,7 +189,8 @@ TEST(NormRef, RmsNormMatchesClosedFormInEveryDtype) {
   for (int32_t dt : {GN_F64, GN_F32, GN_F16, GN_BF16}) {
     int32_t sdt = dt == GN_F64 ? GN_F64 : GN_F32;
     HostTensor y = HostTensor::zeros({2, 4}, dt), rstd = HostTensor::zeros({2}, sdt);
-    ASSERT_OK(run("rms_norm", dt, {HostTensor::of(xv, {2, 4}, dt), HostTensor::of(wv, {4}, dt)}, {y, rstd}, {af(1e-6)}));
+    ASSERT_OK(
+        run("rms_norm", dt, {HostTensor::of(xv, {2, 4}, dt), HostTensor::of(wv, {4}, dt)}, {y, rstd}, {af(1e-6)}));
     std::vector<double> yr, rr;
     for (double v : want) yr.push_back(round_to(v, dt));
     for (double v : rwant) rr.push_back(round_to(v, sdt));

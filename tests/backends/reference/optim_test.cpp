@@ -29,7 +29,8 @@ std::vector<Attr> adam_attrs(double lr, double b1, double b2, double eps, double
 }
 
 void run_sgd(const Seq& want, double lr, double mom, double damp, double wd, int nesterov, int maximize) {
-  HostTensor p = HostTensor::of(kP0, {4}, GN_F64), buf = HostTensor::of({7, 7, 7, 7}, {4}, GN_F64);  // garbage: step 1 overwrites
+  HostTensor p = HostTensor::of(kP0, {4}, GN_F64),
+             buf = HostTensor::of({7, 7, 7, 7}, {4}, GN_F64);  // garbage: step 1 overwrites
   for (int64_t s = 1; s <= 3; ++s) {
     std::vector<HostTensor> in = {p, HostTensor::of(kGrads[(size_t)s - 1], {4}, GN_F64)};
     if (mom != 0) in.push_back(buf);
@@ -40,7 +41,8 @@ void run_sgd(const Seq& want, double lr, double mom, double damp, double wd, int
 }
 
 void run_adam(const Seq& want, double lr, double b1, double b2, double eps, double wd, int decoupled, int maximize) {
-  HostTensor p = HostTensor::of(kP0, {4}, GN_F64), m = HostTensor::zeros({4}, GN_F64), v = HostTensor::zeros({4}, GN_F64);
+  HostTensor p = HostTensor::of(kP0, {4}, GN_F64), m = HostTensor::zeros({4}, GN_F64),
+             v = HostTensor::zeros({4}, GN_F64);
   for (int64_t s = 1; s <= 3; ++s) {
     ASSERT_OK(run("adamw_step", GN_F64, {p, HostTensor::of(kGrads[(size_t)s - 1], {4}, GN_F64), m, v}, {},
                   adam_attrs(lr, b1, b2, eps, wd, s, decoupled, maximize)));
@@ -57,7 +59,8 @@ void run_adam(const Seq& want, double lr, double b1, double b2, double eps, doub
 TEST(OptimRef, SgdHandDerived) {
   // p = 1, g = 0.5 every step, lr 0.1, momentum 0.9:
   //   buf 0.5, 0.95, 1.355  ->  p 0.95, 0.855, 0.7195
-  HostTensor p = HostTensor::of({1}, {1}, GN_F64), g = HostTensor::of({0.5}, {1}, GN_F64), buf = HostTensor::zeros({1}, GN_F64);
+  HostTensor p = HostTensor::of({1}, {1}, GN_F64), g = HostTensor::of({0.5}, {1}, GN_F64),
+             buf = HostTensor::zeros({1}, GN_F64);
   const double want_p[] = {0.95, 0.855, 0.7195}, want_buf[] = {0.5, 0.95, 1.355};
   for (int s = 1; s <= 3; ++s) {
     ASSERT_OK(run("sgd_step", GN_F64, {p, g, buf}, {}, sgd_attrs(0.1, 0.9, 0, 0, 0, 0, s)));
@@ -117,9 +120,9 @@ TEST(OptimRef, SgdErrorsAndEmpty) {
   EXPECT_CODE(run("sgd_step", GN_F32, {p, g}, {}, sgd_attrs(0.1, 0, 0, 0, 0, 0, 0)), GN_ERR_INVALID_ARGUMENT);
   EXPECT_CODE(run("sgd_step", GN_F32, {p, HostTensor::zeros({3}, GN_F32)}, {}, sgd_attrs(0.1, 0, 0, 0, 0, 0, 1)),
               GN_ERR_SHAPE);
-  ASSERT_OK(run("sgd_step", GN_F32, {HostTensor::zeros({0}, GN_F32), HostTensor::zeros({0}, GN_F32),
-                                      HostTensor::zeros({0}, GN_F32)},
-                {}, sgd_attrs(0.1, 0.9, 0, 0, 1, 0, 1)));
+  ASSERT_OK(run("sgd_step", GN_F32,
+                {HostTensor::zeros({0}, GN_F32), HostTensor::zeros({0}, GN_F32), HostTensor::zeros({0}, GN_F32)}, {},
+                sgd_attrs(0.1, 0.9, 0, 0, 1, 0, 1)));
 }
 
 // ----------------------------------------------------------------------------
@@ -127,19 +130,22 @@ TEST(OptimRef, SgdErrorsAndEmpty) {
 
 TEST(OptimRef, AdamHandDerived) {
   // step 1 without decay: m^ = g, v^ = g^2, so p -= lr * g / (|g| + eps)
-  HostTensor p = HostTensor::of({1.0, -1.0}, {2}, GN_F64), m = HostTensor::zeros({2}, GN_F64), v = HostTensor::zeros({2}, GN_F64);
+  HostTensor p = HostTensor::of({1.0, -1.0}, {2}, GN_F64), m = HostTensor::zeros({2}, GN_F64),
+             v = HostTensor::zeros({2}, GN_F64);
   ASSERT_OK(run("adamw_step", GN_F64, {p, HostTensor::of({0.5, -2.0}, {2}, GN_F64), m, v}, {},
                 adam_attrs(0.1, 0.9, 0.999, 1e-8, 0.0, 1, 1, 0)));
   expect_values(p, {1.0 - 0.1 * 0.5 / (0.5 + 1e-8), -1.0 + 0.1 * 2.0 / (2.0 + 1e-8)}, 1e-15);
   expect_values(m, {0.05, -0.2}, 1e-15);
   expect_values(v, {0.001 * 0.25, 0.001 * 4.0}, 1e-15);
   // AdamW decays first: p = 1*(1 - 0.1*0.5) - 0.1 * 1/(1 + 0)
-  HostTensor q = HostTensor::of({1.0}, {1}, GN_F64), qm = HostTensor::zeros({1}, GN_F64), qv = HostTensor::zeros({1}, GN_F64);
+  HostTensor q = HostTensor::of({1.0}, {1}, GN_F64), qm = HostTensor::zeros({1}, GN_F64),
+             qv = HostTensor::zeros({1}, GN_F64);
   ASSERT_OK(run("adamw_step", GN_F64, {q, HostTensor::of({3.0}, {1}, GN_F64), qm, qv}, {},
                 adam_attrs(0.1, 0.9, 0.999, 0.0, 0.5, 1, 1, 0)));
   expect_values(q, {0.95 - 0.1}, 1e-15);
   // Adam adds wd*p to the gradient instead: g = -0.25 + 0.5*1 = 0.25 -> p = 1 - 0.1
-  HostTensor r = HostTensor::of({1.0}, {1}, GN_F64), rm = HostTensor::zeros({1}, GN_F64), rv = HostTensor::zeros({1}, GN_F64);
+  HostTensor r = HostTensor::of({1.0}, {1}, GN_F64), rm = HostTensor::zeros({1}, GN_F64),
+             rv = HostTensor::zeros({1}, GN_F64);
   ASSERT_OK(run("adamw_step", GN_F64, {r, HostTensor::of({-0.25}, {1}, GN_F64), rm, rv}, {},
                 adam_attrs(0.1, 0.9, 0.999, 0.0, 0.5, 1, 0, 0)));
   expect_values(r, {0.9}, 1e-15);
@@ -174,7 +180,8 @@ TEST(OptimRef, AdamMixedDtypesAndErrors) {
   expect_values(p, {0.75, 2.25});
   expect_values(m, {0.25, -0.25});
   expect_values(v, {0.0625, 0.0625});
-  EXPECT_CODE(run("adamw_step", GN_BF16, {p, HostTensor::zeros({2}, GN_BF16), m, v}, {}, adam_attrs(0.1, 0.9, 0.999, 1e-8, 0, 0, 1, 0)),
+  EXPECT_CODE(run("adamw_step", GN_BF16, {p, HostTensor::zeros({2}, GN_BF16), m, v}, {},
+                  adam_attrs(0.1, 0.9, 0.999, 1e-8, 0, 0, 1, 0)),
               GN_ERR_INVALID_ARGUMENT);  // step counts from 1
   EXPECT_CODE(run("adamw_step", GN_BF16, {p, HostTensor::zeros({2}, GN_BF16), m, HostTensor::zeros({3}, GN_F32)}, {},
                   adam_attrs(0.1, 0.9, 0.999, 1e-8, 0, 1, 1, 0)),

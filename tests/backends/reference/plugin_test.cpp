@@ -57,18 +57,22 @@ TEST(ReferencePlugin, EveryKernelIsForCpuAndHasAFunction) {
 
 TEST(ReferencePlugin, RegistersEveryOpOfItsFamilies) {
   // Ops served for every dtype.
-  for (const char* op : {"sign", "exp", "log", "sigmoid", "gelu", "square", "logical_not", "isnan", "isinf",
-                         "isfinite", "cast", "copy", "fill", "add", "mul", "div", "maximum", "minimum", "eq",
-                         "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "where", "full", "sum", "prod",
-                         "max", "min", "softmax", "log_softmax", "embedding", "gather", "scatter",
-                         "index_select", "masked_fill", "cat", "stack", "triu", "tril", "sort", "argsort"})
+  for (const char* op :
+       {"sign",        "exp",         "log",       "sigmoid", "gelu",    "square",       "logical_not", "isnan",
+        "isinf",       "isfinite",    "cast",      "copy",    "fill",    "add",          "mul",         "div",
+        "maximum",     "minimum",     "eq",        "ne",      "lt",      "le",           "gt",          "ge",
+        "logical_and", "logical_or",  "where",     "full",    "sum",     "prod",         "max",         "min",
+        "softmax",     "log_softmax", "embedding", "gather",  "scatter", "index_select", "masked_fill", "cat",
+        "stack",       "triu",        "tril",      "sort",    "argsort"})
     for (int32_t dt : kAll) EXPECT_NE(find_kernel(op, dt), nullptr) << op << " / " << gn_dtype_name(dt);
   // Ops served for every numeric dtype (not bool).
   for (const char* op : {"neg", "abs", "relu", "floor", "ceil", "round", "clamp", "sub", "pow", "arange", "randint",
                          "argmax", "argmin", "scatter_add", "index_add", "topk"}) {
     for (int32_t dt : kAll) {
-      if (dt == GN_BOOL) EXPECT_EQ(find_kernel(op, dt), nullptr) << op << " / bool";
-      else EXPECT_NE(find_kernel(op, dt), nullptr) << op << " / " << gn_dtype_name(dt);
+      if (dt == GN_BOOL)
+        EXPECT_EQ(find_kernel(op, dt), nullptr) << op << " / bool";
+      else
+        EXPECT_NE(find_kernel(op, dt), nullptr) << op << " / " << gn_dtype_name(dt);
     }
   }
   // Float-only ops.

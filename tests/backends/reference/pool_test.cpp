@@ -54,8 +54,7 @@ TEST(PoolRef, MaxPoolHandComputed) {
   for (int32_t dt : {GN_F64, GN_F32, GN_F16, GN_BF16}) {
     HostTensor y = HostTensor::zeros({1, 1, 2, 2}, dt), idx = HostTensor::zeros({1, 1, 2, 2}, GN_I64);
     // stride [] = kernel; a length-1 list means both dims
-    ASSERT_OK(run("max_pool2d", dt, {HostTensor::of(x, {1, 1, 4, 4}, dt)}, {y, idx},
-                  max_attrs({2}, {}, {0}, {1}, 0)));
+    ASSERT_OK(run("max_pool2d", dt, {HostTensor::of(x, {1, 1, 4, 4}, dt)}, {y, idx}, max_attrs({2}, {}, {0}, {1}, 0)));
     expect_values(y, {6, 8, 14, 16});
     expect_ints(idx, {5, 7, 13, 15});
   }
@@ -88,7 +87,8 @@ TEST(PoolRef, MaxPoolMatchesTorchFixtures) {
     HostTensor y = HostTensor::zeros({1, 2, 2, 4}, GN_F64), idx = HostTensor::zeros({1, 2, 2, 4}, GN_I64);
     ASSERT_OK(run("max_pool2d", GN_F64, {HostTensor::strided_of(fixture_values(60), {1, 2, 5, 6}, GN_F64)}, {y, idx},
                   max_attrs({3, 2}, {2, 2}, {1, 1}, {2, 1}, 1)));
-    expect_values(y, {-0.75, 4.375, 5.5, -0.375, -0.75, 4.375, 5.5, -0.375, 1.5, 5.0, 4.25, 1.875, 1.5, 5.0, 4.25, 1.875});
+    expect_values(y,
+                  {-0.75, 4.375, 5.5, -0.375, -0.75, 4.375, 5.5, -0.375, 1.5, 5.0, 4.25, 1.875, 1.5, 5.0, 4.25, 1.875});
     expect_ints(idx, {6, 7, 22, 11, 6, 7, 22, 11, 6, 19, 9, 11, 6, 19, 9, 11});
   }
 }
@@ -124,7 +124,8 @@ TEST(PoolRef, MaxPoolBadIndicesAndArguments) {
                     {HostTensor::zeros({1, 1, 2, 2}, GN_F64)}, a),
                 GN_ERR_INDEX);
   std::vector<HostTensor> out = {HostTensor::zeros({1, 1, 2, 2}, GN_F64), HostTensor::zeros({1, 1, 2, 2}, GN_I64)};
-  EXPECT_CODE(run("max_pool2d", GN_F64, {x}, out, max_attrs({2}, {1}, {2}, {1}, 0)), GN_ERR_INVALID_ARGUMENT);  // pad > k/2
+  EXPECT_CODE(run("max_pool2d", GN_F64, {x}, out, max_attrs({2}, {1}, {2}, {1}, 0)),
+              GN_ERR_INVALID_ARGUMENT);                                                              // pad > k/2
   EXPECT_CODE(run("max_pool2d", GN_F64, {x}, out, max_attrs({2}, {1}, {0}, {1}, 0)), GN_ERR_SHAPE);  // wrong output
   EXPECT_CODE(run("max_pool2d", GN_F64, {x}, out, max_attrs({2, 2, 2}, {1}, {0}, {1}, 0)), GN_ERR_INVALID_ARGUMENT);
 }
@@ -142,7 +143,8 @@ TEST(PoolRef, AvgPoolHandComputed) {
   expect_values(y, {1, 1.5, 2.5, 3, 2.5, 3, 4, 4.5, 5.5, 6, 7, 7.5, 7, 7.5, 8.5, 9});
   for (int32_t dt : {GN_F32, GN_F16, GN_BF16}) {
     HostTensor yl = HostTensor::zeros({1, 1, 1}, dt);  // (C,H,W) input, stride [] = kernel
-    ASSERT_OK(run("avg_pool2d", dt, {HostTensor::of({1, 2, 4, 8}, {1, 2, 2}, dt)}, {yl}, avg_attrs({2}, {}, {0}, 0, 1)));
+    ASSERT_OK(
+        run("avg_pool2d", dt, {HostTensor::of({1, 2, 4, 8}, {1, 2, 2}, dt)}, {yl}, avg_attrs({2}, {}, {0}, 0, 1)));
     expect_values(yl, {3.75});
   }
 }
@@ -155,22 +157,25 @@ TEST(PoolRef, AvgPoolDivisorRulesMatchTorch) {
   HostTensor x5 = HostTensor::of(fixture_values(25), {1, 1, 5, 5}, GN_F64);
   HostTensor y = HostTensor::zeros({1, 1, 3, 3}, GN_F64);
   ASSERT_OK(run("avg_pool2d", GN_F64, {x5}, {y}, avg_attrs({3}, {2}, {1}, 1, 1)));
-  expect_values(y, {-1.5555555555555556, -0.013888888888888888, -0.3333333333333333, -1.9583333333333333,
-                    0.5416666666666666, -0.125, -1.0555555555555556, 0.7361111111111112, 0.16666666666666666},
+  expect_values(y,
+                {-1.5555555555555556, -0.013888888888888888, -0.3333333333333333, -1.9583333333333333,
+                 0.5416666666666666, -0.125, -1.0555555555555556, 0.7361111111111112, 0.16666666666666666},
                 1e-15);
   ASSERT_OK(run("avg_pool2d", GN_F64, {x5}, {y}, avg_attrs({3}, {2}, {1}, 1, 0)));
-  expect_values(y, {-3.5, -0.020833333333333332, -0.75, -2.9375, 0.5416666666666666, -0.1875, -2.375,
-                    1.1041666666666667, 0.375},
-                1e-15);
+  expect_values(
+      y, {-3.5, -0.020833333333333332, -0.75, -2.9375, 0.5416666666666666, -0.1875, -2.375, 1.1041666666666667, 0.375},
+      1e-15);
   //   F.avg_pool2d(x (1,1,6,5), (3,2), (2,2), (1,1), ceil_mode=True, count_include_pad=True / False)
   HostTensor x6 = HostTensor::strided_of(fixture_values(30), {1, 1, 6, 5}, GN_F64);
   HostTensor y2 = HostTensor::zeros({1, 1, 4, 3}, GN_F64);
   ASSERT_OK(run("avg_pool2d", GN_F64, {x6}, {y2}, avg_attrs({3, 2}, {2, 2}, {1, 1}, 1, 1)));
-  expect_values(y2, {-2.0208333333333335, 1.0833333333333333, -0.5, -2.75, 2.1875, -0.1875, -2.375, 2.9375, 0.5625,
-                     -1.09375, 1.65625, 0.46875},
+  expect_values(y2,
+                {-2.0208333333333335, 1.0833333333333333, -0.5, -2.75, 2.1875, -0.1875, -2.375, 2.9375, 0.5625,
+                 -1.09375, 1.65625, 0.46875},
                 1e-15);
   ASSERT_OK(run("avg_pool2d", GN_F64, {x6}, {y2}, avg_attrs({3, 2}, {2, 2}, {1, 1}, 1, 0)));
-  expect_values(y2, {-6.0625, 1.625, -0.75, -5.5, 2.1875, -0.1875, -4.75, 2.9375, 0.5625, -4.375, 3.3125, 0.9375}, 1e-15);
+  expect_values(y2, {-6.0625, 1.625, -0.75, -5.5, 2.1875, -0.1875, -4.75, 2.9375, 0.5625, -4.375, 3.3125, 0.9375},
+                1e-15);
   //   ... count_include_pad=True, backward of y.sum():
   HostTensor gx = HostTensor::zeros({1, 1, 6, 5}, GN_F64);
   ASSERT_OK(run("avg_pool2d_backward", GN_F64, {HostTensor::of(std::vector<double>(12, 1.0), {1, 1, 4, 3}, GN_F64), x6},
@@ -203,12 +208,12 @@ TEST(PoolRef, AvgPoolBackwardMatchesFiniteDifferences) {
 }
 
 TEST(PoolRef, EmptyPlanes) {
-  ASSERT_OK(run("avg_pool2d", GN_F64, {HostTensor::zeros({0, 3, 4, 4}, GN_F64)}, {HostTensor::zeros({0, 3, 2, 2}, GN_F64)},
-                avg_attrs({2}, {}, {0}, 0, 1)));
+  ASSERT_OK(run("avg_pool2d", GN_F64, {HostTensor::zeros({0, 3, 4, 4}, GN_F64)},
+                {HostTensor::zeros({0, 3, 2, 2}, GN_F64)}, avg_attrs({2}, {}, {0}, 0, 1)));
   ASSERT_OK(run("max_pool2d", GN_F64, {HostTensor::zeros({2, 0, 4, 4}, GN_F64)},
                 {HostTensor::zeros({2, 0, 2, 2}, GN_F64), HostTensor::zeros({2, 0, 2, 2}, GN_I64)},
                 max_attrs({2}, {}, {0}, {1}, 0)));
-  EXPECT_CODE(run("avg_pool2d", GN_F64, {HostTensor::zeros({1, 1, 1, 1}, GN_F64)}, {HostTensor::zeros({1, 1, 1, 1}, GN_F64)},
-                  avg_attrs({2}, {}, {0}, 0, 1)),
+  EXPECT_CODE(run("avg_pool2d", GN_F64, {HostTensor::zeros({1, 1, 1, 1}, GN_F64)},
+                  {HostTensor::zeros({1, 1, 1, 1}, GN_F64)}, avg_attrs({2}, {}, {0}, 0, 1)),
               GN_ERR_SHAPE);  // kernel larger than the input: output size 0
 }

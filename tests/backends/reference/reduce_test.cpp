@@ -97,7 +97,8 @@ TEST(ReferenceReduce, IntegerSumsAreExact) {
   HostTensor s = HostTensor::zeros({}, GN_I64);
   ASSERT_OK(run("sum", GN_I64, {x}, {s}, {aints({}), ai(0), ai(kNone)}));
   expect_ints(s, {big + 2});  // in double: 2^53 + 1 + 1 = 2^53
-  ASSERT_OK(run("prod", GN_I64, {HostTensor::of_ints({big + 1, 1, 1}, {3}, GN_I64)}, {s}, {aints({}), ai(0), ai(kNone)}));
+  ASSERT_OK(
+      run("prod", GN_I64, {HostTensor::of_ints({big + 1, 1, 1}, {3}, GN_I64)}, {s}, {aints({}), ai(0), ai(kNone)}));
   expect_ints(s, {big + 1});
   // int32 and bool inputs sum into int64 without overflow.
   HostTensor i32 = HostTensor::of_ints({2147483647, 2147483647}, {2}, GN_I32);
@@ -177,7 +178,8 @@ TEST(ReferenceReduce, ArgmaxFirstOccurrenceAndNan) {
   expect_ints(tr, {1, 0});
   // int64 values that collide as doubles.
   const int64_t big = (int64_t(1) << 60) + 1;
-  ASSERT_OK(run("argmax", GN_I64, {HostTensor::of_ints({big - 1, big, big - 1}, {3}, GN_I64)}, {i}, {ai(kNone), ai(0)}));
+  ASSERT_OK(
+      run("argmax", GN_I64, {HostTensor::of_ints({big - 1, big, big - 1}, {3}, GN_I64)}, {i}, {ai(kNone), ai(0)}));
   expect_ints(i, {1});
 }
 

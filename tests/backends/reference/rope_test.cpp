@@ -83,19 +83,20 @@ TEST(RopeRef, RopeBackwardMatchesFiniteDifferences) {
 
 TEST(RopeRef, RopeEdgeCases) {
   // D = 0 and no rows: nothing to do
-  ASSERT_OK(run("rope", GN_F64, {HostTensor::zeros({3, 0}, GN_F64), HostTensor::zeros({0}, GN_F64),
-                                 HostTensor::zeros({0}, GN_F64)},
+  ASSERT_OK(run("rope", GN_F64,
+                {HostTensor::zeros({3, 0}, GN_F64), HostTensor::zeros({0}, GN_F64), HostTensor::zeros({0}, GN_F64)},
                 {HostTensor::zeros({3, 0}, GN_F64)}, {}));
-  ASSERT_OK(run("rope", GN_F64, {HostTensor::zeros({0, 4}, GN_F64), HostTensor::zeros({4}, GN_F64),
-                                 HostTensor::zeros({4}, GN_F64)},
+  ASSERT_OK(run("rope", GN_F64,
+                {HostTensor::zeros({0, 4}, GN_F64), HostTensor::zeros({4}, GN_F64), HostTensor::zeros({4}, GN_F64)},
                 {HostTensor::zeros({0, 4}, GN_F64)}, {}));
   // odd D, and cos that does not broadcast to x
-  EXPECT_CODE(run("rope", GN_F64, {HostTensor::zeros({2, 3}, GN_F64), HostTensor::zeros({3}, GN_F64),
-                                   HostTensor::zeros({3}, GN_F64)},
+  EXPECT_CODE(run("rope", GN_F64,
+                  {HostTensor::zeros({2, 3}, GN_F64), HostTensor::zeros({3}, GN_F64), HostTensor::zeros({3}, GN_F64)},
                   {HostTensor::zeros({2, 3}, GN_F64)}, {}),
               GN_ERR_SHAPE);
-  EXPECT_CODE(run("rope", GN_F64, {HostTensor::zeros({2, 4}, GN_F64), HostTensor::zeros({3, 4}, GN_F64),
-                                   HostTensor::zeros({4}, GN_F64)},
-                  {HostTensor::zeros({2, 4}, GN_F64)}, {}),
-              GN_ERR_SHAPE);
+  EXPECT_CODE(
+      run("rope", GN_F64,
+          {HostTensor::zeros({2, 4}, GN_F64), HostTensor::zeros({3, 4}, GN_F64), HostTensor::zeros({4}, GN_F64)},
+          {HostTensor::zeros({2, 4}, GN_F64)}, {}),
+      GN_ERR_SHAPE);
 }

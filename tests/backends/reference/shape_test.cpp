@@ -49,9 +49,11 @@ TEST(ReferenceShape, TriuTril) {
   ASSERT_OK(run("tril", GN_F32, {x}, {y}, {ai(-1)}));
   expect_values(y, {0, 0, 0, 0, 5, 0, 0, 0, 9, 10, 0, 0});
   // batched and transposed: (2,2,2) with the last two dims swapped
-  HostTensor b = HostTensor::of({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2}, GN_I64).transposed(1, 2);  // [[1,3],[2,4]], [[5,7],[6,8]]
+  HostTensor b =
+      HostTensor::of({1, 2, 3, 4, 5, 6, 7, 8}, {2, 2, 2}, GN_I64).transposed(1, 2);  // [[1,3],[2,4]], [[5,7],[6,8]]
   HostTensor yb = HostTensor::zeros({2, 2, 2}, GN_I64);
   ASSERT_OK(run("triu", GN_I64, {b}, {yb}, {ai(0)}));
   expect_ints(yb, {1, 3, 0, 4, 5, 7, 0, 8});
-  EXPECT_CODE(run("tril", GN_F32, {HostTensor::of({1, 2}, {2}, GN_F32)}, {HostTensor::zeros({2}, GN_F32)}, {ai(0)}), GN_ERR_SHAPE);
+  EXPECT_CODE(run("tril", GN_F32, {HostTensor::of({1, 2}, {2}, GN_F32)}, {HostTensor::zeros({2}, GN_F32)}, {ai(0)}),
+              GN_ERR_SHAPE);
 }

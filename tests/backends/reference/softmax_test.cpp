@@ -52,7 +52,8 @@ TEST(ReferenceSoftmax, StableAndSpecialValues) {
   const double e = std::exp(1.0);
   expect_values(y, {round_to(1 / (1 + e), GN_F32), round_to(e / (1 + e), GN_F32), 0, 1, kNan, kNan}, 1e-7);
   ASSERT_OK(run("log_softmax", GN_F32, {x}, {y}, {ai(-1), ai(GN_DIM_NONE)}));
-  expect_values(y, {round_to(-std::log1p(e), GN_F32), round_to(-std::log1p(1 / e), GN_F32), -kInf, 0, kNan, kNan}, 1e-7);
+  expect_values(y, {round_to(-std::log1p(e), GN_F32), round_to(-std::log1p(1 / e), GN_F32), -kInf, 0, kNan, kNan},
+                1e-7);
 }
 
 TEST(ReferenceSoftmax, DtypesZeroDimEmpty) {

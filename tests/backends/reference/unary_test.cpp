@@ -37,9 +37,7 @@ void check_unary(const std::string& op, const std::function<double(double)>& f, 
 }
 
 double gelu_erf(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
-double gelu_tanh(double x) {
-  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-}
+double gelu_tanh(double x) { return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
 
 }  // namespace
 
@@ -221,7 +219,8 @@ TEST(ReferenceUnary, CastRules) {
   // int64 -> int32 wraps; int64 -> int64 exact.
   const int64_t big = (int64_t(1) << 32) + 5;
   HostTensor xi = HostTensor::of_ints({big, (int64_t(1) << 53) + 1}, {2}, GN_I64);
-  HostTensor o32 = HostTensor::zeros({2}, GN_I32), o64 = HostTensor::zeros({2}, GN_I64), of = HostTensor::zeros({2}, GN_F64);
+  HostTensor o32 = HostTensor::zeros({2}, GN_I32), o64 = HostTensor::zeros({2}, GN_I64),
+             of = HostTensor::zeros({2}, GN_F64);
   ASSERT_OK(run("cast", GN_I64, {xi}, {o32}, {ai(GN_I32)}));
   EXPECT_EQ(o32.ints()[0], 5);
   ASSERT_OK(run("cast", GN_I64, {xi}, {o64}, {ai(GN_I64)}));

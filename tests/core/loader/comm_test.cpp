@@ -42,8 +42,9 @@ class CommApi : public ::testing::Test {
   }
   Tensor tensor(std::vector<float> v, std::vector<int64_t> shape, int32_t dtype = GN_F32) {
     gn_tensor* t = nullptr;
-    Status st(dtype == GN_F32 ? gn_tensor_from_host(rt_.get(), v.data(), shape.data(), (int32_t)shape.size(), GN_F32, cpu_, &t)
-                              : gn_tensor_empty(rt_.get(), shape.data(), (int32_t)shape.size(), dtype, cpu_, &t));
+    Status st(dtype == GN_F32
+                  ? gn_tensor_from_host(rt_.get(), v.data(), shape.data(), (int32_t)shape.size(), GN_F32, cpu_, &t)
+                  : gn_tensor_empty(rt_.get(), shape.data(), (int32_t)shape.size(), dtype, cpu_, &t));
     EXPECT_EQ(st, nullptr) << msg(st);
     return Tensor(t);
   }
@@ -68,7 +69,8 @@ TEST_F(CommApi, AMinorOnePluginIsCreatedFromAnIdAndServesItsSlots) {
   gn_comm* out = nullptr;
   fails(gn_comm_create(rt_.get(), "oldcomm", &no_id, &out), GN_ERR_UNSUPPORTED, {"oldcomm", "config->id"});
   EXPECT_EQ(out, nullptr);
-  fails(gn_comm_unique_id(rt_.get(), "oldcomm", reinterpret_cast<gn_comm_id*>(&no_id)), GN_ERR_UNSUPPORTED, {"no bootstrap id"});
+  fails(gn_comm_unique_id(rt_.get(), "oldcomm", reinterpret_cast<gn_comm_id*>(&no_id)), GN_ERR_UNSUPPORTED,
+        {"no bootstrap id"});
   Comm c = make(1, 2);
   ASSERT_TRUE(c);
   EXPECT_EQ(gn_comm_rank(c.get()), 1);
@@ -81,7 +83,8 @@ TEST_F(CommApi, AMinorOnePluginIsCreatedFromAnIdAndServesItsSlots) {
   EXPECT_EQ(got[2], 3.0f);
   // Slots of minor 2 read as absent, never as the poison behind struct_size.
   Tensor a = tensor({1, 2, 3, 4}, {4}), b = tensor({0, 0, 0, 0}, {4});
-  fails(gn_comm_all_to_all(c.get(), a.get(), b.get(), nullptr), GN_ERR_UNSUPPORTED, {"no all_to_all", "older ABI minor"});
+  fails(gn_comm_all_to_all(c.get(), a.get(), b.get(), nullptr), GN_ERR_UNSUPPORTED,
+        {"no all_to_all", "older ABI minor"});
   fails(gn_comm_abort(c.get()), GN_ERR_UNSUPPORTED, {"no abort"});
   fails(gn_comm_send(c.get(), a.get(), 0, 0, nullptr), GN_ERR_UNSUPPORTED, {"no send"});
   EXPECT_EQ(gn_comm_error(c.get()), nullptr);
@@ -109,10 +112,13 @@ TEST_F(CommApi, EveryCallChecksItsArgumentsBeforeThePluginSeesIt) {
         {"send", "(3, 2)", "not contiguous"});
   fails(gn_comm_broadcast(c.get(), x.get(), 5, nullptr), GN_ERR_INDEX, {"root 5", "2-rank"});
   // all_gather: recv = world_size x send; reduce_scatter the other way round.
-  fails(gn_comm_all_gather(c.get(), x.get(), y6.get(), nullptr), GN_ERR_SHAPE, {"expected 12", "world_size * numel(send)"});
-  fails(gn_comm_reduce_scatter(c.get(), y6.get(), y6.get(), GN_REDUCE_SUM, nullptr), GN_ERR_SHAPE, {"send", "expected 12"});
+  fails(gn_comm_all_gather(c.get(), x.get(), y6.get(), nullptr), GN_ERR_SHAPE,
+        {"expected 12", "world_size * numel(send)"});
+  fails(gn_comm_reduce_scatter(c.get(), y6.get(), y6.get(), GN_REDUCE_SUM, nullptr), GN_ERR_SHAPE,
+        {"send", "expected 12"});
   Tensor odd = tensor({1, 2, 3}, {3}), odd2 = tensor({0, 0, 0}, {3});
-  fails(gn_comm_all_to_all(c.get(), odd.get(), odd2.get(), nullptr), GN_ERR_SHAPE, {"not divisible by the world size 2"});
+  fails(gn_comm_all_to_all(c.get(), odd.get(), odd2.get(), nullptr), GN_ERR_SHAPE,
+        {"not divisible by the world size 2"});
   fails(gn_comm_send(c.get(), x.get(), 0, 0, nullptr), GN_ERR_INVALID_ARGUMENT, {"peer 0 is this rank"});
   fails(gn_comm_recv(c.get(), x.get(), -1, 0, nullptr), GN_ERR_INDEX, {"peer -1"});
 }

@@ -207,10 +207,10 @@ TEST_F(LoaderTest, LoadMissingFileIsAStatus) {
 struct BadCase {
   const char* dir;
   const char* stem;
-  std::vector<std::string> needles; // must all appear in the error
-  const char* plugin_name;          // "" when rejected before init
-  uint32_t claimed_major;           // 0 when unknown
-  const char* leaked_type;          // a device type it tried to register
+  std::vector<std::string> needles;  // must all appear in the error
+  const char* plugin_name;           // "" when rejected before init
+  uint32_t claimed_major;            // 0 when unknown
+  const char* leaked_type;           // a device type it tried to register
 };
 
 void PrintTo(const BadCase& c, std::ostream* os) { *os << c.dir; }
@@ -218,14 +218,25 @@ void PrintTo(const BadCase& c, std::ostream* os) { *os << c.dir; }
 const BadCase kBadCases[] = {
     {"garbage", "garbage", {"invalid ELF header"}, "", 0, nullptr},
     {"missing_symbol", "loadertest_missing_symbol", {"no gn_plugin_init symbol"}, "", 0, nullptr},
-    {"wrong_major", "loadertest_wrong_major", {"ABI major 2 (plugin) != 1 (host)"},
-     "loadertest_wrong_major", 2, "majordev"},
-    {"init_error", "loadertest_init_error", {"deliberate init failure"}, "loadertest_init_error",
-     GN_ABI_VERSION_MAJOR, "initerrdev"},
-    {"duplicate_op", "loadertest_duplicate_op", {"add"}, "loadertest_duplicate_op",
-     GN_ABI_VERSION_MAJOR, "dupopdev"},
-    {"duplicate_kernel", "loadertest_duplicate_kernel", {"neg"}, "loadertest_duplicate_kernel",
-     GN_ABI_VERSION_MAJOR, "dupkdev"},
+    {"wrong_major",
+     "loadertest_wrong_major",
+     {"ABI major 2 (plugin) != 1 (host)"},
+     "loadertest_wrong_major",
+     2,
+     "majordev"},
+    {"init_error",
+     "loadertest_init_error",
+     {"deliberate init failure"},
+     "loadertest_init_error",
+     GN_ABI_VERSION_MAJOR,
+     "initerrdev"},
+    {"duplicate_op", "loadertest_duplicate_op", {"add"}, "loadertest_duplicate_op", GN_ABI_VERSION_MAJOR, "dupopdev"},
+    {"duplicate_kernel",
+     "loadertest_duplicate_kernel",
+     {"neg"},
+     "loadertest_duplicate_kernel",
+     GN_ABI_VERSION_MAJOR,
+     "dupkdev"},
 };
 
 class BadPluginTest : public LoaderTest, public ::testing::WithParamInterface<BadCase> {
@@ -273,8 +284,7 @@ TEST_P(BadPluginTest, ExplicitLoadReturnsStatus) {
   ASSERT_NE(st, nullptr);
   EXPECT_NE(gn_status_code(st.get()), GN_OK);
   const std::string m = msg(st);
-  EXPECT_TRUE(contains(m, "libgenesis_plugin_" + std::string(c.stem) + ".so"))
-      << "status should name the file: " << m;
+  EXPECT_TRUE(contains(m, "libgenesis_plugin_" + std::string(c.stem) + ".so")) << "status should name the file: " << m;
   for (const std::string& needle : c.needles) EXPECT_TRUE(contains(m, needle)) << m;
   ASSERT_EQ(gn_runtime_plugin_count(rt.get()), 1u);
   EXPECT_FALSE(records(rt.get()).at(0).loaded);
@@ -308,8 +318,8 @@ TEST_F(LoaderTest, RejectionIsPrintedUnlessQuiet) {
 }
 
 TEST_F(LoaderTest, GoodPluginWorksAfterBadOnesWereSkipped) {
-  Runtime rt = create(search_path({"garbage", "missing_symbol", "wrong_major", "init_error",
-                                   "duplicate_op", "duplicate_kernel", "good"}));
+  Runtime rt = create(search_path(
+      {"garbage", "missing_symbol", "wrong_major", "init_error", "duplicate_op", "duplicate_kernel", "good"}));
   ASSERT_TRUE(rt);
   const std::vector<Record> rs = records(rt.get());
   ASSERT_EQ(rs.size(), 7u);
@@ -528,8 +538,7 @@ TEST_F(LoaderTest, HighestScoreServesAndUnsupportedFallsThrough) {
 }
 
 TEST_F(LoaderTest, BackendsOptionPicksTheProvider) {
-  Runtime rt = create(search_path({"good", "fallback"}), kIsolated, nullptr,
-                      "testdev=loadertest_fallback");
+  Runtime rt = create(search_path({"good", "fallback"}), kIsolated, nullptr, "testdev=loadertest_fallback");
   ASSERT_TRUE(rt);
   auto dt = device_type(rt.get(), "testdev");
   ASSERT_TRUE(dt);

@@ -37,9 +37,7 @@ inline std::string search_path(std::initializer_list<const char*> cases) {
 }
 
 // True when s contains needle.
-inline bool contains(const std::string& s, const std::string& needle) {
-  return s.find(needle) != std::string::npos;
-}
+inline bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 
 // True when path names the same file as case_file(c, stem), tolerating a
 // canonicalised or relative spelling of the directory part.
@@ -67,8 +65,8 @@ struct TensorFree {
 using Tensor = std::unique_ptr<gn_tensor, TensorFree>;
 
 // Create a runtime; a failure is a test failure and yields nullptr.
-inline Runtime create(const char* plugin_path, uint32_t flags = kIsolated,
-                      const char* plugins = nullptr, const char* backends = nullptr) {
+inline Runtime create(const char* plugin_path, uint32_t flags = kIsolated, const char* plugins = nullptr,
+                      const char* backends = nullptr) {
   gn_runtime_options o{};
   o.struct_size = sizeof o;
   o.flags = flags;
@@ -81,8 +79,8 @@ inline Runtime create(const char* plugin_path, uint32_t flags = kIsolated,
   return Runtime(rt);
 }
 
-inline Runtime create(const std::string& plugin_path, uint32_t flags = kIsolated,
-                      const char* plugins = nullptr, const char* backends = nullptr) {
+inline Runtime create(const std::string& plugin_path, uint32_t flags = kIsolated, const char* plugins = nullptr,
+                      const char* backends = nullptr) {
   return create(plugin_path.c_str(), flags, plugins, backends);
 }
 
@@ -103,15 +101,14 @@ inline std::vector<Record> records(const gn_runtime* rt) {
     EXPECT_EQ(st, nullptr) << msg(st);
     if (st) continue;
     auto s = [](const char* p) { return std::string(p ? p : "<null>"); };
-    out.push_back({s(r.path), s(r.name), s(r.version), s(r.description), s(r.error), r.abi_major,
-                   r.abi_minor, r.negotiated_minor, r.loaded != 0});
+    out.push_back({s(r.path), s(r.name), s(r.version), s(r.description), s(r.error), r.abi_major, r.abi_minor,
+                   r.negotiated_minor, r.loaded != 0});
   }
   return out;
 }
 
 // The record of case c / stem, if any.
-inline std::optional<Record> record_of(const gn_runtime* rt, const std::string& c,
-                                       const std::string& stem) {
+inline std::optional<Record> record_of(const gn_runtime* rt, const std::string& c, const std::string& stem) {
   for (const Record& r : records(rt))
     if (same_plugin_file(r.path, c, stem)) return r;
   return std::nullopt;

@@ -138,7 +138,8 @@ TEST(BuiltinSchemas, SpotCheckDefaults) {
 }
 
 TEST(AttrSpecParser, AcceptsEveryForm) {
-  auto v = core::parse_attr_specs("t", "  a:int=-5 b:int=bf16 c:float=-inf d:ints=[3] e:ints=[-1,2,+3] f:str=hi g:device  ");
+  auto v =
+      core::parse_attr_specs("t", "  a:int=-5 b:int=bf16 c:float=-inf d:ints=[3] e:ints=[-1,2,+3] f:str=hi g:device  ");
   ASSERT_EQ(v.size(), 7u);
   EXPECT_STREQ(v[0].name, "a");
   EXPECT_EQ(v[0].default_value.u.i, -5);
@@ -156,18 +157,18 @@ TEST(AttrSpecParser, AcceptsEveryForm) {
 
 TEST(AttrSpecParser, MalformedSpecsNameTheOp) {
   const char* bad[] = {
-      "x",              // no kind
-      "x:integer",      // unknown kind
-      "x:int=abc",      // not a number / none / dtype
-      "x:int=1.5",      // not an integer
-      "x:float=fast",   // not a number
+      "x",             // no kind
+      "x:integer",     // unknown kind
+      "x:int=abc",     // not a number / none / dtype
+      "x:int=1.5",     // not an integer
+      "x:float=fast",  // not a number
       "x:float=infinity",
-      "x:ints=1,2",     // not a list
-      "x:ints=[1,a]",   // bad item
-      "x:ints=[1,]",    // trailing comma
-      "x:device=cuda",  // only 'default'
-      ":int",           // empty name
-      "9x:int",         // bad name
+      "x:ints=1,2",           // not a list
+      "x:ints=[1,a]",         // bad item
+      "x:ints=[1,]",          // trailing comma
+      "x:device=cuda",        // only 'default'
+      ":int",                 // empty name
+      "9x:int",               // bad name
       "x:int y:int x:float",  // duplicate
   };
   for (const char* spec : bad) {

@@ -50,8 +50,8 @@ TEST(Creation, Full) {
   EXPECT_TRUE(has_out(run("full", {}, {al("shape", {1}), af("value", 1), ai("dtype", GN_BOOL)}), 0, GN_BOOL, {1}));
   EXPECT_TRUE(fails(run("full", {}, {al("shape", {2, -1}), af("value", 0)}), GN_ERR_INVALID_ARGUMENT, "full",
                     {"[2, -1]", "negative"}));
-  EXPECT_TRUE(fails(run("full", {}, {al("shape", {1, 1, 1, 1, 1, 1, 1, 1, 1}), af("value", 0)}), GN_ERR_SHAPE,
-                    "full", {"9 dims"}));
+  EXPECT_TRUE(fails(run("full", {}, {al("shape", {1, 1, 1, 1, 1, 1, 1, 1, 1}), af("value", 0)}), GN_ERR_SHAPE, "full",
+                    {"9 dims"}));
   EXPECT_TRUE(fails(run("full", {}, {al("shape", {int64_t{1} << 40, int64_t{1} << 40}), af("value", 0)}),
                     GN_ERR_INVALID_ARGUMENT, "full", {"more elements"}));
   EXPECT_TRUE(has_out(run("full", {}, {al("shape", {int64_t{1} << 40, int64_t{1} << 40, 0}), af("value", 0)}), 0,
@@ -68,17 +68,17 @@ TEST(Creation, RandNeedsFloat) {
 TEST(Creation, Randint) {
   Result r = run("randint", {}, {ai("low", -5), ai("high", 5), al("shape", {2, 2})});
   EXPECT_TRUE(has_out(r, 0, GN_I64, {2, 2}));
-  EXPECT_TRUE(has_out(run("randint", {}, {ai("low", 0), ai("high", 256), al("shape", {1}), ai("dtype", GN_U8)}),
-                      0, GN_U8, {1}));
-  EXPECT_TRUE(has_out(run("randint", {}, {ai("low", 0), ai("high", 10), al("shape", {1}), ai("dtype", GN_F32)}),
-                      0, GN_F32, {1}));
+  EXPECT_TRUE(has_out(run("randint", {}, {ai("low", 0), ai("high", 256), al("shape", {1}), ai("dtype", GN_U8)}), 0,
+                      GN_U8, {1}));
+  EXPECT_TRUE(has_out(run("randint", {}, {ai("low", 0), ai("high", 10), al("shape", {1}), ai("dtype", GN_F32)}), 0,
+                      GN_F32, {1}));
   EXPECT_TRUE(fails(run("randint", {}, {ai("low", 3), ai("high", 3), al("shape", {1})}), GN_ERR_INVALID_ARGUMENT,
                     "randint", {"low 3", "high 3"}));
   EXPECT_TRUE(fails(run("randint", {}, {ai("low", 0), ai("high", (int64_t{1} << 32) + 1), al("shape", {1})}),
                     GN_ERR_INVALID_ARGUMENT, "randint", {"2^32"}));
-  EXPECT_TRUE(has_out(run("randint", {}, {ai("low", -(int64_t{1} << 31)), ai("high", int64_t{1} << 31),
-                                          al("shape", {1})}),
-                      0, GN_I64, {1}));
+  EXPECT_TRUE(
+      has_out(run("randint", {}, {ai("low", -(int64_t{1} << 31)), ai("high", int64_t{1} << 31), al("shape", {1})}), 0,
+              GN_I64, {1}));
   EXPECT_TRUE(fails(run("randint", {}, {ai("low", 0), ai("high", 300), al("shape", {1}), ai("dtype", GN_U8)}),
                     GN_ERR_INVALID_ARGUMENT, "randint", {"[0, 300)", "uint8"}));
 }
@@ -98,10 +98,10 @@ TEST(Inplace, SgdStep) {
   EXPECT_EQ(r.in_dtypes[1], GN_F32);  // read-only grad cast to the param dtype
   EXPECT_EQ(r.in_dtypes[2], GN_F32);
   EXPECT_TRUE(run("sgd_step", {T(GN_F16, {2}), T(GN_F16, {2})}, {af("lr", 0.1)}).ok());
-  EXPECT_TRUE(fails(run("sgd_step", {T(GN_F32, {4, 3}), T(GN_F32, {3, 4})}, {af("lr", 0.1)}), GN_ERR_SHAPE,
-                    "sgd_step", {"grad shape (3, 4)", "(4, 3)"}));
-  EXPECT_TRUE(fails(run("sgd_step", {T(GN_F32, {2}), T(GN_F32, {2}), T(GN_F32, {3})}, {af("lr", 0.1)}),
-                    GN_ERR_SHAPE, "sgd_step", {"momentum_buf", "(3)"}));
+  EXPECT_TRUE(fails(run("sgd_step", {T(GN_F32, {4, 3}), T(GN_F32, {3, 4})}, {af("lr", 0.1)}), GN_ERR_SHAPE, "sgd_step",
+                    {"grad shape (3, 4)", "(4, 3)"}));
+  EXPECT_TRUE(fails(run("sgd_step", {T(GN_F32, {2}), T(GN_F32, {2}), T(GN_F32, {3})}, {af("lr", 0.1)}), GN_ERR_SHAPE,
+                    "sgd_step", {"momentum_buf", "(3)"}));
   EXPECT_TRUE(fails(run("sgd_step", {T(GN_I32, {2}), T(GN_F32, {2})}, {af("lr", 0.1)}), GN_ERR_DTYPE, "sgd_step",
                     {"param", "int32"}));
 }
@@ -111,12 +111,12 @@ TEST(Inplace, AdamwStep) {
   ASSERT_TRUE(r.ok()) << r.msg;
   EXPECT_EQ(r.out.size(), 0u);
   EXPECT_EQ(r.kernel_dtype, GN_BF16);
-  EXPECT_TRUE(fails(run("adamw_step", {T(GN_F32, {8}), T(GN_F32, {8}), T(GN_F32, {8}), T(GN_F32, {7})},
-                        {af("lr", 1e-3)}),
-                    GN_ERR_SHAPE, "adamw_step", {"exp_avg_sq", "(7)"}));
-  EXPECT_TRUE(fails(run("adamw_step", {T(GN_F32, {8}), T(GN_F32, {8}), T(GN_I64, {8}), T(GN_F32, {8})},
-                        {af("lr", 1e-3)}),
-                    GN_ERR_DTYPE, "adamw_step", {"exp_avg", "int64"}));
+  EXPECT_TRUE(
+      fails(run("adamw_step", {T(GN_F32, {8}), T(GN_F32, {8}), T(GN_F32, {8}), T(GN_F32, {7})}, {af("lr", 1e-3)}),
+            GN_ERR_SHAPE, "adamw_step", {"exp_avg_sq", "(7)"}));
+  EXPECT_TRUE(
+      fails(run("adamw_step", {T(GN_F32, {8}), T(GN_F32, {8}), T(GN_I64, {8}), T(GN_F32, {8})}, {af("lr", 1e-3)}),
+            GN_ERR_DTYPE, "adamw_step", {"exp_avg", "int64"}));
 }
 
 TEST(Inplace, MultiTensorHelpers) {
@@ -125,15 +125,15 @@ TEST(Inplace, MultiTensorHelpers) {
   EXPECT_EQ(r.out.size(), 0u);
   EXPECT_EQ(r.kernel_dtype, GN_F32);
   EXPECT_TRUE(run("multi_scale_", {T(GN_F32, {1}), T(GN_F32, {3})}).ok());
-  EXPECT_TRUE(fails(run("multi_scale_", {T(GN_F32, {2}), T(GN_F32, {3})}), GN_ERR_SHAPE, "multi_scale_",
-                    {"scale", "(2)"}));
+  EXPECT_TRUE(
+      fails(run("multi_scale_", {T(GN_F32, {2}), T(GN_F32, {3})}), GN_ERR_SHAPE, "multi_scale_", {"scale", "(2)"}));
   EXPECT_TRUE(run("multi_unscale_check_", {T(GN_F32, {}), T(GN_F32, {}), T(GN_F16, {5})}).ok());
   EXPECT_TRUE(fails(run("multi_unscale_check_", {T(GN_F32, {}), T(GN_F64, {}), T(GN_F16, {5})}), GN_ERR_DTYPE,
                     "multi_unscale_check_", {"found_inf", "float64"}));
   EXPECT_TRUE(fails(run("multi_unscale_check_", {T(GN_F32, {3}), T(GN_F32, {}), T(GN_F16, {5})}), GN_ERR_SHAPE,
                     "multi_unscale_check_", {"inv_scale", "(3)"}));
-  EXPECT_TRUE(fails(run("multi_unscale_check_", {T(GN_F32, {}), T(GN_F32, {1, 2}), T(GN_F16, {5})}),
-                    GN_ERR_SHAPE, "multi_unscale_check_", {"found_inf", "(1, 2)"}));
+  EXPECT_TRUE(fails(run("multi_unscale_check_", {T(GN_F32, {}), T(GN_F32, {1, 2}), T(GN_F16, {5})}), GN_ERR_SHAPE,
+                    "multi_unscale_check_", {"found_inf", "(1, 2)"}));
 }
 
 TEST(MultiSumSq, FloatScalarOut) {
@@ -144,8 +144,8 @@ TEST(MultiSumSq, FloatScalarOut) {
   r = run("multi_sum_sq", {T(GN_F32, {3}), T(GN_F64, {1})});
   EXPECT_TRUE(has_out(r, 0, GN_F64, {}));
   EXPECT_EQ(r.kernel_dtype, GN_F64);
-  EXPECT_TRUE(fails(run("multi_sum_sq", {T(GN_F32, {3}), T(GN_I32, {1})}), GN_ERR_DTYPE, "multi_sum_sq",
-                    {"input 1", "int32"}));
+  EXPECT_TRUE(
+      fails(run("multi_sum_sq", {T(GN_F32, {3}), T(GN_I32, {1})}), GN_ERR_DTYPE, "multi_sum_sq", {"input 1", "int32"}));
 }
 
 }  // namespace

@@ -102,8 +102,8 @@ TEST(BinaryArith, Errors) {
     ASSERT_TRUE(r.ok()) << r.msg;
     EXPECT_EQ(r.out[0].dtype, GN_BOOL);
   }
-  EXPECT_TRUE(fails(run("add", {T(GN_I32, {2}), T(GN_I64, {2})}, {af("alpha", 1.5)}), GN_ERR_INVALID_ARGUMENT,
-                    "add", {"alpha 1.5", "int64"}));
+  EXPECT_TRUE(fails(run("add", {T(GN_I32, {2}), T(GN_I64, {2})}, {af("alpha", 1.5)}), GN_ERR_INVALID_ARGUMENT, "add",
+                    {"alpha 1.5", "int64"}));
 }
 
 TEST(BinaryDiv, RoundingModes) {
@@ -115,10 +115,10 @@ TEST(BinaryDiv, RoundingModes) {
   EXPECT_TRUE(has_out(r, 0, GN_I64, {2}));
   EXPECT_EQ(r.kernel_dtype, GN_I64);
   EXPECT_TRUE(has_out(run("div", {T(GN_F16, {2}), T(GN_F32, {2})}, {ai("rounding_mode", 1)}), 0, GN_F32, {2}));
-  EXPECT_TRUE(fails(run("div", {T(GN_F32, {2}), T(GN_F32, {2})}, {ai("rounding_mode", 3)}),
-                    GN_ERR_INVALID_ARGUMENT, "div", {"rounding_mode", "3"}));
-  EXPECT_TRUE(fails(run("div", {T(GN_BOOL, {2}), T(GN_BOOL, {2})}, {ai("rounding_mode", 2)}), GN_ERR_DTYPE,
-                    "div", {"bool"}));
+  EXPECT_TRUE(fails(run("div", {T(GN_F32, {2}), T(GN_F32, {2})}, {ai("rounding_mode", 3)}), GN_ERR_INVALID_ARGUMENT,
+                    "div", {"rounding_mode", "3"}));
+  EXPECT_TRUE(
+      fails(run("div", {T(GN_BOOL, {2}), T(GN_BOOL, {2})}, {ai("rounding_mode", 2)}), GN_ERR_DTYPE, "div", {"bool"}));
 }
 
 TEST(BinaryCompare, BoolOutCommonKernel) {
@@ -146,10 +146,9 @@ TEST(Where, BroadcastsAllThree) {
   EXPECT_EQ(r.in_dtypes[2], GN_F32);
   EXPECT_EQ(r.kernel_dtype, GN_F32);
   EXPECT_TRUE(has_out(run("where", {T(GN_BOOL, {4}), T(GN_I32, {4}), S(GN_I64)}), 0, GN_I32, {4}));
-  EXPECT_TRUE(fails(run("where", {T(GN_U8, {2}), T(GN_F32, {2}), T(GN_F32, {2})}), GN_ERR_DTYPE, "where",
-                    {"uint8"}));
-  EXPECT_TRUE(fails(run("where", {T(GN_BOOL, {3}), T(GN_F32, {2}), T(GN_F32, {2})}), GN_ERR_SHAPE, "where",
-                    {"(3)", "(2)"}));
+  EXPECT_TRUE(fails(run("where", {T(GN_U8, {2}), T(GN_F32, {2}), T(GN_F32, {2})}), GN_ERR_DTYPE, "where", {"uint8"}));
+  EXPECT_TRUE(
+      fails(run("where", {T(GN_BOOL, {3}), T(GN_F32, {2}), T(GN_F32, {2})}), GN_ERR_SHAPE, "where", {"(3)", "(2)"}));
 }
 
 TEST(InferWrapper, RejectsBadInputsWithoutThrowing) {
@@ -162,17 +161,17 @@ TEST(InferWrapper, RejectsBadInputsWithoutThrowing) {
   deep.ndim = 9;
   EXPECT_TRUE(fails(run("neg", {deep}), GN_ERR_INVALID_ARGUMENT, "neg", {"rank 9"}));
   // Wrong input count and wrong attribute kind.
-  EXPECT_TRUE(fails(call_infer(&core::infer_binary_arith, "add", {T(GN_F32, {1})}, {}, 1),
-                    GN_ERR_INVALID_ARGUMENT, "add", {"2 inputs, got 1"}));
+  EXPECT_TRUE(fails(call_infer(&core::infer_binary_arith, "add", {T(GN_F32, {1})}, {}, 1), GN_ERR_INVALID_ARGUMENT,
+                    "add", {"2 inputs, got 1"}));
   gn_attr_value f{};
   f.kind = GN_ATTR_FLOAT;
-  EXPECT_TRUE(fails(call_infer(&core::infer_cast, "cast", {T(GN_F32, {1})}, {f}, 1), GN_ERR_INVALID_ARGUMENT,
-                    "cast", {"kind int"}));
-  EXPECT_TRUE(fails(call_infer(&core::infer_cast, "cast", {T(GN_F32, {1})}, {}, 1), GN_ERR_INVALID_ARGUMENT,
-                    "cast", {"missing"}));
+  EXPECT_TRUE(fails(call_infer(&core::infer_cast, "cast", {T(GN_F32, {1})}, {f}, 1), GN_ERR_INVALID_ARGUMENT, "cast",
+                    {"kind int"}));
+  EXPECT_TRUE(fails(call_infer(&core::infer_cast, "cast", {T(GN_F32, {1})}, {}, 1), GN_ERR_INVALID_ARGUMENT, "cast",
+                    {"missing"}));
   // No room for the output.
-  EXPECT_TRUE(fails(call_infer(&core::infer_copy, "copy", {T(GN_F32, {1})}, {}, 0), GN_ERR_INVALID_ARGUMENT,
-                    "copy", {"1 outputs"}));
+  EXPECT_TRUE(fails(call_infer(&core::infer_copy, "copy", {T(GN_F32, {1})}, {}, 0), GN_ERR_INVALID_ARGUMENT, "copy",
+                    {"1 outputs"}));
 }
 
 }  // namespace

@@ -12,8 +12,8 @@ TEST(Embedding, Forward) {
   EXPECT_EQ(r.in_dtypes[1], GN_I32);  // ids not cast
   EXPECT_TRUE(has_out(run("embedding", {T(GN_F32, {10, 4}), T(GN_I64, {})}), 0, GN_F32, {4}));
   EXPECT_TRUE(fails(run("embedding", {T(GN_F32, {10}), T(GN_I64, {3})}), GN_ERR_SHAPE, "embedding", {"(10)"}));
-  EXPECT_TRUE(fails(run("embedding", {T(GN_F32, {10, 4}), T(GN_F32, {3})}), GN_ERR_DTYPE, "embedding",
-                    {"ids", "float32"}));
+  EXPECT_TRUE(
+      fails(run("embedding", {T(GN_F32, {10, 4}), T(GN_F32, {3})}), GN_ERR_DTYPE, "embedding", {"ids", "float32"}));
   EXPECT_TRUE(fails(run("embedding", {T(GN_F32, {10, 4}), T(GN_BOOL, {3})}), GN_ERR_DTYPE, "embedding", {"bool"}));
   EXPECT_TRUE(fails(run("embedding", {T(GN_F32, {10, 4}), T(GN_I64, {1, 1, 1, 1, 1, 1, 1, 1})}), GN_ERR_SHAPE,
                     "embedding", {"rank 9"}));
@@ -42,8 +42,8 @@ TEST(Gather, Shapes) {
   // torch: "expected index [3, 3] to be smaller than self [2, 3] apart from dimension 1"
   EXPECT_TRUE(fails(run("gather", {T(GN_F32, {2, 3}), T(GN_I64, {3, 3})}, {ai("dim", 1)}), GN_ERR_SHAPE, "gather",
                     {"index (3, 3)", "x (2, 3)", "dim 0"}));
-  EXPECT_TRUE(fails(run("gather", {T(GN_F32, {2, 3}), T(GN_I64, {3})}, {ai("dim", 0)}), GN_ERR_SHAPE, "gather",
-                    {"rank"}));
+  EXPECT_TRUE(
+      fails(run("gather", {T(GN_F32, {2, 3}), T(GN_I64, {3})}, {ai("dim", 0)}), GN_ERR_SHAPE, "gather", {"rank"}));
   EXPECT_TRUE(fails(run("gather", {T(GN_F32, {2, 3}), T(GN_F32, {2, 3})}, {ai("dim", 0)}), GN_ERR_DTYPE, "gather",
                     {"index", "float32"}));
   EXPECT_TRUE(fails(run("gather", {T(GN_F32, {2, 3}), T(GN_I64, {2, 3})}, {ai("dim", 2)}), GN_ERR_INDEX, "gather",
@@ -77,8 +77,8 @@ TEST(IndexSelect, Shapes) {
                     "index_select", {"dim -3"}));
   EXPECT_TRUE(fails(run("index_select", {T(GN_F32, {3, 4}), T(GN_F32, {2})}, {ai("dim", 0)}), GN_ERR_DTYPE,
                     "index_select", {"index", "float32"}));
-  EXPECT_TRUE(fails(run("index_select", {T(GN_F32, {}), T(GN_I64, {2})}, {ai("dim", 0)}), GN_ERR_SHAPE,
-                    "index_select", {"0-d", "got 2"}));
+  EXPECT_TRUE(fails(run("index_select", {T(GN_F32, {}), T(GN_I64, {2})}, {ai("dim", 0)}), GN_ERR_SHAPE, "index_select",
+                    {"0-d", "got 2"}));
 }
 
 TEST(IndexAdd, Shapes) {
@@ -155,8 +155,8 @@ TEST(Split, ChunksAndSizes) {
                     {"[1, 2] sum to 3", "size 4"}));
   EXPECT_TRUE(fails(run("split", {T(GN_F32, {4})}, {al("sizes", {0})}), GN_ERR_INVALID_ARGUMENT, "split", {"0"}));
   EXPECT_TRUE(fails(run("split", {T(GN_F32, {4})}, {al("sizes", {})}), GN_ERR_INVALID_ARGUMENT, "split", {"empty"}));
-  EXPECT_TRUE(fails(run("split", {T(GN_F32, {4})}, {al("sizes", {5, -1})}), GN_ERR_INVALID_ARGUMENT, "split",
-                    {"negative"}));
+  EXPECT_TRUE(
+      fails(run("split", {T(GN_F32, {4})}, {al("sizes", {5, -1})}), GN_ERR_INVALID_ARGUMENT, "split", {"negative"}));
   EXPECT_TRUE(fails(run("split", {T(GN_F32, {})}, {al("sizes", {1})}), GN_ERR_SHAPE, "split", {"0-d"}));
   // More parts than outputs: say how many are needed.
   EXPECT_TRUE(fails(run("split", {T(GN_F32, {5})}, {al("sizes", {1})}, 4), GN_ERR_INVALID_ARGUMENT, "split",
@@ -170,8 +170,8 @@ TEST(TopkSort, Shapes) {
   EXPECT_EQ(r.kernel_dtype, GN_BF16);
   EXPECT_TRUE(has_out(run("topk", {T(GN_F32, {4, 10})}, {ai("k", 0), ai("dim", 0)}), 0, GN_F32, {0, 10}));
   EXPECT_TRUE(has_out(run("topk", {T(GN_F32, {})}, {ai("k", 1)}), 1, GN_I64, {}));
-  EXPECT_TRUE(fails(run("topk", {T(GN_F32, {4, 10})}, {ai("k", 11)}), GN_ERR_INVALID_ARGUMENT, "topk",
-                    {"k 11", "[0, 10]"}));
+  EXPECT_TRUE(
+      fails(run("topk", {T(GN_F32, {4, 10})}, {ai("k", 11)}), GN_ERR_INVALID_ARGUMENT, "topk", {"k 11", "[0, 10]"}));
   EXPECT_TRUE(fails(run("topk", {T(GN_F32, {4, 10})}, {ai("k", -1)}), GN_ERR_INVALID_ARGUMENT, "topk", {"k -1"}));
   EXPECT_TRUE(fails(run("topk", {T(GN_F32, {4, 10})}, {ai("k", 1), ai("dim", 2)}), GN_ERR_INDEX, "topk", {"dim 2"}));
 

@@ -145,8 +145,8 @@ inline Result call_infer(gn_infer_fn fn, const char* op, const std::vector<gn_te
 
 // Run op `name`'s inference: attributes are its schema defaults with the
 // overrides applied by name; capacity 0 means max_outputs (16 if variadic).
-inline Result run(std::string_view name, const std::vector<gn_tensor_meta>& in,
-                  const std::vector<Attr>& overrides = {}, size_t capacity = 0) {
+inline Result run(std::string_view name, const std::vector<gn_tensor_meta>& in, const std::vector<Attr>& overrides = {},
+                  size_t capacity = 0) {
   const gn_op_schema& s = schema(name);
   std::vector<gn_attr_value> attrs(s.n_attrs);
   std::vector<bool> given(s.n_attrs);
@@ -178,15 +178,14 @@ inline Result run(std::string_view name, const std::vector<gn_tensor_meta>& in,
 inline std::string shape_of(const gn_tensor_meta& m) { return core::shape_str(m); }
 
 // Output k exists with `dtype` and `shape`, flags cleared.
-inline ::testing::AssertionResult has_out(const Result& r, size_t k, int32_t dtype,
-                                          std::vector<int64_t> shape) {
+inline ::testing::AssertionResult has_out(const Result& r, size_t k, int32_t dtype, std::vector<int64_t> shape) {
   if (!r.ok()) return ::testing::AssertionFailure() << "inference failed: " << r.msg;
   if (k >= r.out.size()) return ::testing::AssertionFailure() << "only " << r.out.size() << " outputs";
   const gn_tensor_meta& m = r.out[k];
   const std::vector<int64_t> got(m.shape, m.shape + std::max(0, std::min(m.ndim, GN_MAX_DIMS)));
   if (m.dtype != dtype || got != shape || m.ndim != static_cast<int32_t>(shape.size()))
-    return ::testing::AssertionFailure() << "output " << k << " is " << gn_dtype_name(m.dtype) << " "
-                                         << shape_of(m) << ", expected " << gn_dtype_name(dtype) << " "
+    return ::testing::AssertionFailure() << "output " << k << " is " << gn_dtype_name(m.dtype) << " " << shape_of(m)
+                                         << ", expected " << gn_dtype_name(dtype) << " "
                                          << ::testing::PrintToString(shape);
   if (m.flags != 0) return ::testing::AssertionFailure() << "output " << k << " flags " << m.flags;
   return ::testing::AssertionSuccess();

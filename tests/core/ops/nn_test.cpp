@@ -17,8 +17,8 @@ TEST(Matmul, TorchShapes) {
   EXPECT_TRUE(has_out(run("matmul", {T(GN_F32, {7, 2, 3}), T(GN_F32, {3})}), 0, GN_F32, {7, 2}));
   // trans flags transpose the last two dims first.
   EXPECT_TRUE(has_out(run("matmul", {T(GN_F32, {2, 3}), T(GN_F32, {4, 3})}, {ai("trans_b", 1)}), 0, GN_F32, {2, 4}));
-  EXPECT_TRUE(has_out(run("matmul", {T(GN_F32, {8, 3, 2}), T(GN_F32, {4, 3})}, {ai("trans_a", 1), ai("trans_b", 1)}),
-                      0, GN_F32, {8, 2, 4}));
+  EXPECT_TRUE(has_out(run("matmul", {T(GN_F32, {8, 3, 2}), T(GN_F32, {4, 3})}, {ai("trans_a", 1), ai("trans_b", 1)}), 0,
+                      GN_F32, {8, 2, 4}));
   // Mixed dtypes promote, both cast.
   Result r = run("matmul", {T(GN_F16, {2, 3}), T(GN_F32, {3, 4})});
   EXPECT_TRUE(has_out(r, 0, GN_F32, {2, 4}));
@@ -31,22 +31,22 @@ TEST(Matmul, TorchShapes) {
 TEST(Matmul, Errors) {
   EXPECT_TRUE(fails(run("matmul", {T(GN_F32, {2, 3}), T(GN_F32, {4, 5})}), GN_ERR_SHAPE, "matmul",
                     {"inner dimensions differ: (2, 3) @ (4, 5)"}));
-  EXPECT_TRUE(fails(run("matmul", {T(GN_F32, {2, 3}), T(GN_F32, {3, 4})}, {ai("trans_b", 1)}), GN_ERR_SHAPE,
-                    "matmul", {"(2, 3) @ (3, 4) with trans_b"}));
+  EXPECT_TRUE(fails(run("matmul", {T(GN_F32, {2, 3}), T(GN_F32, {3, 4})}, {ai("trans_b", 1)}), GN_ERR_SHAPE, "matmul",
+                    {"(2, 3) @ (3, 4) with trans_b"}));
   EXPECT_TRUE(fails(run("matmul", {T(GN_F32, {2, 2, 3}), T(GN_F32, {3, 3, 4})}), GN_ERR_SHAPE, "matmul",
                     {"batch dimensions (2) and (3)"}));
   EXPECT_TRUE(fails(run("matmul", {T(GN_F32, {}), T(GN_F32, {3})}), GN_ERR_SHAPE, "matmul", {"at least 1-D"}));
-  EXPECT_TRUE(fails(run("matmul", {T(GN_F32, {3}), T(GN_F32, {3, 4})}, {ai("trans_a", 1)}),
-                    GN_ERR_INVALID_ARGUMENT, "matmul", {"trans_a", "(3)"}));
-  EXPECT_TRUE(fails(run("matmul", {T(GN_F32, {2, 3}), T(GN_F32, {3, 4})}, {ai("trans_a", 2)}),
-                    GN_ERR_INVALID_ARGUMENT, "matmul", {"trans_a", "2"}));
+  EXPECT_TRUE(fails(run("matmul", {T(GN_F32, {3}), T(GN_F32, {3, 4})}, {ai("trans_a", 1)}), GN_ERR_INVALID_ARGUMENT,
+                    "matmul", {"trans_a", "(3)"}));
+  EXPECT_TRUE(fails(run("matmul", {T(GN_F32, {2, 3}), T(GN_F32, {3, 4})}, {ai("trans_a", 2)}), GN_ERR_INVALID_ARGUMENT,
+                    "matmul", {"trans_a", "2"}));
   EXPECT_TRUE(fails(run("matmul", {T(GN_BOOL, {2, 3}), T(GN_F32, {3, 4})}), GN_ERR_DTYPE, "matmul", {"bool"}));
 }
 
 TEST(Bmm, ShapesAndErrors) {
   EXPECT_TRUE(has_out(run("bmm", {T(GN_BF16, {4, 2, 3}), T(GN_BF16, {4, 3, 5})}), 0, GN_BF16, {4, 2, 5}));
-  EXPECT_TRUE(has_out(run("bmm", {T(GN_F32, {4, 3, 2}), T(GN_F32, {4, 5, 3})}, {ai("trans_a", 1), ai("trans_b", 1)}),
-                      0, GN_F32, {4, 2, 5}));
+  EXPECT_TRUE(has_out(run("bmm", {T(GN_F32, {4, 3, 2}), T(GN_F32, {4, 5, 3})}, {ai("trans_a", 1), ai("trans_b", 1)}), 0,
+                      GN_F32, {4, 2, 5}));
   Result r = run("bmm", {T(GN_F32, {1, 2, 3}), T(GN_F64, {1, 3, 1})});
   EXPECT_TRUE(has_out(r, 0, GN_F64, {1, 2, 1}));
   EXPECT_EQ(r.in_dtypes[0], GN_F64);
@@ -59,8 +59,8 @@ TEST(Bmm, ShapesAndErrors) {
 }
 
 TEST(LayerNorm, Forward) {
-  Result r = run("layer_norm", {T(GN_BF16, {2, 3, 4}), T(GN_F32, {3, 4}), T(GN_BF16, {3, 4})},
-                 {ai("normalized_ndim", 2)});
+  Result r =
+      run("layer_norm", {T(GN_BF16, {2, 3, 4}), T(GN_F32, {3, 4}), T(GN_BF16, {3, 4})}, {ai("normalized_ndim", 2)});
   EXPECT_TRUE(has_out(r, 0, GN_BF16, {2, 3, 4}));
   EXPECT_TRUE(has_out(r, 1, GN_F32, {2}));
   EXPECT_TRUE(has_out(r, 2, GN_F32, {2}));
@@ -77,8 +77,8 @@ TEST(LayerNorm, Forward) {
                     "layer_norm", {"normalized_ndim 0"}));
   EXPECT_TRUE(fails(run("layer_norm", {T(GN_F32, {2, 3}), T(GN_F32, {4})}), GN_ERR_SHAPE, "layer_norm",
                     {"weight shape (4)", "(3)"}));
-  EXPECT_TRUE(fails(run("layer_norm", {T(GN_F32, {2, 3}), T(GN_F32, {3}), T(GN_F32, {2})}), GN_ERR_SHAPE,
-                    "layer_norm", {"bias shape (2)"}));
+  EXPECT_TRUE(fails(run("layer_norm", {T(GN_F32, {2, 3}), T(GN_F32, {3}), T(GN_F32, {2})}), GN_ERR_SHAPE, "layer_norm",
+                    {"bias shape (2)"}));
   EXPECT_TRUE(fails(run("layer_norm", {T(GN_I32, {2, 3})}), GN_ERR_DTYPE, "layer_norm", {"int32"}));
   EXPECT_TRUE(fails(run("layer_norm", {T(GN_F32, {2, 3})}, {af("eps", -1)}), GN_ERR_INVALID_ARGUMENT, "layer_norm",
                     {"eps", "-1"}));
@@ -94,14 +94,14 @@ TEST(LayerNorm, Backward) {
   EXPECT_EQ(r.in_dtypes[2], GN_F32);  // stats keep theirs
   EXPECT_EQ(r.in_dtypes[4], GN_F16);
   EXPECT_EQ(r.kernel_dtype, GN_F16);
+  EXPECT_TRUE(
+      fails(run("layer_norm_backward", {T(GN_F32, {2, 3, 4}), T(GN_F32, {2, 3, 4}), T(GN_F32, {2}), T(GN_F32, {2, 3})}),
+            GN_ERR_SHAPE, "layer_norm_backward", {"mean shape (2)", "(2, 3)"}));
+  EXPECT_TRUE(
+      fails(run("layer_norm_backward", {T(GN_F32, {2, 4}), T(GN_F32, {2, 3, 4}), T(GN_F32, {2, 3}), T(GN_F32, {2, 3})}),
+            GN_ERR_SHAPE, "layer_norm_backward", {"grad_y shape (2, 4)"}));
   EXPECT_TRUE(fails(run("layer_norm_backward",
-                        {T(GN_F32, {2, 3, 4}), T(GN_F32, {2, 3, 4}), T(GN_F32, {2}), T(GN_F32, {2, 3})}),
-                    GN_ERR_SHAPE, "layer_norm_backward", {"mean shape (2)", "(2, 3)"}));
-  EXPECT_TRUE(fails(run("layer_norm_backward",
-                        {T(GN_F32, {2, 4}), T(GN_F32, {2, 3, 4}), T(GN_F32, {2, 3}), T(GN_F32, {2, 3})}),
-                    GN_ERR_SHAPE, "layer_norm_backward", {"grad_y shape (2, 4)"}));
-  EXPECT_TRUE(fails(run("layer_norm_backward", {T(GN_F32, {2, 4}), T(GN_F32, {2, 4}), T(GN_F32, {2}), T(GN_F32, {2}),
-                                                T(GN_F32, {2, 4})}),
+                        {T(GN_F32, {2, 4}), T(GN_F32, {2, 4}), T(GN_F32, {2}), T(GN_F32, {2}), T(GN_F32, {2, 4})}),
                     GN_ERR_SHAPE, "layer_norm_backward", {"weight shape (2, 4)", "(4)"}));
   EXPECT_TRUE(fails(run("layer_norm_backward", {T(GN_F32, {2, 4}), T(GN_F32, {2, 4}), T(GN_F32, {2}), T(GN_I64, {2})}),
                     GN_ERR_DTYPE, "layer_norm_backward", {"rstd", "int64"}));
@@ -127,8 +127,8 @@ TEST(RmsNorm, ForwardBackward) {
   EXPECT_TRUE(has_out(r, 1, GN_BF16, {16}));
   EXPECT_EQ(r.in_dtypes[0], GN_BF16);
   EXPECT_EQ(r.in_dtypes[2], GN_F32);
-  EXPECT_TRUE(has_out(run("rms_norm_backward", {T(GN_F32, {2, 16}), T(GN_F32, {2, 16}), T(GN_F32, {2})}), 1, GN_F32,
-                      {16}));
+  EXPECT_TRUE(
+      has_out(run("rms_norm_backward", {T(GN_F32, {2, 16}), T(GN_F32, {2, 16}), T(GN_F32, {2})}), 1, GN_F32, {16}));
   EXPECT_TRUE(fails(run("rms_norm_backward", {T(GN_F32, {2, 16}), T(GN_F32, {2, 16}), T(GN_F32, {16})}), GN_ERR_SHAPE,
                     "rms_norm_backward", {"rstd shape (16)", "(2)"}));
 }
@@ -139,8 +139,8 @@ TEST(Rope, BroadcastToX) {
   EXPECT_EQ(r.in_dtypes[1], GN_BF16);
   EXPECT_EQ(r.in_dtypes[2], GN_BF16);
   EXPECT_EQ(r.kernel_dtype, GN_BF16);
-  EXPECT_TRUE(has_out(run("rope_backward", {T(GN_F32, {3, 8}), T(GN_F32, {3, 8}), T(GN_F32, {3, 8})}), 0, GN_F32,
-                      {3, 8}));
+  EXPECT_TRUE(
+      has_out(run("rope_backward", {T(GN_F32, {3, 8}), T(GN_F32, {3, 8}), T(GN_F32, {3, 8})}), 0, GN_F32, {3, 8}));
   EXPECT_TRUE(fails(run("rope", {T(GN_F32, {2, 5}), T(GN_F32, {5}), T(GN_F32, {5})}), GN_ERR_SHAPE, "rope",
                     {"even", "(2, 5)"}));
   // cos of a larger shape would broadcast x, which is not allowed.
@@ -148,8 +148,7 @@ TEST(Rope, BroadcastToX) {
                     {"cos of shape (2, 4, 8)", "(4, 8)"}));
   EXPECT_TRUE(fails(run("rope_backward", {T(GN_F32, {4, 8}), T(GN_F32, {8}), T(GN_F32, {3, 8})}), GN_ERR_SHAPE,
                     "rope_backward", {"sin of shape (3, 8)", "grad_y"}));
-  EXPECT_TRUE(fails(run("rope", {T(GN_I32, {4, 8}), T(GN_F32, {8}), T(GN_F32, {8})}), GN_ERR_DTYPE, "rope",
-                    {"int32"}));
+  EXPECT_TRUE(fails(run("rope", {T(GN_I32, {4, 8}), T(GN_F32, {8}), T(GN_F32, {8})}), GN_ERR_DTYPE, "rope", {"int32"}));
 }
 
 TEST(Swiglu, ForwardBackward) {
@@ -187,8 +186,8 @@ TEST(CrossEntropy, Forward) {
   EXPECT_TRUE(fails(run("cross_entropy", {T(GN_F32, {4, 10}), T(GN_I64, {4})}, {af("label_smoothing", NAN)}),
                     GN_ERR_INVALID_ARGUMENT, "cross_entropy", {"label_smoothing"}));
   EXPECT_TRUE(fails(run("cross_entropy", {T(GN_F32, {}), T(GN_I64, {})}), GN_ERR_SHAPE, "cross_entropy", {"()"}));
-  EXPECT_TRUE(fails(run("cross_entropy", {T(GN_I32, {4, 10}), T(GN_I64, {4})}), GN_ERR_DTYPE, "cross_entropy",
-                    {"logits"}));
+  EXPECT_TRUE(
+      fails(run("cross_entropy", {T(GN_I32, {4, 10}), T(GN_I64, {4})}), GN_ERR_DTYPE, "cross_entropy", {"logits"}));
 }
 
 TEST(CrossEntropy, Backward) {
@@ -223,7 +222,7 @@ TEST(Sdpa, GqaShapes) {
   EXPECT_EQ(r.in_dtypes[2], GN_F32);
   EXPECT_EQ(r.in_dtypes[3], GN_BOOL);
   EXPECT_TRUE(has_out(run("scaled_dot_product_attention", {T(GN_F64, {1, 1, 2, 4}), T(GN_F64, {1, 1, 3, 4}),
-                                                            T(GN_F64, {1, 1, 3, 4}), T(GN_F32, {1, 1, 1, 3})}),
+                                                           T(GN_F64, {1, 1, 3, 4}), T(GN_F32, {1, 1, 1, 3})}),
                       1, GN_F64, {1, 1, 2}));
 }
 
@@ -237,7 +236,8 @@ TEST(Sdpa, Errors) {
   EXPECT_TRUE(fails(run(op, {q, T(GN_F32, {2, 3, 7, 8}), v}), GN_ERR_SHAPE, op, {"head dims", "(2, 3, 7, 8)"}));
   EXPECT_TRUE(fails(run(op, {q, T(GN_F32, {1, 3, 7, 16}), v}), GN_ERR_SHAPE, op, {"batch"}));
   EXPECT_TRUE(fails(run(op, {q, k, v, T(GN_I32, {5, 7})}), GN_ERR_DTYPE, op, {"mask", "int32"}));
-  EXPECT_TRUE(fails(run(op, {q, k, v, T(GN_BOOL, {5, 8})}), GN_ERR_SHAPE, op, {"mask of shape (5, 8)", "(2, 6, 5, 7)"}));
+  EXPECT_TRUE(
+      fails(run(op, {q, k, v, T(GN_BOOL, {5, 8})}), GN_ERR_SHAPE, op, {"mask of shape (5, 8)", "(2, 6, 5, 7)"}));
   EXPECT_TRUE(fails(run(op, {q, k, v, T(GN_BOOL, {1, 2, 6, 5, 7})}), GN_ERR_SHAPE, op, {"mask"}));
   EXPECT_TRUE(fails(run(op, {q, k, v}, {ai("causal", 3)}), GN_ERR_INVALID_ARGUMENT, op, {"causal", "3"}));
   EXPECT_TRUE(fails(run(op, {q, T(GN_I64, {2, 3, 7, 16}), v}), GN_ERR_DTYPE, op, {"k", "int64"}));
@@ -258,8 +258,8 @@ TEST(Sdpa, Backward) {
                     {"grad_out shape (2, 6, 5, 16)", "(2, 6, 5, 8)"}));
   EXPECT_TRUE(fails(run(op, {out, q, k, v, out, T(GN_F32, {2, 6})}), GN_ERR_SHAPE, op, {"lse shape (2, 6)"}));
   EXPECT_TRUE(fails(run(op, {out, q, k, v, out, T(GN_I32, {2, 6, 5})}), GN_ERR_DTYPE, op, {"lse", "int32"}));
-  EXPECT_TRUE(fails(run(op, {out, q, k, v, T(GN_BF16, {2, 6, 5, 16}), lse}), GN_ERR_SHAPE, op,
-                    {"out shape (2, 6, 5, 16)"}));
+  EXPECT_TRUE(
+      fails(run(op, {out, q, k, v, T(GN_BF16, {2, 6, 5, 16}), lse}), GN_ERR_SHAPE, op, {"out shape (2, 6, 5, 16)"}));
 }
 
 }  // namespace

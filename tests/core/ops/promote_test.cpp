@@ -5,8 +5,8 @@
 namespace genesis::test {
 namespace {
 
-constexpr int32_t F32 = GN_F32, F16 = GN_F16, BF16 = GN_BF16, F64 = GN_F64, I8 = GN_I8, U8 = GN_U8,
-                  I32 = GN_I32, I64 = GN_I64, B = GN_BOOL;
+constexpr int32_t F32 = GN_F32, F16 = GN_F16, BF16 = GN_BF16, F64 = GN_F64, I8 = GN_I8, U8 = GN_U8, I32 = GN_I32,
+                  I64 = GN_I64, B = GN_BOOL;
 
 // Generated with Debian python3-torch 1.13 (/usr/bin/python3), our dtype order
 // D = [float32, float16, bfloat16, float64, int8, uint8, int32, int64, bool]
@@ -18,14 +18,10 @@ constexpr int32_t F32 = GN_F32, F16 = GN_F16, BF16 = GN_BF16, F64 = GN_F64, I8 =
 //                       for a in D]
 //   dim x wrapped:    same with torch.zeros(2, dtype=a)
 constexpr int32_t kPromote[9][9] = {
-    {F32, F32, F32, F64, F32, F32, F32, F32, F32},
-    {F32, F16, F32, F64, F16, F16, F16, F16, F16},
-    {F32, F32, BF16, F64, BF16, BF16, BF16, BF16, BF16},
-    {F64, F64, F64, F64, F64, F64, F64, F64, F64},
-    {F32, F16, BF16, F64, I8, I32, I32, I64, I8},
-    {F32, F16, BF16, F64, I32, U8, I32, I64, U8},
-    {F32, F16, BF16, F64, I32, I32, I32, I64, I32},
-    {F32, F16, BF16, F64, I64, I64, I64, I64, I64},
+    {F32, F32, F32, F64, F32, F32, F32, F32, F32},       {F32, F16, F32, F64, F16, F16, F16, F16, F16},
+    {F32, F32, BF16, F64, BF16, BF16, BF16, BF16, BF16}, {F64, F64, F64, F64, F64, F64, F64, F64, F64},
+    {F32, F16, BF16, F64, I8, I32, I32, I64, I8},        {F32, F16, BF16, F64, I32, U8, I32, I64, U8},
+    {F32, F16, BF16, F64, I32, I32, I32, I64, I32},      {F32, F16, BF16, F64, I64, I64, I64, I64, I64},
     {F32, F16, BF16, F64, I8, U8, I32, I64, B},
 };
 constexpr int32_t kDimVsZero[9][9] = {

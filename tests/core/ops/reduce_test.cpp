@@ -41,8 +41,8 @@ TEST(ReduceFloat, FloatResults) {
   EXPECT_TRUE(has_out(r, 0, GN_F64, {1, 1}));
   EXPECT_EQ(r.in_dtypes[0], GN_F64);
   // var/std: correction sits between dims and keepdim.
-  EXPECT_TRUE(has_out(run("var", {T(GN_BF16, {4, 5})}, {al("dims", {1}), af("correction", 0), ai("keepdim", 1)}),
-                      0, GN_BF16, {4, 1}));
+  EXPECT_TRUE(has_out(run("var", {T(GN_BF16, {4, 5})}, {al("dims", {1}), af("correction", 0), ai("keepdim", 1)}), 0,
+                      GN_BF16, {4, 1}));
   EXPECT_TRUE(has_out(run("std", {T(GN_F64, {4, 5})}), 0, GN_F64, {}));
   EXPECT_TRUE(has_out(run("logsumexp", {T(GN_F32, {2, 3, 4})}, {al("dims", {1, 2})}), 0, GN_F32, {2}));
   Result n = run("norm", {T(GN_I32, {3, 4})}, {af("p", 1), al("dims", {-1}), ai("keepdim", 1)});
@@ -103,10 +103,10 @@ TEST(SoftmaxBackward, SameShapesCommonFloat) {
   r = run("log_softmax_backward", {T(GN_BF16, {4}), T(GN_BF16, {4})});
   EXPECT_TRUE(has_out(r, 0, GN_BF16, {4}));
   EXPECT_TRUE(has_out(run("softmax_backward", {T(GN_I64, {4}), T(GN_I64, {4})}), 0, GN_F32, {4}));
-  EXPECT_TRUE(fails(run("softmax_backward", {T(GN_F32, {2, 5}), T(GN_F32, {5, 2})}), GN_ERR_SHAPE,
-                    "softmax_backward", {"(2, 5)", "(5, 2)"}));
-  EXPECT_TRUE(fails(run("softmax_backward", {T(GN_F32, {2, 5}), T(GN_F32, {2, 5})}, {ai("dim", -3)}),
-                    GN_ERR_INDEX, "softmax_backward", {"dim -3"}));
+  EXPECT_TRUE(fails(run("softmax_backward", {T(GN_F32, {2, 5}), T(GN_F32, {5, 2})}), GN_ERR_SHAPE, "softmax_backward",
+                    {"(2, 5)", "(5, 2)"}));
+  EXPECT_TRUE(fails(run("softmax_backward", {T(GN_F32, {2, 5}), T(GN_F32, {2, 5})}, {ai("dim", -3)}), GN_ERR_INDEX,
+                    "softmax_backward", {"dim -3"}));
 }
 
 }  // namespace

@@ -83,7 +83,10 @@ TEST(DLPack, ExportImportSharesMemoryAndRunsDeleter) {
   static int64_t shape[1] = {4};
   auto* f = new DLManagedTensorVersioned{};
   f->version = {1, 0};
-  f->deleter = [](DLManagedTensorVersioned* self) { deleted = true; delete self; };
+  f->deleter = [](DLManagedTensorVersioned* self) {
+    deleted = true;
+    delete self;
+  };
   f->dl_tensor = {data, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, 0};
   gn_tensor* imp = nullptr;
   GN_OK_OR_FAIL(gn_tensor_from_dlpack(r.rt, f, &imp));
@@ -93,7 +96,10 @@ TEST(DLPack, ExportImportSharesMemoryAndRunsDeleter) {
   deleted = false;
   auto* g = new DLManagedTensorVersioned{};
   g->version = {1, 0};
-  g->deleter = [](DLManagedTensorVersioned* self) { deleted = true; delete self; };
+  g->deleter = [](DLManagedTensorVersioned* self) {
+    deleted = true;
+    delete self;
+  };
   g->dl_tensor = {data, {kDLCPU, 0}, 1, {kDLComplex, 64, 1}, shape, nullptr, 0};
   gn_tensor* none = nullptr;
   Err e = take(gn_tensor_from_dlpack(r.rt, g, &none));

@@ -66,8 +66,7 @@ TEST(Sizes, CreationOpsWithOverflowingShapeAreRefused) {
     }
   }
   T out;
-  expect_refused(call1(r.rt, "arange", {}, {gn_attr_float(0), gn_attr_float(4e18), gn_attr_float(1)}, &out),
-                 "arange");
+  expect_refused(call1(r.rt, "arange", {}, {gn_attr_float(0), gn_attr_float(4e18), gn_attr_float(1)}, &out), "arange");
 }
 
 TEST(Sizes, ViewOfEmptyTensorAsHugeShapeIsRefused) {

@@ -11,10 +11,10 @@
 namespace gt {
 
 // Fails the test with the status message if st is not OK.
-#define GN_OK_OR_FAIL(expr)                                              \
-  do {                                                                   \
-    gn_status* st_ = (expr);                                             \
-    ASSERT_EQ(st_, nullptr) << gn_status_message(st_);                   \
+#define GN_OK_OR_FAIL(expr)                            \
+  do {                                                 \
+    gn_status* st_ = (expr);                           \
+    ASSERT_EQ(st_, nullptr) << gn_status_message(st_); \
   } while (0)
 
 // A runtime over the build tree's plugins (reference only unless told).
@@ -45,7 +45,10 @@ struct T {
   explicit T(gn_tensor* p) : t(p) {}
   T(const T&) = delete;
   T(T&& o) noexcept : t(o.t) { o.t = nullptr; }
-  T& operator=(T&& o) noexcept { std::swap(t, o.t); return *this; }
+  T& operator=(T&& o) noexcept {
+    std::swap(t, o.t);
+    return *this;
+  }
   ~T() { gn_tensor_release(t); }
   std::vector<int64_t> shape() const { return {gn_tensor_shape(t), gn_tensor_shape(t) + gn_tensor_ndim(t)}; }
 };
@@ -70,8 +73,8 @@ std::vector<V> values(const T& t) {
 }
 
 // Call an op with one output; returns the status (caller frees) and sets out.
-inline gn_status* call1(gn_runtime* rt, const char* name, std::vector<gn_tensor*> in,
-                        std::vector<gn_attr_value> attrs, T* out) {
+inline gn_status* call1(gn_runtime* rt, const char* name, std::vector<gn_tensor*> in, std::vector<gn_attr_value> attrs,
+                        T* out) {
   const gn_op* op = nullptr;
   gn_status* st = gn_op_find(rt, name, &op);
   if (st) return st;

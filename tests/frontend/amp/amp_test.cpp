@@ -48,9 +48,9 @@ TEST(Autocast, PolicyInBf16Region) {
     EXPECT_EQ(genesis::rms_norm(y).dtype(), DType::f32);
     Tensor t = genesis::tensor(std::vector<int64_t>{0, 3}, {2});
     EXPECT_EQ(genesis::cross_entropy(y, t).dtype(), DType::f32);
-    EXPECT_EQ((y + c).dtype(), DType::f32);  // promoted to the widest
+    EXPECT_EQ((y + c).dtype(), DType::f32);     // promoted to the widest
     EXPECT_EQ((y * 2.0).dtype(), DType::bf16);  // a number does not promote
-    EXPECT_EQ(c.sum().dtype(), DType::f32);  // f32 ops stay f32
+    EXPECT_EQ(c.sum().dtype(), DType::f32);     // f32 ops stay f32
   }
   EXPECT_FALSE(genesis::amp::is_autocast_enabled("cpu"));
   EXPECT_EQ(a.matmul(b).dtype(), DType::f32);

@@ -37,7 +37,8 @@ const char* env_or(const char* name, const char* def) {
 const bool g_init = [] {
   // With GENESIS_GRADCHECK_PLUGINS set, $GENESIS_PLUGIN_PATH is searched too (after the build tree).
   const bool chosen = std::getenv("GENESIS_GRADCHECK_PLUGINS") != nullptr;
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = env_or("GENESIS_GRADCHECK_PLUGINS", "reference"),
+  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR,
+                 .plugins = env_or("GENESIS_GRADCHECK_PLUGINS", "reference"),
                  .no_default_paths = !chosen});
   return true;
 }();
@@ -72,10 +73,10 @@ Tensor leaf(genesis::Shape s, double scale = 1, double shift = 0) {
 // Random positive float64 leaf (for log, sqrt, pow...).
 Tensor pos(genesis::Shape s) { return (genesis::rand(s, f64()) + 0.5).requires_grad_(); }
 
-#define GRADCHECK(fn, ...)                                        \
-  do {                                                            \
-    genesis::manual_seed(7);                                      \
-    V in_ = {__VA_ARGS__};                                        \
+#define GRADCHECK(fn, ...)                                             \
+  do {                                                                 \
+    genesis::manual_seed(7);                                           \
+    V in_ = {__VA_ARGS__};                                             \
     EXPECT_EQ(ag::gradcheck([&](const V& x) { return fn; }, in_), ""); \
   } while (0)
 
@@ -88,18 +89,54 @@ Tensor ids(const I64& v, genesis::Shape s) { return genesis::tensor(v, s, {.devi
 const std::map<std::string, std::function<void()>>& checks() {
   static const std::map<std::string, std::function<void()>> m = {
       // ---- elementwise unary
-      {"neg", [] { GRADCHECK(-x[0], leaf({3, 4})); }},
-      {"abs", [] { GRADCHECK(x[0].abs(), leaf({3, 4}, 1, 0.1)); }},
-      {"exp", [] { GRADCHECK(x[0].exp(), leaf({3, 4})); }},
-      {"log", [] { GRADCHECK(x[0].log(), pos({3, 4})); }},
-      {"log1p", [] { GRADCHECK(x[0].log1p(), pos({3, 4})); }},
-      {"sqrt", [] { GRADCHECK(x[0].sqrt(), pos({3, 4})); }},
-      {"rsqrt", [] { GRADCHECK(x[0].rsqrt(), pos({3, 4})); }},
-      {"sin", [] { GRADCHECK(x[0].sin(), leaf({3, 4})); }},
-      {"cos", [] { GRADCHECK(x[0].cos(), leaf({3, 4})); }},
-      {"tanh", [] { GRADCHECK(x[0].tanh(), leaf({3, 4})); }},
-      {"sigmoid", [] { GRADCHECK(x[0].sigmoid(), leaf({3, 4})); }},
-      {"relu", [] { GRADCHECK(x[0].relu(), leaf({3, 4}, 1, 0.05)); }},
+      {"neg",
+       [] {
+         GRADCHECK(-x[0], leaf({3, 4}));
+       }},
+      {"abs",
+       [] {
+         GRADCHECK(x[0].abs(), leaf({3, 4}, 1, 0.1));
+       }},
+      {"exp",
+       [] {
+         GRADCHECK(x[0].exp(), leaf({3, 4}));
+       }},
+      {"log",
+       [] {
+         GRADCHECK(x[0].log(), pos({3, 4}));
+       }},
+      {"log1p",
+       [] {
+         GRADCHECK(x[0].log1p(), pos({3, 4}));
+       }},
+      {"sqrt",
+       [] {
+         GRADCHECK(x[0].sqrt(), pos({3, 4}));
+       }},
+      {"rsqrt",
+       [] {
+         GRADCHECK(x[0].rsqrt(), pos({3, 4}));
+       }},
+      {"sin",
+       [] {
+         GRADCHECK(x[0].sin(), leaf({3, 4}));
+       }},
+      {"cos",
+       [] {
+         GRADCHECK(x[0].cos(), leaf({3, 4}));
+       }},
+      {"tanh",
+       [] {
+         GRADCHECK(x[0].tanh(), leaf({3, 4}));
+       }},
+      {"sigmoid",
+       [] {
+         GRADCHECK(x[0].sigmoid(), leaf({3, 4}));
+       }},
+      {"relu",
+       [] {
+         GRADCHECK(x[0].relu(), leaf({3, 4}, 1, 0.05));
+       }},
       {"gelu",
        [] {
          GRADCHECK(x[0].gelu(), leaf({3, 4}));
@@ -107,15 +144,28 @@ const std::map<std::string, std::function<void()>>& checks() {
          Tensor t = genesis::tensor({-1e-4, 0.0, 2e-4, 5e-4}, f64()).requires_grad_();
          EXPECT_EQ(ag::gradcheck([](const V& v) { return v[0].gelu(); }, {t}), "");  // the series branch near 0
        }},
-      {"silu", [] { GRADCHECK(x[0].silu(), leaf({3, 4})); }},
-      {"reciprocal", [] { GRADCHECK(x[0].reciprocal(), pos({3, 4})); }},
-      {"square", [] { GRADCHECK(x[0].square(), leaf({3, 4})); }},
-      {"clamp", [] { GRADCHECK(x[0].clamp(-0.5, 0.5), leaf({3, 4})); }},
+      {"silu",
+       [] {
+         GRADCHECK(x[0].silu(), leaf({3, 4}));
+       }},
+      {"reciprocal",
+       [] {
+         GRADCHECK(x[0].reciprocal(), pos({3, 4}));
+       }},
+      {"square",
+       [] {
+         GRADCHECK(x[0].square(), leaf({3, 4}));
+       }},
+      {"clamp",
+       [] {
+         GRADCHECK(x[0].clamp(-0.5, 0.5), leaf({3, 4}));
+       }},
       {"cast",  // through float32: a step float32 resolves, and a matching tolerance
        [] {
          genesis::manual_seed(7);
          EXPECT_EQ(ag::gradcheck([](const V& x) { return x[0].to(genesis::float32).to(genesis::float64) * x[0]; },
-                                 {leaf({3})}, {.eps = 1e-2, .atol = 1e-3, .rtol = 1e-2}), "");
+                                 {leaf({3})}, {.eps = 1e-2, .atol = 1e-3, .rtol = 1e-2}),
+                   "");
        }},
       {"copy",
        [] {
@@ -135,7 +185,10 @@ const std::map<std::string, std::function<void()>>& checks() {
          GRADCHECK(x[0].sub(x[1], 0.5), leaf({2, 3}), leaf({2, 1}));
          GRADCHECK(1 - x[0], leaf({3}));
        }},
-      {"mul", [] { GRADCHECK(x[0] * x[1], leaf({2, 3, 4}), leaf({1, 4})); }},
+      {"mul",
+       [] {
+         GRADCHECK(x[0] * x[1], leaf({2, 3, 4}), leaf({1, 4}));
+       }},
       {"div",
        [] {
          GRADCHECK(x[0] / x[1], leaf({3, 4}), pos({4}));
@@ -147,9 +200,18 @@ const std::map<std::string, std::function<void()>>& checks() {
          GRADCHECK(x[0].pow(3), leaf({3, 4}));
          GRADCHECK(x[0].pow(0.5), pos({3, 4}));
        }},
-      {"maximum", [] { GRADCHECK(x[0].maximum(x[1]), leaf({3, 4}), leaf({4})); }},
-      {"minimum", [] { GRADCHECK(x[0].minimum(x[1]), leaf({3, 4}), leaf({3, 1})); }},
-      {"where", [] { GRADCHECK(genesis::where(x[0] > 0, x[0], x[1]), leaf({3, 4}), leaf({4})); }},
+      {"maximum",
+       [] {
+         GRADCHECK(x[0].maximum(x[1]), leaf({3, 4}), leaf({4}));
+       }},
+      {"minimum",
+       [] {
+         GRADCHECK(x[0].minimum(x[1]), leaf({3, 4}), leaf({3, 1}));
+       }},
+      {"where",
+       [] {
+         GRADCHECK(genesis::where(x[0] > 0, x[0], x[1]), leaf({3, 4}), leaf({4}));
+       }},
       // ---- reductions
       {"sum",
        [] {
@@ -179,14 +241,23 @@ const std::map<std::string, std::function<void()>>& checks() {
          GRADCHECK(x[0].max(), leaf({3, 4}));
          GRADCHECK(x[0].max(1, true), leaf({2, 3, 4}));
        }},
-      {"min", [] { GRADCHECK(x[0].min({0, 2}), leaf({2, 3, 4})); }},
+      {"min",
+       [] {
+         GRADCHECK(x[0].min({0, 2}), leaf({2, 3, 4}));
+       }},
       {"var",
        [] {
          GRADCHECK(x[0].var(), leaf({3, 4}));
          GRADCHECK(x[0].var(1, 0, true), leaf({2, 3, 4}));
        }},
-      {"std", [] { GRADCHECK(x[0].std(-1), leaf({3, 5})); }},
-      {"logsumexp", [] { GRADCHECK(x[0].logsumexp(1), leaf({2, 3, 4})); }},
+      {"std",
+       [] {
+         GRADCHECK(x[0].std(-1), leaf({3, 5}));
+       }},
+      {"logsumexp",
+       [] {
+         GRADCHECK(x[0].logsumexp(1), leaf({2, 3, 4}));
+       }},
       {"norm",
        [] {
          GRADCHECK(x[0].norm(), leaf({3, 4}));
@@ -198,7 +269,10 @@ const std::map<std::string, std::function<void()>>& checks() {
          GRADCHECK(x[0].softmax(-1), leaf({2, 3, 5}));
          GRADCHECK(x[0].softmax(1), leaf({2, 3, 5}));
        }},
-      {"log_softmax", [] { GRADCHECK(x[0].log_softmax(-1), leaf({4, 5})); }},
+      {"log_softmax",
+       [] {
+         GRADCHECK(x[0].log_softmax(-1), leaf({4, 5}));
+       }},
       {"matmul",
        [] {
          GRADCHECK(x[0].matmul(x[1]), leaf({3, 4}), leaf({4, 5}));
@@ -241,7 +315,10 @@ const std::map<std::string, std::function<void()>>& checks() {
          Tensor in = leaf({2, 3, 4});
          EXPECT_EQ(ag::gradcheck([&](const V& v) { return F::rope(v[0], c, s); }, {in}), "");
        }},
-      {"swiglu", [] { GRADCHECK(F::swiglu(x[0], x[1]), leaf({3, 4}), leaf({3, 4})); }},
+      {"swiglu",
+       [] {
+         GRADCHECK(F::swiglu(x[0], x[1]), leaf({3, 4}), leaf({3, 4}));
+       }},
       {"cross_entropy",
        [] {
          Tensor target = ids({1, 0, 4, -100, 2, 3}, {6});
@@ -249,7 +326,9 @@ const std::map<std::string, std::function<void()>>& checks() {
            genesis::manual_seed(3);
            Tensor logits = leaf({6, 5});
            EXPECT_EQ(ag::gradcheck([&](const V& v) { return genesis::cross_entropy(v[0], target, -100, 0, reduction); },
-                                   {logits}), "") << "reduction " << reduction;
+                                   {logits}),
+                     "")
+               << "reduction " << reduction;
          }
          Tensor logits = leaf({6, 5});
          EXPECT_EQ(ag::gradcheck([&](const V& v) { return genesis::cross_entropy(v[0], target, -100, 0.1); }, {logits}),
@@ -280,13 +359,15 @@ const std::map<std::string, std::function<void()>>& checks() {
        [] {
          Tensor i = ids({0, 1, 3, 2, 0, 1}, {2, 3});
          EXPECT_EQ(ag::gradcheck([&](const V& v) { return genesis::scatter(v[0], 0, i, v[1]); },
-                                 {leaf({4, 3}), leaf({2, 3})}), "");
+                                 {leaf({4, 3}), leaf({2, 3})}),
+                   "");
        }},
       {"scatter_add",
        [] {
          Tensor i = ids({0, 1, 1, 0, 0, 3}, {2, 3});
          EXPECT_EQ(ag::gradcheck([&](const V& v) { return genesis::scatter_add(v[0], 0, i, v[1]); },
-                                 {leaf({4, 3}), leaf({2, 3})}), "");
+                                 {leaf({4, 3}), leaf({2, 3})}),
+                   "");
        }},
       {"index_select",
        [] {
@@ -298,7 +379,8 @@ const std::map<std::string, std::function<void()>>& checks() {
        [] {
          Tensor i = ids({0, 2, 0}, {3});
          EXPECT_EQ(ag::gradcheck([&](const V& v) { return genesis::index_add(v[0], 0, i, v[1], 1.5); },
-                                 {leaf({4, 3}), leaf({3, 3})}), "");
+                                 {leaf({4, 3}), leaf({3, 3})}),
+                   "");
        }},
       {"masked_fill",
        [] {
@@ -317,9 +399,21 @@ const std::map<std::string, std::function<void()>>& checks() {
        }},
       {"split",  // each part is an autograd view; the parts' gradients add up in x
        [] {
-         GRADCHECK(([&] { auto p = x[0].split(2, 1); return p[0] * 2 + p[1].exp(); }()), leaf({3, 4}));
-         GRADCHECK(([&] { auto p = x[0].split_with_sizes({1, 3}, 0); return p[1] * p[0]; }()), leaf({4, 2}));
-         GRADCHECK(([&] { auto p = x[0].chunk(3, -1); return p[0] + p[1] * p[2]; }()), leaf({2, 6}));
+         GRADCHECK(([&] {
+                     auto p = x[0].split(2, 1);
+                     return p[0] * 2 + p[1].exp();
+                   }()),
+                   leaf({3, 4}));
+         GRADCHECK(([&] {
+                     auto p = x[0].split_with_sizes({1, 3}, 0);
+                     return p[1] * p[0];
+                   }()),
+                   leaf({4, 2}));
+         GRADCHECK(([&] {
+                     auto p = x[0].chunk(3, -1);
+                     return p[0] + p[1] * p[2];
+                   }()),
+                   leaf({2, 6}));
        }},
       {"triu",
        [] {
@@ -406,13 +500,16 @@ TEST(CppGradcheck, EveryBuiltInOpIsClassified) {
                                 << "rule, or GN_NO_GRAD with a reason)";
     EXPECT_FALSE(rule && exempt) << "op '" << name << "' has a rule but is listed as non-differentiable";
     if (rule) {
-      EXPECT_TRUE(checks().count(name) || unary_rows().count(name)) << "op '" << name << "' has a rule but no gradcheck entry";
+      EXPECT_TRUE(checks().count(name) || unary_rows().count(name))
+          << "op '" << name << "' has a rule but no gradcheck entry";
       EXPECT_TRUE(ag::find_grad_sample(name)) << "op '" << name << "' has a rule but no sample in grad_samples.cpp";
     }
   }
   EXPECT_GE(n_builtin, 100u);
-  for (const auto& [name, _] : checks()) EXPECT_TRUE(with_rule.count(name)) << "gradcheck entry '" << name << "' has no rule";
-  for (const ag::GradSample& s : ag::grad_samples()) EXPECT_TRUE(with_rule.count(s.op)) << "sample '" << s.op << "' has no rule";
+  for (const auto& [name, _] : checks())
+    EXPECT_TRUE(with_rule.count(name)) << "gradcheck entry '" << name << "' has no rule";
+  for (const ag::GradSample& s : ag::grad_samples())
+    EXPECT_TRUE(with_rule.count(s.op)) << "sample '" << s.op << "' has no rule";
 }
 
 // One test per differentiable op: its rule against central differences, in the cases
@@ -470,7 +567,10 @@ TEST(CppAutograd, ExplicitGradientAndErrors) {
 TEST(CppAutograd, HooksOnLeavesAndNonLeaves) {
   Tensor x = genesis::tensor({1.0, 2.0}, {.requires_grad = true});
   int leaf_calls = 0;
-  x.register_hook([&](const Tensor& g) { ++leaf_calls; EXPECT_EQ(g.tolist(), (std::vector<double>{20, 20})); });
+  x.register_hook([&](const Tensor& g) {
+    ++leaf_calls;
+    EXPECT_EQ(g.tolist(), (std::vector<double>{20, 20}));
+  });
   Tensor y = x * 2;
   y.register_hook([](const Tensor& g) { return g * 10; });  // replaces the gradient
   y.sum().backward();
@@ -479,7 +579,10 @@ TEST(CppAutograd, HooksOnLeavesAndNonLeaves) {
 
   Tensor a = genesis::tensor({1.0, 2.0}, {.requires_grad = true});
   int calls = 0;
-  a.register_hook([&](const Tensor& g) { ++calls; EXPECT_EQ(g.tolist(), (std::vector<double>{3, 3})); });
+  a.register_hook([&](const Tensor& g) {
+    ++calls;
+    EXPECT_EQ(g.tolist(), (std::vector<double>{3, 3}));
+  });
   (a * 1 + a * 2).sum().backward();  // both uses summed before the hook runs once
   EXPECT_EQ(calls, 1);
 }
@@ -523,8 +626,8 @@ namespace {
 
 TEST(CppAutograd, BackwardFreesSavedTensors) {
   Tensor x = genesis::randn({4, 4}, {.requires_grad = true});
-  Tensor h = x.exp();          // saves its output
-  Tensor y = (h * x).sum();    // mul saves both inputs
+  Tensor h = x.exp();        // saves its output
+  Tensor y = (h * x).sum();  // mul saves both inputs
   auto mul = y.grad_fn()->next[0];
   ASSERT_NE(mul, nullptr);
   EXPECT_FALSE(mul->saved_tensors.empty());
@@ -639,8 +742,8 @@ TEST(CppAutograd, SavedTensorsMatchTheirDerivativesRow) {
       if (row == row_saves().end()) continue;  // a frontend view or function without a row
       ++checked;
       for (const char* saved : n->saved_names)
-        EXPECT_TRUE(row->second.count(saved)) << "node '" << n->name << "' saves '" << saved
-                                              << "', which its derivatives.def row does not name";
+        EXPECT_TRUE(row->second.count(saved))
+            << "node '" << n->name << "' saves '" << saved << "', which its derivatives.def row does not name";
     }
   EXPECT_GE(checked, 30u);
 }
@@ -662,8 +765,9 @@ TEST(CppAutograd, NodeReadsByName) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message([&] { (void)n.attr_int("dim"); }).find("[var] the recorded node has no attribute 'dim' "
-                                                           "(kept: dims, correction, keepdim)"),
+  EXPECT_NE(message([&] { (void)n.attr_int("dim"); })
+                .find("[var] the recorded node has no attribute 'dim' "
+                      "(kept: dims, correction, keepdim)"),
             std::string::npos);
   EXPECT_NE(message([&] { (void)n.attr_int("correction"); }).find("[var] attribute 'correction' is float, read as int"),
             std::string::npos);

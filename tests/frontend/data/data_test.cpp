@@ -41,9 +41,7 @@ class Data : public ::testing::Test {
   std::string dir;
 };
 
-void write_bytes(const std::string& p, const std::string& b) {
-  std::ofstream(p, std::ios::binary) << b;
-}
+void write_bytes(const std::string& p, const std::string& b) { std::ofstream(p, std::ios::binary) << b; }
 
 std::shared_ptr<TensorDataset> numbered(int64_t n) {
   Tensor x = arange(n).to(DType::f32).reshape({n, 1}) * 1.0;

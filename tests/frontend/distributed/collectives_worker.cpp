@@ -34,7 +34,7 @@ void expect(bool ok, const std::string& what) {
   dist::log("FAIL: " + what);
 }
 
-const std::vector<DType> kDtypes = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i8,
+const std::vector<DType> kDtypes = {DType::f32, DType::f64, DType::f16, DType::bf16,   DType::i8,
                                     DType::u8,  DType::i32, DType::i64, DType::boolean};
 const std::vector<int64_t> kSizes = {1, 13, 4099, 65537};
 
@@ -60,7 +60,8 @@ double combine(dist::ReduceOp op, const std::vector<double>& xs, DType d) {
   double acc = xs[0];
   for (size_t k = 1; k < xs.size(); ++k) {
     switch (op) {
-      case dist::ReduceOp::sum: case dist::ReduceOp::avg: acc += xs[k]; break;
+      case dist::ReduceOp::sum:
+      case dist::ReduceOp::avg: acc += xs[k]; break;
       case dist::ReduceOp::prod: acc *= xs[k]; break;
       case dist::ReduceOp::max: acc = std::max(acc, xs[k]); break;
       case dist::ReduceOp::min: acc = std::min(acc, xs[k]); break;
@@ -98,8 +99,8 @@ void test_all_reduce(dist::ProcessGroup& g, const std::vector<int>& members) {
   for (DType d : kDtypes)
     for (dist::ReduceOp op : ops)
       for (int64_t n : kSizes) {
-        const std::string what = std::string("all_reduce ") + op_name(op) + " " + genesis::dtype_name(d) + " n=" +
-                                 std::to_string(n) + " group of " + std::to_string(g.size());
+        const std::string what = std::string("all_reduce ") + op_name(op) + " " + genesis::dtype_name(d) +
+                                 " n=" + std::to_string(n) + " group of " + std::to_string(g.size());
         Tensor t = input(me, n, d);
         if (op == dist::ReduceOp::avg && !genesis::is_floating(d)) {
           try {
@@ -111,11 +112,14 @@ void test_all_reduce(dist::ProcessGroup& g, const std::vector<int>& members) {
           continue;
         }
         g.all_reduce(t, op);
-        check_values(t, [&](int64_t i) {
-          std::vector<double> xs;
-          for (int r : members) xs.push_back(value(r, i, d));
-          return combine(op, xs, d);
-        }, what);
+        check_values(
+            t,
+            [&](int64_t i) {
+              std::vector<double> xs;
+              for (int r : members) xs.push_back(value(r, i, d));
+              return combine(op, xs, d);
+            },
+            what);
       }
 }
 
@@ -127,23 +131,29 @@ void test_data_movement(dist::ProcessGroup& g) {
       for (int root = 0; root < ws; ++root) {
         Tensor t = input(me, n, d);
         g.broadcast(t, root);
-        check_values(t, [&](int64_t i) { return value(root, i, d); }, "broadcast root " + std::to_string(root) + " " + tag);
+        check_values(
+            t, [&](int64_t i) { return value(root, i, d); }, "broadcast root " + std::to_string(root) + " " + tag);
       }
       Tensor out = zeros_on({ws, n}, d);
       g.all_gather_into_tensor(out, input(me, n, d));
-      check_values(out, [&](int64_t i) { return value((int)(i / n), i % n, d); }, "all_gather " + tag);
+      check_values(
+          out, [&](int64_t i) { return value((int)(i / n), i % n, d); }, "all_gather " + tag);
       // all_to_all: rank r's chunk j carries value(r, j*n + k); chunk i of the result comes from rank i.
       Tensor a2a = zeros_on({ws * n}, d);
       g.all_to_all_single(a2a, input(me, ws * n, d));
-      check_values(a2a, [&](int64_t i) { return value((int)(i / n), me * n + i % n, d); }, "all_to_all " + tag);
+      check_values(
+          a2a, [&](int64_t i) { return value((int)(i / n), me * n + i % n, d); }, "all_to_all " + tag);
       // reduce_scatter: sum over ranks of the rank's chunk.
       Tensor rs = zeros_on({n}, d);
       g.reduce_scatter_tensor(rs, input(me, ws * n, d), dist::ReduceOp::sum);
-      check_values(rs, [&](int64_t i) {
-        std::vector<double> xs;
-        for (int r = 0; r < ws; ++r) xs.push_back(value(r, me * n + i, d));
-        return combine(dist::ReduceOp::sum, xs, d);
-      }, "reduce_scatter sum " + tag);
+      check_values(
+          rs,
+          [&](int64_t i) {
+            std::vector<double> xs;
+            for (int r = 0; r < ws; ++r) xs.push_back(value(r, me * n + i, d));
+            return combine(dist::ReduceOp::sum, xs, d);
+          },
+          "reduce_scatter sum " + tag);
       // send/recv around the ring: even ranks send first, odd ranks receive first.
       if (ws == 1) continue;  // no peer
       Tensor got = zeros_on({n}, d);
@@ -155,7 +165,8 @@ void test_data_movement(dist::ProcessGroup& g) {
         g.recv(got, prev, 7);
         g.send(input(me, n, d), next, 7);
       }
-      check_values(got, [&](int64_t i) { return value(prev, i, d); }, "send/recv " + tag);
+      check_values(
+          got, [&](int64_t i) { return value(prev, i, d); }, "send/recv " + tag);
     }
   // reduce_scatter with every op, f32 and i32.
   for (DType d : {DType::f32, DType::i32})
@@ -163,11 +174,14 @@ void test_data_movement(dist::ProcessGroup& g) {
       const int64_t n = 37;
       Tensor rs = zeros_on({n}, d);
       g.reduce_scatter_tensor(rs, input(me, ws * n, d), op);
-      check_values(rs, [&](int64_t i) {
-        std::vector<double> xs;
-        for (int r = 0; r < ws; ++r) xs.push_back(value(r, me * n + i, d));
-        return combine(op, xs, d);
-      }, std::string("reduce_scatter ") + op_name(op) + " " + genesis::dtype_name(d));
+      check_values(
+          rs,
+          [&](int64_t i) {
+            std::vector<double> xs;
+            for (int r = 0; r < ws; ++r) xs.push_back(value(r, me * n + i, d));
+            return combine(op, xs, d);
+          },
+          std::string("reduce_scatter ") + op_name(op) + " " + genesis::dtype_name(d));
     }
 }
 
@@ -177,11 +191,14 @@ void test_layouts_and_async(dist::ProcessGroup& g) {
   Tensor base = input(me, 6 * 5, DType::f32).reshape({6, 5}).contiguous();
   Tensor view = base.t();  // (5, 6), strides (1, 5)
   g.all_reduce(view, dist::ReduceOp::sum);
-  check_values(base.reshape({30}), [&](int64_t i) {
-    double s = 0;
-    for (int r = 0; r < ws; ++r) s += value(r, i, DType::f32);
-    return s;
-  }, "all_reduce of a transposed view");
+  check_values(
+      base.reshape({30}),
+      [&](int64_t i) {
+        double s = 0;
+        for (int r = 0; r < ws; ++r) s += value(r, i, DType::f32);
+        return s;
+      },
+      "all_reduce of a transposed view");
   // Several async calls in flight, then waited for in reverse order.
   std::vector<Tensor> ts;
   std::vector<dist::Work> works;
@@ -191,11 +208,14 @@ void test_layouts_and_async(dist::ProcessGroup& g) {
   }
   for (int k = 7; k >= 0; --k) works[k].wait();
   for (int k = 0; k < 8; ++k)
-    check_values(ts[k], [&](int64_t i) {
-      double s = 0;
-      for (int r = 0; r < ws; ++r) s += value(r, i + k, DType::f32);
-      return s;
-    }, "async all_reduce " + std::to_string(k));
+    check_values(
+        ts[k],
+        [&](int64_t i) {
+          double s = 0;
+          for (int r = 0; r < ws; ++r) s += value(r, i + k, DType::f32);
+          return s;
+        },
+        "async all_reduce " + std::to_string(k));
   g.barrier();
 }
 
@@ -220,7 +240,8 @@ int collectives() {
   test_all_reduce(mine, members);
   Tensor t = input(me, 11, DType::f32);
   mine.broadcast(t, 0);  // group rank 0 = members[0]
-  check_values(t, [&](int64_t i) { return value(members[0], i, DType::f32); }, "sub-group broadcast");
+  check_values(
+      t, [&](int64_t i) { return value(members[0], i, DType::f32); }, "sub-group broadcast");
   dist::barrier();
   dist::log0("collectives done, world size " + std::to_string(ws));
   dist::destroy_process_group();

@@ -150,7 +150,8 @@ void expect_replicas_equal(nn::Module& m, const std::string& what) {
   for (auto& [name, p] : m.named_parameters()) {
     auto parts = dist::world().all_gather(p.detach());
     for (size_t r = 1; r < parts.size(); ++r)
-      expect(rel(parts[r], parts[0]) == 0, what + ": " + name + " differs between rank 0 and rank " + std::to_string(r));
+      expect(rel(parts[r], parts[0]) == 0,
+             what + ": " + name + " differs between rank 0 and rank " + std::to_string(r));
   }
 }
 
@@ -204,8 +205,8 @@ int run() {
     for (size_t i = 0; i < p.size(); ++i)
       if (p[i].second.grad().defined()) {
         const double e = rel(p[i].second, q[i].second);
-        expect(e <= 1e-4, "30 SGD steps: " + p[i].first + " vs the single-process run, max relative error " +
-                              std::to_string(e));
+        expect(e <= 1e-4,
+               "30 SGD steps: " + p[i].first + " vs the single-process run, max relative error " + std::to_string(e));
       }
   }
 
@@ -270,7 +271,10 @@ int run() {
       for (size_t i = 0; i < ps.size(); ++i) {
         Tensor g = ps[i].grad();
         if (!g.defined()) g = genesis::zeros(ps[i].shape(), {genesis::DType::f64});
-        if ((int)sum.size() <= (int)i) sum.push_back(g.detach().clone()); else sum[i] = sum[i] + g;
+        if ((int)sum.size() <= (int)i)
+          sum.push_back(g.detach().clone());
+        else
+          sum[i] = sum[i] + g;
       }
     }
     auto ps = model->named_parameters();
@@ -350,8 +354,8 @@ int run() {
       o.bucket_cap_mb = cap_bytes / (1024 * 1024);
       dist::DistributedDataParallel ddp(*model, o);
       const size_t first = ddp.bucket_indices().front().size();
-      expect(first == (cap_bytes > 1000 ? 2u : 1u), what + ": the first bucket holds mid's " +
-                                                        (cap_bytes > 1000 ? "bias and weight" : "bias"));
+      expect(first == (cap_bytes > 1000 ? 2u : 1u),
+             what + ": the first bucket holds mid's " + (cap_bytes > 1000 ? "bias and weight" : "bias"));
       genesis::optim::SGD opt(model->parameters(), {.lr = 0.05});
       genesis::optim::SGD ref_opt(ref->parameters(), {.lr = 0.05});
       for (int s = 0; s < 3; ++s) {
@@ -409,7 +413,7 @@ int run() {
   }
 
   dist::log0("ddp done, world size " + std::to_string(ws) + ", largest gradient error vs the float64 oracle " +
-            sci(g_worst_grad));
+             sci(g_worst_grad));
   dist::destroy_process_group();
   return g_failures ? 1 : 0;
 }

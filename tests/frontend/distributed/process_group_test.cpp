@@ -26,7 +26,8 @@ struct JobResult {
 };
 
 // Launch `nproc` ranks of the worker with `which`, capturing stderr.
-JobResult launch_worker(int nproc, const std::string& which, std::chrono::milliseconds grace = std::chrono::milliseconds(5000)) {
+JobResult launch_worker(int nproc, const std::string& which,
+                        std::chrono::milliseconds grace = std::chrono::milliseconds(5000)) {
   dist::LaunchOptions o;
   o.nproc_per_node = nproc;
   o.master_port = 0;  // any free port

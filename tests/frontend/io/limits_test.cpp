@@ -31,8 +31,9 @@ std::string craft(const std::string& header, const std::string& data) {
 std::string many_keys(size_t n) {
   std::string h = "{";
   for (size_t i = 0; i < n; ++i)
-    h += (i ? "," : "") + std::string("\"t") + std::to_string(i) + "\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[" +
-         std::to_string(i) + "," + std::to_string(i + 1) + "]}";
+    h += (i ? "," : "") + std::string("\"t") + std::to_string(i) +
+         "\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[" + std::to_string(i) + "," + std::to_string(i + 1) +
+         "]}";
   return h + "}";
 }
 
@@ -117,10 +118,9 @@ TEST_F(SafetensorsLimits, HeaderSizeAndKeyCountAreBounded) {
                {"keys.safetensors", "more than " + std::to_string(limit) + " entries"});
 
   // A name given twice is an error, not a silent overwrite.
-  iotest::write_file(dir + "/twice.safetensors",
-                     craft(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
-                           R"("w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
-                           std::string(1, '\0')));
+  iotest::write_file(dir + "/twice.safetensors", craft(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                                                       R"("w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
+                                                       std::string(1, '\0')));
   expect_error([&] { load_safetensors(dir + "/twice.safetensors"); }, {"'w'", "twice"});
 }
 

@@ -28,7 +28,7 @@ TEST_F(Rng, GeneratorIsReproducibleAndPrivate) {
   EXPECT_EQ(g.offset(), 0u);
   EXPECT_EQ(rand({5}, g).tolist(), a);
   EXPECT_EQ(get_rng_state(), global);  // the default generator did not move
-  Generator h = g;                       // copies state
+  Generator h = g;                     // copies state
   EXPECT_EQ(randn({4}, g).tolist(), randn({4}, h).tolist());
   const RngState s = g.get_state();
   const auto r1 = randint(0, 10, {20}, g).tolist();

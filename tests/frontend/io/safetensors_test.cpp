@@ -153,8 +153,9 @@ TEST_F(Safetensors, PythonReadsOurFile) {
   // Python's json + numpy as a second independent reader (safetensors itself when installed).
   if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no python3";
   const std::string path = dir + "/py.safetensors";
-  save_safetensors(path, {{"a", tensor(std::vector<double>{1.5, -2, 3}, {3}).to(DType::bf16)},
-                          {"b", arange(6).reshape({2, 3})}}, {{"k", "v"}});
+  save_safetensors(
+      path, {{"a", tensor(std::vector<double>{1.5, -2, 3}, {3}).to(DType::bf16)}, {"b", arange(6).reshape({2, 3})}},
+      {{"k", "v"}});
   const std::string script = dir + "/check.py";
   iotest::write_file(script, R"PY(
 import json, struct, sys, zlib
@@ -248,8 +249,11 @@ TEST_F(Safetensors, WritesAreAtomic) {
   EXPECT_EQ(load_safetensors(path).tensors.at("w").numel(), 5);
   EXPECT_EQ(count_entries(dir), 1u);
   // Unwritable destination: clear error naming it.
-  expect_error([&] { save_safetensors(dir + "/no/such/dir/x.safetensors", {{"w", ones({1})}}); },
-               {"x.safetensors", "temporary file"});
+  expect_error(
+      [&] {
+        save_safetensors(dir + "/no/such/dir/x.safetensors", {{"w", ones({1})}});
+      },
+      {"x.safetensors", "temporary file"});
   expect_error([&] { save_safetensors(path, {{"__metadata__", ones({1})}}); }, {"__metadata__"});
 }
 
@@ -358,7 +362,8 @@ TEST_F(Safetensors, AFlippedDataBitFailsTheLoadNamingFileAndTensor) {
     iotest::write_file(path, bytes);
     const std::string region = "(bytes " + std::to_string(begin) + ".." + std::to_string(end) + " of the data region)";
     expect_error([&] { load(path); }, {path, "tensor '" + name + "'", region, "does not match its checksum"});
-    expect_error([&] { safetensors_deserialize(bytes, Device(), "image"); }, {"image", "tensor '" + name + "'", region});
+    expect_error([&] { safetensors_deserialize(bytes, Device(), "image"); },
+                 {"image", "tensor '" + name + "'", region});
   }
 }
 
@@ -380,7 +385,8 @@ TEST_F(Safetensors, FilesWithoutChecksumsStillLoad) {
   const float v[2] = {1.5f, -2.0f};
   std::memcpy(data.data(), v, 8);
   const std::string path = dir + "/hf.safetensors";
-  iotest::write_file(path, craft(R"({"__metadata__":{"format":"pt"},"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", data));
+  iotest::write_file(
+      path, craft(R"({"__metadata__":{"format":"pt"},"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", data));
   SafetensorsFile f = load_safetensors(path);
   EXPECT_EQ(f.tensors.at("x").tolist(), (std::vector<double>{1.5, -2.0}));
   EXPECT_EQ(f.metadata, (StringMap{{"format", "pt"}}));
@@ -391,7 +397,8 @@ TEST_F(Safetensors, AMalformedChecksumEntryIsRefused) {
   for (const std::string crc : {"", "0000000", "00000000 00000000", "0000000g", "0000000A"}) {
     const std::string path = dir + "/badcrc.safetensors";
     iotest::write_file(path, craft(R"({"__metadata__":{"genesis.crc32":")" + crc +
-                                       R"("},"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", data));
+                                       R"("},"x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                                   data));
     expect_error([&] { load_safetensors(path); }, {path, "'genesis.crc32' metadata", "corrupt file"});
   }
 }

@@ -10,10 +10,10 @@ namespace ag = genesis::autograd;
 namespace nn = genesis::nn;
 namespace F = genesis::nn::functional;
 
-#define GRADCHECK(fn, ...)                                            \
-  do {                                                                \
-    genesis::manual_seed(7);                                          \
-    V in_ = {__VA_ARGS__};                                            \
+#define GRADCHECK(fn, ...)                                             \
+  do {                                                                 \
+    genesis::manual_seed(7);                                           \
+    V in_ = {__VA_ARGS__};                                             \
     EXPECT_EQ(ag::gradcheck([&](const V& x) { return fn; }, in_), ""); \
   } while (0)
 

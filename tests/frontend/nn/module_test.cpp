@@ -140,11 +140,13 @@ TEST(NnModule, LoadStateDictErrors) {
                     "[load_state_dict] unexpected keys: \"fc3.weight\"");
   // Shape mismatch, also when not strict.
   auto bad_shape = edit([](nn::StateDict& sd) { sd["fc1.weight"] = genesis::zeros({10, 5}); });
-  expect_load_error(net, bad_shape, "[load_state_dict] size mismatch for fc1.weight: checkpoint (10, 5), model (10, 4)");
+  expect_load_error(net, bad_shape,
+                    "[load_state_dict] size mismatch for fc1.weight: checkpoint (10, 5), model (10, 4)");
   expect_load_error(net, bad_shape, "[load_state_dict] size mismatch for fc1.weight: checkpoint (10, 5), model (10, 4)",
                     false);
   // Dtype mismatch.
-  expect_load_error(net, edit([](nn::StateDict& sd) { sd["fc2.bias"] = genesis::zeros({3}, {.dtype = genesis::float64}); }),
+  expect_load_error(net,
+                    edit([](nn::StateDict& sd) { sd["fc2.bias"] = genesis::zeros({3}, {.dtype = genesis::float64}); }),
                     "[load_state_dict] dtype mismatch for fc2.bias: checkpoint float64, model float32");
   // Non-strict: missing and unexpected are reported, the rest loads.
   nn::StateDict partial;

@@ -74,7 +74,8 @@ TEST(NnTorchParity, LinearEmbeddingNorms) {
   run("linear_nobias", lin_nb, X({4, 5}, 0.23));
   nn::Embedding emb(7, 4, 2);
   Tensor ids = genesis::tensor(std::vector<int64_t>{0, 2, 6, 3, 2, 0}, {2, 3});
-  run("embedding", &emb, ids, [&](const Tensor& i) { return emb(i); }, false);
+  run(
+      "embedding", &emb, ids, [&](const Tensor& i) { return emb(i); }, false);
   nn::LayerNorm ln(6), ln2({2, 3}, 1e-3);
   run("layernorm", ln, X({3, 6}));
   run("layernorm2d", ln2, X({4, 2, 3}, 0.61));

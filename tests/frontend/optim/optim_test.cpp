@@ -124,19 +124,19 @@ TEST(Optim, AmsgradMatchesTorch) {
 
 TEST(Optim, ParamGroups) {
   expect_close(run([](std::vector<Tensor>& ps) {
-                 return OptPtr(new SGD({ParamGroup({ps[0]}, {{"lr", 0.1}}),
-                                        ParamGroup({ps[1]}, {{"lr", 0.01}, {"momentum", 0.5}})},
-                                       {.lr = 1.0, .momentum = 0.9}));
+                 return OptPtr(new SGD(
+                     {ParamGroup({ps[0]}, {{"lr", 0.1}}), ParamGroup({ps[1]}, {{"lr", 0.01}, {"momentum", 0.5}})},
+                     {.lr = 1.0, .momentum = 0.9}));
                }),
                expected::sgd_groups);
   expect_close(run([](std::vector<Tensor>& ps) {
-                 return OptPtr(new AdamW({ParamGroup({ps[0]}), ParamGroup({ps[1]}, {{"lr", 0.1}, {"weight_decay", 0.0}})},
-                                         {.lr = 0.01}));
+                 return OptPtr(new AdamW(
+                     {ParamGroup({ps[0]}), ParamGroup({ps[1]}, {{"lr", 0.1}, {"weight_decay", 0.0}})}, {.lr = 0.01}));
                }),
                expected::adamw_groups);
   auto ps = make_params();
   EXPECT_THROW(SGD({ParamGroup({ps[0]}), ParamGroup({ps[0]})}), genesis::Error);  // duplicate
-  EXPECT_THROW(SGD({ParamGroup({ps[0]}, {{"lrr", 0.1}})}), genesis::Error);         // typo
+  EXPECT_THROW(SGD({ParamGroup({ps[0]}, {{"lrr", 0.1}})}), genesis::Error);       // typo
   SGD opt({ParamGroup({ps[0]})}, {.lr = 0.1});
   opt.param_groups()[0].lr() = 0.5;
   EXPECT_EQ(opt.param_groups()[0]["lr"], 0.5);
@@ -291,7 +291,10 @@ std::vector<double> sched_run(const SchedFactory& make, bool adam = false, int s
   std::vector<Tensor> ps{genesis::zeros({2}, {.requires_grad = true})};
   OptPtr opt = adam ? OptPtr(new Adam(ps, {.lr = 0.001})) : OptPtr(new SGD(ps, {.lr = 0.1, .momentum = 0.9}));
   auto s = make(*opt);
-  auto m = [&] { auto& g = opt->param_groups()[0]; return g.has("beta1") ? g["beta1"] : g["momentum"]; };
+  auto m = [&] {
+    auto& g = opt->param_groups()[0];
+    return g.has("beta1") ? g["beta1"] : g["momentum"];
+  };
   std::vector<double> lrs{s->get_last_lr()[0]}, moms{m()};
   for (int i = 0; i < steps; ++i) {
     opt->step();
@@ -316,23 +319,23 @@ TEST(LRScheduler, MatchesTorch) {
   expect_close(sched_run(mk<ExponentialLR>(0.9)), expected::sched_exponential);
   expect_close(sched_run(mk<CosineAnnealingLR>(int64_t{7}, 0.001)), expected::sched_cosine);
   expect_close(sched_run(mk<LinearLR>(0.25, 1.0, int64_t{6})), expected::sched_linear);
-  expect_close(sched_run([](Optimizer& o) {
-                 return std::make_unique<LambdaLR>(get_cosine_schedule_with_warmup(o, 4, 16));
-               }),
-               expected::sched_warmup_cosine);
+  expect_close(
+      sched_run([](Optimizer& o) { return std::make_unique<LambdaLR>(get_cosine_schedule_with_warmup(o, 4, 16)); }),
+      expected::sched_warmup_cosine);
   expect_close(sched_run(mk<OneCycleLR>(1.0, OneCycleOptions{.total_steps = 21}), false, 20, true),
                expected::sched_onecycle);
-  expect_close(sched_run(mk<OneCycleLR>(0.5, OneCycleOptions{.total_steps = 25, .anneal_cos = false,
-                                                             .three_phase = true}),
-                         false, 20, true),
-               expected::sched_onecycle3);
+  expect_close(
+      sched_run(mk<OneCycleLR>(0.5, OneCycleOptions{.total_steps = 25, .anneal_cos = false, .three_phase = true}),
+                false, 20, true),
+      expected::sched_onecycle3);
   expect_close(sched_run(mk<OneCycleLR>(0.01, OneCycleOptions{.total_steps = 20, .pct_start = 0.25}), true, 19, true),
                expected::sched_onecycle_adam);
 }
 
 TEST(LRScheduler, StateDictResumes) {
   auto make = [](std::vector<Tensor>& ps) { return std::make_unique<SGD>(ps, SGDOptions{.lr = 0.1}); };
-  std::vector<Tensor> pa{genesis::zeros({2}, {.requires_grad = true})}, pb{genesis::zeros({2}, {.requires_grad = true})};
+  std::vector<Tensor> pa{genesis::zeros({2}, {.requires_grad = true})},
+      pb{genesis::zeros({2}, {.requires_grad = true})};
   auto oa = make(pa);
   CosineAnnealingLR sa(*oa, 7, 0.001);
   for (int i = 0; i < 9; ++i) sa.step();

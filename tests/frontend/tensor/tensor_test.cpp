@@ -62,12 +62,12 @@ TEST(CppTensor, PromotionThroughOperators) {
   Tensor i = genesis::tensor(std::vector<int64_t>{1, 2}, {2});
   Tensor f = genesis::tensor({1.0, 2.0});
   Tensor d = genesis::tensor(std::vector<double>{1, 2}, {2});
-  EXPECT_EQ((i + 1).dtype(), DType::i64);        // int scalar keeps int
-  EXPECT_EQ((i * 2.5).dtype(), DType::f32);      // float scalar -> default float
-  EXPECT_EQ((f * 2.5).dtype(), DType::f32);      // wrapped scalar does not raise f32
+  EXPECT_EQ((i + 1).dtype(), DType::i64);    // int scalar keeps int
+  EXPECT_EQ((i * 2.5).dtype(), DType::f32);  // float scalar -> default float
+  EXPECT_EQ((f * 2.5).dtype(), DType::f32);  // wrapped scalar does not raise f32
   EXPECT_EQ((f + d).dtype(), DType::f64);
   EXPECT_EQ((i + f).dtype(), DType::f32);
-  EXPECT_EQ((i / i).dtype(), DType::f32);        // true division
+  EXPECT_EQ((i / i).dtype(), DType::f32);  // true division
   EXPECT_EQ((f > 1.5).dtype(), DType::boolean);
   EXPECT_EQ((f > 1.5).tolist(), (D{0, 1}));
   EXPECT_EQ((1 - f).tolist(), (D{0, -1}));

@@ -23,8 +23,8 @@ static int check(gn_status* st, const char* what) {
 }
 
 /* out = op(in[0..n_in)) with the given attributes; 0 on success. */
-static int call(gn_runtime* rt, const char* name, gn_tensor** in, size_t n_in,
-                const gn_attr_value* attrs, size_t n_attrs, gn_tensor** out) {
+static int call(gn_runtime* rt, const char* name, gn_tensor** in, size_t n_in, const gn_attr_value* attrs,
+                size_t n_attrs, gn_tensor** out) {
   const gn_op* op;
   if (check(gn_op_find(rt, name, &op), name)) return 1;
   *out = NULL;
@@ -86,8 +86,7 @@ int main(int argc, char** argv) {
     if (strcmp(rec.name, "thirdparty_scale") == 0) have_thirdparty = 1;
   }
   if (!have_reference || !have_thirdparty) {
-    fprintf(stderr, "consumer: missing plugin (reference %d, thirdparty_scale %d)\n", have_reference,
-            have_thirdparty);
+    fprintf(stderr, "consumer: missing plugin (reference %d, thirdparty_scale %d)\n", have_reference, have_thirdparty);
     failed = 1;
   }
 
@@ -101,8 +100,8 @@ int main(int argc, char** argv) {
   factor.kind = GN_ATTR_FLOAT;
   factor.reserved = 0;
   factor.u.f = 2.5;
-  failed |= call(rt, "thirdparty_scale", in, 1, &factor, 1, &scaled) ||
-            expect("thirdparty_scale", scaled, want_scaled, 3);
+  failed |=
+      call(rt, "thirdparty_scale", in, 1, &factor, 1, &scaled) || expect("thirdparty_scale", scaled, want_scaled, 3);
 
   gn_tensor_release(scaled);
   gn_tensor_release(sum);

@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
       last = loss.item<double>();
       if (step == 0) first = last;
     }
-    expect(last < 1e-3 && last < first, "sgd on Linear (loss " + std::to_string(first) + " -> " +
-                                             std::to_string(last) + ")");
+    expect(last < 1e-3 && last < first,
+           "sgd on Linear (loss " + std::to_string(first) + " -> " + std::to_string(last) + ")");
 
     // The third-party op, by name, on the frontend's runtime.
     gn_runtime* rt = genesis::runtime();

@@ -20,9 +20,8 @@ static gn_status* scale_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in,
   return NULL;
 }
 
-static gn_status* scale_f32(const gn_kernel_ctx* ctx, const gn_tensor_view* in, size_t n_in,
-                            const gn_tensor_view* out, size_t n_out, const gn_attr_value* attrs,
-                            size_t n_attrs) {
+static gn_status* scale_f32(const gn_kernel_ctx* ctx, const gn_tensor_view* in, size_t n_in, const gn_tensor_view* out,
+                            size_t n_out, const gn_attr_value* attrs, size_t n_attrs) {
   const float* x = (const float*)gn_view_ptr(&in[0]);
   float* y = (float*)gn_view_ptr(&out[0]);
   const int64_t n = gn_view_numel(&out[0]);

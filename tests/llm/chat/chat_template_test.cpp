@@ -34,7 +34,7 @@ const json& oracle() {
 }
 
 struct Case {
-  std::string id;        // gtest-safe name
+  std::string id;  // gtest-safe name
   std::string template_source;
   std::string context;   // JSON object
   std::string expected;  // when !error
@@ -80,7 +80,8 @@ std::vector<Case> snippet_cases(const char* group) {
 
 void check_case(const Case& k) {
   if (k.error) {
-    EXPECT_THROW(ChatTemplate(k.template_source).render(k.context), genesis::Error) << "jinja2 raised " << k.jinja_error;
+    EXPECT_THROW(ChatTemplate(k.template_source).render(k.context), genesis::Error)
+        << "jinja2 raised " << k.jinja_error;
     return;
   }
   EXPECT_EQ(ChatTemplate(k.template_source).render(k.context), k.expected);
@@ -132,7 +133,8 @@ std::string render_error(const std::string& source, const std::string& context =
 }
 
 TEST(ChatTemplateErrors, UnsupportedFilterAtParseTime) {
-  EXPECT_EQ(parse_error("line one\n\n{{ text | wordcount }}"), "[chat_template] unsupported filter 'wordcount' at line 3");
+  EXPECT_EQ(parse_error("line one\n\n{{ text | wordcount }}"),
+            "[chat_template] unsupported filter 'wordcount' at line 3");
   EXPECT_EQ(parse_error("{{ x is prime }}"), "[chat_template] unsupported test 'prime' at line 1");
 }
 
@@ -148,7 +150,8 @@ TEST(ChatTemplateErrors, UnsupportedAndUnknownTags) {
 TEST(ChatTemplateErrors, UnclosedBlocksAndTags) {
   EXPECT_EQ(parse_error("{% for x in xs %}\n{% if x %}{{ x }}{% endif %}"),
             "[chat_template] missing '{% endfor %}' for '{% for %}' opened at line 1");
-  EXPECT_EQ(parse_error("\n{% if a %}x{% else %}y"), "[chat_template] missing '{% endif %}' for '{% if %}' opened at line 2");
+  EXPECT_EQ(parse_error("\n{% if a %}x{% else %}y"),
+            "[chat_template] missing '{% endif %}' for '{% if %}' opened at line 2");
   EXPECT_EQ(parse_error("x\n{{ name"), "[chat_template] unclosed '{{' tag opened at line 2");
   EXPECT_EQ(parse_error("{# never closed"), "[chat_template] unclosed comment opened at line 1");
   EXPECT_EQ(parse_error("{{ 'abc }}"), "[chat_template] unterminated string literal at line 1");
@@ -163,15 +166,17 @@ TEST(ChatTemplateErrors, SyntaxErrors) {
 }
 
 TEST(ChatTemplateErrors, RaiseExceptionIsSurfaced) {
-  std::string msg = render_error("{% if messages[0].role != 'user' %}\n{{ raise_exception('Roles must alternate') }}\n{% endif %}",
-                                 R"({"messages": [{"role": "assistant", "content": ""}]})");
+  std::string msg =
+      render_error("{% if messages[0].role != 'user' %}\n{{ raise_exception('Roles must alternate') }}\n{% endif %}",
+                   R"({"messages": [{"role": "assistant", "content": ""}]})");
   EXPECT_EQ(msg, "[chat_template] raise_exception: Roles must alternate at line 2");
 }
 
 TEST(ChatTemplateErrors, RuntimeErrorsNameTheProblem) {
   EXPECT_EQ(render_error("{{ 'x'.format(1) }}"), "[chat_template] unsupported str method 'format' at line 1");
   EXPECT_EQ(render_error("\n{{ missing.attr }}"), "[chat_template] 'missing' is undefined at line 2");
-  EXPECT_EQ(render_error("{{ m.a.b }}", R"({"m": {}})"), "[chat_template] 'dict object' has no attribute 'a' at line 1");
+  EXPECT_EQ(render_error("{{ m.a.b }}", R"({"m": {}})"),
+            "[chat_template] 'dict object' has no attribute 'a' at line 1");
   EXPECT_EQ(render_error("{{ xs.append(1) }}", R"({"xs": []})"),
             "[chat_template] access to attribute 'append' of 'list' object is unsafe at line 1");
   EXPECT_EQ(render_error("{{ 1 // 0 }}"), "[chat_template] integer division or modulo by zero at line 1");
@@ -208,10 +213,12 @@ TEST(ChatTemplateApply, MatchesTheOracle) {
   for (const char* name : {"user_only", "multi_turn", "unicode_emoji", "empty_contents"}) {
     const json c = oracle_case("qwen3", name);
     EXPECT_EQ(qwen3.apply(messages_of(c), c.at("context").at("add_generation_prompt").get<bool>()),
-              c.at("expected").get<std::string>()) << name;
+              c.at("expected").get<std::string>())
+        << name;
     const json c25 = oracle_case("qwen2.5-instruct", name);
     EXPECT_EQ(qwen25.apply(messages_of(c25), c25.at("context").at("add_generation_prompt").get<bool>()),
-              c25.at("expected").get<std::string>()) << name;
+              c25.at("expected").get<std::string>())
+        << name;
   }
   const json off = oracle_case("qwen3", "enable_thinking_false");
   EXPECT_EQ(qwen3.apply(messages_of(off), true, false), off.at("expected").get<std::string>());
@@ -223,7 +230,9 @@ TEST(ChatTemplateApply, MatchesTheOracle) {
 }
 
 TEST(ChatTemplateApply, ExtraContextOverridesAndAddsTools) {
-  ChatTemplate tpl("{{ tools is none }}|{{ documents is none }}|{{ add_generation_prompt }}|{{ enable_thinking is defined }}|{{ tools | tojson }}");
+  ChatTemplate tpl(
+      "{{ tools is none }}|{{ documents is none }}|{{ add_generation_prompt }}|{{ enable_thinking is defined }}|{{ "
+      "tools | tojson }}");
   EXPECT_EQ(tpl.apply({{"user", "hi"}}, false), "True|True|False|False|null");
   EXPECT_EQ(tpl.apply({{"user", "hi"}}, true, true, R"({"tools": [{"name": "f"}]})"),
             "False|True|True|True|[{\"name\": \"f\"}]");

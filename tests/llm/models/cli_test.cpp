@@ -20,7 +20,8 @@ namespace {
 namespace M = genesis::models;
 
 const bool g_init = [] {
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = "reference", .backends = "", .no_default_paths = true});
+  genesis::init(
+      {.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = "reference", .backends = "", .no_default_paths = true});
   return true;
 }();
 
@@ -93,8 +94,9 @@ std::string joined(const std::vector<int64_t>& ids) {
 TEST(GenesisCli, GeneratePrintsWhatTheLibraryGenerates) {
   auto tok = genesis::Tokenizer::from_pretrained(model_dir());
   const auto want = reference_generate(tok.encode("Hello there, model", false), 6, tok);
-  const std::string out = run_cli("generate --model " + model_dir() +
-                                  " --device cpu --prompt 'Hello there, model' --max-new-tokens 6 --temperature 0 --print-ids");
+  const std::string out =
+      run_cli("generate --model " + model_dir() +
+              " --device cpu --prompt 'Hello there, model' --max-new-tokens 6 --temperature 0 --print-ids");
   EXPECT_EQ(out, joined(want) + "\n");
   // --prompt-ids is the same prompt given as ids; text output is the decoded ids.
   const std::string ids = joined(tok.encode("Hello there, model", false));
@@ -104,7 +106,8 @@ TEST(GenesisCli, GeneratePrintsWhatTheLibraryGenerates) {
   EXPECT_EQ(run_cli("generate --model " + model_dir() + " --device cpu --prompt-ids " + comma +
                     " --max-new-tokens 6 --temperature 0 --print-ids"),
             joined(want) + "\n");
-  EXPECT_EQ(run_cli("generate --model " + model_dir() + " --device cpu --prompt 'Hello there, model' --max-new-tokens 6 "
+  EXPECT_EQ(run_cli("generate --model " + model_dir() +
+                    " --device cpu --prompt 'Hello there, model' --max-new-tokens 6 "
                     "--temperature 0"),
             tok.decode(want, true) + "\n");
 }
@@ -118,9 +121,10 @@ TEST(GenesisCli, ChatRendersTheTemplateKeepsHistoryAndResets) {
   msgs.push_back({"assistant", tok.decode(r1, true)});
   msgs.push_back({"user", "and then?"});
   const auto r2 = reference_generate(tok.encode(tmpl.apply(msgs, true, false), false), 5, tok);
-  const std::string out = run_cli("chat --model " + model_dir() +
-                                      " --device cpu --system 'Be brief.' --no-thinking --max-new-tokens 5 --temperature 0",
-                                  "hi\nand then?\n/reset\nhi\n/exit\n");
+  const std::string out =
+      run_cli("chat --model " + model_dir() +
+                  " --device cpu --system 'Be brief.' --no-thinking --max-new-tokens 5 --temperature 0",
+              "hi\nand then?\n/reset\nhi\n/exit\n");
   const std::string t1 = tok.decode(r1, true), t2 = tok.decode(r2, true);
   // Piped input is echoed after each prompt, so the transcript reads as a conversation.
   const std::string want = "\n>>> hi\n" + t1 + "\n" + "\n>>> and then?\n" + t2 + "\n" +

@@ -34,7 +34,9 @@ const char* env_or(const char* name, const char* def) {
 }
 const bool g_init = [] {
   const bool chosen = std::getenv("GENESIS_QWEN_PLUGINS") != nullptr;
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = env_or("GENESIS_QWEN_PLUGINS", "reference"), .backends = "",
+  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR,
+                 .plugins = env_or("GENESIS_QWEN_PLUGINS", "reference"),
+                 .backends = "",
                  .no_default_paths = !chosen});
   return true;
 }();
@@ -54,7 +56,9 @@ class DeviceEnvironment : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new DeviceEnvironment);
 
-std::string fixture(const std::string& name) { return std::string(GENESIS_SOURCE_DIR) + "/tests/fixtures/qwen/" + name; }
+std::string fixture(const std::string& name) {
+  return std::string(GENESIS_SOURCE_DIR) + "/tests/fixtures/qwen/" + name;
+}
 
 std::vector<double> host(const Tensor& t) { return t.to(Device("cpu")).to(DType::f64).tolist(); }
 
@@ -86,8 +90,8 @@ TEST_P(QwenParity, LogitsLossAndGradientsMatchTransformers) {
   const auto want = host(ref.at("logits")), got = host(logits);
   const double scale = max_abs(want);
   EXPECT_LE(max_diff(got, want), 1e-4 * scale) << "logits, max |logit| " << scale;
-  std::cout << GetParam() << " on " << dev().str() << ": logits max |err| / max |logit| = " << max_diff(got, want) / scale
-            << "\n";
+  std::cout << GetParam() << " on " << dev().str()
+            << ": logits max |err| / max |logit| = " << max_diff(got, want) / scale << "\n";
 
   Tensor loss = model->loss(ref.at("input_ids"), ref.at("labels"));
   const double lw = host(ref.at("loss"))[0];
@@ -187,8 +191,8 @@ TEST_P(QwenParity, Bfloat16IsCloseToTheFloat64Oracle) {
   genesis::NoGradGuard ng;
   const auto want = host(ref.at("logits")), got = host(model->forward(ref.at("input_ids")));
   EXPECT_LE(max_diff(got, want), 0.03 * max_abs(want));
-  std::cout << GetParam() << " bf16 on " << dev().str() << ": logits max |err| / max |logit| = "
-            << max_diff(got, want) / max_abs(want) << "\n";
+  std::cout << GetParam() << " bf16 on " << dev().str()
+            << ": logits max |err| / max |logit| = " << max_diff(got, want) / max_abs(want) << "\n";
   const double lw = host(ref.at("loss"))[0];
   EXPECT_NEAR(host(model->loss(ref.at("input_ids"), ref.at("labels")))[0], lw, 0.01 * lw);
 }
@@ -200,14 +204,18 @@ TEST_P(QwenParity, ContextFormsGiveTheSameResults) {
   auto model = M::QwenForCausalLM::from_pretrained(fixture(GetParam()), {.device = dev()});
   genesis::NoGradGuard ng;
   const int64_t B = 2, T = 7, D = model->config.head_dim;
-  Tensor ids = genesis::tensor(std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7}, {B, T}, {.device = dev()});
+  Tensor ids =
+      genesis::tensor(std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7}, {B, T}, {.device = dev()});
   const auto want = host(model->forward(ids));
   auto [cos, sin] = model->rope_tables(T);
   M::AttentionContext per_head;
   per_head.cos = cos.slice(0, 0, T).view({1, 1, T, D});
   per_head.sin = sin.slice(0, 0, T).view({1, 1, T, D});
   EXPECT_EQ(max_diff(host(model->logits(model->hidden_states(ids, per_head))), want), 0.0);
-  Tensor pos = genesis::arange(static_cast<double>(T), {.dtype = DType::i64, .device = dev()}).view({1, T}).expand({B, T}).contiguous();
+  Tensor pos = genesis::arange(static_cast<double>(T), {.dtype = DType::i64, .device = dev()})
+                   .view({1, T})
+                   .expand({B, T})
+                   .contiguous();
   EXPECT_EQ(max_diff(host(model->logits(model->hidden_states(ids, model->attention_context(pos)))), want), 0.0);
 
   const std::vector<std::vector<int64_t>> prompts = {{5, 17, 99, 3}, {400, 2, 7, 8, 9, 10, 11, 12, 13}, {42}};
@@ -328,9 +336,11 @@ TEST(QwenLoad, ConfigFieldsAreValidatedByName) {
     return error_of([&] { M::QwenForCausalLM::from_pretrained(dir, {.device = dev()}); });
   };
   EXPECT_NE(with("\"hidden_size\": 64", "\"hidden_size\": \"64\"").find("hidden_size"), std::string::npos);
-  EXPECT_NE(with("\"use_sliding_window\": false", "\"use_sliding_window\": true").find("use_sliding_window"), std::string::npos);
+  EXPECT_NE(with("\"use_sliding_window\": false", "\"use_sliding_window\": true").find("use_sliding_window"),
+            std::string::npos);
   EXPECT_NE(with("\"rope_type\": \"default\"", "\"rope_type\": \"yarn\"").find("rope_type"), std::string::npos);
-  EXPECT_NE(with("\"model_type\": \"qwen2\"", "\"model_type\": \"qwen2_moe\"").find("mixture of experts"), std::string::npos);
+  EXPECT_NE(with("\"model_type\": \"qwen2\"", "\"model_type\": \"qwen2_moe\"").find("mixture of experts"),
+            std::string::npos);
   EXPECT_NE(with("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"").find("hidden_act"), std::string::npos);
   // A config whose shapes disagree with the weights names the tensor and both shapes.
   const std::string e = with("\"intermediate_size\": 128", "\"intermediate_size\": 96");
@@ -355,12 +365,18 @@ TEST(QwenLoad, Transformers4ConfigSpellings) {
   const auto back = M::QwenConfig::from_json(c.to_json());
   EXPECT_EQ(back.rope_theta, 1234.5);
   EXPECT_EQ(back.num_key_value_heads, 2);
-  EXPECT_NE(error_of([] { M::QwenConfig::from_json(R"({"model_type": "qwen2", "vocab_size": 100, "hidden_size": 48,
+  EXPECT_NE(error_of([] {
+              M::QwenConfig::from_json(R"({"model_type": "qwen2", "vocab_size": 100, "hidden_size": 48,
       "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 6, "num_key_value_heads": 4,
-      "rope_scaling": {"type": "linear", "factor": 2}})"); }).find("num_key_value_heads"), std::string::npos);
-  EXPECT_NE(error_of([] { M::QwenConfig::from_json(R"({"model_type": "qwen2", "vocab_size": 100, "hidden_size": 48,
+      "rope_scaling": {"type": "linear", "factor": 2}})");
+            }).find("num_key_value_heads"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              M::QwenConfig::from_json(R"({"model_type": "qwen2", "vocab_size": 100, "hidden_size": 48,
       "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 6,
-      "rope_scaling": {"type": "linear", "factor": 2}})"); }).find("rope_scaling.type"), std::string::npos);
+      "rope_scaling": {"type": "linear", "factor": 2}})");
+            }).find("rope_scaling.type"),
+            std::string::npos);
 }
 
 TEST(QwenLoad, MissingAndExtraTensorsAreNamed) {
@@ -401,7 +417,8 @@ TEST(QwenGenerate, StopIdsEndARowAndAreKept) {
   // It stops at the first occurrence of that id, which is kept.
   size_t first = 0;
   while (free_run.tokens[0][first] != g.stop_ids[0]) ++first;
-  EXPECT_EQ(stopped.tokens[0], std::vector<int64_t>(free_run.tokens[0].begin(), free_run.tokens[0].begin() + first + 1));
+  EXPECT_EQ(stopped.tokens[0],
+            std::vector<int64_t>(free_run.tokens[0].begin(), free_run.tokens[0].begin() + first + 1));
   EXPECT_EQ(stopped.finish_reasons[0], "stop");
 }
 

@@ -15,7 +15,8 @@ namespace {
 #ifdef GENESIS_CLI_PATH
 // Runs the tool with `args` (shell words, already quoted); returns stdout+stderr and sets rc.
 std::string run_cli(const std::string& args, int& rc) {
-  const std::string cmd = std::string("'") + GENESIS_CLI_PATH + "' tokenize --model '" + kQwen3Dir + "' " + args + " 2>&1";
+  const std::string cmd =
+      std::string("'") + GENESIS_CLI_PATH + "' tokenize --model '" + kQwen3Dir + "' " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -44,7 +45,8 @@ TEST_F(TokenizerCli, FileAndDecodeMatchTheOracle) {
 #ifdef GENESIS_CLI_PATH
   // A few kinds of case (each run loads the 11 MB tokenizer.json): the first one holding each of these.
   const auto& cases = oracle();
-  const std::string tmp = (std::filesystem::temp_directory_path() / ("genesis_tok_cli_" + std::to_string(::getpid()))).string();
+  const std::string tmp =
+      (std::filesystem::temp_directory_path() / ("genesis_tok_cli_" + std::to_string(::getpid()))).string();
   size_t checked = 0;
   for (const char* needle : {"Hello", "\r\n", "<|im_start|>", "<think>", "\xE4\xBD\xA0", "\xF0\x9F\x91\xA8", "\xCC\x81",
                              "\xFF", "\xF0\x9F\x98 ", "xxxxxxxxxxxxxxxx"}) {
@@ -53,17 +55,19 @@ TEST_F(TokenizerCli, FileAndDecodeMatchTheOracle) {
     ASSERT_LT(i, cases.size()) << "no case holds " << show(needle);
     write_file(tmp, cases[i].input);
     int rc = 0;
-    EXPECT_EQ(run_cli("--file '" + tmp + "'", rc), ids_line(cases[i].ids)) << "case " << i << " \"" << show(cases[i].input) << "\"";
+    EXPECT_EQ(run_cli("--file '" + tmp + "'", rc), ids_line(cases[i].ids))
+        << "case " << i << " \"" << show(cases[i].input) << "\"";
     EXPECT_EQ(rc, 0);
     if (checked++ % 2 == 0) {
       std::string list;  // mixes both separators
-      for (size_t k = 0; k < cases[i].ids.size(); ++k) list += (k ? (k % 2 ? "," : " ") : "") + std::to_string(cases[i].ids[k]);
+      for (size_t k = 0; k < cases[i].ids.size(); ++k)
+        list += (k ? (k % 2 ? "," : " ") : "") + std::to_string(cases[i].ids[k]);
       EXPECT_EQ(run_cli("--decode '" + list + "'", rc), cases[i].decoded + "\n") << "case " << i;
       EXPECT_EQ(rc, 0);
     }
   }
   std::filesystem::remove(tmp);
-  #endif
+#endif
 }
 
 TEST_F(TokenizerCli, TextOptionAndBadInput) {

@@ -105,10 +105,14 @@ inline std::vector<std::string> read_cases(const std::string& path) {
         continue;
       }
       const char e = line[i + 1];
-      if (e == 'n') out += '\n';
-      else if (e == 'r') out += '\r';
-      else if (e == 't') out += '\t';
-      else if (e == '\\') out += '\\';
+      if (e == 'n')
+        out += '\n';
+      else if (e == 'r')
+        out += '\r';
+      else if (e == 't')
+        out += '\t';
+      else if (e == '\\')
+        out += '\\';
       if (e == 'n' || e == 'r' || e == 't' || e == '\\' || e == 'E') {
         i += 2;
       } else if (e == 'x') {
@@ -141,11 +145,21 @@ inline bool valid_utf8(const std::string& s) {
     const unsigned char b = (unsigned char)s[i];
     size_t n;
     uint32_t cp;
-    if (b < 0x80) { ++i; continue; }
-    if ((b & 0xE0) == 0xC0) { n = 1; cp = b & 0x1F; }
-    else if ((b & 0xF0) == 0xE0) { n = 2; cp = b & 0x0F; }
-    else if ((b & 0xF8) == 0xF0) { n = 3; cp = b & 0x07; }
-    else return false;
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((b & 0xE0) == 0xC0) {
+      n = 1;
+      cp = b & 0x1F;
+    } else if ((b & 0xF0) == 0xE0) {
+      n = 2;
+      cp = b & 0x0F;
+    } else if ((b & 0xF8) == 0xF0) {
+      n = 3;
+      cp = b & 0x07;
+    } else
+      return false;
     for (size_t k = 1; k <= n; ++k) {
       if (i + k >= s.size()) return false;
       const unsigned char c = (unsigned char)s[i + k];
@@ -163,11 +177,18 @@ inline bool valid_utf8(const std::string& s) {
 inline std::string show(const std::string& s) {
   std::string r;
   for (unsigned char c : s) {
-    if (c == '\n') r += "\\n";
-    else if (c == '\r') r += "\\r";
-    else if (c == '\t') r += "\\t";
-    else if (c < 0x20 || c == 0x7F) { char buf[8]; snprintf(buf, sizeof buf, "\\x%02X", c); r += buf; }
-    else r += char(c);
+    if (c == '\n')
+      r += "\\n";
+    else if (c == '\r')
+      r += "\\r";
+    else if (c == '\t')
+      r += "\\t";
+    else if (c < 0x20 || c == 0x7F) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\x%02X", c);
+      r += buf;
+    } else
+      r += char(c);
   }
   return r.size() > 120 ? r.substr(0, 117) + "..." : r;
 }

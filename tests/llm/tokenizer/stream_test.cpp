@@ -46,10 +46,35 @@ TEST(TokenizerStream, RandomBytesNeverBreakEncodeOrStreaming) {
   // bytes and pieces of special tokens: encoding never throws, decoding is valid UTF-8, streaming
   // agrees with decode(), and ASCII-only inputs round-trip exactly.
   const Tokenizer& tok = toktest::qwen3();
-  const std::vector<std::string> atoms = {"a", "Z", " ", "  ", "\n", "\r\n", "\t", "7", "'s", "\xC3\xA9", "e\xCC\x81",
-                                          "\xE4\xBD\xA0", "\xF0\x9F\x98\x80", "\xE2\x80\x8D", "\xF0\x9F", "\x80",
-                                          "\xFF", "\xC0", "\xED\xA0\x80", "<|im_", "end|>", "<|im_end|>", "<think>",
-                                          "\xE1\x84\x80", "\xE1\x85\xA1", "\xEA\xB0\x80", ".", "{", "\xD9\x85"};
+  const std::vector<std::string> atoms = {"a",
+                                          "Z",
+                                          " ",
+                                          "  ",
+                                          "\n",
+                                          "\r\n",
+                                          "\t",
+                                          "7",
+                                          "'s",
+                                          "\xC3\xA9",
+                                          "e\xCC\x81",
+                                          "\xE4\xBD\xA0",
+                                          "\xF0\x9F\x98\x80",
+                                          "\xE2\x80\x8D",
+                                          "\xF0\x9F",
+                                          "\x80",
+                                          "\xFF",
+                                          "\xC0",
+                                          "\xED\xA0\x80",
+                                          "<|im_",
+                                          "end|>",
+                                          "<|im_end|>",
+                                          "<think>",
+                                          "\xE1\x84\x80",
+                                          "\xE1\x85\xA1",
+                                          "\xEA\xB0\x80",
+                                          ".",
+                                          "{",
+                                          "\xD9\x85"};
   uint64_t seed = 42;
   auto next = [&] {
     seed ^= seed << 13;
@@ -108,9 +133,13 @@ TEST(TokenizerStream, AnInterruptedCharacterIsReplacedAsSoonAsItCannotComplete) 
   const int64_t e4 = tok.token_to_id("ä");
   StreamDecoder d(tok);
   EXPECT_EQ(d.put(e4), "");
-  EXPECT_EQ(d.put(tok.token_to_id("a")), "\xEF\xBF\xBD" "a");
+  EXPECT_EQ(d.put(tok.token_to_id("a")),
+            "\xEF\xBF\xBD"
+            "a");
   EXPECT_EQ(d.put(151645), "<|im_end|>");
-  EXPECT_EQ(tok.decode({e4, tok.token_to_id("a"), 151645}), "\xEF\xBF\xBD" "a<|im_end|>");
+  EXPECT_EQ(tok.decode({e4, tok.token_to_id("a"), 151645}),
+            "\xEF\xBF\xBD"
+            "a<|im_end|>");
 }
 
 TEST(TokenizerStream, SkipsSpecialTokensWhenAsked) {

@@ -159,13 +159,15 @@ TEST(TokenizerQwen3, ByteOrderMarkIsNotWhiteSpaceAsInHfTokenizers) {
   // " \uFEFFab" is " ?[^\s\p{L}\p{N}]+" = " \uFEFF" (token "Ġï»¿", bytes 20 EF BB BF), then "ab".
   // transformers.js counts U+FEFF as \s and splits " " | "\uFEFF" instead (not in the oracle cases).
   const Tokenizer& tok = qwen3();
-  EXPECT_EQ(tok.encode(" \xEF\xBB\xBF" "ab"), (std::vector<int64_t>{tok.token_to_id("Ġï»¿"), tok.token_to_id("ab")}));
+  EXPECT_EQ(tok.encode(" \xEF\xBB\xBF"
+                       "ab"),
+            (std::vector<int64_t>{tok.token_to_id("Ġï»¿"), tok.token_to_id("ab")}));
 }
 
 TEST(TokenizerQwen3, LongInputsDoNotOverflowTheRegexStack) {
   const Tokenizer& tok = qwen3();
-  for (const std::string& s : {std::string(1 << 20, ' '), std::string(1 << 20, 'a'), std::string(1 << 19, '\n'),
-                               std::string(300000, '7')}) {
+  for (const std::string& s :
+       {std::string(1 << 20, ' '), std::string(1 << 20, 'a'), std::string(1 << 19, '\n'), std::string(300000, '7')}) {
     const std::vector<int64_t> ids = tok.encode(s);
     EXPECT_EQ(tok.decode(ids), s);
   }

@@ -36,8 +36,10 @@ const char* env_or(const char* name, const char* def) {
 }
 const bool g_init = [] {
   const bool chosen = std::getenv("GENESIS_SFT_PLUGINS") != nullptr;
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = env_or("GENESIS_SFT_PLUGINS", "reference"),
-                 .backends = "", .no_default_paths = !chosen});
+  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR,
+                 .plugins = env_or("GENESIS_SFT_PLUGINS", "reference"),
+                 .backends = "",
+                 .no_default_paths = !chosen});
   return true;
 }();
 const Device& dev() {
@@ -59,7 +61,8 @@ class DeviceEnvironment : public ::testing::Environment {
 std::string source(const std::string& rel) { return std::string(GENESIS_SOURCE_DIR) + "/" + rel; }
 
 std::unique_ptr<M::QwenForCausalLM> tiny_model() {
-  return M::QwenForCausalLM::from_pretrained(source("tests/fixtures/qwen/qwen3-tiny"), {.device = dev(), .dtype = DType::f32});
+  return M::QwenForCausalLM::from_pretrained(source("tests/fixtures/qwen/qwen3-tiny"),
+                                             {.device = dev(), .dtype = DType::f32});
 }
 
 std::string temp_dir(const std::string& name) {
@@ -100,7 +103,8 @@ double max_rel_diff(const std::map<std::string, std::vector<double>>& a,
 T::ChatExample example(std::vector<int64_t> ids, int64_t prompt) {
   T::ChatExample e;
   e.ids = std::move(ids);
-  for (size_t i = 0; i < e.ids.size(); ++i) e.labels.push_back(static_cast<int64_t>(i) < prompt ? T::kIgnoreIndex : e.ids[i]);
+  for (size_t i = 0; i < e.ids.size(); ++i)
+    e.labels.push_back(static_cast<int64_t>(i) < prompt ? T::kIgnoreIndex : e.ids[i]);
   return e;
 }
 
@@ -219,8 +223,10 @@ TEST(SftData, TemplateThatRewritesHistoryIsAnError) {
 
 TEST(SftData, JsonlErrorsNameTheLine) {
   const std::string dir = temp_dir("jsonl");
-  std::ofstream(dir + "/bad.jsonl") << R"({"messages": [{"role": "user", "content": "hi"}]})" << "\n\n"
-                                    << R"({"messages": [{"role": "user"}]})" << "\n";
+  std::ofstream(dir + "/bad.jsonl") << R"({"messages": [{"role": "user", "content": "hi"}]})"
+                                    << "\n\n"
+                                    << R"({"messages": [{"role": "user"}]})"
+                                    << "\n";
   try {
     T::read_chat_jsonl(dir + "/bad.jsonl");
     FAIL() << "no error";
@@ -397,10 +403,12 @@ TEST(SftResume, ResumedRunEqualsUninterruptedRun) { expect_exact_resume(tiny_mod
 TEST(SftResume, ResumedBf16AutocastRunEqualsUninterruptedRun) {
   M::QwenConfig c = M::QwenConfig::from_file(source("tests/fixtures/qwen/qwen3-tiny/config.json"));
   c.head_dim = 64;
-  expect_exact_resume([&] {
-    genesis::manual_seed(7);
-    return std::make_unique<M::QwenForCausalLM>(c, genesis::Options{.dtype = DType::f32, .device = dev()});
-  }, "bf16", "bf16");
+  expect_exact_resume(
+      [&] {
+        genesis::manual_seed(7);
+        return std::make_unique<M::QwenForCausalLM>(c, genesis::Options{.dtype = DType::f32, .device = dev()});
+      },
+      "bf16", "bf16");
 }
 
 // ------------------------------------------------------------------ BPE

@@ -117,7 +117,8 @@ TEST_F(AtomicFile, ErrorsSayWhatFailed) {
     AtomicFileWriter w(dir + "/missing/sub/file.bin");
     ADD_FAILURE() << "no error";
   } catch (const FileError& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot create a temporary file in " + dir + "/missing/sub"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("cannot create a temporary file in " + dir + "/missing/sub"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_THROW(AtomicFileWriter w(dir + "/"), FileError);  // names a directory

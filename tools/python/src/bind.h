@@ -49,18 +49,18 @@ Device to_device(py::handle o);
 
 // ---- registration, one function per binding file
 
-void bind_dtype_device(py::module_& m);   // tensor.cpp: DType, Device, errors
-void bind_tensor(py::module_& m);         // tensor.cpp: the Tensor class (metadata, autograd)
-void bind_tensor_math(py::module_& m);    // tensor_math.cpp: operators and methods
-void bind_indexing(py::module_& m);       // indexing.cpp: __getitem__ / __setitem__
-void bind_creation(py::module_& m);       // creation.cpp: tensor(), zeros, rand, ...
-void bind_dlpack(py::module_& m);         // dlpack.cpp: __dlpack__, from_dlpack, numpy()
-void bind_functional(py::module_& m);     // functional.cpp: nn.functional and free ops
-void bind_nn(py::module_& m);             // nn.cpp: init, C++ layers wrapped by Python ones
-void bind_optim(py::module_& m);          // optim.cpp: optimizers, schedulers, clipping
-void bind_runtime(py::module_& m);        // runtime.cpp: RNG, no_grad, amp, memory, profiler, io
-void bind_models(py::module_& m);         // models.cpp: Qwen, tokenizer, generation, SFT
-void bind_data(py::module_& m);           // data.cpp: Fashion-MNIST, DataLoader
-void bind_distributed(py::module_& m);    // distributed.cpp: process groups, collectives, DDP, sampler
+void bind_dtype_device(py::module_& m);  // tensor.cpp: DType, Device, errors
+void bind_tensor(py::module_& m);        // tensor.cpp: the Tensor class (metadata, autograd)
+void bind_tensor_math(py::module_& m);   // tensor_math.cpp: operators and methods
+void bind_indexing(py::module_& m);      // indexing.cpp: __getitem__ / __setitem__
+void bind_creation(py::module_& m);      // creation.cpp: tensor(), zeros, rand, ...
+void bind_dlpack(py::module_& m);        // dlpack.cpp: __dlpack__, from_dlpack, numpy()
+void bind_functional(py::module_& m);    // functional.cpp: nn.functional and free ops
+void bind_nn(py::module_& m);            // nn.cpp: init, C++ layers wrapped by Python ones
+void bind_optim(py::module_& m);         // optim.cpp: optimizers, schedulers, clipping
+void bind_runtime(py::module_& m);       // runtime.cpp: RNG, no_grad, amp, memory, profiler, io
+void bind_models(py::module_& m);        // models.cpp: Qwen, tokenizer, generation, SFT
+void bind_data(py::module_& m);          // data.cpp: Fashion-MNIST, DataLoader
+void bind_distributed(py::module_& m);   // distributed.cpp: process groups, collectives, DDP, sampler
 
 }  // namespace genesis::python

@@ -128,146 +128,161 @@ Tensor tensor_from_object(py::handle data, const Options& o) {
 }
 
 void bind_creation(py::module_& m) {
-  m.def("tensor",
-        [](py::handle data, py::handle dtype, py::handle device, bool requires_grad) {
-          return tensor_from_object(data, make_options(dtype, device, requires_grad));
-        },
-        py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-        py::arg("requires_grad") = false);
-  m.def("as_tensor",
-        [](py::handle data, py::handle dtype, py::handle device) -> Tensor {
-          if (py::isinstance<Tensor>(data)) {
-            Tensor t = data.cast<Tensor>();
-            Options o = make_options(dtype, device, false);
-            if (o.device && !(t.device() == *o.device)) t = t.to(*o.device);
-            if (o.dtype && t.dtype() != *o.dtype) t = t.to(*o.dtype);
-            return t;
-          }
-          return tensor_from_object(data, make_options(dtype, device, false));
-        },
-        py::arg("data"), py::arg("dtype") = py::none(), py::arg("device") = py::none());
+  m.def(
+      "tensor",
+      [](py::handle data, py::handle dtype, py::handle device, bool requires_grad) {
+        return tensor_from_object(data, make_options(dtype, device, requires_grad));
+      },
+      py::arg("data"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false);
+  m.def(
+      "as_tensor",
+      [](py::handle data, py::handle dtype, py::handle device) -> Tensor {
+        if (py::isinstance<Tensor>(data)) {
+          Tensor t = data.cast<Tensor>();
+          Options o = make_options(dtype, device, false);
+          if (o.device && !(t.device() == *o.device)) t = t.to(*o.device);
+          if (o.dtype && t.dtype() != *o.dtype) t = t.to(*o.dtype);
+          return t;
+        }
+        return tensor_from_object(data, make_options(dtype, device, false));
+      },
+      py::arg("data"), py::arg("dtype") = py::none(), py::arg("device") = py::none());
 
-#define GN_PY_SIZED(name, expr)                                                                          \
-  m.def(#name,                                                                                           \
-        [](const py::args& size, py::handle dtype, py::handle device, bool requires_grad) {              \
-          Options o = make_options(dtype, device, requires_grad);                                        \
-          Shape s = shape_from_args(size);                                                               \
-          return expr;                                                                                   \
-        },                                                                                               \
-        py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),                    \
-        py::arg("requires_grad") = false);
+#define GN_PY_SIZED(name, expr)                                                           \
+  m.def(                                                                                  \
+      #name,                                                                              \
+      [](const py::args& size, py::handle dtype, py::handle device, bool requires_grad) { \
+        Options o = make_options(dtype, device, requires_grad);                           \
+        Shape s = shape_from_args(size);                                                  \
+        return expr;                                                                      \
+      },                                                                                  \
+      py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false);
   GN_PY_SIZED(zeros, zeros(s, o))
   GN_PY_SIZED(ones, ones(s, o))
   GN_PY_SIZED(empty, empty(s, o))
 #undef GN_PY_SIZED
   // rand/randn take generator= as torch
-  m.def("rand",
-        [](const py::args& size, Generator* gen, py::handle dtype, py::handle device, bool requires_grad) {
-          Options o = make_options(dtype, device, requires_grad);
-          return gen ? rand(shape_from_args(size), *gen, o) : rand(shape_from_args(size), o);
-        },
-        py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-        py::arg("requires_grad") = false);
-  m.def("randn",
-        [](const py::args& size, Generator* gen, py::handle dtype, py::handle device, bool requires_grad) {
-          Options o = make_options(dtype, device, requires_grad);
-          return gen ? randn(shape_from_args(size), *gen, o) : randn(shape_from_args(size), o);
-        },
-        py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-        py::arg("requires_grad") = false);
-  m.def("randint",
-        [](int64_t a, py::handle b, py::handle size, Generator* gen, py::handle dtype, py::handle device) {
-          // randint(high, size) or randint(low, high, size)
-          int64_t low = 0, high = a;
-          Shape s;
-          if (size.is_none()) {
-            s = shape_from_object(b);
-          } else {
-            low = a;
-            high = b.cast<int64_t>();
-            s = shape_from_object(size);
-          }
-          Options o = make_options(dtype, device, false);
-          return gen ? randint(low, high, s, *gen, o) : randint(low, high, s, o);
-        },
-        py::arg("low"), py::arg("high"), py::arg("size") = py::none(), py::kw_only(), py::arg("generator") = nullptr,
-        py::arg("dtype") = py::none(), py::arg("device") = py::none());
-  m.def("randperm",
-        [](int64_t n, Generator* gen, py::handle dtype, py::handle device) {
-          return randperm(n, gen, make_options(dtype, device, false));
-        },
-        py::arg("n"), py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(),
-        py::arg("device") = py::none());
-  m.def("bernoulli", [](const Tensor& p, Generator* gen) { return bernoulli(p, gen); }, py::arg("input"),
-        py::kw_only(), py::arg("generator") = nullptr);
-  m.def("full",
-        [](py::handle size, py::handle value, py::handle dtype, py::handle device, bool requires_grad) {
-          Options o = make_options(dtype, device, requires_grad);
-          const Scalar v = to_scalar(value);
-          if (!o.dtype) o.dtype = v.kind == DType::f64 ? DType::f32 : v.kind;  // torch infers from the value
-          return full(shape_from_object(size), v.value, o);
-        },
-        py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
-        py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("arange",
-        [](py::handle a, py::handle b, py::handle step, py::handle dtype, py::handle device, bool requires_grad) {
-          Options o = make_options(dtype, device, requires_grad);
-          const Scalar sa = to_scalar(a);
-          if (b.is_none()) {
-            if (!o.dtype) o.dtype = sa.kind == DType::f64 ? DType::f32 : DType::i64;
-            return arange(sa.value, o);
-          }
-          const Scalar sb = to_scalar(b), ss = step.is_none() ? Scalar(int64_t{1}) : to_scalar(step);
-          if (!o.dtype && (sa.kind == DType::f64 || sb.kind == DType::f64 || ss.kind == DType::f64)) o.dtype = DType::f32;
-          return arange(sa.value, sb.value, ss.value, o);
-        },
-        py::arg("start"), py::arg("end") = py::none(), py::arg("step") = py::none(), py::kw_only(),
-        py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("linspace",
-        [](double start, double end, int64_t steps, py::handle dtype, py::handle device, bool requires_grad) {
-          return linspace(start, end, steps, make_options(dtype, device, requires_grad));
-        },
-        py::arg("start"), py::arg("end"), py::arg("steps"), py::kw_only(), py::arg("dtype") = py::none(),
-        py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("eye",
-        [](int64_t n, std::optional<int64_t> mm, py::handle dtype, py::handle device, bool requires_grad) {
-          return eye(n, mm.value_or(n), make_options(dtype, device, requires_grad));
-        },
-        py::arg("n"), py::arg("m") = py::none(), py::kw_only(), py::arg("dtype") = py::none(),
-        py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("scalar_tensor",
-        [](double v, py::handle dtype, py::handle device, bool requires_grad) {
-          return scalar_tensor(v, make_options(dtype, device, requires_grad));
-        },
-        py::arg("s"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-        py::arg("requires_grad") = false);
+  m.def(
+      "rand",
+      [](const py::args& size, Generator* gen, py::handle dtype, py::handle device, bool requires_grad) {
+        Options o = make_options(dtype, device, requires_grad);
+        return gen ? rand(shape_from_args(size), *gen, o) : rand(shape_from_args(size), o);
+      },
+      py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false);
+  m.def(
+      "randn",
+      [](const py::args& size, Generator* gen, py::handle dtype, py::handle device, bool requires_grad) {
+        Options o = make_options(dtype, device, requires_grad);
+        return gen ? randn(shape_from_args(size), *gen, o) : randn(shape_from_args(size), o);
+      },
+      py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false);
+  m.def(
+      "randint",
+      [](int64_t a, py::handle b, py::handle size, Generator* gen, py::handle dtype, py::handle device) {
+        // randint(high, size) or randint(low, high, size)
+        int64_t low = 0, high = a;
+        Shape s;
+        if (size.is_none()) {
+          s = shape_from_object(b);
+        } else {
+          low = a;
+          high = b.cast<int64_t>();
+          s = shape_from_object(size);
+        }
+        Options o = make_options(dtype, device, false);
+        return gen ? randint(low, high, s, *gen, o) : randint(low, high, s, o);
+      },
+      py::arg("low"), py::arg("high"), py::arg("size") = py::none(), py::kw_only(), py::arg("generator") = nullptr,
+      py::arg("dtype") = py::none(), py::arg("device") = py::none());
+  m.def(
+      "randperm",
+      [](int64_t n, Generator* gen, py::handle dtype, py::handle device) {
+        return randperm(n, gen, make_options(dtype, device, false));
+      },
+      py::arg("n"), py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(),
+      py::arg("device") = py::none());
+  m.def(
+      "bernoulli", [](const Tensor& p, Generator* gen) { return bernoulli(p, gen); }, py::arg("input"), py::kw_only(),
+      py::arg("generator") = nullptr);
+  m.def(
+      "full",
+      [](py::handle size, py::handle value, py::handle dtype, py::handle device, bool requires_grad) {
+        Options o = make_options(dtype, device, requires_grad);
+        const Scalar v = to_scalar(value);
+        if (!o.dtype) o.dtype = v.kind == DType::f64 ? DType::f32 : v.kind;  // torch infers from the value
+        return full(shape_from_object(size), v.value, o);
+      },
+      py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("requires_grad") = false);
+  m.def(
+      "arange",
+      [](py::handle a, py::handle b, py::handle step, py::handle dtype, py::handle device, bool requires_grad) {
+        Options o = make_options(dtype, device, requires_grad);
+        const Scalar sa = to_scalar(a);
+        if (b.is_none()) {
+          if (!o.dtype) o.dtype = sa.kind == DType::f64 ? DType::f32 : DType::i64;
+          return arange(sa.value, o);
+        }
+        const Scalar sb = to_scalar(b), ss = step.is_none() ? Scalar(int64_t{1}) : to_scalar(step);
+        if (!o.dtype && (sa.kind == DType::f64 || sb.kind == DType::f64 || ss.kind == DType::f64)) o.dtype = DType::f32;
+        return arange(sa.value, sb.value, ss.value, o);
+      },
+      py::arg("start"), py::arg("end") = py::none(), py::arg("step") = py::none(), py::kw_only(),
+      py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false);
+  m.def(
+      "linspace",
+      [](double start, double end, int64_t steps, py::handle dtype, py::handle device, bool requires_grad) {
+        return linspace(start, end, steps, make_options(dtype, device, requires_grad));
+      },
+      py::arg("start"), py::arg("end"), py::arg("steps"), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("requires_grad") = false);
+  m.def(
+      "eye",
+      [](int64_t n, std::optional<int64_t> mm, py::handle dtype, py::handle device, bool requires_grad) {
+        return eye(n, mm.value_or(n), make_options(dtype, device, requires_grad));
+      },
+      py::arg("n"), py::arg("m") = py::none(), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("requires_grad") = false);
+  m.def(
+      "scalar_tensor",
+      [](double v, py::handle dtype, py::handle device, bool requires_grad) {
+        return scalar_tensor(v, make_options(dtype, device, requires_grad));
+      },
+      py::arg("s"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+      py::arg("requires_grad") = false);
 
-#define GN_PY_LIKE(name)                                                                               \
-  m.def(#name,                                                                                         \
-        [](const Tensor& t, py::handle dtype, py::handle device, bool requires_grad) {                 \
-          return name(t, make_options(dtype, device, requires_grad));                                  \
-        },                                                                                             \
-        py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(), \
-        py::arg("requires_grad") = false);
+#define GN_PY_LIKE(name)                                                                              \
+  m.def(                                                                                              \
+      #name,                                                                                          \
+      [](const Tensor& t, py::handle dtype, py::handle device, bool requires_grad) {                  \
+        return name(t, make_options(dtype, device, requires_grad));                                   \
+      },                                                                                              \
+      py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(), \
+      py::arg("requires_grad") = false);
   GN_PY_LIKE(zeros_like)
   GN_PY_LIKE(ones_like)
   GN_PY_LIKE(empty_like)
   GN_PY_LIKE(rand_like)
   GN_PY_LIKE(randn_like)
 #undef GN_PY_LIKE
-  m.def("full_like",
-        [](const Tensor& t, double v, py::handle dtype, py::handle device, bool requires_grad) {
-          return full_like(t, v, make_options(dtype, device, requires_grad));
-        },
-        py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
-        py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("randint_like",
-        [](const Tensor& t, int64_t low, std::optional<int64_t> high, py::handle dtype, py::handle device) {
-          if (!high) return randint_like(t, 0, low, make_options(dtype, device, false));
-          return randint_like(t, low, *high, make_options(dtype, device, false));
-        },
-        py::arg("input"), py::arg("low"), py::arg("high") = py::none(), py::kw_only(), py::arg("dtype") = py::none(),
-        py::arg("device") = py::none());
+  m.def(
+      "full_like",
+      [](const Tensor& t, double v, py::handle dtype, py::handle device, bool requires_grad) {
+        return full_like(t, v, make_options(dtype, device, requires_grad));
+      },
+      py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("requires_grad") = false);
+  m.def(
+      "randint_like",
+      [](const Tensor& t, int64_t low, std::optional<int64_t> high, py::handle dtype, py::handle device) {
+        if (!high) return randint_like(t, 0, low, make_options(dtype, device, false));
+        return randint_like(t, low, *high, make_options(dtype, device, false));
+      },
+      py::arg("input"), py::arg("low"), py::arg("high") = py::none(), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none());
 }
 
 }  // namespace genesis::python

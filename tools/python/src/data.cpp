@@ -10,17 +10,18 @@ namespace genesis::python {
 void bind_data(py::module_& m) {
   py::module_ d = m.def_submodule("data", "genesis.data's C++ side");
   d.attr("FASHION_MNIST_ROOT") = data::kFashionMNISTDefaultRoot;
-  d.def("fashion_mnist",
-        [](const std::string& root, bool train, bool flatten, py::handle device) {
-          data::MNISTOptions o;
-          o.flatten = flatten;
-          if (!device.is_none()) o.device = to_device(device);
-          py::gil_scoped_release nogil;
-          data::FashionMNIST ds(root, train, o);
-          return std::make_pair(ds.images(), ds.labels());
-        },
-        py::arg("root") = data::kFashionMNISTDefaultRoot, py::arg("train") = true, py::arg("flatten") = false,
-        py::arg("device") = py::none(), "(images (N,1,28,28) f32 in [0,1], labels (N,) int64) of a split");
+  d.def(
+      "fashion_mnist",
+      [](const std::string& root, bool train, bool flatten, py::handle device) {
+        data::MNISTOptions o;
+        o.flatten = flatten;
+        if (!device.is_none()) o.device = to_device(device);
+        py::gil_scoped_release nogil;
+        data::FashionMNIST ds(root, train, o);
+        return std::make_pair(ds.images(), ds.labels());
+      },
+      py::arg("root") = data::kFashionMNISTDefaultRoot, py::arg("train") = true, py::arg("flatten") = false,
+      py::arg("device") = py::none(), "(images (N,1,28,28) f32 in [0,1], labels (N,) int64) of a split");
   d.def("fashion_mnist_available", &data::FashionMNIST::available, py::arg("root") = data::kFashionMNISTDefaultRoot,
         py::arg("train") = true);
   d.def("fashion_mnist_classes", &data::FashionMNIST::classes);

@@ -190,8 +190,8 @@ class PythonDDP {
   std::shared_ptr<dist::ProcessGroup> group_;  // null: the world group
   int generation_;
   std::shared_ptr<MirrorModule> root_;
-  std::map<std::string, nn::Module*> children_;  // by dotted path (owned through root_)
-  std::vector<Tensor> user_, mirror_;            // parameters that require grad, in order
+  std::map<std::string, nn::Module*> children_;         // by dotted path (owned through root_)
+  std::vector<Tensor> user_, mirror_;                   // parameters that require grad, in order
   std::unique_ptr<dist::DistributedDataParallel> ddp_;  // declared after root_: destroyed first
   std::unique_ptr<dist::DistributedDataParallel::NoSyncGuard> no_sync_;
   std::shared_ptr<State> state_ = std::make_shared<State>();
@@ -210,15 +210,15 @@ void bind_distributed(py::module_& m) {
       .value("MAX", dist::ReduceOp::max);
 
   py::class_<dist::Work>(d, "Work", "A pending collective (async_op=True)")
-      .def("wait",
-           [](dist::Work& w, py::handle timeout) {
-             (void)timeout;
-             py::gil_scoped_release nogil;
-             w.wait();
-             return true;
-           },
-           py::arg("timeout") = py::none(),
-           "Blocks until the collective is done and raises its error; returns True")
+      .def(
+          "wait",
+          [](dist::Work& w, py::handle timeout) {
+            (void)timeout;
+            py::gil_scoped_release nogil;
+            w.wait();
+            return true;
+          },
+          py::arg("timeout") = py::none(), "Blocks until the collective is done and raises its error; returns True")
       .def("is_completed", &dist::Work::is_completed, "True once finished (successfully or not)");
 
   py::class_<dist::ProcessGroup, std::shared_ptr<dist::ProcessGroup>>(d, "ProcessGroup",
@@ -234,25 +234,26 @@ void bind_distributed(py::module_& m) {
       });
 
   // ---- the default group
-  d.def("init_process_group",
-        [](const std::string& backend, const std::string& device, int rank, int world_size,
-           const std::string& master_addr, int master_port, int64_t timeout_ms) {
-          dist::InitOptions o;
-          o.backend = backend;
-          o.device = device;
-          o.rank = rank;
-          o.world_size = world_size;
-          o.master_addr = master_addr;
-          o.master_port = master_port;
-          o.timeout = std::chrono::milliseconds(timeout_ms);
-          {
-            py::gil_scoped_release nogil;  // the rendezvous waits for every rank
-            dist::init_process_group(o);
-          }
-          ++g_world_generation;
-        },
-        py::arg("backend") = "", py::arg("device") = "", py::arg("rank") = -1, py::arg("world_size") = -1,
-        py::arg("master_addr") = "", py::arg("master_port") = -1, py::arg("timeout_ms") = -1);
+  d.def(
+      "init_process_group",
+      [](const std::string& backend, const std::string& device, int rank, int world_size,
+         const std::string& master_addr, int master_port, int64_t timeout_ms) {
+        dist::InitOptions o;
+        o.backend = backend;
+        o.device = device;
+        o.rank = rank;
+        o.world_size = world_size;
+        o.master_addr = master_addr;
+        o.master_port = master_port;
+        o.timeout = std::chrono::milliseconds(timeout_ms);
+        {
+          py::gil_scoped_release nogil;  // the rendezvous waits for every rank
+          dist::init_process_group(o);
+        }
+        ++g_world_generation;
+      },
+      py::arg("backend") = "", py::arg("device") = "", py::arg("rank") = -1, py::arg("world_size") = -1,
+      py::arg("master_addr") = "", py::arg("master_port") = -1, py::arg("timeout_ms") = -1);
   d.def("destroy_process_group", [] {
     {
       py::gil_scoped_release nogil;
@@ -266,72 +267,88 @@ void bind_distributed(py::module_& m) {
   d.def("local_rank", &dist::local_rank);
   d.def("local_world_size", &dist::local_world_size);
   d.def("world_backend", [] { return dist::world().backend(); });
-  d.def("backend_for", [](const std::string& device_type) -> py::object {
-    const char* b = gn_comm_backend_for(runtime(), device_type.c_str());
-    if (!b) return py::none();
-    return py::str(b);
-  }, py::arg("device_type"), "The communicator plugin serving this device type, or None");
-  d.def("new_group",
-        [](const std::vector<int>& ranks) {
-          py::gil_scoped_release nogil;
-          return dist::new_group(ranks);
-        },
-        py::arg("ranks"), "A group of these global ranks (every rank calls it); None where not a member");
+  d.def(
+      "backend_for",
+      [](const std::string& device_type) -> py::object {
+        const char* b = gn_comm_backend_for(runtime(), device_type.c_str());
+        if (!b) return py::none();
+        return py::str(b);
+      },
+      py::arg("device_type"), "The communicator plugin serving this device type, or None");
+  d.def(
+      "new_group",
+      [](const std::vector<int>& ranks) {
+        py::gil_scoped_release nogil;
+        return dist::new_group(ranks);
+      },
+      py::arg("ranks"), "A group of these global ranks (every rank calls it); None where not a member");
 
   // ---- collectives (group ranks)
   using PG = dist::ProcessGroup;
-  d.def("all_reduce",
-        [](Tensor& t, dist::ReduceOp op, PG* g, bool async_op) {
-          py::gil_scoped_release nogil;
-          return group_or_world(g).all_reduce(t, op, async_op);
-        },
-        py::arg("tensor"), py::arg("op"), py::arg("group"), py::arg("async_op"));
-  d.def("broadcast",
-        [](Tensor& t, int src, PG* g, bool async_op) {
-          py::gil_scoped_release nogil;
-          return group_or_world(g).broadcast(t, src, async_op);
-        },
-        py::arg("tensor"), py::arg("src"), py::arg("group"), py::arg("async_op"));
-  d.def("all_gather_into_tensor",
-        [](Tensor& out, const Tensor& in, PG* g, bool async_op) {
-          py::gil_scoped_release nogil;
-          return group_or_world(g).all_gather_into_tensor(out, in, async_op);
-        },
-        py::arg("output"), py::arg("input"), py::arg("group"), py::arg("async_op"));
-  d.def("reduce_scatter_tensor",
-        [](Tensor& out, const Tensor& in, dist::ReduceOp op, PG* g, bool async_op) {
-          py::gil_scoped_release nogil;
-          return group_or_world(g).reduce_scatter_tensor(out, in, op, async_op);
-        },
-        py::arg("output"), py::arg("input"), py::arg("op"), py::arg("group"), py::arg("async_op"));
-  d.def("all_to_all_single",
-        [](Tensor& out, const Tensor& in, PG* g, bool async_op) {
-          py::gil_scoped_release nogil;
-          return group_or_world(g).all_to_all_single(out, in, async_op);
-        },
-        py::arg("output"), py::arg("input"), py::arg("group"), py::arg("async_op"));
-  d.def("send",
-        [](const Tensor& t, int dst, PG* g, int tag) {
-          py::gil_scoped_release nogil;
-          group_or_world(g).send(t, dst, tag);
-        },
-        py::arg("tensor"), py::arg("dst"), py::arg("group"), py::arg("tag"));
-  d.def("recv",
-        [](Tensor& t, int src, PG* g, int tag) {
-          py::gil_scoped_release nogil;
-          group_or_world(g).recv(t, src, tag);
-        },
-        py::arg("tensor"), py::arg("src"), py::arg("group"), py::arg("tag"));
-  d.def("barrier",
-        [](PG* g) {
-          py::gil_scoped_release nogil;
-          group_or_world(g).barrier();
-        },
-        py::arg("group"));
-  d.def("group_rank", [](PG* g) { return group_or_world(g).rank(); }, py::arg("group"));
-  d.def("group_size", [](PG* g) { return group_or_world(g).size(); }, py::arg("group"));
-  d.def("group_ranks", [](PG* g) { return group_or_world(g).ranks(); }, py::arg("group"));
-  d.def("group_device", [](PG* g) { return group_or_world(g).device(); }, py::arg("group"));
+  d.def(
+      "all_reduce",
+      [](Tensor& t, dist::ReduceOp op, PG* g, bool async_op) {
+        py::gil_scoped_release nogil;
+        return group_or_world(g).all_reduce(t, op, async_op);
+      },
+      py::arg("tensor"), py::arg("op"), py::arg("group"), py::arg("async_op"));
+  d.def(
+      "broadcast",
+      [](Tensor& t, int src, PG* g, bool async_op) {
+        py::gil_scoped_release nogil;
+        return group_or_world(g).broadcast(t, src, async_op);
+      },
+      py::arg("tensor"), py::arg("src"), py::arg("group"), py::arg("async_op"));
+  d.def(
+      "all_gather_into_tensor",
+      [](Tensor& out, const Tensor& in, PG* g, bool async_op) {
+        py::gil_scoped_release nogil;
+        return group_or_world(g).all_gather_into_tensor(out, in, async_op);
+      },
+      py::arg("output"), py::arg("input"), py::arg("group"), py::arg("async_op"));
+  d.def(
+      "reduce_scatter_tensor",
+      [](Tensor& out, const Tensor& in, dist::ReduceOp op, PG* g, bool async_op) {
+        py::gil_scoped_release nogil;
+        return group_or_world(g).reduce_scatter_tensor(out, in, op, async_op);
+      },
+      py::arg("output"), py::arg("input"), py::arg("op"), py::arg("group"), py::arg("async_op"));
+  d.def(
+      "all_to_all_single",
+      [](Tensor& out, const Tensor& in, PG* g, bool async_op) {
+        py::gil_scoped_release nogil;
+        return group_or_world(g).all_to_all_single(out, in, async_op);
+      },
+      py::arg("output"), py::arg("input"), py::arg("group"), py::arg("async_op"));
+  d.def(
+      "send",
+      [](const Tensor& t, int dst, PG* g, int tag) {
+        py::gil_scoped_release nogil;
+        group_or_world(g).send(t, dst, tag);
+      },
+      py::arg("tensor"), py::arg("dst"), py::arg("group"), py::arg("tag"));
+  d.def(
+      "recv",
+      [](Tensor& t, int src, PG* g, int tag) {
+        py::gil_scoped_release nogil;
+        group_or_world(g).recv(t, src, tag);
+      },
+      py::arg("tensor"), py::arg("src"), py::arg("group"), py::arg("tag"));
+  d.def(
+      "barrier",
+      [](PG* g) {
+        py::gil_scoped_release nogil;
+        group_or_world(g).barrier();
+      },
+      py::arg("group"));
+  d.def(
+      "group_rank", [](PG* g) { return group_or_world(g).rank(); }, py::arg("group"));
+  d.def(
+      "group_size", [](PG* g) { return group_or_world(g).size(); }, py::arg("group"));
+  d.def(
+      "group_ranks", [](PG* g) { return group_or_world(g).ranks(); }, py::arg("group"));
+  d.def(
+      "group_device", [](PG* g) { return group_or_world(g).device(); }, py::arg("group"));
 
   // ---- logging
   d.def("log", &dist::log, py::arg("msg"), "Writes '[rank R/W] msg' to stderr, one whole line");
@@ -355,19 +372,20 @@ void bind_distributed(py::module_& m) {
              o.bucket_cap_mb = bucket_cap_mb;
              o.find_unused_parameters = find_unused_parameters;
              o.gradient_as_bucket_view = gradient_as_bucket_view;
-             o.broadcast_buffers = false;  // prepare_forward does it, over the module's current buffers
-             if (!group) dist::world();  // throws unless initialized
+             o.broadcast_buffers = false;   // prepare_forward does it, over the module's current buffers
+             if (!group) dist::world();     // throws unless initialized
              py::gil_scoped_release nogil;  // broadcasts rank 0's parameters and buffers
              return std::make_unique<PythonDDP>(params, buffers, o, std::move(group));
            }),
            py::arg("params"), py::arg("buffers"), py::arg("bucket_cap_mb"), py::arg("find_unused_parameters"),
            py::arg("gradient_as_bucket_view"), py::arg("group"))
-      .def("prepare_forward",
-           [](PythonDDP& r, const std::vector<Tensor>& buffers, bool broadcast) {
-             py::gil_scoped_release nogil;
-             r.prepare_forward(buffers, broadcast);
-           },
-           py::arg("buffers"), py::arg("broadcast"))
+      .def(
+          "prepare_forward",
+          [](PythonDDP& r, const std::vector<Tensor>& buffers, bool broadcast) {
+            py::gil_scoped_release nogil;
+            r.prepare_forward(buffers, broadcast);
+          },
+          py::arg("buffers"), py::arg("broadcast"))
       .def("reduce_gradients",
            [](PythonDDP& r) {
              py::gil_scoped_release nogil;

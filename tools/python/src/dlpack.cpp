@@ -51,8 +51,7 @@ DLManagedTensor* to_legacy(DLManagedTensorVersioned* v) {
 
 // The DLPack 2023 keywords: max_version (the consumer's newest version), dl_device (must be ours),
 // copy (True: export a copy; False or None: never copy here).
-py::object dlpack(const Tensor& x, py::handle stream, py::handle max_version, py::handle dl_device,
-                  py::handle copy) {
+py::object dlpack(const Tensor& x, py::handle stream, py::handle max_version, py::handle dl_device, py::handle copy) {
   (void)stream;  // CPU tensors need no stream; CUDA ops are ordered on the default stream
   if (x.requires_grad())
     throw py::value_error("__dlpack__: cannot export a tensor that requires grad; use tensor.detach()");
@@ -63,8 +62,10 @@ py::object dlpack(const Tensor& x, py::handle stream, py::handle max_version, py
   const Tensor src = (!copy.is_none() && copy.cast<bool>()) ? x.clone() : x;
   DLManagedTensorVersioned* v = nullptr;
   check(gn_tensor_to_dlpack(src.handle(), &v));
-  const bool versioned = !max_version.is_none() && py::len(max_version) > 0 && max_version[py::int_(0)].cast<int>() >= 1;
-  if (versioned) return py::reinterpret_steal<py::object>(PyCapsule_New(v, "dltensor_versioned", versioned_capsule_destructor));
+  const bool versioned =
+      !max_version.is_none() && py::len(max_version) > 0 && max_version[py::int_(0)].cast<int>() >= 1;
+  if (versioned)
+    return py::reinterpret_steal<py::object>(PyCapsule_New(v, "dltensor_versioned", versioned_capsule_destructor));
   DLManagedTensor* m = to_legacy(v);
   PyObject* cap = PyCapsule_New(m, "dltensor", legacy_capsule_destructor);
   if (!cap) {
@@ -140,7 +141,9 @@ const char* numpy_dtype(DType d) {
     case DType::i32: return "int32";
     case DType::i64: return "int64";
     case DType::boolean: return "bool";
-    default: throw py::type_error(std::string("numpy(): NumPy has no ") + dtype_name(d) + " dtype; convert first, e.g. .float()");
+    default:
+      throw py::type_error(std::string("numpy(): NumPy has no ") + dtype_name(d) +
+                           " dtype; convert first, e.g. .float()");
   }
 }
 
@@ -155,28 +158,31 @@ void bind_dlpack(py::module_& m) {
     const bool cuda = x.device().type() == "cuda";
     return py::make_tuple(cuda ? static_cast<int>(kDLCUDA) : static_cast<int>(kDLCPU), x.device().index());
   });
-  t.def("numpy",
-        [](const Tensor& x, bool force) -> py::object {
-          Tensor src = x;
-          if (x.requires_grad()) {
-            if (!force)
-              throw py::value_error("numpy(): cannot call numpy() on a tensor that requires grad; use tensor.detach().numpy()");
-            src = x.detach();
-          }
-          if (src.device().type() != "cpu") {
-            if (!force) throw py::type_error("numpy(): the tensor is on " + src.device().str() + "; use tensor.cpu() first");
-            src = src.to(Device("cpu"));
-          }
-          py::dtype dt(numpy_dtype(src.dtype()));
-          const Shape shape = src.shape();
-          Shape strides = src.strides();
-          const int64_t item = static_cast<int64_t>(gn_dtype_size(static_cast<int32_t>(src.dtype())));
-          for (auto& s : strides) s *= item;
-          auto* keep = new Tensor(src);
-          py::capsule base(keep, [](void* p) { delete static_cast<Tensor*>(p); });
-          return py::array(dt, shape, strides, gn_tensor_data_ptr(src.handle()), base);
-        },
-        py::kw_only(), py::arg("force") = false, "A NumPy array sharing this CPU tensor's memory");
+  t.def(
+      "numpy",
+      [](const Tensor& x, bool force) -> py::object {
+        Tensor src = x;
+        if (x.requires_grad()) {
+          if (!force)
+            throw py::value_error(
+                "numpy(): cannot call numpy() on a tensor that requires grad; use tensor.detach().numpy()");
+          src = x.detach();
+        }
+        if (src.device().type() != "cpu") {
+          if (!force)
+            throw py::type_error("numpy(): the tensor is on " + src.device().str() + "; use tensor.cpu() first");
+          src = src.to(Device("cpu"));
+        }
+        py::dtype dt(numpy_dtype(src.dtype()));
+        const Shape shape = src.shape();
+        Shape strides = src.strides();
+        const int64_t item = static_cast<int64_t>(gn_dtype_size(static_cast<int32_t>(src.dtype())));
+        for (auto& s : strides) s *= item;
+        auto* keep = new Tensor(src);
+        py::capsule base(keep, [](void* p) { delete static_cast<Tensor*>(p); });
+        return py::array(dt, shape, strides, gn_tensor_data_ptr(src.handle()), base);
+      },
+      py::kw_only(), py::arg("force") = false, "A NumPy array sharing this CPU tensor's memory");
   m.def("from_dlpack", &from_dlpack, py::arg("ext_tensor"),
         "A tensor sharing the memory of any DLPack producer (NumPy, PyTorch, capsules)");
 }

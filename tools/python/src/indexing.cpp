@@ -104,8 +104,8 @@ Tensor apply(const Tensor& x, const std::vector<Entry>& entries, bool allow_copy
   }
   if (ellipses > 1) throw Error(GN_ERR_INVALID_ARGUMENT, "[index] an index can only have a single ellipsis ('...')");
   if (consumed > x.dim())
-    throw Error(GN_ERR_INDEX, "[index] too many indices for tensor of dimension " + std::to_string(x.dim()) +
-                                  " (got " + std::to_string(consumed) + ")");
+    throw Error(GN_ERR_INDEX, "[index] too many indices for tensor of dimension " + std::to_string(x.dim()) + " (got " +
+                                  std::to_string(consumed) + ")");
   Tensor y = x;
   int64_t d = 0;  // the dim of y the next entry applies to
   for (const Entry& e : entries) {
@@ -132,9 +132,7 @@ Tensor apply(const Tensor& x, const std::vector<Entry>& entries, bool allow_copy
         y = y.unsqueeze(d);
         ++d;
         break;
-      case Kind::ellipsis:
-        d += x.dim() - consumed;
-        break;
+      case Kind::ellipsis: d += x.dim() - consumed; break;
       case Kind::tensor: {
         if (!allow_copy)
           throw Error(GN_ERR_INVALID_ARGUMENT,
@@ -160,8 +158,8 @@ void bind_indexing(py::module_& m) {
       if (x.dim() == 0) throw Error(GN_ERR_INDEX, "[index] invalid index of a 0-dim tensor");
       const int64_t n = x.size(0);
       if (i < -n || i >= n)
-        throw Error(GN_ERR_INDEX, "[index] index " + std::to_string(i) + " is out of bounds for dimension 0 with size " +
-                                      std::to_string(n));
+        throw Error(GN_ERR_INDEX, "[index] index " + std::to_string(i) +
+                                      " is out of bounds for dimension 0 with size " + std::to_string(n));
       return x.select(0, i);
     }
     const std::vector<Entry> entries = parse(key);
@@ -171,8 +169,10 @@ void bind_indexing(py::module_& m) {
   t.def("__setitem__", [](Tensor& x, py::handle key, py::handle value) {
     const std::vector<Entry> entries = parse(key);
     if (has_mask(entries)) {
-      if (py::isinstance<Tensor>(value)) x.index_put_(to_cpp(entries), value.cast<const Tensor&>());
-      else x.index_put_(to_cpp(entries), to_scalar(value).value);
+      if (py::isinstance<Tensor>(value))
+        x.index_put_(to_cpp(entries), value.cast<const Tensor&>());
+      else
+        x.index_put_(to_cpp(entries), to_scalar(value).value);
       return;
     }
     Tensor view = apply(x, entries, false);

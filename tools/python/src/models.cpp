@@ -33,24 +33,27 @@ std::vector<ChatMessage> messages_of(py::handle msgs) {
 
 // Sets SftOptions fields from keywords (the names of the struct's fields; batch_size etc. for BatchOptions).
 void set_sft_option(train::SftOptions& o, const std::string& k, py::handle v) {
-#define GN_F(name)        \
-  if (k == #name) {       \
+#define GN_F(name)                       \
+  if (k == #name) {                      \
     o.name = v.cast<decltype(o.name)>(); \
-    return;               \
+    return;                              \
   }
+  // clang-format off
   GN_F(train_file) GN_F(eval_file) GN_F(eval_fraction) GN_F(output_dir) GN_F(grad_accum) GN_F(epochs)
   GN_F(max_steps) GN_F(lr) GN_F(weight_decay) GN_F(beta1) GN_F(beta2) GN_F(adam_eps) GN_F(warmup_ratio)
   GN_F(warmup_steps) GN_F(max_grad_norm) GN_F(autocast) GN_F(activation_checkpointing) GN_F(eval_every)
   GN_F(save_every) GN_F(log_every) GN_F(resume) GN_F(stop_after) GN_F(progress) GN_F(save_final) GN_F(tokenizer_dir)
+  // clang-format on
 #undef GN_F
-#define GN_B(name)                 \
-  if (k == #name) {                \
+#define GN_B(name)                                       \
+  if (k == #name) {                                      \
     o.batches.name = v.cast<decltype(o.batches.name)>(); \
-    return;                        \
+    return;                                              \
   }
-  GN_B(batch_size) GN_B(max_length) GN_B(packing) GN_B(bucket_factor) GN_B(pad_id) GN_B(shuffle) GN_B(seed)
+                  GN_B(batch_size) GN_B(max_length) GN_B(packing) GN_B(bucket_factor) GN_B(pad_id) GN_B(shuffle)
+                      GN_B(seed)
 #undef GN_B
-  throw py::type_error("train_sft: unknown option '" + k + "'");
+                          throw py::type_error("train_sft: unknown option '" + k + "'");
 }
 
 }  // namespace
@@ -96,37 +99,42 @@ void bind_models(py::module_& m) {
              return std::make_unique<QwenForCausalLM>(c, make_options(dtype, device, false));
            }),
            py::arg("config"), py::arg("device") = py::none(), py::arg("dtype") = py::none())
-      .def_static("from_pretrained",
-                  [](const std::string& dir, py::handle device, py::handle dtype) {
-                    models::LoadOptions o;
-                    if (!device.is_none()) o.device = to_device(device);
-                    if (!dtype.is_none()) o.dtype = dtype.cast<DType>();
-                    py::gil_scoped_release nogil;
-                    return QwenForCausalLM::from_pretrained(dir, o);
-                  },
-                  py::arg("path"), py::arg("device") = py::none(), py::arg("dtype") = py::none())
-      .def("save_pretrained",
-           [](const QwenForCausalLM& model, const std::string& dir) {
-             py::gil_scoped_release nogil;
-             model.save_pretrained(dir);
-           },
-           py::arg("save_directory"))
-      .def("forward",
-           [](QwenForCausalLM& model, const Tensor& ids) {
-             py::gil_scoped_release nogil;
-             return model.forward(ids);
-           },
-           py::arg("input_ids"))
-      .def("loss",
-           [](QwenForCausalLM& model, const Tensor& ids, const Tensor& labels) {
-             py::gil_scoped_release nogil;
-             return model.loss(ids, labels);
-           },
-           py::arg("input_ids"), py::arg("labels"))
+      .def_static(
+          "from_pretrained",
+          [](const std::string& dir, py::handle device, py::handle dtype) {
+            models::LoadOptions o;
+            if (!device.is_none()) o.device = to_device(device);
+            if (!dtype.is_none()) o.dtype = dtype.cast<DType>();
+            py::gil_scoped_release nogil;
+            return QwenForCausalLM::from_pretrained(dir, o);
+          },
+          py::arg("path"), py::arg("device") = py::none(), py::arg("dtype") = py::none())
+      .def(
+          "save_pretrained",
+          [](const QwenForCausalLM& model, const std::string& dir) {
+            py::gil_scoped_release nogil;
+            model.save_pretrained(dir);
+          },
+          py::arg("save_directory"))
+      .def(
+          "forward",
+          [](QwenForCausalLM& model, const Tensor& ids) {
+            py::gil_scoped_release nogil;
+            return model.forward(ids);
+          },
+          py::arg("input_ids"))
+      .def(
+          "loss",
+          [](QwenForCausalLM& model, const Tensor& ids, const Tensor& labels) {
+            py::gil_scoped_release nogil;
+            return model.loss(ids, labels);
+          },
+          py::arg("input_ids"), py::arg("labels"))
       .def("init_weights", &QwenForCausalLM::init_weights)
       .def_readonly("config", &QwenForCausalLM::config)
-      .def_property("gradient_checkpointing", [](const QwenForCausalLM& model) { return model.model.gradient_checkpointing; },
-                    [](QwenForCausalLM& model, bool on) { model.model.gradient_checkpointing = on; });
+      .def_property(
+          "gradient_checkpointing", [](const QwenForCausalLM& model) { return model.model.gradient_checkpointing; },
+          [](QwenForCausalLM& model, bool on) { model.model.gradient_checkpointing = on; });
 
   // ---- generation: prompts are lists of token ids; returns (tokens per prompt, finish reasons)
   mm.def(
@@ -174,11 +182,14 @@ void bind_models(py::module_& m) {
   // ---- tokenizer and chat templates
   py::class_<Tokenizer>(mm, "Tokenizer")
       .def_static("from_pretrained", &Tokenizer::from_pretrained, py::arg("path"))
-      .def_static("from_files", &Tokenizer::from_files, py::arg("tokenizer_json"), py::arg("tokenizer_config_json") = "")
-      .def("encode", [](const Tokenizer& t, const std::string& s, bool special) { return t.encode(s, special); },
-           py::arg("text"), py::arg("add_special_tokens") = true)
+      .def_static("from_files", &Tokenizer::from_files, py::arg("tokenizer_json"),
+                  py::arg("tokenizer_config_json") = "")
+      .def(
+          "encode", [](const Tokenizer& t, const std::string& s, bool special) { return t.encode(s, special); },
+          py::arg("text"), py::arg("add_special_tokens") = true)
       .def("decode", &Tokenizer::decode, py::arg("ids"), py::arg("skip_special_tokens") = false)
-      .def("token_to_id", [](const Tokenizer& t, const std::string& s) { return t.token_to_id(s); }, py::arg("token"))
+      .def(
+          "token_to_id", [](const Tokenizer& t, const std::string& s) { return t.token_to_id(s); }, py::arg("token"))
       .def("id_to_token", &Tokenizer::id_to_token, py::arg("id"))
       .def_property_readonly("vocab_size", &Tokenizer::vocab_size)
       .def_property_readonly("chat_template", &Tokenizer::chat_template)
@@ -186,16 +197,17 @@ void bind_models(py::module_& m) {
       .def_readonly("bos_token_id", &Tokenizer::bos_token_id)
       .def_readonly("pad_token_id", &Tokenizer::pad_token_id)
       .def_readonly("eos_token", &Tokenizer::eos_token)
-      .def("apply_chat_template",
-           [](const Tokenizer& t, py::handle messages, bool add_generation_prompt, bool tokenize,
-              std::optional<bool> enable_thinking) -> py::object {
-             ChatTemplate tmpl(t.chat_template());
-             std::string text = tmpl.apply(messages_of(messages), add_generation_prompt, enable_thinking);
-             if (tokenize) return py::cast(t.encode(text, false));
-             return py::str(text);
-           },
-           py::arg("messages"), py::arg("add_generation_prompt") = true, py::arg("tokenize") = false,
-           py::arg("enable_thinking") = py::none());
+      .def(
+          "apply_chat_template",
+          [](const Tokenizer& t, py::handle messages, bool add_generation_prompt, bool tokenize,
+             std::optional<bool> enable_thinking) -> py::object {
+            ChatTemplate tmpl(t.chat_template());
+            std::string text = tmpl.apply(messages_of(messages), add_generation_prompt, enable_thinking);
+            if (tokenize) return py::cast(t.encode(text, false));
+            return py::str(text);
+          },
+          py::arg("messages"), py::arg("add_generation_prompt") = true, py::arg("tokenize") = false,
+          py::arg("enable_thinking") = py::none());
 
   py::class_<StreamDecoder>(mm, "StreamDecoder", "Incremental decoding for streaming: put(id) returns whole characters")
       .def(py::init<const Tokenizer&, bool>(), py::arg("tokenizer"), py::arg("skip_special_tokens") = false,
@@ -257,20 +269,23 @@ void bind_models(py::module_& m) {
         return out;
       },
       py::arg("model"), py::arg("tokenizer"), py::kw_only(), py::arg("on_step") = py::none());
-  mm.def("read_chat_jsonl", [](const std::string& path) {
-    py::list out;
-    for (const auto& conv : train::read_chat_jsonl(path)) {
-      py::list msgs;
-      for (const auto& msg : conv) {
-        py::dict d;
-        d["role"] = msg.role;
-        d["content"] = msg.content;
-        msgs.append(d);
-      }
-      out.append(msgs);
-    }
-    return out;
-  }, py::arg("path"));
+  mm.def(
+      "read_chat_jsonl",
+      [](const std::string& path) {
+        py::list out;
+        for (const auto& conv : train::read_chat_jsonl(path)) {
+          py::list msgs;
+          for (const auto& msg : conv) {
+            py::dict d;
+            d["role"] = msg.role;
+            d["content"] = msg.content;
+            msgs.append(d);
+          }
+          out.append(msgs);
+        }
+        return out;
+      },
+      py::arg("path"));
 }
 
 }  // namespace genesis::python

@@ -108,7 +108,7 @@ optim::OptimizerStateDict state_dict_from(py::dict d) {
       const std::string name = e.first.cast<std::string>();
       if (name == "step") {
         ps.step = py::isinstance<Tensor>(e.second) ? static_cast<int64_t>(e.second.cast<Tensor>().item_double())
-                                                  : e.second.cast<int64_t>();
+                                                   : e.second.cast<int64_t>();
       } else {
         ps.tensors[name] = e.second.cast<Tensor>();
       }
@@ -125,7 +125,9 @@ optim::OptimizerStateDict state_dict_from(py::dict d) {
   return sd;
 }
 
-std::pair<double, double> betas_of(py::handle b) { return {b[py::int_(0)].cast<double>(), b[py::int_(1)].cast<double>()}; }
+std::pair<double, double> betas_of(py::handle b) {
+  return {b[py::int_(0)].cast<double>(), b[py::int_(1)].cast<double>()};
+}
 
 }  // namespace
 
@@ -133,78 +135,91 @@ void bind_optim(py::module_& m) {
   py::module_ o = m.def_submodule("optim", "optimizers, schedulers (genesis.optim)");
   py::class_<GroupRef>(o, "ParamGroup")
       .def("__getitem__", &group_get)
-      .def("__setitem__", [](GroupRef& r, const std::string& k, py::handle v) {
-        if (k == "params") {
-          r.g().params = tensor_list(v);
-          return;
-        }
-        put_option(r.g().options, k, v);
-      })
-      .def("__contains__", [](const GroupRef& r, const std::string& k) {
-        return k == "params" || r.g().has(k) || (k == "betas" && r.g().has("beta1"));
-      })
-      .def("get", [](const GroupRef& r, const std::string& k, py::object dflt) {
-        py::dict d = group_dict(r, true);
-        return d.contains(k) ? py::object(d[py::str(k)]) : dflt;
-      }, py::arg("key"), py::arg("default") = py::none())
+      .def("__setitem__",
+           [](GroupRef& r, const std::string& k, py::handle v) {
+             if (k == "params") {
+               r.g().params = tensor_list(v);
+               return;
+             }
+             put_option(r.g().options, k, v);
+           })
+      .def("__contains__",
+           [](const GroupRef& r, const std::string& k) {
+             return k == "params" || r.g().has(k) || (k == "betas" && r.g().has("beta1"));
+           })
+      .def(
+          "get",
+          [](const GroupRef& r, const std::string& k, py::object dflt) {
+            py::dict d = group_dict(r, true);
+            return d.contains(k) ? py::object(d[py::str(k)]) : dflt;
+          },
+          py::arg("key"), py::arg("default") = py::none())
       .def("keys", [](const GroupRef& r) { return group_dict(r, true).attr("keys")(); })
       .def("items", [](const GroupRef& r) { return group_dict(r, true).attr("items")(); })
       .def("__repr__", [](const GroupRef& r) { return py::repr(group_dict(r, false)); });
 
   py::class_<Optimizer>(o, "Optimizer")
-      .def("step", [](Optimizer& opt, py::handle closure) {
-        py::object loss = py::none();
-        if (!closure.is_none()) loss = closure();
-        {
-          py::gil_scoped_release nogil;
-          opt.step();
-        }
-        return loss;
-      }, py::arg("closure") = py::none())
+      .def(
+          "step",
+          [](Optimizer& opt, py::handle closure) {
+            py::object loss = py::none();
+            if (!closure.is_none()) loss = closure();
+            {
+              py::gil_scoped_release nogil;
+              opt.step();
+            }
+            return loss;
+          },
+          py::arg("closure") = py::none())
       .def("zero_grad", &Optimizer::zero_grad, py::arg("set_to_none") = true)
       // Each group view keeps its optimizer alive (a keep_alive on the returned list would need a
       // weak reference to the list, which Python lists refuse; pybind11 2 and 3 alike).
-      .def_property_readonly("param_groups", [](py::object self) {
-        Optimizer& opt = self.cast<Optimizer&>();
-        py::list out;
-        for (size_t i = 0; i < opt.param_groups().size(); ++i) {
-          py::object ref = py::cast(GroupRef{&opt, i});
-          py::detail::keep_alive_impl(ref, self);
-          out.append(ref);
-        }
-        return out;
-      })
+      .def_property_readonly("param_groups",
+                             [](py::object self) {
+                               Optimizer& opt = self.cast<Optimizer&>();
+                               py::list out;
+                               for (size_t i = 0; i < opt.param_groups().size(); ++i) {
+                                 py::object ref = py::cast(GroupRef{&opt, i});
+                                 py::detail::keep_alive_impl(ref, self);
+                                 out.append(ref);
+                               }
+                               return out;
+                             })
       .def_property_readonly("defaults", [](const Optimizer& opt) { return opt.defaults(); })
-      .def("add_param_group", [](Optimizer& opt, py::dict g) {
-        for (auto& pg : groups_of(py::make_tuple(g))) opt.add_param_group(pg);
-      }, py::arg("param_group"))
+      .def(
+          "add_param_group",
+          [](Optimizer& opt, py::dict g) {
+            for (auto& pg : groups_of(py::make_tuple(g))) opt.add_param_group(pg);
+          },
+          py::arg("param_group"))
       .def("state_dict", &state_dict_of)
-      .def("load_state_dict", [](Optimizer& opt, py::dict d) { opt.load_state_dict(state_dict_from(d)); },
-           py::arg("state_dict"))
+      .def(
+          "load_state_dict", [](Optimizer& opt, py::dict d) { opt.load_state_dict(state_dict_from(d)); },
+          py::arg("state_dict"))
       .def("__repr__", [](Optimizer& opt) {
         std::string s = std::string(opt.name()) + " (";
         for (size_t i = 0; i < opt.param_groups().size(); ++i)
-          s += "\n  group " + std::to_string(i) + ": " + py::repr(group_dict(GroupRef{&opt, i}, false)).cast<std::string>();
+          s += "\n  group " + std::to_string(i) + ": " +
+               py::repr(group_dict(GroupRef{&opt, i}, false)).cast<std::string>();
         return s + "\n)";
       });
 
-  py::class_<optim::SGD, Optimizer>(o, "SGD")
-      .def(py::init([](py::handle params, double lr, double momentum, double dampening, double weight_decay,
-                       bool nesterov, bool maximize) {
-             return std::make_unique<optim::SGD>(groups_of(params),
-                                                 optim::SGDOptions{lr, momentum, dampening, weight_decay, nesterov, maximize});
-           }),
-           py::arg("params"), py::arg("lr") = 1e-3, py::arg("momentum") = 0.0, py::arg("dampening") = 0.0,
-           py::arg("weight_decay") = 0.0, py::arg("nesterov") = false, py::kw_only(), py::arg("maximize") = false);
-  py::class_<optim::Adam, Optimizer>(o, "Adam")
-      .def(py::init([](py::handle params, double lr, py::handle betas, double eps, double weight_decay, bool amsgrad,
-                       bool maximize) {
-             return std::make_unique<optim::Adam>(
-                 groups_of(params), optim::AdamOptions{lr, betas_of(betas), eps, weight_decay, maximize, amsgrad});
-           }),
-           py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = py::make_tuple(0.9, 0.999),
-           py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0, py::arg("amsgrad") = false, py::kw_only(),
-           py::arg("maximize") = false);
+  py::class_<optim::SGD, Optimizer>(o, "SGD").def(
+      py::init([](py::handle params, double lr, double momentum, double dampening, double weight_decay, bool nesterov,
+                  bool maximize) {
+        return std::make_unique<optim::SGD>(
+            groups_of(params), optim::SGDOptions{lr, momentum, dampening, weight_decay, nesterov, maximize});
+      }),
+      py::arg("params"), py::arg("lr") = 1e-3, py::arg("momentum") = 0.0, py::arg("dampening") = 0.0,
+      py::arg("weight_decay") = 0.0, py::arg("nesterov") = false, py::kw_only(), py::arg("maximize") = false);
+  py::class_<optim::Adam, Optimizer>(o, "Adam").def(
+      py::init([](py::handle params, double lr, py::handle betas, double eps, double weight_decay, bool amsgrad,
+                  bool maximize) {
+        return std::make_unique<optim::Adam>(
+            groups_of(params), optim::AdamOptions{lr, betas_of(betas), eps, weight_decay, maximize, amsgrad});
+      }),
+      py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = py::make_tuple(0.9, 0.999), py::arg("eps") = 1e-8,
+      py::arg("weight_decay") = 0.0, py::arg("amsgrad") = false, py::kw_only(), py::arg("maximize") = false);
   py::class_<optim::AdamW, optim::Adam>(o, "AdamW")
       .def(py::init([](py::handle params, double lr, py::handle betas, double eps, double weight_decay, bool amsgrad,
                        bool maximize) {
@@ -228,7 +243,8 @@ void bind_optim(py::module_& m) {
   py::class_<optim::LambdaLR, LRScheduler>(s, "LambdaLR")
       .def(py::init([](Optimizer& opt, py::handle fn, int64_t last_epoch) {
              if (py::isinstance<py::list>(fn) || py::isinstance<py::tuple>(fn))
-               return std::make_unique<optim::LambdaLR>(opt, fn.cast<std::vector<optim::LambdaLR::Lambda>>(), last_epoch);
+               return std::make_unique<optim::LambdaLR>(opt, fn.cast<std::vector<optim::LambdaLR::Lambda>>(),
+                                                        last_epoch);
              return std::make_unique<optim::LambdaLR>(opt, fn.cast<optim::LambdaLR::Lambda>(), last_epoch);
            }),
            py::arg("optimizer"), py::arg("lr_lambda"), py::arg("last_epoch") = -1, py::keep_alive<1, 2>());
@@ -276,27 +292,32 @@ void bind_optim(py::module_& m) {
            py::arg("div_factor") = 25.0, py::arg("final_div_factor") = 1e4, py::arg("three_phase") = false,
            py::arg("last_epoch") = -1, py::keep_alive<1, 2>())
       .def_property_readonly("total_steps", &optim::OneCycleLR::total_steps);
-  s.def("get_cosine_schedule_with_warmup",
-        [](Optimizer& opt, int64_t warmup, int64_t total, double cycles, int64_t last_epoch) {
-          return std::make_unique<optim::LambdaLR>(
-              optim::get_cosine_schedule_with_warmup(opt, warmup, total, cycles, last_epoch));
-        },
-        py::arg("optimizer"), py::arg("num_warmup_steps"), py::arg("num_training_steps"), py::arg("num_cycles") = 0.5,
-        py::arg("last_epoch") = -1, py::keep_alive<0, 1>());
+  s.def(
+      "get_cosine_schedule_with_warmup",
+      [](Optimizer& opt, int64_t warmup, int64_t total, double cycles, int64_t last_epoch) {
+        return std::make_unique<optim::LambdaLR>(
+            optim::get_cosine_schedule_with_warmup(opt, warmup, total, cycles, last_epoch));
+      },
+      py::arg("optimizer"), py::arg("num_warmup_steps"), py::arg("num_training_steps"), py::arg("num_cycles") = 0.5,
+      py::arg("last_epoch") = -1, py::keep_alive<0, 1>());
 
   // ---- clipping (genesis.nn.utils)
-  m.def("clip_grad_norm_",
-        [](py::handle params, double max_norm, py::handle norm_type, bool error_if_nonfinite) {
-          double p = 2;
-          if (!norm_type.is_none()) {
-            if (py::isinstance<py::str>(norm_type)) p = std::numeric_limits<double>::infinity();  // 'inf'
-            else p = norm_type.cast<double>();
-          }
-          return nn::utils::clip_grad_norm_(tensor_list(params), max_norm, p, error_if_nonfinite);
-        },
-        py::arg("parameters"), py::arg("max_norm"), py::arg("norm_type") = 2.0, py::arg("error_if_nonfinite") = false);
-  m.def("clip_grad_value_", [](py::handle params, double v) { nn::utils::clip_grad_value_(tensor_list(params), v); },
-        py::arg("parameters"), py::arg("clip_value"));
+  m.def(
+      "clip_grad_norm_",
+      [](py::handle params, double max_norm, py::handle norm_type, bool error_if_nonfinite) {
+        double p = 2;
+        if (!norm_type.is_none()) {
+          if (py::isinstance<py::str>(norm_type))
+            p = std::numeric_limits<double>::infinity();  // 'inf'
+          else
+            p = norm_type.cast<double>();
+        }
+        return nn::utils::clip_grad_norm_(tensor_list(params), max_norm, p, error_if_nonfinite);
+      },
+      py::arg("parameters"), py::arg("max_norm"), py::arg("norm_type") = 2.0, py::arg("error_if_nonfinite") = false);
+  m.def(
+      "clip_grad_value_", [](py::handle params, double v) { nn::utils::clip_grad_value_(tensor_list(params), v); },
+      py::arg("parameters"), py::arg("clip_value"));
 }
 
 }  // namespace genesis::python

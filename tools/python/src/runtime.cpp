@@ -37,13 +37,14 @@ struct RngFork {
 
 void bind_runtime(py::module_& m) {
   // ---- runtime
-  m.def("init",
-        [](const std::string& plugin_path, const std::string& plugins, const std::string& backends, bool quiet) {
-          init({.plugin_path = plugin_path, .plugins = plugins, .backends = backends, .quiet = quiet});
-        },
-        py::kw_only(), py::arg("plugin_path") = "", py::arg("plugins") = "", py::arg("backends") = "",
-        py::arg("quiet") = true,
-        "Creates the runtime with these options (before any other call); default: every plugin found");
+  m.def(
+      "init",
+      [](const std::string& plugin_path, const std::string& plugins, const std::string& backends, bool quiet) {
+        init({.plugin_path = plugin_path, .plugins = plugins, .backends = backends, .quiet = quiet});
+      },
+      py::kw_only(), py::arg("plugin_path") = "", py::arg("plugins") = "", py::arg("backends") = "",
+      py::arg("quiet") = true,
+      "Creates the runtime with these options (before any other call); default: every plugin found");
 
   // ---- grad mode
   m.def("is_grad_enabled", &autograd::grad_enabled);
@@ -66,23 +67,34 @@ void bind_runtime(py::module_& m) {
              return Generator();
            }),
            py::arg("device") = py::none())
-      .def("manual_seed", [](Generator& g, uint64_t seed) -> Generator& { return g.manual_seed(seed); },
-           py::return_value_policy::reference_internal, py::arg("seed"))
+      .def(
+          "manual_seed", [](Generator& g, uint64_t seed) -> Generator& { return g.manual_seed(seed); },
+          py::return_value_policy::reference_internal, py::arg("seed"))
       .def("initial_seed", &Generator::initial_seed)
       .def("get_state", &Generator::get_state)
-      .def("set_state", [](Generator& g, const RngState& s) -> Generator& {
-        g.set_state(s);
-        return g;
-      }, py::return_value_policy::reference_internal, py::arg("new_state"))
+      .def(
+          "set_state",
+          [](Generator& g, const RngState& s) -> Generator& {
+            g.set_state(s);
+            return g;
+          },
+          py::return_value_policy::reference_internal, py::arg("new_state"))
       .def_property_readonly("offset", &Generator::offset);
-  m.def("manual_seed", [](uint64_t seed) { manual_seed(seed); }, py::arg("seed"),
-        "Seeds the default generator of every device");
-  m.def("get_rng_state", [](py::handle device) { return get_rng_state(device.is_none() ? Device() : to_device(device)); },
-        py::arg("device") = py::none());
-  m.def("set_rng_state", [](const RngState& s, py::handle device) {
-    if (device.is_none()) set_rng_state(s);
-    else set_rng_state(s, to_device(device));
-  }, py::arg("new_state"), py::arg("device") = py::none());
+  m.def(
+      "manual_seed", [](uint64_t seed) { manual_seed(seed); }, py::arg("seed"),
+      "Seeds the default generator of every device");
+  m.def(
+      "get_rng_state", [](py::handle device) { return get_rng_state(device.is_none() ? Device() : to_device(device)); },
+      py::arg("device") = py::none());
+  m.def(
+      "set_rng_state",
+      [](const RngState& s, py::handle device) {
+        if (device.is_none())
+          set_rng_state(s);
+        else
+          set_rng_state(s, to_device(device));
+      },
+      py::arg("new_state"), py::arg("device") = py::none());
   m.def("get_all_rng_states", &get_all_rng_states);
   m.def("set_all_rng_states", &set_all_rng_states, py::arg("states"));
   py::class_<RngFork>(m, "_RngFork")
@@ -106,9 +118,10 @@ void bind_runtime(py::module_& m) {
            }),
            py::arg("device_type") = "cuda", py::arg("dtype") = py::none(), py::arg("enabled") = true,
            py::arg("cache_enabled") = true)
-      .def("__enter__", [](AutocastRegion& a) {
-        a.active.push_back(std::make_unique<amp::autocast>(a.device_type, a.dtype, a.enabled, a.cache_enabled));
-      })
+      .def("__enter__",
+           [](AutocastRegion& a) {
+             a.active.push_back(std::make_unique<amp::autocast>(a.device_type, a.dtype, a.enabled, a.cache_enabled));
+           })
       .def("__exit__", [](AutocastRegion& a, py::args) {
         if (!a.active.empty()) a.active.pop_back();
         return false;
@@ -118,8 +131,8 @@ void bind_runtime(py::module_& m) {
   py::class_<amp::GradScaler>(m, "GradScaler")
       .def(py::init([](double init_scale, double growth_factor, double backoff_factor, int64_t growth_interval,
                        bool enabled) {
-             return std::make_unique<amp::GradScaler>(amp::GradScalerOptions{init_scale, growth_factor, backoff_factor,
-                                                                              growth_interval, enabled});
+             return std::make_unique<amp::GradScaler>(
+                 amp::GradScalerOptions{init_scale, growth_factor, backoff_factor, growth_interval, enabled});
            }),
            py::arg("init_scale") = 65536.0, py::arg("growth_factor") = 2.0, py::arg("backoff_factor") = 0.5,
            py::arg("growth_interval") = 2000, py::arg("enabled") = true)
@@ -137,37 +150,50 @@ void bind_runtime(py::module_& m) {
 
   // ---- memory statistics (device None = cpu)
   auto dev = [](py::handle d) { return d.is_none() ? Device() : to_device(d); };
-  m.def("memory_stats", [dev](py::handle d) {
-    MemoryStats s = memory_stats(dev(d));
-    py::dict out;
-    out["allocated"] = s.allocated;
-    out["reserved"] = s.reserved;
-    out["peak_allocated"] = s.peak_allocated;
-    out["peak_reserved"] = s.peak_reserved;
-    out["num_allocs"] = s.num_allocs;
-    out["num_frees"] = s.num_frees;
-    out["cache_hits"] = s.cache_hits;
-    out["cache_misses"] = s.cache_misses;
-    out["cache_hit_rate"] = s.cache_hit_rate();
-    out["oom_retries"] = s.oom_retries;
-    out["active_blocks"] = s.active_blocks;
-    return out;
-  }, py::arg("device") = py::none());
-  m.def("memory_allocated", [dev](py::handle d) { return memory_allocated(dev(d)); }, py::arg("device") = py::none());
-  m.def("memory_reserved", [dev](py::handle d) { return memory_reserved(dev(d)); }, py::arg("device") = py::none());
-  m.def("max_memory_allocated", [dev](py::handle d) { return max_memory_allocated(dev(d)); },
-        py::arg("device") = py::none());
-  m.def("max_memory_reserved", [dev](py::handle d) { return max_memory_reserved(dev(d)); },
-        py::arg("device") = py::none());
-  m.def("empty_cache", [dev](py::handle d) { empty_cache(dev(d)); }, py::arg("device") = py::none());
-  m.def("reset_peak_memory_stats", [dev](py::handle d) { reset_peak_memory_stats(dev(d)); },
-        py::arg("device") = py::none());
-  m.def("memory_summary", [dev](py::handle d) { return memory_summary(dev(d)); }, py::arg("device") = py::none());
-  m.def("device_count", [](const std::string& type) {
-    int32_t n = 0;
-    for (const Device& d : all_devices()) n += d.type() == type ? 1 : 0;
-    return n;
-  }, py::arg("type") = "cuda");
+  m.def(
+      "memory_stats",
+      [dev](py::handle d) {
+        MemoryStats s = memory_stats(dev(d));
+        py::dict out;
+        out["allocated"] = s.allocated;
+        out["reserved"] = s.reserved;
+        out["peak_allocated"] = s.peak_allocated;
+        out["peak_reserved"] = s.peak_reserved;
+        out["num_allocs"] = s.num_allocs;
+        out["num_frees"] = s.num_frees;
+        out["cache_hits"] = s.cache_hits;
+        out["cache_misses"] = s.cache_misses;
+        out["cache_hit_rate"] = s.cache_hit_rate();
+        out["oom_retries"] = s.oom_retries;
+        out["active_blocks"] = s.active_blocks;
+        return out;
+      },
+      py::arg("device") = py::none());
+  m.def(
+      "memory_allocated", [dev](py::handle d) { return memory_allocated(dev(d)); }, py::arg("device") = py::none());
+  m.def(
+      "memory_reserved", [dev](py::handle d) { return memory_reserved(dev(d)); }, py::arg("device") = py::none());
+  m.def(
+      "max_memory_allocated", [dev](py::handle d) { return max_memory_allocated(dev(d)); },
+      py::arg("device") = py::none());
+  m.def(
+      "max_memory_reserved", [dev](py::handle d) { return max_memory_reserved(dev(d)); },
+      py::arg("device") = py::none());
+  m.def(
+      "empty_cache", [dev](py::handle d) { empty_cache(dev(d)); }, py::arg("device") = py::none());
+  m.def(
+      "reset_peak_memory_stats", [dev](py::handle d) { reset_peak_memory_stats(dev(d)); },
+      py::arg("device") = py::none());
+  m.def(
+      "memory_summary", [dev](py::handle d) { return memory_summary(dev(d)); }, py::arg("device") = py::none());
+  m.def(
+      "device_count",
+      [](const std::string& type) {
+        int32_t n = 0;
+        for (const Device& d : all_devices()) n += d.type() == type ? 1 : 0;
+        return n;
+      },
+      py::arg("type") = "cuda");
 
   // ---- profiler
   m.def("profiler_start", &profiler_start);
@@ -176,24 +202,36 @@ void bind_runtime(py::module_& m) {
   m.def("profiler_summary", &profiler_summary);
 
   // ---- safetensors (state dicts: dict[str, Tensor])
-  m.def("save", [](const TensorMap& sd, const std::string& path) {
-    py::gil_scoped_release nogil;
-    save(sd, path);
-  }, py::arg("state_dict"), py::arg("path"), "Writes a state dict as safetensors (atomically)");
-  m.def("load", [](const std::string& path, py::handle device) {
-    const Device d = device.is_none() ? Device() : to_device(device);
-    py::gil_scoped_release nogil;
-    return load(path, d);
-  }, py::arg("path"), py::arg("map_location") = py::none(), "Reads a safetensors file as a dict of tensors");
-  m.def("save_file", [](const TensorMap& t, const std::string& path, std::optional<StringMap> meta) {
-    py::gil_scoped_release nogil;
-    save_safetensors(path, t, meta.value_or(StringMap{}));
-  }, py::arg("tensors"), py::arg("filename"), py::arg("metadata") = py::none());
-  m.def("load_file", [](const std::string& path, py::handle device) {
-    const Device d = device.is_none() ? Device() : to_device(device);
-    py::gil_scoped_release nogil;
-    return load_safetensors(path, d).tensors;
-  }, py::arg("filename"), py::arg("device") = py::none());
+  m.def(
+      "save",
+      [](const TensorMap& sd, const std::string& path) {
+        py::gil_scoped_release nogil;
+        save(sd, path);
+      },
+      py::arg("state_dict"), py::arg("path"), "Writes a state dict as safetensors (atomically)");
+  m.def(
+      "load",
+      [](const std::string& path, py::handle device) {
+        const Device d = device.is_none() ? Device() : to_device(device);
+        py::gil_scoped_release nogil;
+        return load(path, d);
+      },
+      py::arg("path"), py::arg("map_location") = py::none(), "Reads a safetensors file as a dict of tensors");
+  m.def(
+      "save_file",
+      [](const TensorMap& t, const std::string& path, std::optional<StringMap> meta) {
+        py::gil_scoped_release nogil;
+        save_safetensors(path, t, meta.value_or(StringMap{}));
+      },
+      py::arg("tensors"), py::arg("filename"), py::arg("metadata") = py::none());
+  m.def(
+      "load_file",
+      [](const std::string& path, py::handle device) {
+        const Device d = device.is_none() ? Device() : to_device(device);
+        py::gil_scoped_release nogil;
+        return load_safetensors(path, d).tensors;
+      },
+      py::arg("filename"), py::arg("device") = py::none());
   m.def("load_metadata", &load_safetensors_metadata, py::arg("filename"));
 }
 

@@ -22,7 +22,8 @@ Scalar to_scalar(py::handle o) {
   if (PyLong_Check(o.ptr())) return Scalar(static_cast<int64_t>(PyLong_AsLongLong(o.ptr())));
   if (PyFloat_Check(o.ptr())) return Scalar(PyFloat_AsDouble(o.ptr()));
   if (is_number(o)) return to_scalar(o.attr("item")());
-  throw py::type_error(std::string("expected a number, got ") + std::string(py::str(py::type::handle_of(o).attr("__name__"))));
+  throw py::type_error(std::string("expected a number, got ") +
+                       std::string(py::str(py::type::handle_of(o).attr("__name__"))));
 }
 
 Shape shape_from_object(py::handle o) {
@@ -130,8 +131,7 @@ Tensor convert(const Tensor& t, const py::args& args, const py::kwargs& kwargs) 
 
 void bind_dtype_device(py::module_& m) {
   py::enum_<DType> dt(m, "dtype");
-  dt
-      .value("float32", DType::f32)
+  dt.value("float32", DType::f32)
       .value("float16", DType::f16)
       .value("bfloat16", DType::bf16)
       .value("float64", DType::f64)
@@ -157,11 +157,10 @@ void bind_dtype_device(py::module_& m) {
            py::arg("type"), py::arg("index") = py::none())
       .def_property_readonly("type", &Device::type)
       .def_property_readonly("index", &Device::index)
-      .def("__str__", [](const Device& d) { return d.index() == 0 && d.type() == "cpu" ? std::string("cpu") : d.str(); })
+      .def("__str__",
+           [](const Device& d) { return d.index() == 0 && d.type() == "cpu" ? std::string("cpu") : d.str(); })
       .def("__repr__",
-           [](const Device& d) {
-             return "device(type='" + d.type() + "', index=" + std::to_string(d.index()) + ")";
-           })
+           [](const Device& d) { return "device(type='" + d.type() + "', index=" + std::to_string(d.index()) + ")"; })
       .def("__eq__",
            [](const Device& a, py::handle b) {
              if (py::isinstance<Device>(b)) return a == b.cast<Device>();
@@ -204,19 +203,21 @@ void bind_tensor(py::module_& m) {
         "A tensor holding a copy of data (nested lists, numbers, arrays); float32 unless dtype is given");
   // ---- metadata
   t.def_property_readonly("shape", [](const Tensor& x) { return py::tuple(py::cast(x.shape())); })
-      .def("size",
-           [](const Tensor& x, std::optional<int64_t> dim) -> py::object {
-             if (dim) return py::int_(x.size(*dim));
-             return py::tuple(py::cast(x.shape()));
-           },
-           py::arg("dim") = py::none())
-      .def("stride",
-           [](const Tensor& x, std::optional<int64_t> dim) -> py::object {
-             Shape s = x.strides();
-             if (dim) return py::int_(s.at(static_cast<size_t>(*dim < 0 ? *dim + x.dim() : *dim)));
-             return py::tuple(py::cast(s));
-           },
-           py::arg("dim") = py::none())
+      .def(
+          "size",
+          [](const Tensor& x, std::optional<int64_t> dim) -> py::object {
+            if (dim) return py::int_(x.size(*dim));
+            return py::tuple(py::cast(x.shape()));
+          },
+          py::arg("dim") = py::none())
+      .def(
+          "stride",
+          [](const Tensor& x, std::optional<int64_t> dim) -> py::object {
+            Shape s = x.strides();
+            if (dim) return py::int_(s.at(static_cast<size_t>(*dim < 0 ? *dim + x.dim() : *dim)));
+            return py::tuple(py::cast(s));
+          },
+          py::arg("dim") = py::none())
       .def_property_readonly("ndim", &Tensor::dim)
       .def("dim", &Tensor::dim)
       .def("numel", &Tensor::numel)
@@ -237,8 +238,12 @@ void bind_tensor(py::module_& m) {
   // ---- conversion
   t.def("to", &convert, "to(device), to(dtype), to(other), to(device=, dtype=): a converted copy (autograd-aware)")
       .def("cpu", [](const Tensor& x) { return x.device().type() == "cpu" ? x : x.to(Device("cpu")); })
-      .def("cuda", [](const Tensor& x, std::optional<int64_t> i) { return x.to(Device("cuda:" + std::to_string(i.value_or(0)))); },
-           py::arg("device") = py::none())
+      .def(
+          "cuda",
+          [](const Tensor& x, std::optional<int64_t> i) {
+            return x.to(Device("cuda:" + std::to_string(i.value_or(0))));
+          },
+          py::arg("device") = py::none())
       .def("float", [](const Tensor& x) { return x.dtype() == DType::f32 ? x : x.to(DType::f32); })
       .def("double", [](const Tensor& x) { return x.dtype() == DType::f64 ? x : x.to(DType::f64); })
       .def("half", [](const Tensor& x) { return x.dtype() == DType::f16 ? x : x.to(DType::f16); })
@@ -272,13 +277,14 @@ void bind_tensor(py::module_& m) {
       .def("__repr__", [](const Tensor& x) { return to_string(x); })
       .def("__str__", [](const Tensor& x) { return to_string(x); });
   // ---- autograd
-  t.def_property(
-       "requires_grad", &Tensor::requires_grad,
-       [](Tensor& x, bool on) { x.requires_grad_(on); })
-      .def("requires_grad_", [](py::object self, bool on) {
-        self.cast<Tensor&>().requires_grad_(on);
-        return self;
-      }, py::arg("requires_grad") = true)
+  t.def_property("requires_grad", &Tensor::requires_grad, [](Tensor& x, bool on) { x.requires_grad_(on); })
+      .def(
+          "requires_grad_",
+          [](py::object self, bool on) {
+            self.cast<Tensor&>().requires_grad_(on);
+            return self;
+          },
+          py::arg("requires_grad") = true)
       .def_property(
           "grad",
           [](const Tensor& x) -> py::object {

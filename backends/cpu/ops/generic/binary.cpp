@@ -29,16 +29,14 @@
 namespace gn::cpu::generic {
 namespace {
 
-
 // fn(std::integral_constant<int, op>) for a run-time op code.
 template <class Fn>
 void with_op_code(int op, Fn&& fn) {
   switch (op) {
-#define GN_CPU_OP_CASE(name, F)                               \
-  case sc::kBin_##name:                                       \
-    fn(std::integral_constant<int, sc::kBin_##name>{});       \
-    break;
-    GN_SCALAR_BINARY_OPS(GN_CPU_OP_CASE) GN_SCALAR_COMPARE_OPS(GN_CPU_OP_CASE)
+#define GN_CPU_OP_CASE(name, F) \
+  case sc::kBin_##name: fn(std::integral_constant<int, sc::kBin_##name>{}); break;
+    GN_SCALAR_BINARY_OPS(GN_CPU_OP_CASE)
+    GN_SCALAR_COMPARE_OPS(GN_CPU_OP_CASE)
 #undef GN_CPU_OP_CASE
     default: break;
   }
@@ -47,13 +45,15 @@ void with_op_code(int op, Fn&& fn) {
 // An integer or bool element of dtype DT, exactly (gn::sdk::load_int / store_int for one dtype).
 template <int32_t DT>
 inline int64_t load_exact(const char* p) {
-  return (int64_t)*(const typename Storage<DT>::T*)p;
+  return (int64_t) * (const typename Storage<DT>::T*)p;
 }
 template <int32_t DT>
 inline void store_exact(char* p, int64_t v) {
   using T = typename Storage<DT>::T;
-  if constexpr (DT == GN_BOOL) *(T*)p = v != 0;
-  else *(T*)p = (T)v;
+  if constexpr (DT == GN_BOOL)
+    *(T*)p = v != 0;
+  else
+    *(T*)p = (T)v;
 }
 
 // v's element strides broadcast to out (0 where broadcast).
@@ -78,13 +78,15 @@ void binary(const char* name, const gn_tensor_view& a, const gn_tensor_view& b, 
     if (o.shape[d] > 1 && o.strides[d] <= 0) GN_UNSUPPORTED(std::string("[") + name + "] output layout");
   const double alpha = (op == sc::kBin_add || op == sc::kBin_sub) ? attr_d(attrs, n_attrs, 0, 1.0) : 1.0;
   const int64_t mode = op == sc::kBin_div ? attr_i(attrs, n_attrs, 0, 0) : 0;
-  if (mode < 0 || mode > 2) fail_op(GN_ERR_INVALID_ARGUMENT, name, "rounding_mode must be 0, 1 or 2, got " + std::to_string(mode));
+  if (mode < 0 || mode > 2)
+    fail_op(GN_ERR_INVALID_ARGUMENT, name, "rounding_mode must be 0, 1 or 2, got " + std::to_string(mode));
   const bool int_in = intlike(a.dtype) && intlike(b.dtype);
   const bool int_path = !sc::is_compare(op) && int_in && intlike(o.dtype) && !(op == sc::kBin_div && mode == 0);
   int64_t ialpha = 1;
   if (int_path && (op == sc::kBin_add || op == sc::kBin_sub)) {
     if (alpha != std::trunc(alpha) || std::fabs(alpha) > 9.2e18)
-      fail_op(GN_ERR_INVALID_ARGUMENT, name, "alpha must be an integer for integer tensors, got " + std::to_string(alpha));
+      fail_op(GN_ERR_INVALID_ARGUMENT, name,
+              "alpha must be an integer for integer tensors, got " + std::to_string(alpha));
     ialpha = (int64_t)alpha;
   }
   const int32_t R = o.ndim;
@@ -149,8 +151,14 @@ void binary(const char* name, const gn_tensor_view& a, const gn_tensor_view& b, 
           else
             walk([&](const char* x, const char* y, char* z) {
               const int64_t u = load_exact<DT>(x), v = load_exact<DT>(y);
-              if (kOp == sc::kBin_div && v == 0) { err = 1; return; }
-              if (kOp == sc::kBin_pow && v < 0) { err = 2; return; }
+              if (kOp == sc::kBin_div && v == 0) {
+                err = 1;
+                return;
+              }
+              if (kOp == sc::kBin_pow && v < 0) {
+                err = 2;
+                return;
+              }
               store_exact<DT>(z, sc::binary_exact(kOp, u, v, ialpha, (int)mode));
             });
         });
@@ -164,8 +172,14 @@ void binary(const char* name, const gn_tensor_view& a, const gn_tensor_view& b, 
         store_int(z, o.dtype, sc::compare(op, u, v));
         return;
       }
-      if (op == sc::kBin_div && v == 0) { err = 1; return; }
-      if (op == sc::kBin_pow && v < 0) { err = 2; return; }
+      if (op == sc::kBin_div && v == 0) {
+        err = 1;
+        return;
+      }
+      if (op == sc::kBin_pow && v < 0) {
+        err = 2;
+        return;
+      }
       store_int(z, o.dtype, sc::binary_exact(op, u, v, ialpha, (int)mode));
     });
   } else if (compare) {

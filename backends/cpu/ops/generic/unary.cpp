@@ -28,14 +28,13 @@
 namespace gn::cpu::generic {
 namespace {
 
-
 // fn(F{}) for the functor F of the shared list (GN_SCALAR_UNARY_OPS) named `name`; false when none.
 template <class Fn>
 bool with_formula(const char* name, Fn&& fn) {
-#define GN_CPU_UNARY_CASE(op, F)      \
+#define GN_CPU_UNARY_CASE(op, F)     \
   if (std::strcmp(name, #op) == 0) { \
-    fn(sc::F{});                      \
-    return true;                      \
+    fn(sc::F{});                     \
+    return true;                     \
   }
   GN_SCALAR_UNARY_OPS(GN_CPU_UNARY_CASE)
 #undef GN_CPU_UNARY_CASE
@@ -74,7 +73,8 @@ void unary(const char* name, const gn_tensor_view& x, const gn_tensor_view& y, c
     const double lo = attr_d(attrs, n_attrs, 0, -INFINITY), hi = attr_d(attrs, n_attrs, 1, INFINITY);
     if (ints && !std::isnan(lo) && !std::isnan(hi)) {
       const int64_t ilo = gn::sdk::saturate_i64(std::ceil(lo)), ihi = gn::sdk::saturate_i64(std::floor(hi));
-      apply(x, y, [&](char* o, const char* p) { store_int(o, yd, sc::Clamp{}.exact(load_int(p, xd), lo, hi, ilo, ihi)); });
+      apply(x, y,
+            [&](char* o, const char* p) { store_int(o, yd, sc::Clamp{}.exact(load_int(p, xd), lo, hi, ilo, ihi)); });
       return;
     }
     apply(x, y, [&](char* o, const char* p) { store(o, yd, sc::Clamp{}(load(p, xd), lo, hi)); });
@@ -132,7 +132,8 @@ void register_unary(const gn::sdk::Registrar& r) {
   const int32_t all[] = {GN_F32, GN_F64, GN_F16, GN_BF16, GN_I8, GN_U8, GN_I32, GN_I64, GN_BOOL};
   auto reg = [&](const char* op, bool takes_bool) {
     for (int32_t dt : all)
-      if ((takes_bool || dt != GN_BOOL) && !tier_serves(op, dt)) r.kernel(op, dt, unary_generic_kernel, GN_KERNEL_CONTIGUOUS);
+      if ((takes_bool || dt != GN_BOOL) && !tier_serves(op, dt))
+        r.kernel(op, dt, unary_generic_kernel, GN_KERNEL_CONTIGUOUS);
   };
   for (const sc::UnaryFormula& f : sc::kUnaryFormulas) reg(f.name, f.takes_bool);
   reg("gelu", false);

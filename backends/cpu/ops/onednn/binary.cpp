@@ -36,9 +36,9 @@ struct BinaryDef {
 };
 
 const BinaryDef kBinary[] = {
-    {"add", BinOp::add, algorithm::binary_add},     {"sub", BinOp::sub, algorithm::binary_sub},
-    {"mul", BinOp::mul, algorithm::binary_mul},     {"div", BinOp::div, algorithm::binary_div},
-    {"maximum", BinOp::maximum, algorithm::undef},  {"minimum", BinOp::minimum, algorithm::undef},
+    {"add", BinOp::add, algorithm::binary_add},    {"sub", BinOp::sub, algorithm::binary_sub},
+    {"mul", BinOp::mul, algorithm::binary_mul},    {"div", BinOp::div, algorithm::binary_div},
+    {"maximum", BinOp::maximum, algorithm::undef}, {"minimum", BinOp::minimum, algorithm::undef},
 };
 
 // v broadcast to out (rank R): dims (1 where broadcast) and element strides
@@ -71,8 +71,8 @@ std::vector<int64_t> md_strides(const std::vector<int64_t>& dims, const std::vec
 }
 
 // Try the oneDNN path; false when it does not apply (nothing written then).
-bool binary_dnnl(const gn_kernel_ctx* ctx, const BinaryDef& def, const gn_tensor_view& a, const gn_tensor_view& b, const gn_tensor_view& out,
-                 double alpha) {
+bool binary_dnnl(const gn_kernel_ctx* ctx, const BinaryDef& def, const gn_tensor_view& a, const gn_tensor_view& b,
+                 const gn_tensor_view& out, double alpha) {
   const int32_t dt = out.dtype;
   if (def.alg == algorithm::undef || (dt != GN_F32 && dt != GN_BF16 && dt != GN_F16)) return false;
   if (out.ndim > DNNL_MAX_NDIMS) return false;
@@ -93,7 +93,10 @@ bool binary_dnnl(const gn_kernel_ctx* ctx, const BinaryDef& def, const gn_tensor
     if ((od[d] != 1 && out.strides[d] <= 0) || as[d] < 0 || bs[d] < 0) return false;
   if (alpha != 1.0 && (double)(float)alpha != alpha) return false;  // scale is an f32
   std::vector<int64_t> dims0 = od.empty() ? std::vector<int64_t>{1} : od;
-  if (od.empty()) { ad = bd = {1}; as = bs = {1}; }
+  if (od.empty()) {
+    ad = bd = {1};
+    as = bs = {1};
+  }
   const std::vector<int64_t> os = od.empty() ? std::vector<int64_t>{1} : md_strides(od, strides_of(out));
   as = md_strides(ad, as);
   bs = md_strides(bd, bs);
@@ -112,9 +115,10 @@ bool binary_dnnl(const gn_kernel_ctx* ctx, const BinaryDef& def, const gn_tensor
     e.prim = dnnl::binary(pd);
   });
   if (!c->supported) return false;
-  execute(ctx, *c, {{DNNL_ARG_SRC_0, mem(c->src_md, data_of(*s0))},
-                                        {DNNL_ARG_SRC_1, mem(c->src1_md, data_of(*s1))},
-                                        {DNNL_ARG_DST, mem(c->dst_md, data_of(out))}});
+  execute(ctx, *c,
+          {{DNNL_ARG_SRC_0, mem(c->src_md, data_of(*s0))},
+           {DNNL_ARG_SRC_1, mem(c->src1_md, data_of(*s1))},
+           {DNNL_ARG_DST, mem(c->dst_md, data_of(out))}});
   return true;
 }
 
@@ -227,8 +231,7 @@ void dense_f32(const float* a, const float* b, float* y, int64_t n) {
     parallel_range(n, [&](int64_t s, int64_t e) {
       int64_t i = s;
       for (; i < e && ((uintptr_t)(y + i) & 31); ++i) y[i] = op_f32<OP>(a[i], b[i]);
-      for (; i + 8 <= e; i += 8)
-        _mm256_stream_ps(y + i, op_f32x8<OP>(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+      for (; i + 8 <= e; i += 8) _mm256_stream_ps(y + i, op_f32x8<OP>(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
       for (; i < e; ++i) y[i] = op_f32<OP>(a[i], b[i]);
       _mm_sfence();  // streaming stores are weakly ordered: publish them before the region ends
     });

@@ -167,8 +167,8 @@ void conv2d_backward_loops(const ConvShape& p, const gn_tensor_view& gy, const g
                            const gn_tensor_view* gb) {
   if (!dispatch_float_h(x.dtype, [&](auto t) {
         using T = decltype(t);
-        backward<T>(p, (const T*)data_of(gy), (const T*)data_of(x), (const T*)data_of(w), gx ? (T*)data_of(*gx) : nullptr,
-                    gw ? (T*)data_of(*gw) : nullptr, gb ? (T*)data_of(*gb) : nullptr);
+        backward<T>(p, (const T*)data_of(gy), (const T*)data_of(x), (const T*)data_of(w),
+                    gx ? (T*)data_of(*gx) : nullptr, gw ? (T*)data_of(*gw) : nullptr, gb ? (T*)data_of(*gb) : nullptr);
       }))
     GN_UNSUPPORTED("[conv2d_backward] dtype");
 }
@@ -194,8 +194,14 @@ bool conv_shape(const gn_tensor_view& x, const gn_tensor_view& w, const gn_attr_
   };
   if (!pair(0, 1, p.sh, p.sw) || !pair(1, 0, p.ph, p.pw) || !pair(2, 1, p.dh, p.dw)) return false;
   p.G = attr_i(attrs, n_attrs, 3, 1);
-  p.N = x.shape[0]; p.C = x.shape[1]; p.H = x.shape[2]; p.W = x.shape[3];
-  p.O = w.shape[0]; p.Cg = w.shape[1]; p.KH = w.shape[2]; p.KW = w.shape[3];
+  p.N = x.shape[0];
+  p.C = x.shape[1];
+  p.H = x.shape[2];
+  p.W = x.shape[3];
+  p.O = w.shape[0];
+  p.Cg = w.shape[1];
+  p.KH = w.shape[2];
+  p.KW = w.shape[3];
   if (p.sh < 1 || p.sw < 1 || p.dh < 1 || p.dw < 1 || p.ph < 0 || p.pw < 0) return false;
   if (p.G < 1 || p.C % p.G || p.O % p.G || p.Cg != p.C / p.G) return false;
   const int64_t eh = p.H + 2 * p.ph - p.dh * (p.KH - 1) - 1, ew = p.W + 2 * p.pw - p.dw * (p.KW - 1) - 1;
@@ -223,8 +229,8 @@ std::shared_ptr<const ConvPrim> get_prim(Kind kind, const ConvShape& p) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<const ConvPrim>> map;
   Key key("conv");
-  key.add((int64_t)kind).add(std::vector<int64_t>{p.N, p.C, p.H, p.W, p.O, p.KH, p.KW, p.G, p.sh, p.sw, p.ph, p.pw,
-                                                  p.dh, p.dw});
+  key.add((int64_t)kind)
+      .add(std::vector<int64_t>{p.N, p.C, p.H, p.W, p.O, p.KH, p.KW, p.G, p.sh, p.sw, p.ph, p.pw, p.dh, p.dw});
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = map.find(key.bytes);
@@ -233,8 +239,8 @@ std::shared_ptr<const ConvPrim> get_prim(Kind kind, const ConvShape& p) {
   auto c = std::make_shared<ConvPrim>();
   try {
     const memory::dims src{p.N, p.C, p.H, p.W}, dst{p.N, p.O, p.Ho, p.Wo};
-    const memory::dims wei = p.G == 1 ? memory::dims{p.O, p.Cg, p.KH, p.KW}
-                                      : memory::dims{p.G, p.O / p.G, p.Cg, p.KH, p.KW};
+    const memory::dims wei =
+        p.G == 1 ? memory::dims{p.O, p.Cg, p.KH, p.KW} : memory::dims{p.G, p.O / p.G, p.Cg, p.KH, p.KW};
     const tag wtag = p.G == 1 ? tag::oihw : tag::goihw;
     const memory::dims strides{p.sh, p.sw}, dil{p.dh - 1, p.dw - 1}, pl{p.ph, p.pw};
     const memory::dims pr{std::max<int64_t>(0, (p.Ho - 1) * p.sh + (p.KH - 1) * p.dh + 1 - p.H - p.ph),
@@ -251,22 +257,34 @@ std::shared_ptr<const ConvPrim> get_prim(Kind kind, const ConvShape& p) {
                                                         strides, dil, pl, pr);
     dnnl::convolution_forward::primitive_desc fwd(fwd_d, attr, engine());
     if (kind == kFwd || kind == kFwdBias) {
-      c->a_user = src_u; c->b_user = wei_u; c->c_user = dst_u;
-      c->a_opt = fwd.src_desc(); c->b_opt = fwd.weights_desc(); c->c_opt = fwd.dst_desc();
+      c->a_user = src_u;
+      c->b_user = wei_u;
+      c->c_user = dst_u;
+      c->a_opt = fwd.src_desc();
+      c->b_opt = fwd.weights_desc();
+      c->c_opt = fwd.dst_desc();
       c->scratch_md = fwd.scratchpad_desc();
       c->prim = dnnl::convolution_forward(fwd);
     } else if (kind == kBwdData) {  // a = diff_dst, b = weights, c = diff_src
       dnnl::convolution_backward_data::desc d(alg, src_a, wei_a, dst_a, strides, dil, pl, pr);
       dnnl::convolution_backward_data::primitive_desc pd(d, attr, engine(), fwd);
-      c->a_user = dst_u; c->b_user = wei_u; c->c_user = src_u;
-      c->a_opt = pd.diff_dst_desc(); c->b_opt = pd.weights_desc(); c->c_opt = pd.diff_src_desc();
+      c->a_user = dst_u;
+      c->b_user = wei_u;
+      c->c_user = src_u;
+      c->a_opt = pd.diff_dst_desc();
+      c->b_opt = pd.weights_desc();
+      c->c_opt = pd.diff_src_desc();
       c->scratch_md = pd.scratchpad_desc();
       c->prim = dnnl::convolution_backward_data(pd);
     } else {  // a = diff_dst, b = src, c = diff_weights (+ diff_bias, plain)
       dnnl::convolution_backward_weights::desc d(alg, src_a, wei_a, c->bias_md, dst_a, strides, dil, pl, pr);
       dnnl::convolution_backward_weights::primitive_desc pd(d, attr, engine(), fwd);
-      c->a_user = dst_u; c->b_user = src_u; c->c_user = wei_u;
-      c->a_opt = pd.diff_dst_desc(); c->b_opt = pd.src_desc(); c->c_opt = pd.diff_weights_desc();
+      c->a_user = dst_u;
+      c->b_user = src_u;
+      c->c_user = wei_u;
+      c->a_opt = pd.diff_dst_desc();
+      c->b_opt = pd.src_desc();
+      c->c_opt = pd.diff_weights_desc();
       if (pd.diff_bias_desc() != c->bias_md) throw dnnl::error(dnnl_unimplemented, "bias layout");
       c->scratch_md = pd.scratchpad_desc();
       c->prim = dnnl::convolution_backward_weights(pd);

@@ -39,16 +39,29 @@ void tidy_unit_strides(Operand& o) {
 // The matrix part of v (rows x cols after an optional transpose) and its batch
 // dims right-aligned into nb dims; 1-D operands are promoted as torch does.
 // Returns false where the layout cannot be described (zero stride on a matrix dim).
-bool as_operand(const gn_tensor_view& v, bool is_b, bool trans, size_t nb, Operand& o, int64_t& rows,
-                int64_t& cols) {
+bool as_operand(const gn_tensor_view& v, bool is_b, bool trans, size_t nb, Operand& o, int64_t& rows, int64_t& cols) {
   int64_t rs, cs;
   if (v.ndim == 1) {
-    if (is_b) { rows = v.shape[0]; cols = 1; rs = v.strides[0]; cs = 1; }
-    else      { rows = 1; cols = v.shape[0]; rs = v.shape[0] * v.strides[0]; cs = v.strides[0]; }
+    if (is_b) {
+      rows = v.shape[0];
+      cols = 1;
+      rs = v.strides[0];
+      cs = 1;
+    } else {
+      rows = 1;
+      cols = v.shape[0];
+      rs = v.shape[0] * v.strides[0];
+      cs = v.strides[0];
+    }
   } else {
-    rows = v.shape[v.ndim - 2]; cols = v.shape[v.ndim - 1];
-    rs = v.strides[v.ndim - 2]; cs = v.strides[v.ndim - 1];
-    if (trans) { std::swap(rows, cols); std::swap(rs, cs); }
+    rows = v.shape[v.ndim - 2];
+    cols = v.shape[v.ndim - 1];
+    rs = v.strides[v.ndim - 2];
+    cs = v.strides[v.ndim - 1];
+    if (trans) {
+      std::swap(rows, cols);
+      std::swap(rs, cs);
+    }
   }
   if ((rows > 1 && rs <= 0) || (cols > 1 && cs <= 0)) return false;
   const size_t vb = v.ndim > 2 ? (size_t)v.ndim - 2 : 0;
@@ -57,13 +70,17 @@ bool as_operand(const gn_tensor_view& v, bool is_b, bool trans, size_t nb, Opera
   for (size_t d = 0; d < vb; ++d) {
     const size_t od = nb - vb + d;
     int64_t size = v.shape[d], stride = v.strides[d];
-    if (stride == 0 || size == 1) size = 1;  // expanded dim: let oneDNN broadcast it
-    else if (stride < 0) return false;
+    if (stride == 0 || size == 1)
+      size = 1;  // expanded dim: let oneDNN broadcast it
+    else if (stride < 0)
+      return false;
     o.dims[od] = size;
     o.strides[od] = stride;
   }
-  o.dims[nb] = rows; o.strides[nb] = rs;
-  o.dims[nb + 1] = cols; o.strides[nb + 1] = cs;
+  o.dims[nb] = rows;
+  o.strides[nb] = rs;
+  o.dims[nb + 1] = cols;
+  o.strides[nb + 1] = cs;
   tidy_unit_strides(o);
   return true;
 }
@@ -117,8 +134,10 @@ void matmul_loops(const Operand& oa, const Operand& ob, const Operand& oc, size_
     T* orow = po + offo + m * oc.strides[nb];
     const int64_t on = oc.strides[nb + 1];
     for (int64_t n = 0; n < N; ++n) {
-      if constexpr (kInt) orow[n * on] = (T)(int64_t)ac[n];
-      else st(orow + n * on, ac[n]);
+      if constexpr (kInt)
+        orow[n * on] = (T)(int64_t)ac[n];
+      else
+        st(orow + n * on, ac[n]);
     }
   });
 }
@@ -147,8 +166,10 @@ void matmul_run(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& 
   const int64_t N = b.ndim > 1 ? out.shape[out.ndim - 1] : 1;
   const int64_t sm = a.ndim > 1 ? out.strides[nb] : 1;
   const int64_t sn = b.ndim > 1 ? out.strides[out.ndim - 1] : 1;
-  oc.dims.push_back(M); oc.strides.push_back(sm);
-  oc.dims.push_back(N); oc.strides.push_back(sn);
+  oc.dims.push_back(M);
+  oc.strides.push_back(sm);
+  oc.dims.push_back(N);
+  oc.strides.push_back(sn);
   int64_t out_numel = 1;
   for (int64_t d : oc.dims) out_numel *= d;
   if (out_numel == 0) return;  // nothing to write
@@ -190,9 +211,10 @@ void matmul_run(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& 
   });
   if (!c->supported) return loops();  // e.g. f16 without AVX512-FP16
 
-  execute(ctx, *c, {{DNNL_ARG_SRC, mem(c->src_md, data_of(a))},
-                                        {DNNL_ARG_WEIGHTS, mem(c->src1_md, data_of(b))},
-                                        {DNNL_ARG_DST, mem(c->dst_md, data_of(out))}});
+  execute(ctx, *c,
+          {{DNNL_ARG_SRC, mem(c->src_md, data_of(a))},
+           {DNNL_ARG_WEIGHTS, mem(c->src1_md, data_of(b))},
+           {DNNL_ARG_DST, mem(c->dst_md, data_of(out))}});
 }
 
 namespace {

@@ -14,7 +14,8 @@ namespace {
 // trans_b, then the bias added per row (the product rounded to the dtype first,
 // as matmul then add would).
 GN_SDK_KERNEL(linear_kernel) {
-  if (n_in < 2 || n_in > 3 || n_out != 1) fail_op(GN_ERR_INVALID_ARGUMENT, "linear", "expects 2 or 3 inputs and 1 output");
+  if (n_in < 2 || n_in > 3 || n_out != 1)
+    fail_op(GN_ERR_INVALID_ARGUMENT, "linear", "expects 2 or 3 inputs and 1 output");
   if (in[0].ndim < 1 || in[1].ndim != 2) GN_UNSUPPORTED("[linear] rank");
   matmul_run("linear", ctx, in[0], in[1], out[0], false, true);
   if (n_in < 3) return;

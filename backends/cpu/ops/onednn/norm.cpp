@@ -21,8 +21,12 @@ void to_f32(const gn_tensor_view& v, int64_t n, float* dst) {
   const char* p = (const char*)data_of(v);
   switch (v.dtype) {
     case GN_F32: copy_bytes(dst, p, (size_t)n * 4); break;
-    case GN_BF16: for (int64_t i = 0; i < n; ++i) dst[i] = gn::sdk::bf16_to_float(((const uint16_t*)p)[i]); break;
-    case GN_F16: for (int64_t i = 0; i < n; ++i) dst[i] = gn::sdk::half_to_float(((const uint16_t*)p)[i]); break;
+    case GN_BF16:
+      for (int64_t i = 0; i < n; ++i) dst[i] = gn::sdk::bf16_to_float(((const uint16_t*)p)[i]);
+      break;
+    case GN_F16:
+      for (int64_t i = 0; i < n; ++i) dst[i] = gn::sdk::half_to_float(((const uint16_t*)p)[i]);
+      break;
     default: break;
   }
 }
@@ -60,7 +64,8 @@ void layer_norm_cpp(const gn_tensor_view* in, size_t n_in, const gn_tensor_view*
   for (size_t k = 1; k < n_in; ++k) {
     std::vector<double>& v = k == 1 ? w : b;
     v.resize((size_t)N);
-    for (int64_t i = 0; i < N; ++i) v[(size_t)i] = gn::sdk::load((const char*)data_of(in[k]) + i * gn_dtype_size(in[k].dtype), in[k].dtype);
+    for (int64_t i = 0; i < N; ++i)
+      v[(size_t)i] = gn::sdk::load((const char*)data_of(in[k]) + i * gn_dtype_size(in[k].dtype), in[k].dtype);
   }
   const double* wp = n_in > 1 ? w.data() : nullptr;
   const double* bp = n_in > 2 ? b.data() : nullptr;
@@ -118,10 +123,9 @@ GN_SDK_KERNEL(layer_norm_kernel) {
   key.add((int64_t)dt).add(R).add(N).add(eps).add((int64_t)has_w).add((int64_t)has_b);
   auto c = cached(key, [&](Cached& e) {
     e.src_md = make_md({R, N}, {N, 1}, dt);
-    e.aux_md = make_md({R}, {1}, GN_F32);      // mean / variance
-    e.src1_md = make_md({N}, {1}, GN_F32);     // scale / shift
-    dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_training, e.src_md, e.aux_md,
-                                              (float)eps, flags);
+    e.aux_md = make_md({R}, {1}, GN_F32);   // mean / variance
+    e.src1_md = make_md({N}, {1}, GN_F32);  // scale / shift
+    dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_training, e.src_md, e.aux_md, (float)eps, flags);
     dnnl::layer_normalization_forward::primitive_desc pd(d, base_attr(), engine());
     finish(e, pd);
     e.prim = dnnl::layer_normalization_forward(pd);
@@ -142,8 +146,14 @@ GN_SDK_KERNEL(layer_norm_kernel) {
   float* b32 = w32 + (widen_w ? N : 0);
   const void* wp = has_w ? data_of(in[1]) : nullptr;
   const void* bp = has_b ? data_of(in[2]) : nullptr;
-  if (widen_w) { to_f32(in[1], N, w32); wp = w32; }
-  if (widen_b) { to_f32(in[2], N, b32); bp = b32; }
+  if (widen_w) {
+    to_f32(in[1], N, w32);
+    wp = w32;
+  }
+  if (widen_b) {
+    to_f32(in[2], N, b32);
+    bp = b32;
+  }
 
   float* mean = (float*)data_of(out[1]);
   float* rstd = (float*)data_of(out[2]);

@@ -25,8 +25,8 @@ bool is_dnnl_float(int32_t dt) { return dt == GN_F32 || dt == GN_BF16 || dt == G
 
 // The (outer, L, inner) split of x around dim; false when dim is out of range
 // or y's shape differs from x's.  A 0-d x is one line of one element.
-bool lines(const gn_tensor_view& x, const gn_tensor_view& y, const gn_attr_value* attrs, size_t n_attrs,
-           int64_t& outer, int64_t& L, int64_t& inner) {
+bool lines(const gn_tensor_view& x, const gn_tensor_view& y, const gn_attr_value* attrs, size_t n_attrs, int64_t& outer,
+           int64_t& L, int64_t& inner) {
   outer = inner = L = 1;
   if (x.ndim == 0) return y.ndim == 0;
   int64_t dim = attr_i(attrs, n_attrs, 0, -1);
@@ -98,8 +98,7 @@ void softmax_run(const gn_kernel_ctx* ctx, const char* op, bool log, const gn_te
     e.prim = dnnl::softmax_v2_forward(pd);
   });
   if (!c->supported) return softmax_cpp(op, log, x, y, outer, L, inner);
-  execute(ctx, *c, {{DNNL_ARG_SRC, mem(c->src_md, data_of(x))},
-                                        {DNNL_ARG_DST, mem(c->dst_md, data_of(y))}});
+  execute(ctx, *c, {{DNNL_ARG_SRC, mem(c->src_md, data_of(x))}, {DNNL_ARG_DST, mem(c->dst_md, data_of(y))}});
 }
 
 GN_SDK_KERNEL(softmax_kernel) {
@@ -146,7 +145,9 @@ void softmax_backward_run(const char* op, bool log, const gn_tensor_view* in, si
     GN_UNSUPPORTED(std::string("[") + op + "] " + gn_dtype_name(y.dtype));
 }
 
-GN_SDK_KERNEL(softmax_backward_kernel) { softmax_backward_run("softmax_backward", false, in, n_in, out, n_out, attrs, n_attrs); }
+GN_SDK_KERNEL(softmax_backward_kernel) {
+  softmax_backward_run("softmax_backward", false, in, n_in, out, n_out, attrs, n_attrs);
+}
 GN_SDK_KERNEL(log_softmax_backward_kernel) {
   softmax_backward_run("log_softmax_backward", true, in, n_in, out, n_out, attrs, n_attrs);
 }

@@ -65,8 +65,8 @@ const EltwiseDef kEltwise[] = {
 
 // Run algorithm alg(alpha, beta) over the dense x -> y.
 // false: oneDNN has no kernel for this (dtype, algorithm) on this CPU.
-bool eltwise_run(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& x, const gn_tensor_view& y, algorithm alg, float alpha,
-                 float beta) {
+bool eltwise_run(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& x, const gn_tensor_view& y,
+                 algorithm alg, float alpha, float beta) {
   const int32_t dt = x.dtype;
   if (y.dtype != dt || (dt != GN_F32 && dt != GN_BF16 && dt != GN_F16)) return false;
   const int64_t n = gn_view_numel(&x);
@@ -121,8 +121,7 @@ GN_SDK_KERNEL(eltwise_kernel) {
 
 void register_unary(const gn::sdk::Registrar& r) {
   const int32_t dtypes[] = {GN_F32, GN_BF16, GN_F16};
-  for (const EltwiseDef& d : kEltwise)
-    r.kernel(d.name, dtypes, eltwise_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
+  for (const EltwiseDef& d : kEltwise) r.kernel(d.name, dtypes, eltwise_kernel, GN_KERNEL_CONTIGUOUS, (void*)&d);
 }
 
 }  // namespace gn::cpu::onednn

@@ -10,7 +10,9 @@ namespace gn::cpu::simd {
 namespace {
 
 template <class T>
-inline double sigm(T x) { return 1.0 / (1.0 + std::exp(-(double)x)); }
+inline double sigm(T x) {
+  return 1.0 / (1.0 + std::exp(-(double)x));
+}
 
 bool same(const gn_tensor_view& a, const gn_tensor_view& b) {
   if (a.ndim != b.ndim || a.dtype != b.dtype) return false;

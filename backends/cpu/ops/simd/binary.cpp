@@ -17,7 +17,8 @@ struct CmpDef {
   const char* name;
   Cmp op;
 };
-const CmpDef kCmp[] = {{"eq", Cmp::eq}, {"ne", Cmp::ne}, {"lt", Cmp::lt}, {"le", Cmp::le}, {"gt", Cmp::gt}, {"ge", Cmp::ge}};
+const CmpDef kCmp[] = {{"eq", Cmp::eq}, {"ne", Cmp::ne}, {"lt", Cmp::lt},
+                       {"le", Cmp::le}, {"gt", Cmp::gt}, {"ge", Cmp::ge}};
 
 template <class T>
 inline uint8_t cmp(Cmp op, T a, T b) {
@@ -123,10 +124,15 @@ GN_SDK_KERNEL(where_kernel) {
   if (c.dtype != GN_BOOL || a.dtype != o.dtype || b.dtype != o.dtype) GN_UNSUPPORTED("[where] mixed dtypes");
   bool ok = false;
   switch (o.dtype) {
-    case GN_F32: case GN_I32: ok = where_run<uint32_t>(c, a, b, o); break;
-    case GN_F64: case GN_I64: ok = where_run<uint64_t>(c, a, b, o); break;
-    case GN_BF16: case GN_F16: ok = where_run<uint16_t>(c, a, b, o); break;
-    case GN_BOOL: case GN_U8: case GN_I8: ok = where_run<uint8_t>(c, a, b, o); break;
+    case GN_F32:
+    case GN_I32: ok = where_run<uint32_t>(c, a, b, o); break;
+    case GN_F64:
+    case GN_I64: ok = where_run<uint64_t>(c, a, b, o); break;
+    case GN_BF16:
+    case GN_F16: ok = where_run<uint16_t>(c, a, b, o); break;
+    case GN_BOOL:
+    case GN_U8:
+    case GN_I8: ok = where_run<uint8_t>(c, a, b, o); break;
     default: break;
   }
   if (!ok) GN_UNSUPPORTED("[where] this case");

@@ -33,10 +33,22 @@ template <class F>
 void float_out(const gn_tensor_view& o, const char* op, F&& f) {
   bool ok = false;
   switch (o.dtype) {
-    case GN_F32: generate<GN_F32>(o, [&](void* v, int64_t i) { *(float*)v = (float)f(i); }); ok = true; break;
-    case GN_F64: generate<GN_F64>(o, [&](void* v, int64_t i) { *(double*)v = f(i); }); ok = true; break;
-    case GN_F16: generate<GN_F16>(o, [&](void* v, int64_t i) { store(v, GN_F16, f(i)); }); ok = true; break;
-    case GN_BF16: generate<GN_BF16>(o, [&](void* v, int64_t i) { store(v, GN_BF16, f(i)); }); ok = true; break;
+    case GN_F32:
+      generate<GN_F32>(o, [&](void* v, int64_t i) { *(float*)v = (float)f(i); });
+      ok = true;
+      break;
+    case GN_F64:
+      generate<GN_F64>(o, [&](void* v, int64_t i) { *(double*)v = f(i); });
+      ok = true;
+      break;
+    case GN_F16:
+      generate<GN_F16>(o, [&](void* v, int64_t i) { store(v, GN_F16, f(i)); });
+      ok = true;
+      break;
+    case GN_BF16:
+      generate<GN_BF16>(o, [&](void* v, int64_t i) { store(v, GN_BF16, f(i)); });
+      ok = true;
+      break;
     default: break;
   }
   if (!ok) GN_UNSUPPORTED(std::string("[") + op + "] dtype");
@@ -112,10 +124,12 @@ GN_SDK_KERNEL(bernoulli_kernel) {
 
 GN_SDK_KERNEL(arange_kernel) {
   const gn_tensor_view& o = out[0];
-  const double start = attr_d(attrs, n_attrs, 0, 0), end = attr_d(attrs, n_attrs, 1, 0), step = attr_d(attrs, n_attrs, 2, 1);
+  const double start = attr_d(attrs, n_attrs, 0, 0), end = attr_d(attrs, n_attrs, 1, 0),
+               step = attr_d(attrs, n_attrs, 2, 1);
   if (n_in != 0 || step == 0.0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(end))
     GN_UNSUPPORTED("[arange] these arguments");  // the reference reports the error
-  const bool intlike = o.dtype == GN_I8 || o.dtype == GN_U8 || o.dtype == GN_I32 || o.dtype == GN_I64 || o.dtype == GN_BOOL;
+  const bool intlike =
+      o.dtype == GN_I8 || o.dtype == GN_U8 || o.dtype == GN_I32 || o.dtype == GN_I64 || o.dtype == GN_BOOL;
   const bool exact = intlike && start == std::trunc(start) && step == std::trunc(step) && std::fabs(start) < 9.2e18 &&
                      std::fabs(step) < 9.2e18;
   const size_t es = gn_dtype_size(o.dtype);
@@ -124,8 +138,10 @@ GN_SDK_KERNEL(arange_kernel) {
   parallel_range(gn_view_numel(&o), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       if (exact)
-        gn::sdk::store_int(po + i * es, o.dtype, (int64_t)((uint64_t)(int64_t)start + (uint64_t)i * (uint64_t)(int64_t)step));
-      else gn::sdk::store(po + i * es, o.dtype, start + (double)i * step);
+        gn::sdk::store_int(po + i * es, o.dtype,
+                           (int64_t)((uint64_t)(int64_t)start + (uint64_t)i * (uint64_t)(int64_t)step));
+      else
+        gn::sdk::store(po + i * es, o.dtype, start + (double)i * step);
     }
   });
 }

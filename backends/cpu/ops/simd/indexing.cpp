@@ -34,10 +34,12 @@ namespace {
 bool load_ids(const gn_tensor_view& ids, int64_t V, std::vector<int64_t>& out) {
   const int64_t n = gn_view_numel(&ids);
   out.resize((size_t)n);
-  if (ids.dtype == GN_I64) copy_bytes(out.data(), data_of(ids), (size_t)n * 8);
+  if (ids.dtype == GN_I64)
+    copy_bytes(out.data(), data_of(ids), (size_t)n * 8);
   else if (ids.dtype == GN_I32)
     for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int32_t*)data_of(ids))[i];
-  else return false;
+  else
+    return false;
   for (int64_t v : out)
     if (v < 0 || v >= V) return false;
   return true;
@@ -92,14 +94,16 @@ GN_SDK_KERNEL(embedding_backward_kernel) {
 bool load_indices(const gn_tensor_view& ix, int64_t size, std::vector<int64_t>& out) {
   const int64_t n = gn_view_numel(&ix);
   out.resize((size_t)n);
-  if (ix.dtype == GN_I64) copy_bytes(out.data(), data_of(ix), (size_t)n * 8);
+  if (ix.dtype == GN_I64)
+    copy_bytes(out.data(), data_of(ix), (size_t)n * 8);
   else if (ix.dtype == GN_I32)
     for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int32_t*)data_of(ix))[i];
   else if (ix.dtype == GN_I8)
     for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int8_t*)data_of(ix))[i];
   else if (ix.dtype == GN_U8)
     for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const uint8_t*)data_of(ix))[i];
-  else return false;
+  else
+    return false;
   bool ok = true;
   for (int64_t v : out) ok &= v >= 0 && v < size;
   return ok;
@@ -125,8 +129,7 @@ void fiber_offsets(int64_t f, const Dims& shape, int32_t dim, const Dims* const 
 GN_SDK_KERNEL(gather_kernel) {
   const gn_tensor_view &x = in[0], &ix = in[1], &o = out[0];
   const int32_t dim = wrap_dim(attr_i(attrs, n_attrs, 0, 0), x.ndim);
-  bool ok = n_in == 2 && x.ndim > 0 && dim >= 0 && ix.ndim == x.ndim && o.dtype == x.dtype &&
-            dims_of(o) == dims_of(ix);
+  bool ok = n_in == 2 && x.ndim > 0 && dim >= 0 && ix.ndim == x.ndim && o.dtype == x.dtype && dims_of(o) == dims_of(ix);
   for (int32_t d = 0; ok && d < x.ndim; ++d) ok = d == dim || ix.shape[d] <= x.shape[d];
   std::vector<int64_t> ids;
   if (!ok || !load_indices(ix, ok ? x.shape[dim] : 0, ids)) GN_UNSUPPORTED("[gather] these arguments");
@@ -183,7 +186,7 @@ void scatter_impl(const char* op, const gn_tensor_view* in, size_t n_in, const g
         } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
           *(T*)d = (T)((double)*(T*)d + (double)*(const T*)s);  // one rounding, as the reference
         } else if constexpr (std::is_integral_v<T>) {
-          *(T*)d = (T)(uint64_t)((uint64_t)(int64_t)*(T*)d + (uint64_t)(int64_t)*(const T*)s);  // wraps
+          *(T*)d = (T)(uint64_t)((uint64_t)(int64_t) * (T*)d + (uint64_t)(int64_t) * (const T*)s);  // wraps
         } else {  // f16/bf16: through double, one rounding (the SDK's, as the reference)
           gn::sdk::store(d, x.dtype, gn::sdk::load(d, x.dtype) + gn::sdk::load(s, x.dtype));
         }
@@ -225,9 +228,8 @@ GN_SDK_KERNEL(index_add_kernel) {
   const double alpha = attr_d(attrs, n_attrs, 1, 1.0);
   const bool ints = x.dtype == GN_I8 || x.dtype == GN_U8 || x.dtype == GN_I32 || x.dtype == GN_I64;
   std::vector<int64_t> ids;
-  bool ok = n_in == 3 && x.ndim > 0 && dim >= 0 && in[1].ndim <= 1 && o.dtype == x.dtype &&
-            in[2].dtype == x.dtype && dims_of(o) == dims_of(x) && in[2].ndim == x.ndim &&
-            x.dtype != GN_BOOL &&
+  bool ok = n_in == 3 && x.ndim > 0 && dim >= 0 && in[1].ndim <= 1 && o.dtype == x.dtype && in[2].dtype == x.dtype &&
+            dims_of(o) == dims_of(x) && in[2].ndim == x.ndim && x.dtype != GN_BOOL &&
             (!ints || (alpha == std::trunc(alpha) && std::fabs(alpha) < 9.2e18));
   if (!ok || !load_indices(in[1], x.shape[dim], ids)) GN_UNSUPPORTED("[index_add] these arguments");
   const gn_tensor_view& src = in[2];

@@ -30,9 +30,9 @@ GN_SDK_KERNEL(kv_cache_write_kernel) {
   const gn_tensor_view &cache = in[0], &src = in[1], &pos = in[2];
   // Shapes and dtypes were checked by inference; the layout only a kernel sees.
   if (!gn_view_is_contiguous(&cache))
-    fail_op(GN_ERR_INVALID_ARGUMENT, op, "cache must be contiguous (it is written in place), got shape " +
-                                             dims_str(cache.shape, cache.ndim) + " with strides " +
-                                             dims_str(cache.strides, cache.ndim));
+    fail_op(GN_ERR_INVALID_ARGUMENT, op,
+            "cache must be contiguous (it is written in place), got shape " + dims_str(cache.shape, cache.ndim) +
+                " with strides " + dims_str(cache.strides, cache.ndim));
   if (cache.ndim != 4 || src.ndim != 4 || pos.ndim != 1 || pos.dtype != GN_I64 || src.dtype != cache.dtype)
     GN_UNSUPPORTED("[kv_cache_write_] these shapes/dtypes");
   const int64_t B = cache.shape[0], H = cache.shape[1], S = cache.shape[2], D = cache.shape[3], T = src.shape[2];

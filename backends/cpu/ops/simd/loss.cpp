@@ -32,10 +32,10 @@ bool load_targets(const gn_tensor_view& t, std::vector<int64_t>& out, int64_t C,
   out.resize((size_t)n);
   if (t.dtype == GN_I64) {
     if (n) copy_bytes(out.data(), data_of(t), (size_t)n * 8);  // empty: data may be NULL
-  }
-  else if (t.dtype == GN_I32)
+  } else if (t.dtype == GN_I32)
     for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int32_t*)data_of(t))[i];
-  else return false;
+  else
+    return false;
   for (int64_t v : out)
     if (v != ignore && (v < 0 || v >= C)) return false;
   return true;
@@ -79,7 +79,10 @@ GN_SDK_KERNEL(cross_entropy_kernel) {
       const double lse = row_lse(xr, C);
       if (n_out > 1) store_scalar(out[1], r, lse);
       const int64_t tr = tg[(size_t)r];
-      if (tr == ignore) { loss[(size_t)r] = 0.0; return; }
+      if (tr == ignore) {
+        loss[(size_t)r] = 0.0;
+        return;
+      }
       double smooth = 0.0;
       if (ls != 0.0) {
         for (int64_t c = 0; c < C; ++c) smooth += lse - (double)xr[c];

@@ -90,7 +90,8 @@ GN_SDK_KERNEL(rms_norm_kernel) {
   const int32_t dt = x.dtype, sdt = dt == GN_F64 ? GN_F64 : GN_F32;
   const int64_t N = last_dim(x), R = N ? gn_view_numel(&x) / N : 0;
   if (!is_float_dt(dt)) GN_UNSUPPORTED("[rms_norm] dtype");
-  if (x.ndim == 0 || out[0].dtype != dt || gn_view_numel(&out[0]) != gn_view_numel(&x)) GN_UNSUPPORTED("[rms_norm] shapes");
+  if (x.ndim == 0 || out[0].dtype != dt || gn_view_numel(&out[0]) != gn_view_numel(&x))
+    GN_UNSUPPORTED("[rms_norm] shapes");
   if (n_in > 1 && (in[1].dtype != dt || gn_view_numel(&in[1]) != N)) GN_UNSUPPORTED("[rms_norm] weight");
   if (n_out > 1 && (out[1].dtype != sdt || gn_view_numel(&out[1]) != R)) GN_UNSUPPORTED("[rms_norm] rstd");
   const double eps = attr_d(attrs, n_attrs, 0, 1e-6);
@@ -112,7 +113,8 @@ GN_SDK_KERNEL(rms_norm_backward_kernel) {
       gn_view_numel(&rs) != R || out[0].dtype != dt || gn_view_numel(&out[0]) != gn_view_numel(&x))
     GN_UNSUPPORTED("[rms_norm_backward] shapes or dtypes");
   if (n_in > 3 && (in[3].dtype != dt || gn_view_numel(&in[3]) != N)) GN_UNSUPPORTED("[rms_norm_backward] weight");
-  if (n_out > 1 && (out[1].dtype != dt || gn_view_numel(&out[1]) != N)) GN_UNSUPPORTED("[rms_norm_backward] grad_weight");
+  if (n_out > 1 && (out[1].dtype != dt || gn_view_numel(&out[1]) != N))
+    GN_UNSUPPORTED("[rms_norm_backward] grad_weight");
   dispatch_float_h(dt, [&](auto t) {
     using T = decltype(t);
     using S = std::conditional_t<std::is_same_v<T, double>, double, float>;

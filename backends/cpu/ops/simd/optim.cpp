@@ -58,8 +58,10 @@ void adamw_chunk(T* __restrict p, const T* __restrict g, T* __restrict m, T* __r
   for (int64_t i = b; i < e; ++i) {
     double gi = maxi ? -(double)g[i] : (double)g[i];
     double pi = p[i];
-    if (dec) pi *= decay;
-    else if (wd != 0.0) gi += wd * pi;
+    if (dec)
+      pi *= decay;
+    else if (wd != 0.0)
+      gi += wd * pi;
     const double mi = b1 * (double)m[i] + (1.0 - b1) * gi;
     const double vi = b2 * (double)v[i] + (1.0 - b2) * gi * gi;
     m[i] = to_t<T>(mi);
@@ -121,13 +123,13 @@ GN_SDK_KERNEL(multi_sum_sq_kernel) {
     if (!is_float_dt(in[i].dtype)) GN_UNSUPPORTED("[multi_sum_sq] dtype");
   double acc = 0.0;
   for (size_t i = 0; i < n_in; ++i) acc += sum_sq(in[i]);
-  if (out[0].dtype == GN_F32) *(float*)data_of(out[0]) = (float)acc;
-  else *(double*)data_of(out[0]) = acc;
+  if (out[0].dtype == GN_F32)
+    *(float*)data_of(out[0]) = (float)acc;
+  else
+    *(double*)data_of(out[0]) = acc;
 }
 
-double scalar_of(const gn_tensor_view& v) {
-  return gn::sdk::load(data_of(v), v.dtype);
-}
+double scalar_of(const gn_tensor_view& v) { return gn::sdk::load(data_of(v), v.dtype); }
 
 // ti *= s (in double, rounded once); returns whether any input element was inf/NaN.
 bool scale_one(const gn_tensor_view& t, double s) {

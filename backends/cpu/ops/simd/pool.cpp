@@ -84,7 +84,10 @@ void max_fwd(const T* x, T* y, int64_t* idx, const Pool& p) {
         for (int64_t ih = h0; ih < h1; ih += p.dh)
           for (int64_t iw = w0; iw < w1; iw += p.dw) {
             const double v = ld(xc + ih * p.W + iw);
-            if (v > m || v != v) { m = v; best = ih * p.W + iw; }
+            if (v > m || v != v) {
+              m = v;
+              best = ih * p.W + iw;
+            }
           }
         const int64_t o = (c * p.Ho + oh) * p.Wo + ow;
         y[o] = xc[best];  // the winning element itself

@@ -97,7 +97,8 @@ double row_sum(const T* x, int64_t n, int64_t s, int kind /*0 sum,1 abs,2 sq,3 n
 template <class T>
 double reduce_group(Red kind, const Group<T>& g, int64_t n, double param, int64_t* index) {
   switch (kind) {
-    case Red::sum: case Red::mean: {
+    case Red::sum:
+    case Red::mean: {
       double s = 0.0;
       g.each_row([&](const T* x, int64_t len, int64_t st, int64_t) { s += row_sum(x, len, st, 0); });
       return kind == Red::sum ? s : s / (double)n;
@@ -109,7 +110,10 @@ double reduce_group(Red kind, const Group<T>& g, int64_t n, double param, int64_
       });
       return s;
     }
-    case Red::max: case Red::min: case Red::argmax: case Red::argmin: {
+    case Red::max:
+    case Red::min:
+    case Red::argmax:
+    case Red::argmin: {
       const bool mx = kind == Red::max || kind == Red::argmax;
       double best = 0.0;
       int64_t bi = -1;
@@ -117,14 +121,23 @@ double reduce_group(Red kind, const Group<T>& g, int64_t n, double param, int64_
       g.each_row([&](const T* x, int64_t len, int64_t st, int64_t first) {
         for (int64_t i = 0; i < len && !nan; ++i) {
           const double v = (double)x[i * st];
-          if (v != v) { nan = true; best = v; bi = first + i; break; }
-          if (bi < 0 || (mx ? v > best : v < best)) { best = v; bi = first + i; }
+          if (v != v) {
+            nan = true;
+            best = v;
+            bi = first + i;
+            break;
+          }
+          if (bi < 0 || (mx ? v > best : v < best)) {
+            best = v;
+            bi = first + i;
+          }
         }
       });
       *index = bi;
       return best;
     }
-    case Red::var: case Red::std: {
+    case Red::var:
+    case Red::std: {
       double mean = 0.0, ss = 0.0;
       g.each_row([&](const T* x, int64_t len, int64_t st, int64_t) { mean += row_sum(x, len, st, 0); });
       mean /= (double)n;
@@ -174,7 +187,8 @@ double reduce_group(Red kind, const Group<T>& g, int64_t n, double param, int64_
       double acc = 0.0;
       const int k = pw == 0.0 ? 3 : pw == 1.0 ? 1 : pw == 2.0 ? 2 : -1;
       g.each_row([&](const T* x, int64_t len, int64_t st, int64_t) {
-        if (k >= 0) acc += row_sum(x, len, st, k);
+        if (k >= 0)
+          acc += row_sum(x, len, st, k);
         else
           for (int64_t i = 0; i < len; ++i) acc += gn::sdk::scalar::norm_term(std::fabs((double)x[i * st]), pw);
       });
@@ -194,9 +208,14 @@ int64_t reduce_group_int(Red kind, const Group<T>& g, int64_t* index) {
   g.each_row([&](const T* x, int64_t len, int64_t st, int64_t first) {
     for (int64_t i = 0; i < len; ++i) {
       const int64_t v = (int64_t)x[i * st];
-      if (kind == Red::sum) acc += (uint64_t)v;
-      else if (kind == Red::prod) acc *= (uint64_t)v;
-      else if (bi < 0 || (mx ? v > best : v < best)) { best = v; bi = first + i; }
+      if (kind == Red::sum)
+        acc += (uint64_t)v;
+      else if (kind == Red::prod)
+        acc *= (uint64_t)v;
+      else if (bi < 0 || (mx ? v > best : v < best)) {
+        best = v;
+        bi = first + i;
+      }
     }
   });
   *index = bi;
@@ -204,7 +223,8 @@ int64_t reduce_group_int(Red kind, const Group<T>& g, int64_t* index) {
 }
 
 template <class T>
-void reduce_run(Red kind, const gn_tensor_view& x, const gn_tensor_view& y, const Plan& p, double param, bool int_path) {
+void reduce_run(Red kind, const gn_tensor_view& x, const gn_tensor_view& y, const Plan& p, double param,
+                bool int_path) {
   const T* px = (const T*)data_of(x);
   char* yb = (char*)data_of(y);
   const size_t ye = gn_dtype_size(y.dtype);
@@ -214,9 +234,10 @@ void reduce_run(Red kind, const gn_tensor_view& x, const gn_tensor_view& y, cons
   const int64_t rows = row_len ? p.inner_n / row_len : 0;
   // Full dense reduction of a large tensor: chunked partial sums.
   const int sk = kind == Red::sum || kind == Red::mean ? 0
-                 : kind == Red::norm && param == 1.0 ? 1
-                 : kind == Red::norm && param == 2.0 ? 2
-                 : kind == Red::norm && param == 0.0 ? 3 : -1;
+                 : kind == Red::norm && param == 1.0   ? 1
+                 : kind == Red::norm && param == 2.0   ? 2
+                 : kind == Red::norm && param == 0.0   ? 3
+                                                       : -1;
   if (p.outer_n == 1 && sk >= 0 && rows == 1 && row_stride == 1 && p.inner_n > kSerialWork) {
     constexpr int64_t kChunk = 65536;
     const int64_t n = p.inner_n, chunks = (n + kChunk - 1) / kChunk;
@@ -243,15 +264,20 @@ void reduce_run(Red kind, const gn_tensor_view& x, const gn_tensor_view& y, cons
       // integers: exact int64 (sums and products wrap, like the reference)
       if (int_path) {
         const int64_t v = reduce_group_int<T>(kind, g, &idx);
-        if (arg) ((int64_t*)data_of(y))[o] = idx;
-        else gn::sdk::store_int(yb + o * (int64_t)ye, y.dtype, v);
+        if (arg)
+          ((int64_t*)data_of(y))[o] = idx;
+        else
+          gn::sdk::store_int(yb + o * (int64_t)ye, y.dtype, v);
         return;
       }
     }
     const double v = reduce_group<T>(kind, g, p.inner_n, param, &idx);
-    if (arg) ((int64_t*)data_of(y))[o] = idx;
-    else if (kind == Red::max || kind == Red::min) st((T*)(yb + o * (int64_t)ye), v);  // a value of x: exact
-    else gn::sdk::store(yb + o * (int64_t)ye, y.dtype, v);
+    if (arg)
+      ((int64_t*)data_of(y))[o] = idx;
+    else if (kind == Red::max || kind == Red::min)
+      st((T*)(yb + o * (int64_t)ye), v);  // a value of x: exact
+    else
+      gn::sdk::store(yb + o * (int64_t)ye, y.dtype, v);
   });
 }
 
@@ -264,30 +290,34 @@ GN_SDK_KERNEL(reduce_kernel) {
   double param = 0.0;
   bool all = false;
   switch (def.op) {
-    case Red::argmax: case Red::argmin: {
+    case Red::argmax:
+    case Red::argmin: {
       const int64_t dim = attr_i(attrs, n_attrs, 0, GN_DIM_NONE);
-      if (dim == GN_DIM_NONE) all = true;
-      else dims = {dim};
+      if (dim == GN_DIM_NONE)
+        all = true;
+      else
+        dims = {dim};
       break;
     }
     case Red::norm:
       param = attr_d(attrs, n_attrs, 0, 2.0);
       dims = attr_v(attrs, n_attrs, 1);
       break;
-    case Red::var: case Red::std:
+    case Red::var:
+    case Red::std:
       dims = attr_v(attrs, n_attrs, 0);
       param = attr_d(attrs, n_attrs, 1, 1.0);
       break;
-    default:
-      dims = attr_v(attrs, n_attrs, 0);
-      break;
+    default: dims = attr_v(attrs, n_attrs, 0); break;
   }
   const bool arg = def.op == Red::argmax || def.op == Red::argmin;
   // Output dtypes: argmax/argmin int64; max/min x's; sum/prod into an integer
   // dtype from integer x take the exact int path; everything else is computed
   // in double and stored once into y's float dtype.
-  const bool x_int = x.dtype == GN_I8 || x.dtype == GN_U8 || x.dtype == GN_I32 || x.dtype == GN_I64 || x.dtype == GN_BOOL;
-  const bool y_int = y.dtype == GN_I8 || y.dtype == GN_U8 || y.dtype == GN_I32 || y.dtype == GN_I64 || y.dtype == GN_BOOL;
+  const bool x_int =
+      x.dtype == GN_I8 || x.dtype == GN_U8 || x.dtype == GN_I32 || x.dtype == GN_I64 || x.dtype == GN_BOOL;
+  const bool y_int =
+      y.dtype == GN_I8 || y.dtype == GN_U8 || y.dtype == GN_I32 || y.dtype == GN_I64 || y.dtype == GN_BOOL;
   const bool extreme = def.op == Red::max || def.op == Red::min;
   const bool int_path = x_int && (arg || extreme || ((def.op == Red::sum || def.op == Red::prod) && y_int));
   bool ok = arg ? y.dtype == GN_I64 : extreme ? y.dtype == x.dtype : (int_path || !y_int);

@@ -26,8 +26,10 @@ void rope_run(const gn_tensor_view& x, const gn_tensor_view& cs, const gn_tensor
     T* yr = py + r * D;
     for (int64_t d = 0; d < D; ++d) {
       double rot;
-      if (!backward) rot = (d < h ? -(double)xr[d + h] : (double)xr[d - h]) * (double)sr[d * is];
-      else rot = d < h ? (double)xr[d + h] * (double)sr[(d + h) * is] : -((double)xr[d - h] * (double)sr[(d - h) * is]);
+      if (!backward)
+        rot = (d < h ? -(double)xr[d + h] : (double)xr[d - h]) * (double)sr[d * is];
+      else
+        rot = d < h ? (double)xr[d + h] * (double)sr[(d + h) * is] : -((double)xr[d - h] * (double)sr[(d - h) * is]);
       yr[d] = to_t<T>((double)xr[d] * (double)cr[d * ic] + rot);
     }
   });
@@ -38,8 +40,8 @@ GN_SDK_KERNEL(rope_kernel) {
   if (n_in < 3 || n_out < 1) GN_UNSUPPORTED("[rope] arity");
   const gn_tensor_view &x = in[0], &o = out[0];
   std::vector<int64_t> tmp;
-  if (x.ndim < 1 || x.shape[x.ndim - 1] % 2 || in[1].dtype != x.dtype || in[2].dtype != x.dtype ||
-      o.dtype != x.dtype || gn_view_numel(&o) != gn_view_numel(&x) || !bcast_strides(in[1], x.ndim, x.shape, tmp) ||
+  if (x.ndim < 1 || x.shape[x.ndim - 1] % 2 || in[1].dtype != x.dtype || in[2].dtype != x.dtype || o.dtype != x.dtype ||
+      gn_view_numel(&o) != gn_view_numel(&x) || !bcast_strides(in[1], x.ndim, x.shape, tmp) ||
       !bcast_strides(in[2], x.ndim, x.shape, tmp))
     GN_UNSUPPORTED("[rope] these arguments");
   if (gn_view_numel(&x) == 0) return;

@@ -44,8 +44,10 @@ void sort_lines(const gn_tensor_view& x, int64_t dim, bool descending, int64_t k
     v.resize((size_t)L);
     order.resize((size_t)L);
     for (int64_t j = 0; j < L; ++j) {
-      if constexpr (std::is_integral_v<T>) v[(size_t)j] = (K)px[base + j * inner];
-      else v[(size_t)j] = ld(px + base + j * inner);
+      if constexpr (std::is_integral_v<T>)
+        v[(size_t)j] = (K)px[base + j * inner];
+      else
+        v[(size_t)j] = ld(px + base + j * inner);
     }
     std::iota(order.begin(), order.end(), int64_t(0));
     auto before = [&](int64_t a, int64_t b) {  // a strictly before b, ties by position
@@ -61,8 +63,10 @@ void sort_lines(const gn_tensor_view& x, int64_t dim, bool descending, int64_t k
       if (descending) std::swap(lt, gt);
       return lt || (!gt && a < b);
     };
-    if (k < L) std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
-    else std::sort(order.begin(), order.end(), before);
+    if (k < L)
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+    else
+      std::sort(order.begin(), order.end(), before);
     for (int64_t j = 0; j < k; ++j) {
       const int64_t src = order[(size_t)j];
       if (pv) pv[obase + j * inner] = px[base + src * inner];
@@ -82,7 +86,8 @@ bool fits(const gn_tensor_view& o, const gn_tensor_view& x, int64_t dim, int64_t
 void run(const char* op, const gn_tensor_view& x, int64_t dim_attr, bool descending, int64_t k, bool has_k,
          const gn_tensor_view* values, const gn_tensor_view* indices) {
   int64_t dim = dim_attr < 0 ? dim_attr + std::max<int32_t>(x.ndim, 1) : dim_attr;
-  if (dim < 0 || dim >= std::max<int32_t>(x.ndim, 1)) GN_UNSUPPORTED(std::string("[") + op + "] dim");  // reference: error
+  if (dim < 0 || dim >= std::max<int32_t>(x.ndim, 1))
+    GN_UNSUPPORTED(std::string("[") + op + "] dim");  // reference: error
   const int64_t L = x.ndim == 0 ? 1 : x.shape[dim];
   if (!has_k) k = L;
   if (k < 0 || k > L) GN_UNSUPPORTED(std::string("[") + op + "] k out of range");  // reference: error

@@ -44,11 +44,11 @@ struct UnaryDef {
 };
 
 const UnaryDef kUnary[] = {
-    {"log", U::log, false},         {"log1p", U::log1p, false},   {"sin", U::sin, false},
-    {"cos", U::cos, false},         {"rsqrt", U::rsqrt, false},   {"reciprocal", U::reciprocal, false},
-    {"floor", U::floor, false},     {"ceil", U::ceil, false},     {"round", U::round, false},
-    {"sign", U::sign, false},       {"logical_not", U::lnot, true}, {"isnan", U::isnan, true},
-    {"isinf", U::isinf, true},      {"isfinite", U::isfinite, true},
+    {"log", U::log, false},     {"log1p", U::log1p, false},      {"sin", U::sin, false},
+    {"cos", U::cos, false},     {"rsqrt", U::rsqrt, false},      {"reciprocal", U::reciprocal, false},
+    {"floor", U::floor, false}, {"ceil", U::ceil, false},        {"round", U::round, false},
+    {"sign", U::sign, false},   {"logical_not", U::lnot, true},  {"isnan", U::isnan, true},
+    {"isinf", U::isinf, true},  {"isfinite", U::isfinite, true},
 };
 
 template <class T, U OP>
@@ -118,8 +118,10 @@ GN_SDK_KERNEL(unary_kernel) {
     return generic::unary(def.name, x, y, attrs, n_attrs);
   const int64_t n = gn_view_numel(&x);
   if (gn_view_numel(&y) != n) fail_op(GN_ERR_SHAPE, def.name, "x and y sizes differ");
-  if (x.dtype == GN_F32) run_op<float>(def.op, (const float*)data_of(x), data_of(y), n);
-  else run_op<double>(def.op, (const double*)data_of(x), data_of(y), n);
+  if (x.dtype == GN_F32)
+    run_op<float>(def.op, (const float*)data_of(x), data_of(y), n);
+  else
+    run_op<double>(def.op, (const double*)data_of(x), data_of(y), n);
 }
 
 // ----------------------------------------------------------------------------
@@ -128,10 +130,14 @@ GN_SDK_KERNEL(unary_kernel) {
 // Source element -> the value the reference would hold (double or int64).
 template <int32_t SD>
 inline auto load_val(typename Storage<SD>::T s) {
-  if constexpr (SD == GN_F16 || SD == GN_BF16) return (double)to_f32(s);
-  else if constexpr (SD == GN_F32 || SD == GN_F64) return (double)s;
-  else if constexpr (SD == GN_BOOL) return (int64_t)(s != 0);
-  else return (int64_t)s;
+  if constexpr (SD == GN_F16 || SD == GN_BF16)
+    return (double)to_f32(s);
+  else if constexpr (SD == GN_F32 || SD == GN_F64)
+    return (double)s;
+  else if constexpr (SD == GN_BOOL)
+    return (int64_t)(s != 0);
+  else
+    return (int64_t)s;
 }
 
 template <int32_t SD, int32_t DD>
@@ -145,13 +151,20 @@ inline typename Storage<DD>::T conv(typename Storage<SD>::T s) {
     return (float)s;
   } else {
     const auto v = load_val<SD>(s);
-    if constexpr (DD == GN_BOOL) return (uint8_t)(v != 0);
-    else if constexpr (DD == GN_F32) return (float)(double)v;
-    else if constexpr (DD == GN_F64) return (double)v;
-    else if constexpr (DD == GN_BF16) return bf16_t{gn::sdk::float_to_bf16((float)(double)v)};
-    else if constexpr (DD == GN_F16) return f16_t{gn::sdk::float_to_half((float)(double)v)};
-    else if constexpr (std::is_same_v<decltype(v), int64_t>) return (D)(uint64_t)v;
-    else return (D)(uint64_t)gn::sdk::to_int64(v);
+    if constexpr (DD == GN_BOOL)
+      return (uint8_t)(v != 0);
+    else if constexpr (DD == GN_F32)
+      return (float)(double)v;
+    else if constexpr (DD == GN_F64)
+      return (double)v;
+    else if constexpr (DD == GN_BF16)
+      return bf16_t{gn::sdk::float_to_bf16((float)(double)v)};
+    else if constexpr (DD == GN_F16)
+      return f16_t{gn::sdk::float_to_half((float)(double)v)};
+    else if constexpr (std::is_same_v<decltype(v), int64_t>)
+      return (D)(uint64_t)v;
+    else
+      return (D)(uint64_t)gn::sdk::to_int64(v);
   }
 }
 

@@ -16,15 +16,24 @@ namespace gn::cuda::nn {
 // gn_dtype of a C++ element type.
 template <class T>
 constexpr int32_t dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return GN_F32;
-  else if constexpr (std::is_same_v<T, __half>) return GN_F16;
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return GN_BF16;
-  else if constexpr (std::is_same_v<T, double>) return GN_F64;
-  else if constexpr (std::is_same_v<T, int8_t>) return GN_I8;
-  else if constexpr (std::is_same_v<T, uint8_t>) return GN_U8;
-  else if constexpr (std::is_same_v<T, int32_t>) return GN_I32;
-  else if constexpr (std::is_same_v<T, int64_t>) return GN_I64;
-  else return GN_BOOL;
+  if constexpr (std::is_same_v<T, float>)
+    return GN_F32;
+  else if constexpr (std::is_same_v<T, __half>)
+    return GN_F16;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return GN_BF16;
+  else if constexpr (std::is_same_v<T, double>)
+    return GN_F64;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return GN_I8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return GN_U8;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return GN_I32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return GN_I64;
+  else
+    return GN_BOOL;
 }
 
 // "op math": the type sums and fused expressions are computed in.  double
@@ -33,10 +42,20 @@ constexpr int32_t dtype_of() {
 // accumulation over hundreds of terms does not meet; these kernels are
 // memory-bound, so the double arithmetic is hidden behind the loads.  float
 // for the 16-bit types.
-template <class T> struct OpMathOf { using type = float; };
-template <> struct OpMathOf<float> { using type = double; };
-template <> struct OpMathOf<double> { using type = double; };
-template <class T> using opmath_t = typename OpMathOf<T>::type;
+template <class T>
+struct OpMathOf {
+  using type = float;
+};
+template <>
+struct OpMathOf<float> {
+  using type = double;
+};
+template <>
+struct OpMathOf<double> {
+  using type = double;
+};
+template <class T>
+using opmath_t = typename OpMathOf<T>::type;
 
 // ----------------------------------------------------------------------------
 // reductions (deterministic: fixed shuffle tree, then every thread adds the
@@ -112,7 +131,7 @@ inline int row_threads_for(int64_t n_items, int64_t rows, int max_threads = 512)
 
 template <class I>
 __device__ __forceinline__ int64_t load_index(const void* p, int64_t i) {
-  return (int64_t)static_cast<const I*>(p)[i];
+  return (int64_t) static_cast<const I*>(p)[i];
 }
 
 // Index tensor pointer + dtype, read as int64 (dtype switch hoisted by the
@@ -122,9 +141,9 @@ struct IndexPtr {
   int32_t dtype;
   __device__ __forceinline__ int64_t operator[](int64_t i) const {
     switch (dtype) {
-      case GN_I8: return (int64_t)static_cast<const int8_t*>(p)[i];
-      case GN_U8: return (int64_t)static_cast<const uint8_t*>(p)[i];
-      case GN_I32: return (int64_t)static_cast<const int32_t*>(p)[i];
+      case GN_I8: return (int64_t) static_cast<const int8_t*>(p)[i];
+      case GN_U8: return (int64_t) static_cast<const uint8_t*>(p)[i];
+      case GN_I32: return (int64_t) static_cast<const int32_t*>(p)[i];
       default: return static_cast<const int64_t*>(p)[i];
     }
   }
@@ -178,11 +197,24 @@ struct IndexCheck {
 // ----------------------------------------------------------------------------
 // raw elements: exact copies by element size (dtype-agnostic gathers)
 
-template <int BYTES> struct RawOf;
-template <> struct RawOf<1> { using type = uint8_t; };
-template <> struct RawOf<2> { using type = uint16_t; };
-template <> struct RawOf<4> { using type = uint32_t; };
-template <> struct RawOf<8> { using type = uint64_t; };
+template <int BYTES>
+struct RawOf;
+template <>
+struct RawOf<1> {
+  using type = uint8_t;
+};
+template <>
+struct RawOf<2> {
+  using type = uint16_t;
+};
+template <>
+struct RawOf<4> {
+  using type = uint32_t;
+};
+template <>
+struct RawOf<8> {
+  using type = uint64_t;
+};
 
 // Call f(Tag<uintN_t>{}) for an element size of 1, 2, 4 or 8 bytes.
 template <class F>

@@ -22,14 +22,14 @@ namespace genesis::data {
 
 /** DataLoader options. */
 struct DataLoaderOptions {
-  int64_t batch_size = 1;   ///< examples per batch
-  bool shuffle = false;     ///< a fresh permutation per epoch
-  bool drop_last = false;   ///< drop the last, incomplete batch
-  uint64_t seed = 0;        ///< shuffle seed: epoch e's order depends only on (seed, e)
+  int64_t batch_size = 1;        ///< examples per batch
+  bool shuffle = false;          ///< a fresh permutation per epoch
+  bool drop_last = false;        ///< drop the last, incomplete batch
+  uint64_t seed = 0;             ///< shuffle seed: epoch e's order depends only on (seed, e)
   std::optional<Device> device;  ///< move batches here (unset: leave them where the dataset made them)
-  int num_replicas = 1;     ///< shard every epoch's order over this many ranks (distributed training)
-  int rank = 0;             ///< the shard served: positions rank, rank + num_replicas, ... of the order padded
-                            ///< to a multiple of num_replicas (torch's DistributedSampler)
+  int num_replicas = 1;          ///< shard every epoch's order over this many ranks (distributed training)
+  int rank = 0;                  ///< the shard served: positions rank, rank + num_replicas, ... of the order padded
+                                 ///< to a multiple of num_replicas (torch's DistributedSampler)
 };
 
 /** Iterates over a dataset in batches (torch.utils.data.DataLoader, single process). */

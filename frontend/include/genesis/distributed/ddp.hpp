@@ -28,10 +28,10 @@ namespace genesis::distributed {
 
 /** DDP options (torch's names). */
 struct DDPOptions {
-  double bucket_cap_mb = 25;           ///< bucket size in MiB ($GENESIS_DDP_BUCKET_MB overrides it)
-  bool find_unused_parameters = false; ///< allow parameters without a gradient in some backward passes
-  bool broadcast_buffers = true;       ///< copy rank 0's buffers to every rank before each forward
-  bool average = true;                 ///< divide the summed gradients by the world size
+  double bucket_cap_mb = 25;            ///< bucket size in MiB ($GENESIS_DDP_BUCKET_MB overrides it)
+  bool find_unused_parameters = false;  ///< allow parameters without a gradient in some backward passes
+  bool broadcast_buffers = true;        ///< copy rank 0's buffers to every rank before each forward
+  bool average = true;                  ///< divide the summed gradients by the world size
   /// After backward each .grad is a view of the all-reduce's output (no copy back; a .grad tensor
   /// held from before backward is not updated). false: the results are copied into the existing
   /// .grad tensors. $GENESIS_DDP_BUCKET_VIEW=0/1 overrides it.
@@ -101,8 +101,8 @@ class DistributedDataParallel {
 class DistributedSampler {
  public:
   /** num_replicas/rank < 0: the world size and rank of the default group. */
-  DistributedSampler(int64_t dataset_size, int num_replicas = -1, int rank = -1, bool shuffle = true,
-                     uint64_t seed = 0, bool drop_last = false);
+  DistributedSampler(int64_t dataset_size, int num_replicas = -1, int rank = -1, bool shuffle = true, uint64_t seed = 0,
+                     bool drop_last = false);
   /** Sets the epoch (changes the permutation when shuffling). */
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
   /** This rank's indices for the current epoch. */

@@ -10,13 +10,13 @@ namespace genesis::distributed {
 
 /** A job's shape and the program each rank runs. */
 struct LaunchOptions {
-  int nproc_per_node = 1;                      ///< ranks started on this host
-  int nnodes = 1;                              ///< hosts in the job
-  int node_rank = 0;                           ///< this host's index (0 serves the store)
-  std::string master_addr = "127.0.0.1";       ///< host of global rank 0
-  int master_port = 29500;                     ///< port of the store on master_addr (0: any free one, one host only)
-  std::vector<std::string> argv;               ///< program and its arguments (PATH is searched)
-  std::chrono::milliseconds grace{5000};       ///< after a failure: SIGTERM, then SIGKILL after this
+  int nproc_per_node = 1;                 ///< ranks started on this host
+  int nnodes = 1;                         ///< hosts in the job
+  int node_rank = 0;                      ///< this host's index (0 serves the store)
+  std::string master_addr = "127.0.0.1";  ///< host of global rank 0
+  int master_port = 29500;                ///< port of the store on master_addr (0: any free one, one host only)
+  std::vector<std::string> argv;          ///< program and its arguments (PATH is searched)
+  std::chrono::milliseconds grace{5000};  ///< after a failure: SIGTERM, then SIGKILL after this
 };
 
 /** Starts nproc_per_node processes with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,

@@ -52,7 +52,10 @@ class AvgPool2d : public Module {
   /** Pooling with these window parameters. */
   explicit AvgPool2d(IntPair kernel_size, std::optional<IntPair> stride = {}, IntPair padding = 0,
                      bool ceil_mode = false, bool count_include_pad = true)
-      : kernel_size(kernel_size), stride(stride), padding(padding), ceil_mode(ceil_mode),
+      : kernel_size(kernel_size),
+        stride(stride),
+        padding(padding),
+        ceil_mode(ceil_mode),
         count_include_pad(count_include_pad) {}
   /** (N, C, H, W) -> (N, C, Ho, Wo). */
   Tensor forward(const Tensor& x) override {

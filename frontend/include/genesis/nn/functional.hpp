@@ -58,8 +58,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 /** Rows of weight (V, D) picked by integer ids (*) -> (*, D). */
 Tensor embedding(const Tensor& ids, const Tensor& weight);
 /** x (N, C, H, W) * weight (O, C/groups, kh, kw) + bias (O) -> (N, O, Ho, Wo). */
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, IntPair stride = 1,
-              IntPair padding = 0, IntPair dilation = 1, int64_t groups = 1);
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, IntPair stride = 1, IntPair padding = 0,
+              IntPair dilation = 1, int64_t groups = 1);
 /** Max over kernel windows of x (N, C, H, W); stride defaults to the kernel. */
 Tensor max_pool2d(const Tensor& x, IntPair kernel, std::optional<IntPair> stride = {}, IntPair padding = 0,
                   IntPair dilation = 1, bool ceil_mode = false);
@@ -71,8 +71,7 @@ Tensor avg_pool2d(const Tensor& x, IntPair kernel, std::optional<IntPair> stride
 /** softmax(q k^T * scale + mask) v on the fused op; q (B, H, Sq, D) or (H, Sq, D); k, v may have fewer
  * heads (GQA); bool mask true = attend, float mask is added; dropout_p must be 0. */
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& attn_mask = {},
-                                    double dropout_p = 0, bool is_causal = false,
-                                    std::optional<double> scale = {});
+                                    double dropout_p = 0, bool is_causal = false, std::optional<double> scale = {});
 /** Rotary embedding x * cos + rotate_half(x) * sin (cos/sin broadcast to x). */
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin);
 /** Layer norm over the trailing normalized_shape dims with optional affine weight/bias. */

@@ -32,8 +32,7 @@ class Embedding : public Module {
   /** Table (num_embeddings, embedding_dim); the padding_idx row starts at zero and gets no gradient. */
   Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = {});
   /** Same, with the table created with factory's dtype and device. */
-  Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx,
-            const Options& factory);
+  Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx, const Options& factory);
   /** ids (*) int -> (*, embedding_dim). */
   Tensor forward(const Tensor& ids) override;
   /** "Embedding". */

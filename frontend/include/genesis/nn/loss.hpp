@@ -29,7 +29,9 @@ class CrossEntropyLoss : public Loss {
   /** Targets equal to ignore_index add nothing (and are not counted by "mean"); weight (C) scales each class. */
   explicit CrossEntropyLoss(int64_t ignore_index = -100, std::string reduction = "mean", double label_smoothing = 0,
                             Tensor weight = {})
-      : Loss(std::move(reduction)), ignore_index(ignore_index), label_smoothing(label_smoothing),
+      : Loss(std::move(reduction)),
+        ignore_index(ignore_index),
+        label_smoothing(label_smoothing),
         weight(std::move(weight)) {}
   /** See functional::cross_entropy. */
   Tensor forward(const Tensor& input, const Tensor& target) override {

@@ -137,9 +137,8 @@ class LinearLR : public LRScheduler {
 };
 
 /** HF transformers' get_cosine_schedule_with_warmup: linear warmup, then cosine to 0. */
-LambdaLR get_cosine_schedule_with_warmup(Optimizer& optimizer, int64_t num_warmup_steps,
-                                         int64_t num_training_steps, double num_cycles = 0.5,
-                                         int64_t last_epoch = -1);
+LambdaLR get_cosine_schedule_with_warmup(Optimizer& optimizer, int64_t num_warmup_steps, int64_t num_training_steps,
+                                         double num_cycles = 0.5, int64_t last_epoch = -1);
 
 /** OneCycleLR options, defaults as torch (total_steps or epochs * steps_per_epoch). */
 struct OneCycleOptions {

@@ -21,8 +21,8 @@ namespace genesis::optim {
 
 /** One parameter group: its tensors plus its options (torch's param_group dict). */
 struct ParamGroup {
-  std::vector<Tensor> params;              ///< the tensors this group updates
-  std::map<std::string, double> options;   ///< lr, weight_decay, ... (booleans as 0/1)
+  std::vector<Tensor> params;             ///< the tensors this group updates
+  std::map<std::string, double> options;  ///< lr, weight_decay, ... (booleans as 0/1)
 
   /** A group of params; options not given here come from the optimizer's defaults. */
   ParamGroup(std::vector<Tensor> p, std::map<std::string, double> o = {})
@@ -41,15 +41,15 @@ struct ParamGroup {
 
 /** State of one parameter: a step count and named tensors (exp_avg, momentum_buffer, ...). */
 struct ParamState {
-  int64_t step = 0;                        ///< optimizer steps taken for this parameter
-  std::map<std::string, Tensor> tensors;   ///< state tensors by name
+  int64_t step = 0;                       ///< optimizer steps taken for this parameter
+  std::map<std::string, Tensor> tensors;  ///< state tensors by name
 };
 
 /** torch's optimizer state_dict: state keyed by parameter index plus group options. */
 struct OptimizerStateDict {
-  std::map<int64_t, ParamState> state;                  ///< by parameter index across groups
+  std::map<int64_t, ParamState> state;                      ///< by parameter index across groups
   std::vector<std::map<std::string, double>> param_groups;  ///< options per group
-  std::vector<std::vector<int64_t>> group_params;       ///< parameter indices per group
+  std::vector<std::vector<int64_t>> group_params;           ///< parameter indices per group
 };
 
 /** Base of all optimizers (torch.optim.Optimizer). */

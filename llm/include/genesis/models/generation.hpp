@@ -23,18 +23,18 @@ namespace genesis::models {
 
 /** How tokens are chosen and when generation stops (transformers' names and defaults). */
 struct GenerationConfig {
-  int64_t max_new_tokens = 128;        ///< new tokens per prompt at most
-  double temperature = 0;              ///< 0 = greedy; > 0 samples from softmax(logits / temperature)
-  int64_t top_k = 0;                   ///< keep the k most likely tokens (0 = off)
-  double top_p = 1.0;                  ///< keep the smallest set with probability >= top_p (1 = off)
-  double min_p = 0.0;                  ///< drop tokens below min_p * the top probability (0 = off)
-  double repetition_penalty = 1.0;     ///< > 1 discourages tokens already in the prompt or output
-  std::vector<int64_t> stop_ids;       ///< ids that end a row (the model's eos ids are added unless ignore_eos)
-  bool ignore_eos = false;             ///< do not stop at the model's eos ids
+  int64_t max_new_tokens = 128;           ///< new tokens per prompt at most
+  double temperature = 0;                 ///< 0 = greedy; > 0 samples from softmax(logits / temperature)
+  int64_t top_k = 0;                      ///< keep the k most likely tokens (0 = off)
+  double top_p = 1.0;                     ///< keep the smallest set with probability >= top_p (1 = off)
+  double min_p = 0.0;                     ///< drop tokens below min_p * the top probability (0 = off)
+  double repetition_penalty = 1.0;        ///< > 1 discourages tokens already in the prompt or output
+  std::vector<int64_t> stop_ids;          ///< ids that end a row (the model's eos ids are added unless ignore_eos)
+  bool ignore_eos = false;                ///< do not stop at the model's eos ids
   std::vector<std::string> stop_strings;  ///< text that ends a row (needs decode)
   std::function<std::string(const std::vector<int64_t>&)> decode;  ///< ids -> text, for stop_strings
-  uint64_t seed = 0;                   ///< sampling seed: same seed, same tokens
-  bool cuda_graph = true;              ///< replay the decode step as a CUDA graph where possible
+  uint64_t seed = 0;                                               ///< sampling seed: same seed, same tokens
+  bool cuda_graph = true;  ///< replay the decode step as a CUDA graph where possible
 };
 
 /** What generate() produced. */

@@ -37,18 +37,18 @@ struct QwenConfig {
   int64_t num_hidden_layers = 24;
   int64_t num_attention_heads = 14;
   int64_t num_key_value_heads = 2;
-  int64_t head_dim = 64;                     ///< may differ from hidden/heads (Qwen3)
+  int64_t head_dim = 64;  ///< may differ from hidden/heads (Qwen3)
   int64_t max_position_embeddings = 32768;
   double rms_norm_eps = 1e-6;
-  double rope_theta = 1000000.0;             ///< rope_theta (4.x) or rope_parameters.rope_theta (5.x)
+  double rope_theta = 1000000.0;  ///< rope_theta (4.x) or rope_parameters.rope_theta (5.x)
   double initializer_range = 0.02;
   bool tie_word_embeddings = true;
-  bool attention_bias = true;                ///< q/k/v bias (always on for Qwen2)
-  bool qk_norm = false;                      ///< per-head RMSNorm on q and k (Qwen3)
-  std::string dtype = "bfloat16";            ///< the checkpoint's dtype ("dtype" / "torch_dtype")
-  int64_t bos_token_id = -1;                 ///< -1 = none
-  std::vector<int64_t> eos_token_ids;        ///< empty = none
-  std::string source_json;                   ///< the file as read: unknown fields are kept on save
+  bool attention_bias = true;          ///< q/k/v bias (always on for Qwen2)
+  bool qk_norm = false;                ///< per-head RMSNorm on q and k (Qwen3)
+  std::string dtype = "bfloat16";      ///< the checkpoint's dtype ("dtype" / "torch_dtype")
+  int64_t bos_token_id = -1;           ///< -1 = none
+  std::vector<int64_t> eos_token_ids;  ///< empty = none
+  std::string source_json;             ///< the file as read: unknown fields are kept on save
 
   /** Parses config.json text; unsupported fields (sliding window, rope scaling, MoE, other
    * activations) are refused with a genesis::Error naming the field. `where` names the file. */
@@ -95,14 +95,14 @@ struct KVCache {
  * builds it from positions (rotary rows, cache offsets, mask); a caller may also fill it by hand
  * (cos/sin from rope_tables() and a mask).  One of the two rotary forms is enough. */
 struct AttentionContext {
-  Tensor cos, sin;            ///< per-head rotary rows broadcastable to (B, 1, T, head_dim)
-  Tensor cos_all, sin_all;    ///< (B|1, T, Hq + 2*Hkv, head_dim): the rows of every head of the fused q/k/v
-                              ///< projection, identity (1, 0) on the value heads: one rope call
-  KVCache* cache = nullptr;   ///< null: no cache (training, scoring)
-  Tensor write_pos;           ///< (B) int64 on the device: cache offset of this pass's first position
-  int64_t kv_len = 0;         ///< cache positions attended (the first kv_len)
-  Tensor mask;                ///< (B, 1, T, kv_len) bool keep-mask (without a cache: (B, 1, T, T), the causal
-                              ///< rule included, e.g. packed sequences); undefined = causal
+  Tensor cos, sin;                 ///< per-head rotary rows broadcastable to (B, 1, T, head_dim)
+  Tensor cos_all, sin_all;         ///< (B|1, T, Hq + 2*Hkv, head_dim): the rows of every head of the fused q/k/v
+                                   ///< projection, identity (1, 0) on the value heads: one rope call
+  KVCache* cache = nullptr;        ///< null: no cache (training, scoring)
+  Tensor write_pos;                ///< (B) int64 on the device: cache offset of this pass's first position
+  int64_t kv_len = 0;              ///< cache positions attended (the first kv_len)
+  Tensor mask;                     ///< (B, 1, T, kv_len) bool keep-mask (without a cache: (B, 1, T, T), the causal
+                                   ///< rule included, e.g. packed sequences); undefined = causal
   bool prefill_from_zero = false;  ///< cache mode, every row starts at 0: attend causally to this pass's k/v
   std::vector<Tensor> sources;     ///< model tables the tensors above were gathered from, kept alive with the
                                    ///< context (a captured step reads them by address, even if the model regrows them)
@@ -204,7 +204,7 @@ class QwenModel : public nn::Module {
 
 /** Where and how a checkpoint is loaded. */
 struct LoadOptions {
-  Device device = Device();           ///< where the parameters live
+  Device device = Device();                   ///< where the parameters live
   std::optional<DType> dtype = std::nullopt;  ///< unset = the config's dtype (float32 for unknown ones)
 };
 

@@ -20,21 +20,22 @@ namespace genesis::train {
 
 /** How the tokenizer is learned and what its config says. */
 struct BpeTrainerOptions {
-  int64_t vocab_size = 8192;   ///< total ids: 256 bytes + merges + special tokens
-  int64_t min_frequency = 2;   ///< a pair seen fewer times is never merged
-  std::vector<std::string> special_tokens = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};  ///< ids after the vocabulary
-  std::string eos_token = "<|im_end|>";      ///< tokenizer_config.json eos_token
-  std::string pad_token = "<|endoftext|>";   ///< tokenizer_config.json pad_token
-  std::string chat_template;   ///< "" = ChatML (<|im_start|>role\ncontent<|im_end|>\n)
-  std::function<void(const std::string&)> log;  ///< progress lines (null = silent)
+  int64_t vocab_size = 8192;  ///< total ids: 256 bytes + merges + special tokens
+  int64_t min_frequency = 2;  ///< a pair seen fewer times is never merged
+  std::vector<std::string> special_tokens = {"<|endoftext|>", "<|im_start|>",
+                                             "<|im_end|>"};  ///< ids after the vocabulary
+  std::string eos_token = "<|im_end|>";                      ///< tokenizer_config.json eos_token
+  std::string pad_token = "<|endoftext|>";                   ///< tokenizer_config.json pad_token
+  std::string chat_template;                                 ///< "" = ChatML (<|im_start|>role\ncontent<|im_end|>\n)
+  std::function<void(const std::string&)> log;               ///< progress lines (null = silent)
 };
 
 /** What was learned. */
 struct BpeTrainingResult {
   int64_t vocab_size = 0;  ///< ids written, special tokens included
   int64_t merges = 0;
-  int64_t words = 0;       ///< distinct pre-tokenized pieces in the corpus
-  int64_t bytes = 0;       ///< corpus size read
+  int64_t words = 0;  ///< distinct pre-tokenized pieces in the corpus
+  int64_t bytes = 0;  ///< corpus size read
 };
 
 /** The ChatML template written when BpeTrainerOptions::chat_template is empty. */

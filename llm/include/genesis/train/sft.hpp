@@ -50,13 +50,14 @@ ChatExample tokenize_chat(const Tokenizer& tok, const ChatTemplate& tmpl, const 
 
 /** One batch on the host: rows of ids and labels, with segment ids when packed. */
 struct SftBatch {
-  int64_t rows = 0, length = 0;   ///< (rows, length) tokens
-  std::vector<int64_t> ids;       ///< rows * length; padding is the pad id
-  std::vector<int64_t> labels;    ///< rows * length; kIgnoreIndex on padding and non-assistant tokens
-  std::vector<int64_t> positions; ///< rows * length; restart at 0 for each packed conversation
-  std::vector<int32_t> segments;  ///< rows * length; packed: conversation number in the row (padding -1); empty when not packed
-  int64_t tokens = 0;             ///< real (non-padding) tokens
-  int64_t target_tokens = 0;      ///< labels that count in the loss (after the shift)
+  int64_t rows = 0, length = 0;    ///< (rows, length) tokens
+  std::vector<int64_t> ids;        ///< rows * length; padding is the pad id
+  std::vector<int64_t> labels;     ///< rows * length; kIgnoreIndex on padding and non-assistant tokens
+  std::vector<int64_t> positions;  ///< rows * length; restart at 0 for each packed conversation
+  std::vector<int32_t>
+      segments;        ///< rows * length; packed: conversation number in the row (padding -1); empty when not packed
+  int64_t tokens = 0;  ///< real (non-padding) tokens
+  int64_t target_tokens = 0;  ///< labels that count in the loss (after the shift)
 };
 
 /** How examples become batches. */
@@ -97,12 +98,12 @@ class SftBatcher {
 
 /** Device tensors of a batch, as the model's loss reads them. */
 struct DeviceBatch {
-  Tensor ids;        ///< (B, T) int64
-  Tensor labels;     ///< (B, T) int64
-  Tensor positions;  ///< (B, T) int64, undefined when every row counts 0, 1, 2, ...
-  Tensor mask;       ///< (B, 1, T, T) bool keep-mask for packed rows, undefined = plain causal
-  Tensor rows;       ///< (N) int64: flat (b * (T-1) + t) indices of the positions that predict a target
-  Tensor targets;    ///< (N) int64: the label each of those positions predicts
+  Tensor ids;             ///< (B, T) int64
+  Tensor labels;          ///< (B, T) int64
+  Tensor positions;       ///< (B, T) int64, undefined when every row counts 0, 1, 2, ...
+  Tensor mask;            ///< (B, 1, T, T) bool keep-mask for packed rows, undefined = plain causal
+  Tensor rows;            ///< (N) int64: flat (b * (T-1) + t) indices of the positions that predict a target
+  Tensor targets;         ///< (N) int64: the label each of those positions predicts
   int64_t n_targets = 0;  ///< N
 };
 /** Copies b to device. */
@@ -115,40 +116,40 @@ std::pair<Tensor, int64_t> sft_loss_sum(models::QwenForCausalLM& model, const De
 
 /** Everything train_sft reads. */
 struct SftOptions {
-  std::string train_file;            ///< chat JSONL
-  std::string eval_file;             ///< held-out chat JSONL ("" = take eval_fraction of train_file)
-  double eval_fraction = 0.0;        ///< used when eval_file is empty (0 = no evaluation)
+  std::string train_file;              ///< chat JSONL
+  std::string eval_file;               ///< held-out chat JSONL ("" = take eval_fraction of train_file)
+  double eval_fraction = 0.0;          ///< used when eval_file is empty (0 = no evaluation)
   std::string output_dir = "sft-out";  ///< checkpoint, metrics.jsonl and final/ (the HF folder)
-  BatchOptions batches;              ///< batch_size, max_length, packing, seed
-  int64_t grad_accum = 1;            ///< micro-batches per optimizer step
+  BatchOptions batches;                ///< batch_size, max_length, packing, seed
+  int64_t grad_accum = 1;              ///< micro-batches per optimizer step
   int64_t epochs = 1;
-  int64_t max_steps = 0;             ///< optimizer steps (0 = epochs * batches / grad_accum)
+  int64_t max_steps = 0;  ///< optimizer steps (0 = epochs * batches / grad_accum)
   double lr = 2e-5, weight_decay = 0.0, beta1 = 0.9, beta2 = 0.999, adam_eps = 1e-8;
-  double warmup_ratio = 0.03;        ///< share of the steps warming up linearly (then cosine to 0)
-  int64_t warmup_steps = -1;         ///< overrides warmup_ratio when >= 0
-  double max_grad_norm = 1.0;        ///< 0 = no clipping
-  std::string autocast;              ///< "" none, "bf16" or "fp16" (autocast on the model's device)
+  double warmup_ratio = 0.03;             ///< share of the steps warming up linearly (then cosine to 0)
+  int64_t warmup_steps = -1;              ///< overrides warmup_ratio when >= 0
+  double max_grad_norm = 1.0;             ///< 0 = no clipping
+  std::string autocast;                   ///< "" none, "bf16" or "fp16" (autocast on the model's device)
   bool activation_checkpointing = false;  ///< recompute each decoder layer in backward
-  int64_t eval_every = 0;            ///< steps between evaluations (0 = at the end only)
-  int64_t save_every = 0;            ///< steps between checkpoints (0 = none)
-  int64_t log_every = 1;             ///< steps between metrics lines
-  std::string resume;                ///< checkpoint to resume from ("" = start fresh)
-  int64_t stop_after = 0;            ///< end this process after so many steps, checkpoint saved (0 = run to the end)
-  std::string progress = "auto";     ///< "auto" (a bar on a terminal), "bar", "lines" or "none"
-  bool save_final = true;            ///< write output_dir/final as an HF folder with the tokenizer
-  std::string tokenizer_dir;         ///< tokenizer files copied into final/ ("" = none)
+  int64_t eval_every = 0;                 ///< steps between evaluations (0 = at the end only)
+  int64_t save_every = 0;                 ///< steps between checkpoints (0 = none)
+  int64_t log_every = 1;                  ///< steps between metrics lines
+  std::string resume;                     ///< checkpoint to resume from ("" = start fresh)
+  int64_t stop_after = 0;         ///< end this process after so many steps, checkpoint saved (0 = run to the end)
+  std::string progress = "auto";  ///< "auto" (a bar on a terminal), "bar", "lines" or "none"
+  bool save_final = true;         ///< write output_dir/final as an HF folder with the tokenizer
+  std::string tokenizer_dir;      ///< tokenizer files copied into final/ ("" = none)
   std::function<void(int64_t)> on_step;  ///< called after each optimizer step with its number (after the loss is read)
 };
 
 /** What a run did. */
 struct SftResult {
-  int64_t steps = 0;                 ///< optimizer steps taken (in total, resumed ones included)
-  int64_t total_steps = 0;           ///< steps the whole run takes
-  std::vector<double> losses;        ///< per step of this process: mean loss per target token
-  double eval_loss = -1;             ///< last evaluation (-1 = none)
+  int64_t steps = 0;           ///< optimizer steps taken (in total, resumed ones included)
+  int64_t total_steps = 0;     ///< steps the whole run takes
+  std::vector<double> losses;  ///< per step of this process: mean loss per target token
+  double eval_loss = -1;       ///< last evaluation (-1 = none)
   double seconds = 0, tokens_per_second = 0;
-  uint64_t peak_memory = 0;          ///< bytes, on the model's device
-  std::string final_dir;             ///< "" when not saved
+  uint64_t peak_memory = 0;  ///< bytes, on the model's device
+  std::string final_dir;     ///< "" when not saved
 };
 
 /** Trains model on o.train_file; see SftOptions.  A checkpoint (output_dir/checkpoint.safetensors)

@@ -77,7 +77,8 @@ ShardPlan plan_shards(const std::string& dir) {
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     throw Error(GN_ERR_IO, "[qwen] " + index + ": missing object 'weight_map'");
   for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-    if (!it.value().is_string()) throw Error(GN_ERR_IO, "[qwen] " + index + ": weight_map[" + it.key() + "] is not a file name");
+    if (!it.value().is_string())
+      throw Error(GN_ERR_IO, "[qwen] " + index + ": weight_map[" + it.key() + "] is not a file name");
     const std::string f = it.value().get<std::string>();
     if (f.find('/') != std::string::npos || f.empty() || f[0] == '.')
       throw Error(GN_ERR_IO, "[qwen] " + index + ": shard name '" + f + "' must be a plain file name in the folder");
@@ -94,7 +95,8 @@ std::unique_ptr<QwenForCausalLM> QwenForCausalLM::from_pretrained(const std::str
   QwenConfig cfg = QwenConfig::from_file(dir + "/config.json");
   const DType dt = opts.dtype.value_or(config_dtype(cfg.dtype));
   if (!is_floating(dt) || dt == DType::f64)
-    throw Error(GN_ERR_DTYPE, std::string("[qwen] load dtype must be float32, bfloat16 or float16, got ") + dtype_name(dt));
+    throw Error(GN_ERR_DTYPE,
+                std::string("[qwen] load dtype must be float32, bfloat16 or float16, got ") + dtype_name(dt));
   std::unique_ptr<QwenForCausalLM> m;
   {
     nn::init::SkipInitGuard skip;  // every parameter is overwritten below
@@ -102,8 +104,8 @@ std::unique_ptr<QwenForCausalLM> QwenForCausalLM::from_pretrained(const std::str
   }
   m->config.dtype = dtype_config_name(dt);
   if (file_exists(dir + "/generation_config.json"))
-    m->generation_defaults =
-        QwenGenerationDefaults::from_json(read_text_file(dir + "/generation_config.json"), dir + "/generation_config.json");
+    m->generation_defaults = QwenGenerationDefaults::from_json(read_text_file(dir + "/generation_config.json"),
+                                                               dir + "/generation_config.json");
 
   // Expected tensors; a tied head may still be stored (some exports do): accepted and ignored.
   std::map<std::string, Tensor> want;
@@ -116,7 +118,8 @@ std::unique_ptr<QwenForCausalLM> QwenForCausalLM::from_pretrained(const std::str
     if (plan.names.count(file)) {
       for (const std::string& n : plan.names.at(file))
         if (!sf.tensors.count(n))
-          throw Error(GN_ERR_IO, "[qwen] " + file + ": the index lists tensor '" + n + "' in this shard but it is not there");
+          throw Error(GN_ERR_IO,
+                      "[qwen] " + file + ": the index lists tensor '" + n + "' in this shard but it is not there");
     }
     for (auto& [name, t] : sf.tensors) {
       auto it = want.find(name);

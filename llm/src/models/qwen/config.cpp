@@ -42,7 +42,8 @@ int64_t get_int(const json& j, const char* key, const std::string& where, int64_
   if (!v.is_number_integer()) bad(where, std::string("field '") + key + "' must be an integer, got " + v.dump());
   const int64_t x = v.get<int64_t>();
   if (x < min_value)
-    bad(where, std::string("field '") + key + "' must be >= " + std::to_string(min_value) + ", got " + std::to_string(x));
+    bad(where,
+        std::string("field '") + key + "' must be >= " + std::to_string(min_value) + ", got " + std::to_string(x));
   return x;
 }
 
@@ -148,12 +149,14 @@ QwenConfig QwenConfig::from_json(const std::string& text, const std::string& whe
     bad(where, "field 'use_sliding_window' = true is not supported (full attention only)");
   if (j.contains("layer_types") && j["layer_types"].is_array())
     for (const json& t : j["layer_types"])
-      if (t != "full_attention") bad(where, "field 'layer_types' holds " + t.dump() + "; only \"full_attention\" is supported");
+      if (t != "full_attention")
+        bad(where, "field 'layer_types' holds " + t.dump() + "; only \"full_attention\" is supported");
   if (j.contains("hidden_act") && j["hidden_act"] != "silu")
     bad(where, "field 'hidden_act' = " + j["hidden_act"].dump() + " is not supported (only \"silu\")");
   if (get_num(j, "attention_dropout", where, 0.0) != 0.0)
     bad(where, "field 'attention_dropout' must be 0 (attention dropout is not supported)");
-  if (j.contains("quantization_config")) bad(where, "field 'quantization_config': quantized checkpoints are not supported");
+  if (j.contains("quantization_config"))
+    bad(where, "field 'quantization_config': quantized checkpoints are not supported");
 
   for (const char* k : {"dtype", "torch_dtype"})
     if (j.contains(k) && j[k].is_string()) c.dtype = j[k].get<std::string>();
@@ -192,8 +195,10 @@ std::string QwenConfig::to_json() const {
   j["dtype"] = dtype;
   if (j.contains("torch_dtype")) j["torch_dtype"] = dtype;
   if (bos_token_id >= 0) j["bos_token_id"] = bos_token_id;
-  if (eos_token_ids.size() == 1) j["eos_token_id"] = eos_token_ids[0];
-  else if (!eos_token_ids.empty()) j["eos_token_id"] = eos_token_ids;
+  if (eos_token_ids.size() == 1)
+    j["eos_token_id"] = eos_token_ids[0];
+  else if (!eos_token_ids.empty())
+    j["eos_token_id"] = eos_token_ids;
   return j.dump(2) + "\n";
 }
 

@@ -108,7 +108,8 @@ KVCache KVCache::allocate(const QwenConfig& c, int64_t batch, int64_t capacity, 
   kv.capacity = capacity;
   kv.kv_heads = c.num_key_value_heads;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-    kv.kv.push_back(zeros({batch, 2 * c.num_key_value_heads, capacity, c.head_dim}, {.dtype = dtype, .device = device}));
+    kv.kv.push_back(
+        zeros({batch, 2 * c.num_key_value_heads, capacity, c.head_dim}, {.dtype = dtype, .device = device}));
   return kv;
 }
 
@@ -321,8 +322,8 @@ QwenForCausalLM::QwenForCausalLM(const QwenConfig& c, const Options& factory)
     : config(c), model(c, factory_or_default(c, factory)) {
   register_module("model", model);
   if (!c.tie_word_embeddings) {
-    lm_head = register_module("lm_head", std::make_shared<nn::Linear>(c.hidden_size, c.vocab_size, false,
-                                                                      factory_or_default(c, factory)));
+    lm_head = register_module(
+        "lm_head", std::make_shared<nn::Linear>(c.hidden_size, c.vocab_size, false, factory_or_default(c, factory)));
   }
   if (!nn::init::skip_init()) init_weights();
 }
@@ -376,7 +377,8 @@ void QwenForCausalLM::ensure_rope(int64_t n, bool all_heads) {
   }
   const int64_t P = rope_.size(1) - 1;
   if (all_heads && !rope_heads_.defined() &&
-      2 * P * H * D * static_cast<int64_t>(gn_dtype_size(static_cast<int32_t>(rope_.dtype()))) <= rope_all_heads_max_bytes)
+      2 * P * H * D * static_cast<int64_t>(gn_dtype_size(static_cast<int32_t>(rope_.dtype()))) <=
+          rope_all_heads_max_bytes)
     rope_heads_ = all_heads_rows(positions_);
 }
 
@@ -394,8 +396,9 @@ std::pair<Tensor, Tensor> QwenForCausalLM::rope_tables(int64_t n) {
 
 AttentionContext QwenForCausalLM::attention_context(int64_t T, KVCache* cache, const Tensor& mask) {
   if (T < 1 || (cache && T > cache->capacity))
-    throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] attention_context: " + std::to_string(T) + " positions" +
-                                             (cache ? " for a cache of " + std::to_string(cache->capacity) : std::string()));
+    throw Error(GN_ERR_INVALID_ARGUMENT,
+                "[qwen] attention_context: " + std::to_string(T) + " positions" +
+                    (cache ? " for a cache of " + std::to_string(cache->capacity) : std::string()));
   const QwenKernels k = model.kernels(nullptr);
   ensure_rope(cache ? cache->capacity : T, k.rope_all);
   const int64_t D = config.head_dim;
@@ -472,8 +475,7 @@ Tensor QwenForCausalLM::forward(const Tensor& ids) {
 }
 
 Tensor QwenForCausalLM::loss(const Tensor& ids, const Tensor& labels) {
-  if (labels.shape() != ids.shape())
-    throw Error(GN_ERR_SHAPE, "[qwen] labels must have the shape of ids");
+  if (labels.shape() != ids.shape()) throw Error(GN_ERR_SHAPE, "[qwen] labels must have the shape of ids");
   const int64_t T = ids.size(1);
   if (T < 2) throw Error(GN_ERR_SHAPE, "[qwen] loss needs at least 2 positions");
   Tensor lg = forward(ids);

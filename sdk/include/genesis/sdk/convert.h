@@ -20,8 +20,16 @@ namespace gn::sdk {
 // used by every float -> int64 conversion and saturation.
 inline constexpr double kInt64Bound = 9.2233720368547758e18;
 
-GN_HD float bits_to_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-GN_HD uint32_t float_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+GN_HD float bits_to_float(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+GN_HD uint32_t float_to_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
 
 // bfloat16 <-> float (round to nearest even; NaN stays NaN).
 GN_HD float bf16_to_float(uint16_t h) { return bits_to_float(uint32_t(h) << 16); }
@@ -41,7 +49,10 @@ GN_HD float half_to_float(uint16_t h) {
       u = sign;
     } else {  // subnormal: renormalise
       int e = -1;
-      do { ++e; man <<= 1; } while (!(man & 0x400u));
+      do {
+        ++e;
+        man <<= 1;
+      } while (!(man & 0x400u));
       u = sign | (uint32_t(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
     }
   } else if (exp == 31) {
@@ -55,10 +66,10 @@ GN_HD uint16_t float_to_half(float f) {
   uint32_t u = float_to_bits(f);
   uint32_t sign = (u >> 16) & 0x8000u;
   uint32_t absu = u & 0x7fffffffu;
-  if (absu > 0x7f800000u) return uint16_t(sign | 0x7e00u);  // NaN
-  if (absu >= 0x477ff000u) return uint16_t(sign | 0x7c00u); // overflow (>= 65520) -> inf
-  if (absu < 0x38800000u) {                                   // subnormal or zero in half
-    if (absu < 0x33000000u) return uint16_t(sign);            // < 2^-25 rounds to 0
+  if (absu > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
+  if (absu >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // overflow (>= 65520) -> inf
+  if (absu < 0x38800000u) {                                  // subnormal or zero in half
+    if (absu < 0x33000000u) return uint16_t(sign);           // < 2^-25 rounds to 0
     uint32_t e = absu >> 23, man = (absu & 0x7fffffu) | 0x800000u;
     uint32_t shift = 126 - e;  // 14..24
     uint32_t half_man = man >> shift;
@@ -92,7 +103,8 @@ GN_HD int64_t load_int(const void* p, int32_t dtype) {
     case GN_I64: return *(const int64_t*)p;
     case GN_I32: return *(const int32_t*)p;
     case GN_I8: return *(const int8_t*)p;
-    case GN_U8: case GN_BOOL: return *(const uint8_t*)p;
+    case GN_U8:
+    case GN_BOOL: return *(const uint8_t*)p;
     default: return (int64_t)load(p, dtype);
   }
 }

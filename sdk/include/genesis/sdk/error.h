@@ -60,11 +60,12 @@ inline void throw_if(const gn_host_api* host, gn_status* st) {
 
 // Check a condition inside a kernel; the message is prefixed with the op name
 // by the caller's convention "[op] ...".
-#define GN_CHECK(cond, code, msg)                 \
-  do {                                            \
-    if (!(cond)) ::gn::sdk::fail((code), (msg));  \
+#define GN_CHECK(cond, code, msg)                \
+  do {                                           \
+    if (!(cond)) ::gn::sdk::fail((code), (msg)); \
   } while (0)
 
 // The standard answer of a backend that lacks a case: the dispatcher then tries
 // the next kernel (e.g. the reference backend).
-#define GN_UNSUPPORTED(what) ::gn::sdk::fail(GN_ERR_UNSUPPORTED, std::string(what) + " is not supported by this backend")
+#define GN_UNSUPPORTED(what) \
+  ::gn::sdk::fail(GN_ERR_UNSUPPORTED, std::string(what) + " is not supported by this backend")

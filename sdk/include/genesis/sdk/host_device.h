@@ -13,11 +13,20 @@ namespace host_device_detail {
 
 inline char dummy_stream, dummy_event;
 
-inline gn_status* stream_create(void*, int32_t, void** s) { *s = &dummy_stream; return nullptr; }
+inline gn_status* stream_create(void*, int32_t, void** s) {
+  *s = &dummy_stream;
+  return nullptr;
+}
 inline gn_status* nop_handle(void*, int32_t, void*) { return nullptr; }
-inline gn_status* event_create(void*, int32_t, void** e) { *e = &dummy_event; return nullptr; }
+inline gn_status* event_create(void*, int32_t, void** e) {
+  *e = &dummy_event;
+  return nullptr;
+}
 inline gn_status* nop_pair(void*, int32_t, void*, void*) { return nullptr; }
-inline gn_status* event_query(void*, int32_t, void*, int32_t* done) { *done = 1; return nullptr; }
+inline gn_status* event_query(void*, int32_t, void*, int32_t* done) {
+  *done = 1;
+  return nullptr;
+}
 inline gn_status* nop_device(void*, int32_t) { return nullptr; }
 inline gn_status* copy(void*, int32_t, void* dst, const void* src, size_t bytes, int32_t, void*) {
   if (bytes && dst != src) std::memmove(dst, src, bytes);

@@ -37,8 +37,7 @@ inline bool next_index(int64_t* idx, const int64_t* shape, int32_t ndim) {
 
 // Strides of `v` broadcast to an output of rank `ndim` and `shape` (right-
 // aligned; size-1 or missing dims get stride 0).  out_strides has ndim entries.
-inline void broadcast_strides(const gn_tensor_view& v, int32_t ndim, const int64_t* shape,
-                              int64_t* out_strides) {
+inline void broadcast_strides(const gn_tensor_view& v, int32_t ndim, const int64_t* shape, int64_t* out_strides) {
   for (int32_t d = 0; d < ndim; ++d) {
     int32_t vd = d - (ndim - v.ndim);
     out_strides[d] = (vd < 0 || v.shape[vd] == 1) ? 0 : v.strides[vd];

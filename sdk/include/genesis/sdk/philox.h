@@ -44,7 +44,10 @@ GN_HD PhiloxBlock philox4x32_10(uint64_t counter, uint64_t seed) {
     k1 += 0xBB67AE85u;
   }
   PhiloxBlock b;
-  b.w[0] = c0; b.w[1] = c1; b.w[2] = c2; b.w[3] = c3;
+  b.w[0] = c0;
+  b.w[1] = c1;
+  b.w[2] = c2;
+  b.w[3] = c3;
   return b;
 }
 

@@ -87,81 +87,191 @@ struct IntIdentity : ExactForm {
 };
 
 struct Neg : ExactForm {
-  template <class A> GN_HD A operator()(A x) const { return -x; }
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return -x;
+  }
   GN_HD int64_t exact(int64_t x) const { return wrap_neg(x); }
 };
 struct Abs : ExactForm {
-  template <class A> GN_HD A operator()(A x) const { return m::fabs(x); }
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::fabs(x);
+  }
   GN_HD int64_t exact(int64_t x) const { return x < 0 ? wrap_neg(x) : x; }
 };
 // torch.sign: (0 < x) - (x < 0), so sign(NaN) = 0.
 struct Sign : ExactBoolForm {
-  template <class A> GN_HD A operator()(A x) const { return (A)((A(0) < x) - (x < A(0))); }
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return (A)((A(0) < x) - (x < A(0)));
+  }
   GN_HD int64_t exact(int64_t x) const { return (0 < x) - (x < 0); }
 };
-struct Exp : NoExact { template <class A> GN_HD A operator()(A x) const { return m::exp(x); } };
-struct Log : NoExact { template <class A> GN_HD A operator()(A x) const { return m::log(x); } };
-struct Log1p : NoExact { template <class A> GN_HD A operator()(A x) const { return m::log1p(x); } };
-struct Sqrt : NoExact { template <class A> GN_HD A operator()(A x) const { return m::sqrt(x); } };
-struct Rsqrt : NoExact { template <class A> GN_HD A operator()(A x) const { return A(1) / m::sqrt(x); } };
-struct Sin : NoExact { template <class A> GN_HD A operator()(A x) const { return m::sin(x); } };
-struct Cos : NoExact { template <class A> GN_HD A operator()(A x) const { return m::cos(x); } };
-struct Tanh : NoExact { template <class A> GN_HD A operator()(A x) const { return m::tanh(x); } };
-struct Sigmoid : NoExact { template <class A> GN_HD A operator()(A x) const { return A(1) / (A(1) + m::exp(-x)); } };
+struct Exp : NoExact {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::exp(x);
+  }
+};
+struct Log : NoExact {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::log(x);
+  }
+};
+struct Log1p : NoExact {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::log1p(x);
+  }
+};
+struct Sqrt : NoExact {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::sqrt(x);
+  }
+};
+struct Rsqrt : NoExact {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return A(1) / m::sqrt(x);
+  }
+};
+struct Sin : NoExact {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::sin(x);
+  }
+};
+struct Cos : NoExact {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::cos(x);
+  }
+};
+struct Tanh : NoExact {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::tanh(x);
+  }
+};
+struct Sigmoid : NoExact {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return A(1) / (A(1) + m::exp(-x));
+  }
+};
 // relu propagates NaN (torch: clamp_min(x, 0)).
 struct Relu : ExactForm {
-  template <class A> GN_HD A operator()(A x) const { return m::isnan(x) ? x : (x > A(0) ? x : A(0)); }
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::isnan(x) ? x : (x > A(0) ? x : A(0));
+  }
   GN_HD int64_t exact(int64_t x) const { return x > 0 ? x : 0; }
 };
 // x * sigmoid(x), written x / (1 + exp(-x)): one rounding fewer.
-struct Silu : NoExact { template <class A> GN_HD A operator()(A x) const { return x / (A(1) + m::exp(-x)); } };
-struct Reciprocal : NoExact { template <class A> GN_HD A operator()(A x) const { return A(1) / x; } };
+struct Silu : NoExact {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return x / (A(1) + m::exp(-x));
+  }
+};
+struct Reciprocal : NoExact {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return A(1) / x;
+  }
+};
 struct Square : ExactBoolForm {
-  template <class A> GN_HD A operator()(A x) const { return x * x; }
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return x * x;
+  }
   GN_HD int64_t exact(int64_t x) const { return wrap_mul(x, x); }
 };
-struct Floor : IntIdentity { template <class A> GN_HD A operator()(A x) const { return m::floor(x); } };
-struct Ceil : IntIdentity { template <class A> GN_HD A operator()(A x) const { return m::ceil(x); } };
+struct Floor : IntIdentity {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::floor(x);
+  }
+};
+struct Ceil : IntIdentity {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::ceil(x);
+  }
+};
 // nearbyint under the default rounding mode: half to even, like torch.round.
-struct Round : IntIdentity { template <class A> GN_HD A operator()(A x) const { return m::nearbyint(x); } };
+struct Round : IntIdentity {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::nearbyint(x);
+  }
+};
 // The predicates give 1 or 0 in A (the bool output stores x != 0).
 struct LogicalNot : PredicateForm {
-  template <class A> GN_HD A operator()(A x) const { return x == A(0) ? A(1) : A(0); }
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return x == A(0) ? A(1) : A(0);
+  }
   GN_HD int64_t exact(int64_t x) const { return x == 0; }
 };
 struct IsNan : PredicateForm {
-  template <class A> GN_HD A operator()(A x) const { return m::isnan(x) ? A(1) : A(0); }
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::isnan(x) ? A(1) : A(0);
+  }
   GN_HD int64_t exact(int64_t) const { return 0; }
 };
 struct IsInf : PredicateForm {
-  template <class A> GN_HD A operator()(A x) const { return m::isinf(x) ? A(1) : A(0); }
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::isinf(x) ? A(1) : A(0);
+  }
   GN_HD int64_t exact(int64_t) const { return 0; }
 };
 struct IsFinite : PredicateForm {
-  template <class A> GN_HD A operator()(A x) const { return m::isfinite(x) ? A(1) : A(0); }
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::isfinite(x) ? A(1) : A(0);
+  }
   GN_HD int64_t exact(int64_t) const { return 1; }
 };
 
-struct Expm1 : NoExact { template <class A> GN_HD A operator()(A x) const { return m::expm1(x); } };
+struct Expm1 : NoExact {
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return m::expm1(x);
+  }
+};
 
 // gelu, exact: x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2)).
 struct GeluErf : NoExact {
-  template <class A> GN_HD A operator()(A x) const { return A(0.5) * x * (A(1) + m::erf(x * A(0.70710678118654752440))); }
+  template <class A>
+  GN_HD A operator()(A x) const {
+    return A(0.5) * x * (A(1) + m::erf(x * A(0.70710678118654752440)));
+  }
   // The same as 0.5 x erfc(-x / sqrt 2): no cancellation for x << 0, where the
   // form above rounds to 0; cuda's f64 and f16/bf16 paths use it (a float result
   // must lie within round_checked's window of the exact one).
-  template <class A> GN_HD A tail(A x) const { return A(0.5) * x * m::erfc(-x * A(0.70710678118654752440)); }
+  template <class A>
+  GN_HD A tail(A x) const {
+    return A(0.5) * x * m::erfc(-x * A(0.70710678118654752440));
+  }
 };
 // gelu, tanh form: 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3).
 struct GeluTanh : NoExact {
-  template <class A> GN_HD A operator()(A x) const {
+  template <class A>
+  GN_HD A operator()(A x) const {
     const A u = A(0.79788456080286535588) * (x + A(0.044715) * x * x * x);
     return x / (A(1) + m::exp(A(-2) * u));
   }
 };
 // clamp(x; lo, hi) = min(max(x, lo), hi) (hi wins when lo > hi); a NaN bound or x gives NaN.
 struct Clamp {
-  template <class A> GN_HD A operator()(A x, A lo, A hi) const {
+  template <class A>
+  GN_HD A operator()(A x, A lo, A hi) const {
     if (m::isnan(lo) || m::isnan(hi)) return lo + hi;
     if (m::isnan(x)) return x;
     const A t = x < lo ? lo : x;
@@ -176,12 +286,14 @@ struct Clamp {
 };
 
 // The plain unary ops (one input, no attributes): (ops.def name, functor).
+// clang-format off
 #define GN_SCALAR_UNARY_OPS(X)                                                                      \
   X(neg, Neg) X(abs, Abs) X(sign, Sign) X(exp, Exp) X(log, Log) X(log1p, Log1p) X(sqrt, Sqrt)       \
   X(rsqrt, Rsqrt) X(sin, Sin) X(cos, Cos) X(tanh, Tanh) X(sigmoid, Sigmoid) X(relu, Relu)           \
   X(silu, Silu) X(reciprocal, Reciprocal) X(square, Square) X(floor, Floor) X(ceil, Ceil)           \
   X(round, Round) X(logical_not, LogicalNot) X(isnan, IsNan) X(isinf, IsInf) X(isfinite, IsFinite)    \
   X(expm1, Expm1)
+// clang-format on
 
 // ---- binary arithmetic: a, b in one dtype; alpha (add, sub) and the div rounding mode are attributes
 
@@ -195,15 +307,24 @@ struct NoBoolOperands {
 };
 
 struct Add : BoolOperands {
-  template <class A> GN_HD A operator()(A a, A b, A alpha) const { return a + alpha * b; }
+  template <class A>
+  GN_HD A operator()(A a, A b, A alpha) const {
+    return a + alpha * b;
+  }
   GN_HD int64_t exact(int64_t a, int64_t b, int64_t alpha) const { return wrap_add(a, wrap_mul(alpha, b)); }
 };
 struct Sub : NoBoolOperands {
-  template <class A> GN_HD A operator()(A a, A b, A alpha) const { return a - alpha * b; }
+  template <class A>
+  GN_HD A operator()(A a, A b, A alpha) const {
+    return a - alpha * b;
+  }
   GN_HD int64_t exact(int64_t a, int64_t b, int64_t alpha) const { return wrap_sub(a, wrap_mul(alpha, b)); }
 };
 struct Mul : BoolOperands {
-  template <class A> GN_HD A operator()(A a, A b) const { return a * b; }
+  template <class A>
+  GN_HD A operator()(A a, A b) const {
+    return a * b;
+  }
   GN_HD int64_t exact(int64_t a, int64_t b) const { return wrap_mul(a, b); }
 };
 // torch's div_floor_floating: floor(a/b) through fmod, the exact floor of the real quotient.
@@ -220,7 +341,8 @@ GN_HD A div_floor(A a, A b) {
 }
 // div rounding modes: 0 true, 1 trunc, 2 floor.
 struct Div : BoolOperands {
-  template <class A> GN_HD A operator()(A a, A b, int mode) const {
+  template <class A>
+  GN_HD A operator()(A a, A b, int mode) const {
     return mode == 0 ? a / b : (mode == 1 ? m::trunc(a / b) : div_floor(a, b));
   }
   // b != 0 (the caller raises ZeroDivisionError); INT64_MIN / -1 wraps.
@@ -232,7 +354,10 @@ struct Div : BoolOperands {
   }
 };
 struct Pow : NoBoolOperands {
-  template <class A> GN_HD A operator()(A a, A b) const { return m::pow(a, b); }
+  template <class A>
+  GN_HD A operator()(A a, A b) const {
+    return m::pow(a, b);
+  }
   // a**b by squaring with wrapping.  b < 0 is an error the caller raises; where
   // it cannot (a captured cuda graph) the integer truncation stands: 1, +-1 or 0.
   GN_HD int64_t exact(int64_t a, int64_t b) const {
@@ -248,30 +373,80 @@ struct Pow : NoBoolOperands {
 };
 // maximum/minimum propagate NaN (a + b is the NaN).
 struct Maximum : BoolOperands {
-  template <class A> GN_HD A operator()(A a, A b) const { return (m::isnan(a) || m::isnan(b)) ? a + b : (a > b ? a : b); }
+  template <class A>
+  GN_HD A operator()(A a, A b) const {
+    return (m::isnan(a) || m::isnan(b)) ? a + b : (a > b ? a : b);
+  }
   GN_HD int64_t exact(int64_t a, int64_t b) const { return a > b ? a : b; }
 };
 struct Minimum : BoolOperands {
-  template <class A> GN_HD A operator()(A a, A b) const { return (m::isnan(a) || m::isnan(b)) ? a + b : (a < b ? a : b); }
+  template <class A>
+  GN_HD A operator()(A a, A b) const {
+    return (m::isnan(a) || m::isnan(b)) ? a + b : (a < b ? a : b);
+  }
   GN_HD int64_t exact(int64_t a, int64_t b) const { return a < b ? a : b; }
 };
 
 // ---- comparisons and logical ops: bool results; V = double, float or int64 (exact)
 
-struct Eq : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a == b; } };
-struct Ne : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a != b; } };
-struct Lt : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a < b; } };
-struct Le : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a <= b; } };
-struct Gt : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a > b; } };
-struct Ge : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a >= b; } };
-struct LogicalAnd : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a != V(0) && b != V(0); } };
-struct LogicalOr : BoolOperands { template <class V> GN_HD bool operator()(V a, V b) const { return a != V(0) || b != V(0); } };
+struct Eq : BoolOperands {
+  template <class V>
+  GN_HD bool operator()(V a, V b) const {
+    return a == b;
+  }
+};
+struct Ne : BoolOperands {
+  template <class V>
+  GN_HD bool operator()(V a, V b) const {
+    return a != b;
+  }
+};
+struct Lt : BoolOperands {
+  template <class V>
+  GN_HD bool operator()(V a, V b) const {
+    return a < b;
+  }
+};
+struct Le : BoolOperands {
+  template <class V>
+  GN_HD bool operator()(V a, V b) const {
+    return a <= b;
+  }
+};
+struct Gt : BoolOperands {
+  template <class V>
+  GN_HD bool operator()(V a, V b) const {
+    return a > b;
+  }
+};
+struct Ge : BoolOperands {
+  template <class V>
+  GN_HD bool operator()(V a, V b) const {
+    return a >= b;
+  }
+};
+struct LogicalAnd : BoolOperands {
+  template <class V>
+  GN_HD bool operator()(V a, V b) const {
+    return a != V(0) && b != V(0);
+  }
+};
+struct LogicalOr : BoolOperands {
+  template <class V>
+  GN_HD bool operator()(V a, V b) const {
+    return a != V(0) || b != V(0);
+  }
+};
 
 // The binary ops in the order of BinaryOp below: (ops.def name, functor).
+// clang-format off
 #define GN_SCALAR_BINARY_OPS(X) \
   X(add, Add) X(sub, Sub) X(mul, Mul) X(div, Div) X(pow, Pow) X(maximum, Maximum) X(minimum, Minimum)
+// clang-format on
+// clang-format off
 #define GN_SCALAR_COMPARE_OPS(X) \
   X(eq, Eq) X(ne, Ne) X(lt, Lt) X(le, Le) X(gt, Gt) X(ge, Ge) X(logical_and, LogicalAnd) X(logical_or, LogicalOr)
+// clang-format on
 
 // A run-time code for every binary and comparison op (kernels keep one
 // instance per dtype and branch on the code: a uniform branch).
@@ -279,7 +454,7 @@ enum BinaryOp : int {
 #define GN_SCALAR_ENUM(name, F) kBin_##name,
   GN_SCALAR_BINARY_OPS(GN_SCALAR_ENUM) GN_SCALAR_COMPARE_OPS(GN_SCALAR_ENUM)
 #undef GN_SCALAR_ENUM
-  kBinCount
+      kBinCount
 };
 GN_HD bool is_compare(int op) { return op >= kBin_eq; }
 
@@ -327,9 +502,11 @@ GN_HD bool compare(int op, V a, V b) {
 // casts or refuses the others).
 enum class ReduceInputs { any, numeric, floating };
 // The reductions of core/ops/ops.def: (name, inputs), one code each.
+// clang-format off
 #define GN_SCALAR_REDUCE_OPS(X)                                                                           \
   X(sum, any) X(mean, floating) X(prod, any) X(max, any) X(min, any) X(argmax, numeric) X(argmin, numeric) \
   X(var, floating) X(std, floating) X(logsumexp, floating) X(norm, floating)
+// clang-format on
 enum class Reduction {
 #define GN_SCALAR_REDUCE_ENUM(name, inputs) name,
   GN_SCALAR_REDUCE_OPS(GN_SCALAR_REDUCE_ENUM)

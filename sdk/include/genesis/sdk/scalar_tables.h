@@ -20,9 +20,13 @@ struct UnaryFormula {
 };
 
 template <class F>
-double double_form(double x) { return F{}(x); }
+double double_form(double x) {
+  return F{}(x);
+}
 template <class F>
-int64_t exact_form(int64_t x) { return F{}.exact(x); }
+int64_t exact_form(int64_t x) {
+  return F{}.exact(x);
+}
 
 // Every op of GN_SCALAR_UNARY_OPS.
 inline constexpr UnaryFormula kUnaryFormulas[] = {

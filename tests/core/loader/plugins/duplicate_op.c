@@ -3,8 +3,8 @@
  * the host must reject the plugin either way and keep "dupopdev" out. */
 #include "hostdev.h"
 
-static gn_status* dup_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in,
-                            const gn_attr_value* attrs, size_t n_attrs, gn_infer_result* result) {
+static gn_status* dup_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in, const gn_attr_value* attrs,
+                            size_t n_attrs, gn_infer_result* result) {
   (void)ctx;
   (void)n_in;
   (void)attrs;

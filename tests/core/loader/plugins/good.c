@@ -16,9 +16,9 @@
 
 HOSTDEV_UNARY_F32(good_neg, -x)
 
-static gn_status* good_abs_declines(const gn_kernel_ctx* ctx, const gn_tensor_view* in,
-                                    size_t n_in, const gn_tensor_view* out, size_t n_out,
-                                    const gn_attr_value* attrs, size_t n_attrs) {
+static gn_status* good_abs_declines(const gn_kernel_ctx* ctx, const gn_tensor_view* in, size_t n_in,
+                                    const gn_tensor_view* out, size_t n_out, const gn_attr_value* attrs,
+                                    size_t n_attrs) {
   (void)in;
   (void)n_in;
   (void)out;
@@ -37,8 +37,8 @@ static gn_status* absent_count(void* ctx, int32_t* count) {
   (void)ctx;
   if (late) g_host->status_free(late);
   *count = 0;
-  return g_host->status_new(GN_ERR_DEVICE, refused ? "no testdev_absent hardware (deliberate)"
-                                                   : "late registration was not refused");
+  return g_host->status_new(GN_ERR_DEVICE,
+                            refused ? "no testdev_absent hardware (deliberate)" : "late registration was not refused");
 }
 
 static void good_shutdown(void* ctx) { (void)ctx; }

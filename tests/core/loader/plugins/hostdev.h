@@ -28,14 +28,10 @@ static inline gn_status* hostdev_props(void* ctx, int32_t index, gn_device_props
   (void)ctx;
   if (index != 0) return g_host->status_new(GN_ERR_INDEX, "hostdev: only device 0 exists");
   /* Honour the caller's struct_size: write only fields it has room for. */
-  if (props->struct_size >= GN_STRUCT_END(gn_device_props, name))
-    strcpy(props->name, "loader-test host memory");
-  if (props->struct_size >= GN_STRUCT_END(gn_device_props, total_memory))
-    props->total_memory = (uint64_t)1 << 30;
-  if (props->struct_size >= GN_STRUCT_END(gn_device_props, free_memory))
-    props->free_memory = (uint64_t)1 << 29;
-  if (props->struct_size >= GN_STRUCT_END(gn_device_props, multiprocessors))
-    props->multiprocessors = 1;
+  if (props->struct_size >= GN_STRUCT_END(gn_device_props, name)) strcpy(props->name, "loader-test host memory");
+  if (props->struct_size >= GN_STRUCT_END(gn_device_props, total_memory)) props->total_memory = (uint64_t)1 << 30;
+  if (props->struct_size >= GN_STRUCT_END(gn_device_props, free_memory)) props->free_memory = (uint64_t)1 << 29;
+  if (props->struct_size >= GN_STRUCT_END(gn_device_props, multiprocessors)) props->multiprocessors = 1;
   return NULL;
 }
 
@@ -95,8 +91,8 @@ static inline gn_status* hostdev_device_sync(void* ctx, int32_t index) {
   return NULL;
 }
 
-static inline gn_status* hostdev_copy(void* ctx, int32_t index, void* dst, const void* src, size_t bytes,
-                               int32_t kind, void* stream) {
+static inline gn_status* hostdev_copy(void* ctx, int32_t index, void* dst, const void* src, size_t bytes, int32_t kind,
+                                      void* stream) {
   (void)ctx;
   (void)index;
   (void)kind;
@@ -106,7 +102,7 @@ static inline gn_status* hostdev_copy(void* ctx, int32_t index, void* dst, const
 }
 
 static inline gn_status* hostdev_memset(void* ctx, int32_t index, void* dst, int32_t value, size_t bytes,
-                                 void* stream) {
+                                        void* stream) {
   (void)ctx;
   (void)index;
   (void)stream;
@@ -136,23 +132,22 @@ static inline gn_device_vtable hostdev_vtable(const char* name, int32_t score) {
 }
 
 /* Elementwise f32 kernel body: out[i] = f(in[i]) over contiguous views. */
-#define HOSTDEV_UNARY_F32(fn_name, expr)                                                      \
-  static gn_status* fn_name(const gn_kernel_ctx* ctx, const gn_tensor_view* in, size_t n_in, \
-                            const gn_tensor_view* out, size_t n_out,                          \
-                            const gn_attr_value* attrs, size_t n_attrs) {                     \
-    const float* src = (const float*)gn_view_ptr(&in[0]);                                     \
-    float* dst = (float*)gn_view_ptr(&out[0]);                                                \
-    int64_t i, n = gn_view_numel(&out[0]);                                                    \
-    (void)ctx;                                                                                \
-    (void)n_in;                                                                               \
-    (void)n_out;                                                                              \
-    (void)attrs;                                                                              \
-    (void)n_attrs;                                                                            \
-    for (i = 0; i < n; ++i) {                                                                 \
-      float x = src[i];                                                                       \
-      dst[i] = (expr);                                                                        \
-    }                                                                                         \
-    return NULL;                                                                              \
+#define HOSTDEV_UNARY_F32(fn_name, expr)                                                                           \
+  static gn_status* fn_name(const gn_kernel_ctx* ctx, const gn_tensor_view* in, size_t n_in,                       \
+                            const gn_tensor_view* out, size_t n_out, const gn_attr_value* attrs, size_t n_attrs) { \
+    const float* src = (const float*)gn_view_ptr(&in[0]);                                                          \
+    float* dst = (float*)gn_view_ptr(&out[0]);                                                                     \
+    int64_t i, n = gn_view_numel(&out[0]);                                                                         \
+    (void)ctx;                                                                                                     \
+    (void)n_in;                                                                                                    \
+    (void)n_out;                                                                                                   \
+    (void)attrs;                                                                                                   \
+    (void)n_attrs;                                                                                                 \
+    for (i = 0; i < n; ++i) {                                                                                      \
+      float x = src[i];                                                                                            \
+      dst[i] = (expr);                                                                                             \
+    }                                                                                                              \
+    return NULL;                                                                                                   \
   }
 
 /* Register `fn` for (op, device_type, f32), contiguous. */

@@ -5,8 +5,7 @@
 HOSTDEV_UNARY_F32(initerr_neg, -x)
 
 static gn_status* initerr_infer(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in,
-                                const gn_attr_value* attrs, size_t n_attrs,
-                                gn_infer_result* result) {
+                                const gn_attr_value* attrs, size_t n_attrs, gn_infer_result* result) {
   (void)ctx;
   (void)n_in;
   (void)attrs;
