@@ -290,7 +290,8 @@ gn_status* dev_props(void*, int32_t index, gn_device_props* props) {
     const cudaDeviceProp& cp = device_prop(index);
     gn_device_props p{};
     p.struct_size = props->struct_size;
-    std::snprintf(p.name, sizeof(p.name), "%s", cp.name);  // truncated to fit, always terminated
+    const size_t name_len = strnlen(cp.name, sizeof(p.name) - 1);  // truncated to fit; p is zeroed, so terminated
+    std::memcpy(p.name, cp.name, name_len);
     p.total_memory = cp.totalGlobalMem;
     size_t free_b = 0, total_b = 0;
     {
