@@ -366,7 +366,7 @@ inline std::string sname(const std::vector<int64_t>& s) {
   return r.empty() ? "scalar" : r;
 }
 
-const char* lname(Layout l) { return l == kTransposed ? "_T" : l == kSliced ? "_S" : ""; }
+inline const char* lname(Layout l) { return l == kTransposed ? "_T" : l == kSliced ? "_S" : ""; }
 
 // The tolerance a case gets on the backend under test: c.tol times the
 // suite factor.  One exception off the cpu backend: float64 results of the

@@ -362,8 +362,18 @@ TEST(OpConsistencyCudaDecodeViews, MatchesReference) {
   OPC_REQUIRE_SUITE();
   for (const DecodeLayout& c : kDecodeLayouts)
     for (int32_t dt : {GN_BF16, GN_F16, GN_F32}) {
-      const std::string what = "B" + std::to_string(c.B) + " Hq" + std::to_string(c.Hq) + " Sq" + std::to_string(c.Sq) +
-                               " Sk" + std::to_string(c.Sk) + " D" + std::to_string(c.D) + " " + dname(dt);
+      const std::string what = std::string("B")
+                                   .append(std::to_string(c.B))
+                                   .append(" Hq")
+                                   .append(std::to_string(c.Hq))
+                                   .append(" Sq")
+                                   .append(std::to_string(c.Sq))
+                                   .append(" Sk")
+                                   .append(std::to_string(c.Sk))
+                                   .append(" D")
+                                   .append(std::to_string(c.D))
+                                   .append(" ")
+                                   .append(dname(dt));
       Inputs ri = decode_inputs(runtimes().ref, c, dt), di = decode_inputs(runtimes().dut, c, dt);
       const Tol t = attn_tol(dt);
       expect_close(decode_call(runtimes().dut, di, c.causal), decode_call(runtimes().ref, ri, c.causal),

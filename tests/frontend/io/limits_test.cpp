@@ -31,9 +31,14 @@ std::string craft(const std::string& header, const std::string& data) {
 std::string many_keys(size_t n) {
   std::string h = "{";
   for (size_t i = 0; i < n; ++i)
-    h += (i ? "," : "") + std::string("\"t") + std::to_string(i) +
-         "\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[" + std::to_string(i) + "," + std::to_string(i + 1) +
-         "]}";
+    h.append(i ? "," : "")
+        .append("\"t")
+        .append(std::to_string(i))
+        .append("\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[")
+        .append(std::to_string(i))
+        .append(",")
+        .append(std::to_string(i + 1))
+        .append("]}");
   return h + "}";
 }
 
@@ -85,7 +90,9 @@ TEST_F(SafetensorsLimits, HundredThousandKeysParseQuickly) {
   const double load_s = seconds_since(t0);
   ASSERT_EQ(f.tensors.size(), kKeys);
   for (size_t i : {size_t(0), size_t(1), size_t(4321), kKeys - 1})
-    EXPECT_EQ(f.tensors.at("t" + std::to_string(i)).item<double>(), static_cast<unsigned char>(i * 7)) << i;
+    EXPECT_EQ(f.tensors.at(std::string("t").append(std::to_string(i))).item<double>(),
+              static_cast<unsigned char>(i * 7))
+        << i;
   EXPECT_LT(load_s, 10.0 * kSlowdown);
 
   // Writing as many tensors is linear too, and reads back the same.

@@ -87,7 +87,10 @@ std::vector<int64_t> reference_generate(const std::vector<int64_t>& prompt, int6
 
 std::string joined(const std::vector<int64_t>& ids) {
   std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ' ';
+    s += std::to_string(ids[i]);
+  }
   return s;
 }
 

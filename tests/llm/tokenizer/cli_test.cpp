@@ -28,7 +28,10 @@ std::string run_cli(const std::string& args, int& rc) {
 
 std::string ids_line(const std::vector<int64_t>& ids) {
   std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ' ';
+    s += std::to_string(ids[i]);
+  }
   return s + "\n";
 }
 #endif
@@ -61,7 +64,7 @@ TEST_F(TokenizerCli, FileAndDecodeMatchTheOracle) {
     if (checked++ % 2 == 0) {
       std::string list;  // mixes both separators
       for (size_t k = 0; k < cases[i].ids.size(); ++k)
-        list += (k ? (k % 2 ? "," : " ") : "") + std::to_string(cases[i].ids[k]);
+        list.append(k ? (k % 2 ? "," : " ") : "").append(std::to_string(cases[i].ids[k]));
       EXPECT_EQ(run_cli("--decode '" + list + "'", rc), cases[i].decoded + "\n") << "case " << i;
       EXPECT_EQ(rc, 0);
     }
