@@ -433,8 +433,6 @@ std::vector<Case> ln_backward_cases() {
                              {{0, 16}, kContig, 1, true},    {{5, 1}, kContig, 1, true}};
   for (int32_t dt : {GN_F32, GN_F64, GN_BF16})
     for (const L& l : ls) {
-      int64_t R = 1;
-      for (size_t d = 0; d + l.nd < l.x.size(); ++d) R *= l.x[d];
       const std::vector<int64_t> rows(l.x.begin(), l.x.end() - l.nd), norm(l.x.end() - l.nd, l.x.end());
       const int32_t sdt = dt == GN_F64 ? GN_F64 : GN_F32;
       Case c;
