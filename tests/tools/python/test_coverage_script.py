@@ -135,7 +135,8 @@ def test_cli_json_and_probes():
 def test_write_and_check(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "python.md").write_text("# Title\n\nbefore\n\n<!-- coverage:begin -->\nold\n<!-- coverage:end -->\n\nafter\n")
+    (docs / "python.md").write_text("# Title\n\nbefore\n\n<!-- coverage:begin -->\nold\n"
+                                    "<!-- coverage:end -->\n\nafter\n")
     assert run_script("--no-probes", "--check", "--root", str(tmp_path)).returncode == 1
     r = run_script("--no-probes", "--write", "--root", str(tmp_path))
     assert r.returncode == 0, r.stderr
