@@ -5,8 +5,11 @@ assignment, so a Python subclass registers ``self.fc = nn.Linear(...)`` and
 ``self.w = nn.Parameter(...)`` just by setting them.  ``to()`` converts every tensor in place
 (``p.data = ...``), so optimizers built before keep seeing the same parameters.
 """
+import math
+import operator
 import weakref
 from collections import OrderedDict, namedtuple
+from collections.abc import Iterable, Mapping
 
 from genesis import _C
 from genesis._C import Tensor
@@ -470,3 +473,246 @@ class ModuleDict(Module):
 
     def values(self):
         return self._modules.values()
+
+
+def _param_line(p):
+    """One entry of ParameterList/ParameterDict's repr, as torch prints it."""
+    if isinstance(p, Tensor):
+        kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+        size = "x".join(str(s) for s in p.shape)
+        where = f" ({p.device})" if str(p.device) != "cpu" else ""
+        return f"{kind} containing: [{p.dtype} of size {size}{where}]"
+    return f"Object of type: {type(p).__name__}"
+
+
+class ParameterList(Module):
+    """A list of parameters, registered as "0", "1", ... (tensors become Parameters; other objects are kept as is)."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self += values
+
+    def _index(self, idx):
+        idx = operator.index(idx)
+        if not -len(self) <= idx < len(self):
+            raise IndexError(f"index {idx} is out of range")
+        return str(idx + len(self) if idx < 0 else idx)
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            out = self.__class__()
+            for i in range(*idx.indices(len(self))):
+                out.append(self[i])
+            return out
+        return getattr(self, self._index(idx))
+
+    def __setitem__(self, idx, param):
+        name = self._index(idx)
+        if isinstance(param, Tensor) and not isinstance(param, Parameter):
+            param = Parameter(param)
+        setattr(self, name, param)
+
+    def __len__(self):
+        return self._size
+
+    def __iter__(self):
+        return iter(self[i] for i in range(len(self)))
+
+    def __iadd__(self, parameters):
+        return self.extend(parameters)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called.")
+
+    def append(self, value):
+        """Adds value at the end; returns self."""
+        self._size += 1
+        self[self._size - 1] = value
+        return self
+
+    def extend(self, values):
+        """Appends every value of an iterable; returns self."""
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got " + type(values).__name__)
+        for v in values:
+            self.append(v)
+        return self
+
+    def __repr__(self):
+        lines = [f"    ({i}): {_param_line(p)}" for i, p in enumerate(self)]
+        return f"{type(self).__name__}(\n" + "\n".join(lines) + "\n)" if lines else f"{type(self).__name__}()"
+
+
+class ParameterDict(Module):
+    """A dict of parameters under string keys, in insertion order (tensors become Parameters)."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self._keys = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    @staticmethod
+    def _key(key):
+        if not isinstance(key, str):
+            raise TypeError("Index given to ParameterDict cannot be used as a key as it is not a string "
+                            f"(type is '{type(key).__name__}').")
+        return key
+
+    def __getitem__(self, key):
+        return getattr(self, self._key(key))
+
+    def __setitem__(self, key, value):
+        self._key(key)
+        if "." in key:
+            raise KeyError('parameter name can\'t contain "."')
+        if key == "":
+            raise KeyError('parameter name can\'t be empty string ""')
+        self._keys[key] = None
+        if isinstance(value, Tensor) and not isinstance(value, Parameter):
+            value = Parameter(value)
+        setattr(self, key, value)
+
+    def __delitem__(self, key):
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __reversed__(self):
+        return reversed(list(self._keys))
+
+    def __contains__(self, key):
+        return key in self._keys
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterDict should not be called.")
+
+    def copy(self):
+        """A new ParameterDict holding the same parameters."""
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+
+    def setdefault(self, key, default=None):
+        """self[key], set to default first when key is missing."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self):
+        """Removes every entry."""
+        for k in list(self._keys):
+            del self[k]
+
+    def pop(self, key):
+        """Removes key and returns its value."""
+        v = self[key]
+        del self[key]
+        return v
+
+    def popitem(self):
+        """Removes and returns the last (key, value) pair."""
+        k = next(reversed(self._keys))
+        return k, self.pop(k)
+
+    def get(self, key, default=None):
+        """self[key], or default when key is missing."""
+        return self[key] if key in self else default
+
+    def fromkeys(self, keys, default=None):
+        """A new ParameterDict with every key set to default."""
+        return ParameterDict((k, default) for k in keys)
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def update(self, parameters):
+        """Adds the entries of a mapping (a plain one in sorted key order, as torch) or of (key, value) pairs."""
+        if not isinstance(parameters, Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, but got " +
+                            type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            for k, v in parameters.items():
+                self[k] = v
+        elif isinstance(parameters, Mapping):
+            for k, v in sorted(parameters.items()):
+                self[k] = v
+        else:
+            for j, p in enumerate(parameters):
+                if not isinstance(p, Iterable):
+                    raise TypeError(f"ParameterDict update sequence element #{j} should be Iterable; is "
+                                    + type(p).__name__)
+                if len(p) != 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} has length {len(p)}; 2 is required")
+                self[p[0]] = p[1]
+
+    def __or__(self, other):
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other):
+        out = other.copy()
+        out.update(self)
+        return out
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def __repr__(self):
+        lines = [f"    ({k}): {_param_line(v)}" for k, v in self.items()]
+        return f"{type(self).__name__}(\n" + "\n".join(lines) + "\n)" if lines else f"{type(self).__name__}()"
+
+
+class Unflatten(Module):
+    """Splits dim into unflattened_size (a tuple or list of ints; one may be -1): the inverse of Flatten."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        if isinstance(dim, str):
+            raise TypeError("Unflatten: named dimensions are not supported")
+        if not isinstance(dim, int):
+            raise TypeError("invalid argument type for dim parameter")
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(f"unflattened_size must be a tuple of ints, but found type "
+                            f"{type(unflattened_size).__name__}")
+        for i, s in enumerate(unflattened_size):
+            if not isinstance(s, int):
+                raise TypeError(f"unflattened_size must be tuple of ints, but found element of type "
+                                f"{type(s).__name__} at pos {i}")
+        self.dim, self.unflattened_size = dim, unflattened_size
+
+    def forward(self, input):
+        shape, n = list(input.shape), input.dim()
+        d = self.dim + n if self.dim < 0 else self.dim
+        if not 0 <= d < max(n, 1):
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-max(n, 1)}, {max(n, 1) - 1}], "
+                             f"but got {self.dim})")
+        sizes = list(self.unflattened_size)
+        if sizes.count(-1) > 1:
+            raise RuntimeError("only one dimension can be inferred")
+        known = math.prod(s for s in sizes if s != -1)
+        if -1 in sizes:
+            if known == 0 or shape[d] % known:
+                raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim "
+                                   f"{self.dim} ({shape[d]}) in the input tensor")
+            sizes[sizes.index(-1)] = shape[d] // known
+        elif known != shape[d]:
+            raise RuntimeError(f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {self.dim} "
+                               f"({shape[d]}) in the input tensor")
+        return input.reshape(*(shape[:d] + sizes + shape[d + 1:]))
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
