@@ -103,10 +103,11 @@ def first_failure(output, workdir):
 def program_uses(source, framework):
     """The framework imports and attribute chains a program's source uses.
 
-    Returns (imports, chains): imports as (module, name or None, alias, line) with alias the local name bound
-    (None for `import a.b` binding a); chains as (alias, [attribute, ...], line)."""
+    Returns (imports, chains, methods): imports as (module, name or None, alias, bound to module itself, line);
+    chains as (alias, [attribute, ...], line) for attribute chains rooted at an imported name; methods as
+    (attribute, line) for every other attribute read (the receiver's type unknown)."""
     tree = ast.parse(source)
-    imports, chains = [], []
+    imports, chains, methods = [], [], []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
@@ -118,24 +119,37 @@ def program_uses(source, framework):
             for a in node.names:
                 imports.append((node.module, a.name, a.asname or a.name, True, node.lineno))
     aliases = {alias for _, _, alias, _, _ in imports}
+    # receivers known not to be tensors or modules: other imported modules (np, random, ...) and argparse results
+    others = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            others |= {a.asname or a.name.split(".")[0] for a in node.names} - aliases
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "parse_args":
+            others |= {t.id for t in node.targets if isinstance(t, ast.Name)}
     for node in ast.walk(tree):
         chain, cur = [], node
         while isinstance(cur, ast.Attribute):
             chain.append(cur.attr)
             cur = cur.value
-        if not chain or not isinstance(cur, ast.Name) or cur.id not in aliases:
+        if not chain:
+            continue
+        if not isinstance(cur, ast.Name) or cur.id not in aliases:
+            receiver = node.value
+            if isinstance(node.ctx, ast.Load) and not (isinstance(receiver, ast.Name) and receiver.id in others):
+                methods.append((node.attr, node.lineno))
             continue
         chain = chain[::-1]
         if isinstance(node.ctx, ast.Store):
             chain = chain[:-1]  # a program setting an attribute needs only its owner
         chains.append((cur.id, chain, node.lineno))
-    return imports, chains
+    return imports, chains, methods
 
 
 def resolve_uses(request):
     """In a fresh interpreter: which of a program's imports fail and where its attribute chains break, the way
     the program itself would see them (a submodule counts only once something imports it)."""
-    imports, chains = request
+    imports, chains, methods = request
     bound, paths, results = {}, {}, []
     for module, name, alias, as_alias, line in sorted(imports, key=lambda i: i[4]):
         try:
@@ -161,6 +175,19 @@ def resolve_uses(request):
                 results.append((".".join([paths[alias]] + chain[:k + 1]), line))
                 break
             obj = getattr(obj, attr)
+    framework = importlib.import_module(imports[0][0].split(".")[0]) if imports else None
+    if framework is not None and framework.__name__ != "torch":
+        # methods by name: a Tensor method of PyTorch's that the framework's Tensor lacks, or an nn.Module-only
+        # one that its Module lacks
+        import torch
+        for attr, line in methods:
+            if attr.startswith("_"):
+                continue
+            if hasattr(torch.Tensor, attr):
+                if not hasattr(framework.Tensor, attr):
+                    results.append(("%s.Tensor.%s" % (framework.__name__, attr), line))
+            elif hasattr(torch.nn.Module, attr) and not hasattr(framework.nn.Module, attr):
+                results.append(("%s.nn.Module.%s" % (framework.__name__, attr), line))
     return results
 
 
