@@ -1,8 +1,13 @@
-// genesis/optim.hpp - everything of genesis::optim: SGD, Adam, AdamW, schedulers, clipping.
+// genesis/optim.hpp - everything of genesis::optim: SGD, Adam, AdamW, RMSprop, Adagrad, Adamax,
+// NAdam, RAdam, LBFGS, schedulers, clipping.
 #pragma once
 
+#include "genesis/optim/adagrad.hpp"
 #include "genesis/optim/adam.hpp"
+#include "genesis/optim/adam_variants.hpp"
 #include "genesis/optim/clip_grad.hpp"
+#include "genesis/optim/lbfgs.hpp"
 #include "genesis/optim/lr_scheduler.hpp"
 #include "genesis/optim/optimizer.hpp"
+#include "genesis/optim/rmsprop.hpp"
 #include "genesis/optim/sgd.hpp"

@@ -10,17 +10,11 @@ namespace genesis::optim {
 
 namespace {
 
-using checks::check_common;
-using checks::invalid;
+using checks::check_adam_like;
 
 std::map<std::string, double> adam_defaults(double lr, std::pair<double, double> betas, double eps, double wd,
                                             bool amsgrad, bool maximize) {
-  check_common(lr, wd);
-  if (eps < 0) throw invalid("Invalid epsilon value: " + std::to_string(eps));
-  if (betas.first < 0 || betas.first >= 1)
-    throw invalid("Invalid beta parameter at index 0: " + std::to_string(betas.first));
-  if (betas.second < 0 || betas.second >= 1)
-    throw invalid("Invalid beta parameter at index 1: " + std::to_string(betas.second));
+  check_adam_like(lr, betas, eps, wd);
   return {{"lr", lr},           {"beta1", betas.first},           {"beta2", betas.second},           {"eps", eps},
           {"weight_decay", wd}, {"amsgrad", amsgrad ? 1.0 : 0.0}, {"maximize", maximize ? 1.0 : 0.0}};
 }

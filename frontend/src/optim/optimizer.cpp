@@ -153,21 +153,28 @@ void Optimizer::check_state_dict(const OptimizerStateDict& sd) const {
                     std::to_string(groups_[g].params.size()) + " parameters)");
     for (size_t i = 0; i < groups_[g].params.size(); ++i) by_id[sd.group_params[g][i]] = &groups_[g].params[i];
   }
-  const auto names = state_names();
   for (const auto& [id, st] : sd.state) {
     auto it = by_id.find(id);
     if (it == by_id.end())
       throw invalid("loaded state dict has state for parameter " + std::to_string(id) +
                     ", which is in no parameter group");
-    for (const auto& [n, t] : st.tensors) {
-      if (std::find(names.begin(), names.end(), n) == names.end())
-        throw invalid("loaded state dict has unknown state '" + n + "' for parameter " + std::to_string(id));
-      if (!t.defined() || t.shape() != it->second->shape())
-        throw invalid("loaded state '" + n + "' of parameter " + std::to_string(id) + " has shape " +
-                      (t.defined() ? shape_str(t.shape()) : "undefined") + ", the parameter has " +
-                      shape_str(it->second->shape()));
-    }
+    check_param_state(st, *it->second, id);
   }
+}
+
+void Optimizer::check_param_state(const ParamState& st, const Tensor& p, int64_t id) const {
+  const auto names = state_names();
+  for (const auto& [n, t] : st.tensors) {
+    if (std::find(names.begin(), names.end(), n) == names.end())
+      throw invalid("loaded state dict has unknown state '" + n + "' for parameter " + std::to_string(id));
+    check_state_shape(n, t, p.shape(), id);
+  }
+}
+
+void Optimizer::check_state_shape(const std::string& name, const Tensor& t, const Shape& want, int64_t id) {
+  if (!t.defined() || t.shape() != want)
+    throw invalid("loaded state '" + name + "' of parameter " + std::to_string(id) + " has shape " +
+                  (t.defined() ? shape_str(t.shape()) : "undefined") + ", expected " + shape_str(want));
 }
 
 void Optimizer::load_state_dict(const OptimizerStateDict& sd) {

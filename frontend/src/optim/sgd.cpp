@@ -17,7 +17,7 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions o)
                                     {"nesterov", o.nesterov ? 1.0 : 0.0},
                                     {"maximize", o.maximize ? 1.0 : 0.0}}) {
   check_common(o.lr, o.weight_decay);
-  if (o.momentum < 0) throw invalid("Invalid momentum value: " + std::to_string(o.momentum));
+  checks::non_negative(o.momentum, "momentum value");
   if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
     throw invalid("Nesterov momentum requires a momentum and zero dampening");
 }

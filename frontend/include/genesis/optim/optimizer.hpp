@@ -3,8 +3,8 @@
 // state_dict / load_state_dict and a flat tensor form for checkpoints.
 //
 // Flat key scheme (flat_state / load_flat_state), every value a Tensor:
-//   "state.<i>.<name>"       per-parameter state tensor (exp_avg, exp_avg_sq, momentum_buffer)
-//   "state.<i>.step"         0-d float64 step count (Adam/AdamW)
+//   "state.<i>.<name>"       per-parameter state tensor (exp_avg, exp_avg_sq, momentum_buffer, ...)
+//   "state.<i>.step"         0-d float64 step count (written once a parameter has taken a step)
 //   "param_groups.<g>.<key>" 0-d float64 group option (lr, weight_decay, beta1, ...)
 //   "param_groups.<g>.params" 1-D int64 parameter indices of group g
 // <i> numbers parameters across groups in order, as torch's state_dict does.
@@ -61,7 +61,7 @@ class Optimizer {
 
   /** Performs one update of every parameter that has a gradient (no autograd recording). */
   virtual void step() = 0;
-  /** "SGD", "Adam", "AdamW". */
+  /** The class name: "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "LBFGS". */
   virtual const char* name() const = 0;
   /** Clears gradients: sets them undefined (default) or zeroes them in place. */
   void zero_grad(bool set_to_none = true);
@@ -94,6 +94,11 @@ class Optimizer {
   Optimizer(std::vector<ParamGroup> groups, std::map<std::string, double> defaults);
   /** Names of the per-parameter state tensors this optimizer keeps. */
   virtual std::vector<std::string> state_names() const = 0;
+  /** Throws genesis::Error when loaded state `st` does not fit parameter p (index id): by default every
+   * tensor must be named in state_names() and have p's shape. */
+  virtual void check_param_state(const ParamState& st, const Tensor& p, int64_t id) const;
+  /** Throws genesis::Error unless state tensor `name` of parameter id is defined with shape `want`. */
+  static void check_state_shape(const std::string& name, const Tensor& t, const Shape& want, int64_t id);
 
   std::vector<ParamGroup> groups_;
   std::map<std::string, double> defaults_;

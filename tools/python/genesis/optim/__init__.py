@@ -1,4 +1,7 @@
-"""genesis.optim: SGD, Adam and AdamW (C++ optimizers on fused step ops, one call per parameter),
-parameter groups, state dicts, and the LR schedulers in genesis.optim.lr_scheduler."""
-from genesis._C.optim import SGD, Adam, AdamW, Optimizer  # noqa: F401
+"""genesis.optim: SGD, Adam and AdamW (C++ optimizers on fused step ops, one call per parameter), RMSprop, Adagrad,
+Adamax, NAdam, RAdam and LBFGS (updates composed from tensor ops), parameter groups, state dicts, and the LR
+schedulers in genesis.optim.lr_scheduler."""
+from genesis._C.optim import (  # noqa: F401
+    LBFGS, SGD, Adagrad, Adam, Adamax, AdamW, NAdam, Optimizer, RAdam, RMSprop,
+)
 from genesis.optim import lr_scheduler  # noqa: F401
