@@ -266,7 +266,7 @@ def main(argv=None):
     ap.add_argument("programs", nargs="*", help="names (or prefixes) of the examples to run; all by default")
     ap.add_argument("--framework", default="genesis", choices=["genesis", "torch"],
                     help="genesis (the copies here) or torch (the original programs, as a control)")
-    ap.add_argument("--timeout", type=int, default=300, help="seconds per command")
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per command")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     ap.add_argument("--verbose", action="store_true", help="print each program's output")
     ap.add_argument("--resolve", action="store_true", help=argparse.SUPPRESS)
