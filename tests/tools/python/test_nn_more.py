@@ -851,11 +851,12 @@ def test_trunc_normal_warnings_and_errors_match_torch():
 
 
 def test_orthogonal_matches_torchs_qr_and_is_orthogonal():
-    from genesis.nn.init import _orthonormal_columns
-    m = np.random.randn(7, 4)
-    q, r = torch.linalg.qr(torch.tensor(m))
-    expected = q * torch.sign(torch.diagonal(r))
-    close(_orthonormal_columns(genesis.tensor(m)), expected)
+    from genesis.nn.init import _orthonormal_rows
+    for rows, cols in ((7, 4), (70, 45)):  # the second crosses the blocks of rows
+        m = np.random.randn(rows, cols)
+        q, r = torch.linalg.qr(torch.tensor(m))
+        expected = q * torch.sign(torch.diagonal(r))
+        close(_orthonormal_rows(genesis.tensor(m.T.copy())).t(), expected)
     for shape, gain in (((6, 3), 1.0), ((3, 6), 2.0), ((4, 2, 3), 0.5), ((5, 5), 1.0)):
         t = nn.init.orthogonal_(genesis.empty(*shape, dtype=genesis.float64), gain=gain)
         flat = t.numpy().reshape(shape[0], -1)

@@ -102,16 +102,26 @@ def dirac_(tensor, groups=1):
     return tensor
 
 
-def _orthonormal_columns(m):
-    """Q of m's QR decomposition (m: rows >= cols) with R's diagonal positive: Gram-Schmidt applied twice."""
+def _orthonormal_rows(m):
+    """Q^T of m^T's QR decomposition (m: rows <= cols) with R's diagonal positive: the rows orthonormalised in order,
+    by Gram-Schmidt applied twice (blocks of rows against the rows before them, then row by row inside)."""
+    n = m.shape[0]
     out = _C.zeros(tuple(m.shape), dtype=m.dtype, device=m.device)
-    for j in range(m.shape[1]):
-        v = m[:, j:j + 1]
-        if j:
-            q = out[:, :j]
+    block = 32
+    for s in range(0, n, block):
+        e = min(s + block, n)
+        b = m[s:e]
+        if s:
+            prev = out[:s]
             for _ in range(2):
-                v = v - q.matmul(q.t().matmul(v))
-        out[:, j:j + 1] = v / v.norm()
+                b = b - b.matmul(prev.t()).matmul(prev)
+        for i in range(e - s):
+            v = b[i:i + 1]
+            if i:
+                done = out[s:s + i]
+                for _ in range(2):
+                    v = v - v.matmul(done.t()).matmul(done)
+            out[s + i:s + i + 1] = v / v.norm()
     return out
 
 
@@ -126,8 +136,8 @@ def orthogonal_(tensor, gain=1):
     with _no_grad():
         flat = _C.empty(rows, cols, dtype=_work_dtype(tensor), device=tensor.device)
         normal_(flat, 0.0, 1.0)
-        q = _orthonormal_columns(flat.t() if rows < cols else flat)
-        if rows < cols:
+        q = _orthonormal_rows(flat if rows < cols else flat.t().contiguous())
+        if rows >= cols:
             q = q.t()
         tensor.copy_((q * gain).reshape(*tensor.shape).to(tensor.dtype))
     return tensor

@@ -413,9 +413,11 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     T_run = max(il) if il else 0
     alpha = _C.where(_C.arange(L, device=dev) < 2, em[0], _NEG_INF) if T > 0 else None
     ragged = any(v != T_run for v in il)
+    pad = _C.full((N, 2), _NEG_INF, dtype=lp.dtype, device=dev)
     for t in range(1, T_run):
         a = alpha
-        step = _lse(_C.stack([a, _shift(a, 1, _NEG_INF), _C.where(skip, _shift(a, 2, _NEG_INF), _NEG_INF)]), 0)
+        shifted = _C.cat([pad, a], 1)  # alpha(s - 1) and alpha(s - 2) as slices
+        step = _lse(_C.stack([a, shifted[:, 1:L + 1], _C.where(skip, shifted[:, :L], _NEG_INF)]), 0)
         alpha = step + em[t]
         if ragged:  # past its input length a sequence keeps its last alpha
             alpha = _C.where(il_t > t, alpha, a)
