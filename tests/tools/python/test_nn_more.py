@@ -901,3 +901,46 @@ def test_deprecated_init_aliases_warn_as_torch():
     with pytest.warns(UserWarning, match="nn.init.constant is now deprecated"):
         nn.init.constant(t, 0.5)
     assert float(t.sum()) == 6.0
+
+
+# ---------------------------------------------------------------- finite differences
+
+def _away_from_kinks(*shape):
+    return np.random.choice([-1.0, 1.0], shape) * np.random.uniform(0.2, 2.7, shape)
+
+
+GRADCHECKS = {
+    "leaky_relu": (lambda x: F.leaky_relu(x, 0.2), [(3, 4)]),
+    "prelu": (lambda x, w: F.prelu(x, w), [(2, 3, 4), (3,)]),
+    "elu_selu_celu": (lambda x: F.elu(x, 0.7) + F.selu(x) + F.celu(x, 1.3), [(3, 4)]),
+    "softplus_mish": (lambda x: F.softplus(x, 2, 3) + F.mish(x), [(3, 4)]),
+    "hard_functions": (lambda x: F.hardswish(x * 1.5) + F.hardsigmoid(x) + F.hardtanh(x, -1.5, 2.0) + F.relu6(x * 3),
+                       [(3, 4)]),
+    "glu_softsign_tanhshrink_logsigmoid": (lambda x: F.glu(x, 1).sum(1, keepdim=True) + F.softsign(x)
+                                           + F.tanhshrink(x) + F.logsigmoid(x), [(3, 4)]),
+    "shrinks_threshold_softmin": (lambda x: F.softshrink(x, 0.1) + F.hardshrink(x, 0.1) + F.threshold(x, 0.1, 2.0)
+                                  + F.softmin(x, 1), [(3, 4)]),
+    "normalize_cosine_pairwise": (lambda a, b: F.normalize(a, 3.0, 1) + F.cosine_similarity(a, b).unsqueeze(1)
+                                  + F.pairwise_distance(a, b, 1.5).unsqueeze(1), [(3, 4), (3, 4)]),
+    "regression_losses": (lambda x, y: F.smooth_l1_loss(x, y, reduction="none", beta=0.7)
+                          + F.huber_loss(x, y, reduction="none", delta=0.8) + F.soft_margin_loss(x, y, reduction="none"),
+                          [(3, 4), (3, 4)]),
+    "kl_div": (lambda x, y: F.kl_div(x, y.abs(), reduction="batchmean") + F.kl_div(x, y, reduction="sum",
+                                                                                 log_target=True), [(3, 4), (3, 4)]),
+    "embedding_losses": (lambda a, b, n: F.cosine_embedding_loss(a, b, genesis.tensor([1.0, -1.0, 1.0]), -0.9)
+                         + F.margin_ranking_loss(a[:, 0], b[:, 0], genesis.tensor([1.0, -1.0, -1.0]), 5.0)
+                         + F.triplet_margin_loss(a, b, n, margin=20.0, p=3, swap=True), [(3, 4), (3, 4), (3, 4)]),
+    "nll_losses": (lambda x, y, v: F.poisson_nll_loss(x, y.abs() * 2, full=True)
+                   + F.gaussian_nll_loss(x, y, v.abs()), [(3, 4), (3, 4), (3, 4)]),
+    "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), [(2, 4, 3), (4,), (4,)]),
+    "instance_norm": (lambda x, w, b: F.instance_norm(x, weight=w, bias=b), [(2, 3, 5), (3,), (3,)]),
+    "ctc_loss": (lambda lp: F.ctc_loss(lp.log_softmax(2), genesis.tensor([[1, 2, 2], [3, 1, 0]]), [6, 5], [3, 2],
+                                       reduction="none"), [(6, 2, 4)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRADCHECKS))
+def test_gradcheck_composites(name):
+    fn, shapes = GRADCHECKS[name]
+    inputs = [genesis.tensor(_away_from_kinks(*s), requires_grad=True) for s in shapes]
+    assert genesis.gradcheck(fn, inputs, eps=1e-6, atol=1e-6, rtol=1e-5)
