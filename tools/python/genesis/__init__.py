@@ -204,3 +204,10 @@ globals().update({
     "uint8": dtype.uint8, "int32": dtype.int32, "int": dtype.int32, "int64": dtype.int64, "long": dtype.int64,
     "bool": dtype.bool,
 })
+
+
+# ---- tensor functions composed in Python (genesis/functional.py, genesis/linalg.py): einsum, repeat, roll, // and %,
+# in-place forms, norms, the default dtype, ...; functional._install also puts them on Tensor as methods
+from genesis import functional, linalg  # noqa: E402
+functional._install(globals())
+# ---- end of the composed tensor functions
