@@ -923,8 +923,8 @@ GRADCHECKS = {
     "normalize_cosine_pairwise": (lambda a, b: F.normalize(a, 3.0, 1) + F.cosine_similarity(a, b).unsqueeze(1)
                                   + F.pairwise_distance(a, b, 1.5).unsqueeze(1), [(3, 4), (3, 4)]),
     "regression_losses": (lambda x, y: F.smooth_l1_loss(x, y, reduction="none", beta=0.7)
-                          + F.huber_loss(x, y, reduction="none", delta=0.8) + F.soft_margin_loss(x, y, reduction="none"),
-                          [(3, 4), (3, 4)]),
+                          + F.huber_loss(x, y, reduction="none", delta=0.8)
+                          + F.soft_margin_loss(x, y, reduction="none"), [(3, 4), (3, 4)]),
     "kl_div": (lambda x, y: F.kl_div(x, y.abs(), reduction="batchmean") + F.kl_div(x, y, reduction="sum",
                                                                                  log_target=True), [(3, 4), (3, 4)]),
     "embedding_losses": (lambda a, b, n: F.cosine_embedding_loss(a, b, genesis.tensor([1.0, -1.0, 1.0]), -0.9)
@@ -934,6 +934,12 @@ GRADCHECKS = {
                    + F.gaussian_nll_loss(x, y, v.abs()), [(3, 4), (3, 4), (3, 4)]),
     "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), [(2, 4, 3), (4,), (4,)]),
     "instance_norm": (lambda x, w, b: F.instance_norm(x, weight=w, bias=b), [(2, 3, 5), (3,), (3,)]),
+    "rrelu_pdist_lrn": (lambda x: F.rrelu(x).sum(1) + F.pdist(x, 1.5)[:3] + F.local_response_norm(x.reshape(3, 4, 1), 3,
+                                                                                          0.5).sum((1, 2)), [(3, 4)]),
+    "margin_losses": (lambda x: F.multi_margin_loss(x, genesis.tensor([0, 3, 1]), 2, 5.0, reduction="none")
+                      + F.multilabel_margin_loss(x * 0.1, genesis.tensor([[1, 2, -1, 0], [3, -1, 0, 0], [0, 1, 2, 3]]),
+                                                 reduction="none"), [(3, 4)]),
+    "batch_norm": (lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), [(4, 3, 2), (3,), (3,)]),
     "ctc_loss": (lambda lp: F.ctc_loss(lp.log_softmax(2), genesis.tensor([[1, 2, 2], [3, 1, 0]]), [6, 5], [3, 2],
                                        reduction="none"), [(6, 2, 4)]),
 }
@@ -944,3 +950,128 @@ def test_gradcheck_composites(name):
     fn, shapes = GRADCHECKS[name]
     inputs = [genesis.tensor(_away_from_kinks(*s), requires_grad=True) for s in shapes]
     assert genesis.gradcheck(fn, inputs, eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- rrelu, softmax2d, pdist, margin losses, lrn,
+# batch_norm
+
+def test_rrelu_and_softmax2d_match_torch():
+    a = _act_input((4, 5), SPECIALS)
+    _check(lambda x: F.rrelu(x, 0.1, 0.3), lambda x: TF.rrelu(x, 0.1, 0.3), [(a, True)])
+    _check(nn.RReLU().eval(), TNN.RReLU().eval(), [(a, True)])
+    assert repr(nn.RReLU(0.1, 0.3)) == repr(TNN.RReLU(0.1, 0.3))
+    assert repr(nn.RReLU(inplace=True)) == repr(TNN.RReLU(inplace=True))
+    # training: a slope in [lower, upper] per negative element, and that slope as the gradient
+    x = genesis.tensor(a, requires_grad=True)
+    y = nn.RReLU(0.1, 0.3)(x)
+    y.sum().backward()
+    with np.errstate(invalid="ignore"):
+        ratio, grad = (y.detach().numpy() / a), x.grad.numpy()
+    neg = a < 0
+    assert ((ratio[neg] >= 0.1) & (ratio[neg] <= 0.3)).all() and np.unique(ratio[neg]).size == neg.sum()
+    np.testing.assert_allclose(grad[neg], ratio[neg], rtol=1e-12)
+    assert (grad[a > 0] == 1).all() and (y.detach().numpy()[a > 0] == a[a > 0]).all()
+    g = genesis.tensor(a.copy())
+    assert F.relu_(g) is g
+    close(g, TF.relu_(torch.tensor(a.copy())))
+    for shape in ((2, 3, 4, 5), (3, 4, 5)):
+        _check(nn.Softmax2d(), TNN.Softmax2d(), [(np.random.randn(*shape), True)])
+    for mod, m in ((TNN, TF), (nn, F)):
+        with pytest.raises(AssertionError, match="Softmax2d requires a 3D or 4D tensor as input"):
+            mod.Softmax2d()(m_x(m, (2, 3)))
+        with pytest.raises(RuntimeError, match="Lower bound should be less than or equal to the upper bound"):
+            m.rrelu(m_x(m, (3,)), 0.3, 0.1, training=True)
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, float("inf"), 0.0])
+def test_pdist_matches_torch(p):
+    a = np.random.randn(6, 4)
+    _check(lambda x: F.pdist(x, p), lambda x: TF.pdist(x, p), [(a, True)])
+    assert tuple(F.pdist(genesis.randn(1, 3)).shape) == tuple(TF.pdist(torch.randn(1, 3)).shape) == (0,)
+    for m in (TF, F):
+        with pytest.raises(RuntimeError, match="pdist only supports 2D tensors, got: 1D"):
+            m.pdist(m_x(m, (3,)))
+        with pytest.raises(RuntimeError, match="pdist only supports non-negative p values"):
+            m.pdist(m_x(m, (3, 2)), -1.0)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_multi_margin_losses_match_torch(reduction):
+    x, y = np.random.randn(5, 4), np.random.randint(0, 4, 5)
+    w = np.random.rand(4) + 0.5
+    for p, margin, weighted in ((1, 1.0, False), (2, 0.7, True), (1, 2.0, True)):
+        def g_fn(a, ww):
+            return F.multi_margin_loss(a, genesis.tensor(y), p, margin, ww if weighted else None, reduction=reduction)
+
+        def t_fn(a, ww):
+            return TF.multi_margin_loss(a, torch.tensor(y), p, margin, ww if weighted else None, reduction=reduction)
+
+        _check(g_fn, t_fn, [(x, True), (w, False)])  # torch has no gradient for weight
+    _check(lambda a: nn.MultiMarginLoss(2, reduction=reduction)(a, genesis.tensor(3)),
+           lambda a: TNN.MultiMarginLoss(2, reduction=reduction)(a, torch.tensor(3)), [(x[0], True)])
+    wg, wt = nn.MultiMarginLoss(weight=genesis.tensor(w)), TNN.MultiMarginLoss(weight=torch.tensor(w))
+    assert list(wg.state_dict()) == list(wt.state_dict()) == ["weight"]
+    # multilabel: targets up to the first -1, a repeated target counted twice, as torch
+    t = np.array([[3, 0, -1, 1], [2, 2, 1, -1], [-1, 0, 1, 2], [0, 1, 2, 3], [1, -1, -1, -1]])
+    _check(lambda a: F.multilabel_margin_loss(a, genesis.tensor(t), reduction=reduction),
+           lambda a: TF.multilabel_margin_loss(a, torch.tensor(t), reduction=reduction), [(x, True)])
+    _check(lambda a: nn.MultiLabelMarginLoss(reduction=reduction)(a, genesis.tensor(t[0])),
+           lambda a: TNN.MultiLabelMarginLoss(reduction=reduction)(a, torch.tensor(t[0])), [(x[0], True)])
+
+
+def test_multi_margin_loss_errors_match_torch():
+    for m in (TF, F):
+        with pytest.raises(RuntimeError, match="inconsistent target size"):
+            m.multi_margin_loss(m_x(m, (2, 3)), (torch if m is TF else genesis).tensor([1]))
+        with pytest.raises(RuntimeError, match="target out of range"):
+            m.multi_margin_loss(m_x(m, (2, 3)), (torch if m is TF else genesis).tensor([1, 3]))
+        with pytest.raises(ValueError, match="only p == 1 and p == 2 supported"):
+            m.multi_margin_loss(m_x(m, (2, 3)), (torch if m is TF else genesis).tensor([1, 2]), p=3)
+        with pytest.raises(RuntimeError, match="inconsistent size"):
+            m.multilabel_margin_loss(m_x(m, (2, 3)), (torch if m is TF else genesis).tensor([1, -1, 0]))
+        with pytest.raises(RuntimeError, match="out of range"):
+            m.multilabel_margin_loss(m_x(m, (2, 3)), (torch if m is TF else genesis).tensor([[1, 5, 0], [0, 0, 0]]))
+
+
+@pytest.mark.parametrize("size, shape", [(3, (2, 5, 4)), (2, (2, 6, 3, 3)), (5, (1, 4, 2, 2, 3)), (1, (2, 3, 4))])
+def test_local_response_norm_matches_torch(size, shape):
+    a = np.random.randn(*shape)
+    _check(lambda x: F.local_response_norm(x, size), lambda x: TF.local_response_norm(x, size), [(a, True)])
+    _check(nn.LocalResponseNorm(size, 0.1, 0.5, 2.0), TNN.LocalResponseNorm(size, 0.1, 0.5, 2.0), [(a, True)])
+    assert repr(nn.LocalResponseNorm(size)) == repr(TNN.LocalResponseNorm(size))
+    for m in (TF, F):
+        with pytest.raises(ValueError, match="Expected 3D or higher dimensionality"):
+            m.local_response_norm(m_x(m, (2, 3)), 2)
+
+
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 3, 2, 4)])
+def test_batch_norm_functional_matches_torch(shape):
+    a = np.random.randn(*shape) * 2 + 1
+    rm, rv, w, b = np.random.randn(3), np.random.rand(3) + 0.5, np.random.randn(3), np.random.randn(3)
+    grm, grv, trm, trv = genesis.tensor(rm), genesis.tensor(rv), torch.tensor(rm), torch.tensor(rv)
+    _check(lambda x, ww, bb: F.batch_norm(x, grm, grv, ww, bb, training=True, momentum=0.3),
+           lambda x, ww, bb: TF.batch_norm(x, trm, trv, ww, bb, training=True, momentum=0.3),
+           [(a, True), (w, True), (b, True)])
+    close(grm, trm)
+    close(grv, trv)
+    _check(lambda x, ww: F.batch_norm(x, grm, grv, ww, eps=0.1), lambda x, ww: TF.batch_norm(x, trm, trv, ww, eps=0.1),
+           [(a, True), (w, True)])
+    _check(lambda x: F.batch_norm(x, None, None, training=True), lambda x: TF.batch_norm(x, None, None, training=True),
+           [(a, True)])
+    # the same as the C++ BatchNorm layers
+    layer = (nn.BatchNorm1d if len(shape) < 4 else nn.BatchNorm2d)(3).to(genesis.float64)
+    x = genesis.tensor(a)
+    close(F.batch_norm(x, None, None, layer.weight, layer.bias, training=True), to_torch(layer(x)))
+
+
+def test_batch_norm_errors_match_torch():
+    for m in (TF, F):
+        lib = torch if m is TF else genesis
+        with pytest.raises(RuntimeError, match="running_mean must be defined in evaluation mode"):
+            m.batch_norm(m_x(m, (4, 3)), None, None)
+        with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):
+            m.batch_norm(m_x(m, (1, 3)), None, None, training=True)
+        with pytest.raises(RuntimeError, match="running_mean should contain 3 elements not 2"):
+            m.batch_norm(m_x(m, (4, 3)), lib.zeros(2), lib.ones(2))
+        with pytest.raises(RuntimeError, match="weight should contain 3 elements not 2"):
+            m.batch_norm(m_x(m, (4, 3)), lib.zeros(3), lib.ones(3), weight=lib.ones(2))

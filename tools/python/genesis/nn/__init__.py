@@ -8,13 +8,15 @@ from genesis.nn.layers import (  # noqa: F401
 from genesis.nn.modules import CppLayer, Module, ModuleDict, ModuleList, Parameter, Sequential  # noqa: F401
 from genesis.nn import parallel  # noqa: F401,E402
 from genesis.nn.activation import (  # noqa: F401,E402
-    CELU, ELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, SELU,
-    Softmin, Softplus, Softshrink, Softsign, Tanhshrink, Threshold,
+    CELU, ELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, Mish, PReLU, ReLU6, RReLU,
+    SELU, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanhshrink, Threshold,
 )
 from genesis.nn.loss import (  # noqa: F401,E402
     CosineEmbeddingLoss, CosineSimilarity, CTCLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss,
-    MarginRankingLoss, MultiLabelSoftMarginLoss, PairwiseDistance, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss,
-    TripletMarginLoss, TripletMarginWithDistanceLoss,
+    MarginRankingLoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PairwiseDistance,
+    PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss,
 )
 from genesis.nn.modules import ParameterDict, ParameterList, Unflatten  # noqa: F401,E402
-from genesis.nn.normalization import GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401,E402
+from genesis.nn.normalization import (  # noqa: F401,E402
+    GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LocalResponseNorm,
+)

@@ -191,6 +191,26 @@ def _softmax_dim(name, ndim):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+def relu_(input):
+    """In-place relu."""
+    return _result(input, input.relu(), True)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """leaky_relu with a slope drawn from U(lower, upper) per element in training, (lower + upper) / 2 otherwise."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slope = _C.rand(tuple(input.shape), dtype=input.dtype, device=input.device) * (upper - lower) + lower
+    return _result(input, _C.where(input > 0, input, input * slope), inplace)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place rrelu."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """softmax(-x) along dim."""
     if dim is None:
@@ -203,6 +223,29 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 def _inplace_repr(inplace, sep=", "):
     return sep + "inplace=True" if inplace else ""
+
+
+class RReLU(Module):
+    """rrelu(x, lower, upper): a random negative slope per element in training, the mean slope in eval."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + _inplace_repr(self.inplace)
+
+
+class Softmax2d(Module):
+    """softmax over the channels of (N, C, H, W) or (C, H, W)."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise AssertionError("Softmax2d requires a 3D or 4D tensor as input")
+        return input.softmax(-3)
 
 
 class LeakyReLU(Module):

@@ -6,12 +6,14 @@ from genesis._C.functional import (  # noqa: F401
 )
 from genesis.nn.activation import (  # noqa: F401,E402
     celu, celu_, elu, elu_, glu, hardshrink, hardsigmoid, hardswish, hardtanh, hardtanh_, leaky_relu, leaky_relu_,
-    logsigmoid, mish, prelu, relu6, selu, selu_, softmin, softplus, softshrink, softsign, tanhshrink, threshold,
-    threshold_,
+    logsigmoid, mish, prelu, relu6, relu_, rrelu, rrelu_, selu, selu_, softmin, softplus, softshrink, softsign,
+    tanhshrink, threshold, threshold_,
 )
 from genesis.nn.loss import (  # noqa: F401,E402
     cosine_embedding_loss, cosine_similarity, ctc_loss, gaussian_nll_loss, hinge_embedding_loss, huber_loss, kl_div,
-    margin_ranking_loss, multilabel_soft_margin_loss, pairwise_distance, poisson_nll_loss, smooth_l1_loss,
-    soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
+    margin_ranking_loss, multi_margin_loss, multilabel_margin_loss, multilabel_soft_margin_loss, pairwise_distance,
+    pdist, poisson_nll_loss, smooth_l1_loss, soft_margin_loss, triplet_margin_loss, triplet_margin_with_distance_loss,
 )
-from genesis.nn.normalization import group_norm, instance_norm, normalize  # noqa: F401,E402
+from genesis.nn.normalization import (  # noqa: F401,E402
+    batch_norm, group_norm, instance_norm, local_response_norm, normalize,
+)

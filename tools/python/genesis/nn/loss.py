@@ -119,6 +119,21 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return (unit(x1.expand(*shape)) * unit(x2.expand(*shape))).sum(dim)
 
 
+def pdist(input, p=2):
+    """The p-norm distances between the rows of input (N, M), pairs i < j in row-major order: N (N - 1) / 2."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    n = input.shape[0]
+    first = [i for i in range(n) for _ in range(i + 1, n)]
+    second = [j for i in range(n) for j in range(i + 1, n)]
+    if not first:
+        return _C.zeros(0, dtype=input.dtype, device=input.device)
+    idx = _C.tensor([first, second], dtype=_C.dtype.int64, device=input.device)
+    return _norm(input.index_select(0, idx[0]) - input.index_select(0, idx[1]), p, 1, keepdim=False)
+
+
 class PairwiseDistance(Module):
     """pairwise_distance(x1, x2, p, eps, keepdim)."""
 
@@ -293,6 +308,61 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     loss = loss.sum(class_dim) / input.shape[class_dim]
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Mean over classes j != y of (weight[y]) max(0, margin - x[y] + x[j])^p, p 1 or 2 (multi-class hinge)."""
+    reduction = _legacy(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    n, c = x.shape
+    y = target.reshape(-1).to(_C.dtype.int64)
+    if y.shape[0] != n or target.dim() > 1 or (input.dim() == 2 and target.dim() != 1):
+        raise RuntimeError(f"inconsistent target size, got: {list(target.shape)}")
+    if n and (y.min().item() < 0 or y.max().item() >= c):
+        raise RuntimeError("target out of range")
+    z = (x - x.gather(1, y.reshape(n, 1)) + margin).clamp(min=0.0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight.index_select(0, y).reshape(n, 1)
+    z = _C.where(_C.arange(c, device=x.device) == y.reshape(n, 1), 0.0, z)
+    loss = z.sum(1) / c
+    if input.dim() != 2:
+        loss = loss.reshape(*target.shape)
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Mean over classes of the hinges 1 - (x[j] - x[k]) between each target j (target's entries up to the first
+    -1) and each non-target k."""
+    reduction = _legacy(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape) or input.dim() > 2:
+        raise RuntimeError(f"inconsistent size {list(target.shape)} for argument #2 'target'")
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    n, c = x.shape
+    counts = []
+    for row in target.reshape(n, c).tolist():
+        cnt = [0] * c
+        for j in row:
+            if j < 0:
+                break
+            if j >= c:
+                raise RuntimeError("argument #2 'target' is out of range")
+            cnt[j] += 1
+        counts.append(cnt)
+    cnt = _C.tensor(counts, dtype=x.dtype, device=x.device).reshape(n, c)
+    weight = cnt.unsqueeze(2) * (cnt == 0).to(x.dtype).unsqueeze(1)  # (n, target j, non-target k)
+    hinge = (1.0 - x.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0.0)
+    loss = (hinge * weight).sum((1, 2)) / c
+    if input.dim() != 2:
+        loss = loss.reshape(())
     return _reduce(loss, reduction)
 
 
@@ -551,6 +621,31 @@ class MultiLabelSoftMarginLoss(_Loss):
 
     def forward(self, input, target):
         return multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class MultiMarginLoss(_Loss):
+    """multi_margin_loss(input, target, p, margin, weight); weight is a buffer."""
+
+    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.dim() != 1:
+            raise ValueError("MultiMarginLoss: expected weight to be None or 1D tensor, got "
+                             f"{weight.dim()}D instead")
+        self.p, self.margin = p, margin
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return multi_margin_loss(input, target, p=self.p, margin=self.margin, weight=self.weight,
+                                 reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """multilabel_margin_loss(input, target)."""
+
+    def forward(self, input, target):
+        return multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
 class TripletMarginLoss(_Loss):

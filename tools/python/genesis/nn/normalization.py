@@ -91,6 +91,74 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return _affine((input - mean) * (var + eps).rsqrt(), weight, bias)
 
 
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalises each channel (dim 1) over the batch and every position: with the batch's statistics in training
+    (updating the running ones in place, variance unbiased), with running_mean / running_var otherwise."""
+    shape = tuple(input.shape)
+    c = shape[1] if len(shape) > 1 else 1
+    if training and math.prod(shape) // c == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {shape}")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean must be defined in evaluation mode")
+    dims = (0,) + tuple(range(2, input.dim()))
+    stat_shape = (1, c) + (1,) * (input.dim() - 2)
+    if training:
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, unbiased=False, keepdim=True)
+        count = math.prod(shape) // c
+        with _C_no_grad():
+            if running_mean is not None:
+                running_mean.copy_(running_mean * (1 - momentum) + mean.detach().reshape(c).to(running_mean.dtype)
+                                   * momentum)
+            if running_var is not None:
+                unbiased = (var.detach() * (count / (count - 1))).reshape(c).to(running_var.dtype)
+                running_var.copy_(running_var * (1 - momentum) + unbiased * momentum)
+    else:
+        mean = running_mean.reshape(*stat_shape).to(input.dtype)
+        var = running_var.reshape(*stat_shape).to(input.dtype)
+    return _affine((input - mean) * (var + eps).rsqrt(), weight, bias)
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """input / (k + alpha * mean of input^2 over a window of size channels)^beta (zero padded across channels)."""
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
+    if input.numel() == 0:
+        return input
+    shape = tuple(input.shape)
+    c = shape[1]
+    sq = input * input
+    before, after = size // 2, (size - 1) // 2
+    parts = [sq]
+    if before:
+        parts.insert(0, _C.zeros((shape[0], before) + shape[2:], dtype=input.dtype, device=input.device))
+    if after:
+        parts.append(_C.zeros((shape[0], after) + shape[2:], dtype=input.dtype, device=input.device))
+    padded = _C.cat(parts, 1) if len(parts) > 1 else sq
+    total = padded.narrow(1, 0, c)
+    for i in range(1, size):
+        total = total + padded.narrow(1, i, c)
+    return input / (total * (alpha / size) + k).pow(beta)
+
+
+class LocalResponseNorm(Module):
+    """local_response_norm(x, size, alpha, beta, k)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
 class GroupNorm(Module):
     """group_norm over num_groups groups of num_channels channels; weight 1 and bias 0 per channel (affine)."""
 
