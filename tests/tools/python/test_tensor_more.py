@@ -598,6 +598,19 @@ def test_type_names_and_conversion():
         x.type("genesis.FooTensor")
     with pytest.raises(ValueError):
         torch.ones(1).type("torch.FooTensor")
+    # the legacy constructors and type objects
+    for name in ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "ByteTensor", "BoolTensor"):
+        g_cls, t_cls = getattr(genesis, name), getattr(torch, name)
+        assert g_cls(2, 3).shape == tuple(t_cls(2, 3).shape) and g_cls((4,)).tolist() == t_cls((4,)).tolist()
+        assert g_cls([1, 0]).tolist() == t_cls([1, 0]).tolist()
+        assert g_cls().shape == (0,)
+        made = g_cls([1])
+        assert isinstance(made, g_cls) and made.type() == f"genesis.{name}" and t_cls([1]).type() == f"torch.{name}"
+        assert isinstance(made, genesis.Tensor) and not isinstance(made, genesis.HalfTensor)
+        assert x.type(g_cls).dtype == made.dtype
+    assert genesis.LongTensor(6).zero_().view(-1, 2).tolist() == [[0, 0]] * 3
+    with pytest.raises(TypeError):
+        genesis.FloatTensor(genesis.tensor([1]))
 
 
 def test_default_dtype_drives_float_creation():

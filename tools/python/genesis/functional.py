@@ -289,11 +289,40 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
 _TYPE_NAMES = {v + "Tensor": k for k, v in _TORCH_NAMES.items()}
 
 
+class _TensorTypeMeta(_builtins.type):
+    """isinstance(x, genesis.FloatTensor): x is a tensor of that dtype."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype
+
+    def __repr__(cls):
+        return f"<class 'genesis.{cls.__name__}'>"
+
+
+class _LegacyTensorType(metaclass=_TensorTypeMeta):
+    """torch's legacy constructors: FloatTensor(2, 3) is uninitialised, FloatTensor([1, 2]) holds data."""
+
+    dtype = None
+
+    def __new__(cls, *args, device=None):
+        if len(args) == 1 and not isinstance(args[0], _numbers.Integral):
+            if _is_tensor(args[0]) and args[0].dtype != cls.dtype:
+                raise TypeError(f"expected {cls.__name__} (got {args[0].type()})")
+            return args[0] if _is_tensor(args[0]) else _C.tensor(args[0], dtype=cls.dtype, device=device)
+        return _C.empty(_sizes(args) if args else (0,), dtype=cls.dtype, device=device)
+
+
+TENSOR_TYPES = {name: _TensorTypeMeta(name, (_LegacyTensorType,), {"dtype": dt, "__doc__": f"Tensors of {dt}."})
+                for name, dt in _TYPE_NAMES.items()}
+
+
 def type(self, dtype=None, non_blocking=False, **kwargs):  # noqa: A001 - torch's method name
     """x.type(): the type name ('genesis.FloatTensor', 'genesis.cuda.FloatTensor'); x.type(dtype or name): converted."""
     if dtype is None:
         prefix = "genesis.cuda." if self.device.type == "cuda" else "genesis."
         return prefix + _TORCH_NAMES[self.dtype] + "Tensor"
+    if isinstance(dtype, _TensorTypeMeta):
+        dtype = dtype.dtype
     if isinstance(dtype, _dt):
         return self if self.dtype == dtype else self.to(dtype)
     if isinstance(dtype, str):
@@ -1564,7 +1593,9 @@ _REPLACE_METHODS = {"norm", "clamp", "clamp_"}
 
 
 def _install(namespace):
-    """Puts FUNCTIONS into namespace (the genesis module's globals) and METHODS onto Tensor."""
+    """Puts FUNCTIONS and TENSOR_TYPES into namespace (the genesis module's globals) and METHODS onto Tensor."""
+    for name, cls in TENSOR_TYPES.items():
+        namespace.setdefault(name, cls)
     for name in FUNCTIONS:
         if name in _REPLACE or name not in namespace:
             namespace[name] = globals()[name]
