@@ -46,6 +46,8 @@ void register_sort(const gn::sdk::Registrar& r);
 void register_pool(const gn::sdk::Registrar& r);
 void register_optim(const gn::sdk::Registrar& r);
 void register_llm(const gn::sdk::Registrar& r);
+void register_cumulative(const gn::sdk::Registrar& r);
+void register_linalg_decomp(const gn::sdk::Registrar& r);
 }  // namespace simd
 
 namespace generic {

@@ -1,5 +1,6 @@
 // backends/reference/indexing.cpp - embedding and its backward, gather,
-// scatter, scatter_add, index_select, index_add, masked_fill, one_hot.
+// scatter, scatter_add, index_select, index_add, masked_fill, one_hot,
+// scatter_reduce.
 //
 // Index tensors may have any integer dtype; every index value is checked
 // (0 <= idx < size, no negative indices) and a bad one fails with GN_ERR_INDEX
@@ -266,6 +267,98 @@ GN_SDK_KERNEL(one_hot_kernel) {
   }
 }
 
+// ----------------------------------------------------------------------------
+// scatter_reduce
+
+// scatter_reduce(x, index, src; dim, reduce, include_self) -> out = copy of x, then for every
+// p in index, out[q] = reduce(out[q], src[p]) with q = p but q[dim] = index[p], in index's
+// row-major order.  reduce: 0 sum, 1 prod, 2 mean (the sum divided by the number of values
+// reduced, x's included unless include_self is 0; integers divide with floor), 3 amax, 4 amin
+// (a NaN propagates).  include_self 0: the positions that receive a value start from the first
+// one instead of x's.  Floating values are combined in double and rounded to out's dtype after
+// every step (torch's in-dtype accumulation); integers exactly with int64 wrapping.
+GN_SDK_KERNEL(scatter_reduce_kernel) {
+  const char* op = "scatter_reduce";
+  need_io(op, n_in, 3, n_out, 1);
+  const gn_tensor_view &x = in[0], &index = in[1], &src = in[2], &o = out[0];
+  const int32_t dim = wrap_dim_checked(op, attr_int(op, attrs, n_attrs, 0), x.ndim);
+  const int64_t reduce = attr_int(op, attrs, n_attrs, 1);
+  const bool include_self = attr_int(op, attrs, n_attrs, 2) != 0;
+  if (reduce < 0 || reduce > 4)
+    fail_op(GN_ERR_INVALID_ARGUMENT, op,
+            "reduce must be 0 (sum), 1 (prod), 2 (mean), 3 (amax) or 4 (amin), got " + std::to_string(reduce));
+  check_index_shape(op, index, o, dim);
+  const bool scalar_src = src.ndim == 0;
+  if (!scalar_src) {
+    bool ok = src.ndim == index.ndim;
+    for (int32_t d = 0; ok && d < src.ndim; ++d) ok = index.shape[d] <= src.shape[d];
+    if (!ok) fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " is smaller than index " + shape_str(index));
+  }
+  copy_convert(op, o, x);
+  const int64_t n_out_el = numel(o), n = numel(index);
+  const bool exact = is_intlike(o.dtype);
+  std::vector<int64_t> count((size_t)n_out_el, include_self ? 1 : 0);
+  std::vector<bool> fresh((size_t)n_out_el, !include_self);
+  std::vector<int64_t> p((size_t)index.ndim + 1, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = checked_index(op, elem_ptr_at(index, p.data()), index.dtype, dim_size(o, dim));
+    std::vector<int64_t> q(p);
+    if (o.ndim > 0) q[(size_t)dim] = v;
+    int64_t lin = 0;  // row-major position of q in o
+    for (int32_t d = 0; d < o.ndim; ++d) lin = lin * o.shape[d] + q[(size_t)d];
+    char* dst = elem_ptr_at(o, q.data());
+    const char* s = scalar_src ? base_ptr(src) : elem_ptr_at(src, p.data());
+    const bool first = fresh[(size_t)lin];
+    fresh[(size_t)lin] = false;
+    ++count[(size_t)lin];
+    if (exact) {
+      const int64_t b = load_i64(s, src.dtype), a = first ? (reduce == 1 ? 1 : 0) : gn::sdk::load_int(dst, o.dtype);
+      int64_t r = 0;
+      switch (reduce) {
+        case 0:
+        case 2: r = wrap_add(a, b); break;
+        case 1: r = wrap_mul(a, b); break;
+        case 3: r = first ? b : std::max(a, b); break;
+        default: r = first ? b : std::min(a, b); break;
+      }
+      gn::sdk::store_int(dst, o.dtype, r);
+    } else {
+      const double b = load(s, src.dtype);
+      double a = first ? (reduce == 1   ? 1.0
+                          : reduce == 3 ? -INFINITY
+                          : reduce == 4 ? INFINITY
+                                        : 0.0)
+                       : load(dst, o.dtype);
+      double r = 0;
+      switch (reduce) {
+        case 0:
+        case 2: r = a + b; break;
+        case 1: r = a * b; break;
+        case 3: r = std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); break;
+        default: r = std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); break;
+      }
+      gn::sdk::store(dst, o.dtype, r);
+    }
+    next_index(p.data(), index.shape, index.ndim);
+  }
+  if (reduce != 2) return;
+  std::vector<int64_t> q((size_t)o.ndim + 1, 0);
+  for (int64_t lin = 0; lin < n_out_el; ++lin) {
+    const int64_t c = count[(size_t)lin];
+    char* dst = elem_ptr_at(o, q.data());
+    next_index(q.data(), o.shape, o.ndim);
+    if (c <= 1) continue;
+    if (exact) {
+      const int64_t a = gn::sdk::load_int(dst, o.dtype);
+      int64_t r = a / c;
+      if (a % c != 0 && a < 0) --r;  // floor
+      gn::sdk::store_int(dst, o.dtype, r);
+    } else {
+      gn::sdk::store(dst, o.dtype, load(dst, o.dtype) / (double)c);
+    }
+  }
+}
+
 }  // namespace
 
 void register_indexing(const gn::sdk::Registrar& r) {
@@ -278,6 +371,7 @@ void register_indexing(const gn::sdk::Registrar& r) {
   r.kernel("index_add", kNumericDtypes, index_add_kernel);
   r.kernel("masked_fill", kAllDtypes, masked_fill_kernel);
   r.kernel("one_hot", kIntDtypes, one_hot_kernel);
+  r.kernel("scatter_reduce", kNumericDtypes, scatter_reduce_kernel);
 }
 
 }  // namespace gn::reference

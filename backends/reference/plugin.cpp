@@ -146,6 +146,8 @@ void init(const gn_host_api* h, gn_plugin_info*) {
   register_pool(r);
   register_optim(r);
   register_llm(r);
+  register_cumulative(r);
+  register_linalg_decomp(r);
 }
 
 }  // namespace

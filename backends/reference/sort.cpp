@@ -1,4 +1,4 @@
-// backends/reference/sort.cpp - sort, argsort and topk along one dim.
+// backends/reference/sort.cpp - sort, argsort and topk along one dim; searchsorted.
 //
 // Each line along `dim` is ordered with a stable sort of its positions, so
 // equal values keep their original order (lower index first) in both
@@ -102,12 +102,70 @@ GN_SDK_KERNEL(topk_kernel) {
   sort_lines("topk", x, dim, largest, k, &out[0], &out[1]);
 }
 
+// ----------------------------------------------------------------------------
+// searchsorted
+
+// Position of v in the sorted line `line` by torch's binary search: the first i with
+// line[i] >= v (right: line[i] > v), comparisons as written (a NaN compares false).
+template <class K>
+int64_t search_line(const std::vector<K>& line, K v, bool right) {
+  int64_t lo = 0, hi = (int64_t)line.size();
+  while (lo < hi) {
+    const int64_t mid = lo + ((hi - lo) >> 1);
+    const K x = line[(size_t)mid];
+    if (right ? !(x > v) : !(x >= v))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// searchsorted(sorted (M) or (*, M), values; right, out_int32) -> positions of values' shape.
+GN_SDK_KERNEL(searchsorted_kernel) {
+  const char* op = "searchsorted";
+  need_io(op, n_in, 2, n_out, 1);
+  const gn_tensor_view &s = in[0], &v = in[1], &o = out[0];
+  const bool right = attr_int(op, attrs, n_attrs, 0) != 0;
+  if (s.ndim < 1) fail_op(GN_ERR_SHAPE, op, "the sorted sequence must have at least one dim");
+  if (numel(o) != numel(v)) fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match " + shape_str(v));
+  const bool exact = is_intlike(s.dtype) && is_intlike(v.dtype);
+  // Lines of s along its last dim; a 1-D s serves every value, else line k serves the values'
+  // line k (same leading dims).
+  const Groups gs = line_groups(s, s.ndim - 1);
+  const bool one = s.ndim == 1;
+  if (!one && (v.ndim != s.ndim || numel(v) / std::max<int64_t>(v.shape[v.ndim - 1], 1) != gs.outer_n) && numel(v) != 0)
+    fail_op(GN_ERR_SHAPE, op, "values " + shape_str(v) + " do not match the sorted sequence " + shape_str(s));
+  const int64_t per_line = one ? numel(v) : (v.ndim ? v.shape[v.ndim - 1] : 1);
+  std::vector<const char*> ps;
+  std::vector<int64_t> ks;
+  std::vector<double> kd;
+  for (int64_t line = 0; line < (one ? 1 : gs.outer_n); ++line) {
+    gs.pointers(line, ps);
+    if (exact) {
+      ks.resize(ps.size());
+      for (size_t j = 0; j < ps.size(); ++j) ks[j] = gn::sdk::load_int(ps[j], s.dtype);
+    } else {
+      kd.resize(ps.size());
+      for (size_t j = 0; j < ps.size(); ++j) kd[j] = gn::sdk::load(ps[j], s.dtype);
+    }
+    for (int64_t j = 0; j < per_line; ++j) {
+      const int64_t i = line * per_line + j;
+      const char* pv = gn::sdk::elem_ptr(v, i);
+      const int64_t pos = exact ? search_line(ks, gn::sdk::load_int(pv, v.dtype), right)
+                                : search_line(kd, gn::sdk::load(pv, v.dtype), right);
+      gn::sdk::store_int(gn::sdk::elem_ptr(o, i), o.dtype, pos);
+    }
+  }
+}
+
 }  // namespace
 
 void register_sort(const gn::sdk::Registrar& r) {
   r.kernel("sort", kAllDtypes, sort_kernel);
   r.kernel("argsort", kAllDtypes, argsort_kernel);
   r.kernel("topk", kNumericDtypes, topk_kernel);
+  r.kernel("searchsorted", kNumericDtypes, searchsorted_kernel);
 }
 
 }  // namespace gn::reference

@@ -68,6 +68,16 @@ GN_INFER_DECL(kv_cache_write)
 GN_INFER_DECL(add_rms_norm)
 GN_INFER_DECL(linear)
 GN_INFER_DECL(linear_swiglu)
+GN_INFER_DECL(cumulative)
+GN_INFER_DECL(cummax)
+GN_INFER_DECL(searchsorted)
+GN_INFER_DECL(lu_factor)
+GN_INFER_DECL(lu_solve)
+GN_INFER_DECL(solve_triangular)
+GN_INFER_DECL(cholesky)
+GN_INFER_DECL(qr)
+GN_INFER_DECL(svd)
+GN_INFER_DECL(eigh)
 #undef GN_INFER_DECL
 
 // PyTorch's promote_types for two dtypes (u8+i8 -> i32 since i16 is absent;

@@ -322,12 +322,67 @@ GN_SDK_KERNEL(topk_fn) {
   sort_lines(ctx, "topk", x, dim, largest, k, &out[0], &out[1]);
 }
 
+// ----------------------------------------------------------------------------
+// searchsorted: one thread per value, torch's binary search (a NaN compares false).
+
+template <class T>
+__global__ void searchsorted_kernel(const T* __restrict__ s, const T* __restrict__ v, void* __restrict__ out,
+                                    int64_t nv, int64_t M, int64_t per, int one, int right, int out32) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nv; i += (int64_t)gridDim.x * blockDim.x) {
+    const T* line = s + (one ? 0 : (i / per) * M);
+    const T val = v[i];
+    int64_t lo = 0, hi = M;
+    while (lo < hi) {
+      const int64_t mid = lo + ((hi - lo) >> 1);
+      const T x = line[mid];
+      if (right ? !(x > val) : !(x >= val))
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (out32)
+      static_cast<int32_t*>(out)[i] = (int32_t)lo;
+    else
+      static_cast<int64_t*>(out)[i] = lo;
+  }
+}
+
+// searchsorted(sorted (M) or (*, M), values; right, out_int32) -> positions.
+GN_SDK_KERNEL(searchsorted_fn) {
+  const char* op = "searchsorted";
+  need_io(op, n_in, 2, n_out, 1);
+  DeviceGuard dg(ctx);
+  const gn_tensor_view &s = in[0], &v = in[1], &o = out[0];
+  const bool right = attr_int(op, attrs, n_attrs, 0) != 0;
+  const int64_t nv = numel(v);
+  if (s.ndim < 1 || s.dtype != v.dtype || numel(o) != nv || (o.dtype != GN_I64 && o.dtype != GN_I32))
+    fail_op(GN_ERR_SHAPE, op, "sorted sequence, values and output do not fit");
+  const int64_t M = s.shape[s.ndim - 1];
+  const int64_t per = s.ndim == 1 ? nv : (v.ndim ? v.shape[v.ndim - 1] : 1);
+  if (s.ndim > 1 && (v.ndim != s.ndim || (M ? numel(s) / M : 0) * per != nv))
+    fail_op(GN_ERR_SHAPE, op, "values " + shape_str(v) + " do not match the sorted sequence " + shape_str(s));
+  if (nv == 0) return;
+  dispatch_all(s.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
+      fail_op(GN_ERR_DTYPE, op, "16-bit floats are compared through float32 first (inference casts them)");
+    } else {
+      searchsorted_kernel<T><<<blocks_for(nv), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(s), data_ptr<const T>(v),
+                                                                           gn_view_ptr(&o), nv, M, per, s.ndim == 1,
+                                                                           right, o.dtype == GN_I32);
+    }
+  });
+  GN_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 GN_CUDA_FAMILY(sort) {
   r.kernel("sort", kAllDtypes, sort_fn, GN_KERNEL_CONTIGUOUS);
   r.kernel("argsort", kAllDtypes, argsort_fn, GN_KERNEL_CONTIGUOUS);
   r.kernel("topk", kNumericDtypes, topk_fn, GN_KERNEL_CONTIGUOUS);
+  const int32_t searchable[] = {GN_F32, GN_F64, GN_I8, GN_U8, GN_I32, GN_I64};
+  r.kernel("searchsorted", searchable, searchsorted_fn, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cuda

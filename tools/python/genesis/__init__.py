@@ -135,6 +135,14 @@ for _name in ("neg", "negative", "abs", "sign", "exp", "expm1", "log", "log1p", 
 clip = globals()["clamp"]
 del _name
 
+# ---- scanning, ordering, counting and searching ops, determinants (src/algorithms.cpp, src/linalg.cpp)
+from genesis._C import bucketize, searchsorted  # noqa: F401,E402
+for _name in ("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "kthvalue", "median", "nanmedian", "mode",
+              "unique", "unique_consecutive", "bincount", "histc", "scatter_reduce", "det", "inverse", "slogdet",
+              "logdet"):
+    globals()[_name] = _as_function(_name)
+del _name
+
 
 # ---- copy and pickle: a detached copy of the data (as a NumPy array in pickles), requires_grad kept
 def _tensor_deepcopy(self, memo):

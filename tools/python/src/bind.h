@@ -62,5 +62,7 @@ void bind_runtime(py::module_& m);       // runtime.cpp: RNG, no_grad, amp, memo
 void bind_models(py::module_& m);        // models.cpp: Qwen, tokenizer, generation, SFT
 void bind_data(py::module_& m);          // data.cpp: Fashion-MNIST, DataLoader
 void bind_distributed(py::module_& m);   // distributed.cpp: process groups, collectives, DDP, sampler
+void bind_algorithms(py::module_& m);    // algorithms.cpp: cumsum, order statistics, unique, searches
+void bind_linalg(py::module_& m);        // linalg.cpp: _C.linalg (solve, inv, det, qr, svd, ...), Tensor.det
 
 }  // namespace genesis::python

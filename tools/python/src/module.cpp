@@ -63,4 +63,6 @@ PYBIND11_MODULE(_C, m) {
   bind_models(m);
   bind_data(m);
   bind_distributed(m);
+  bind_algorithms(m);
+  bind_linalg(m);
 }

@@ -198,6 +198,88 @@ void scatter_impl(const char* op, const gn_tensor_view* in, size_t n_in, const g
 GN_SDK_KERNEL(scatter_kernel) { scatter_impl<false>("scatter", in, n_in, out[0], attr_i(attrs, n_attrs, 0, 0)); }
 GN_SDK_KERNEL(scatter_add_kernel) { scatter_impl<true>("scatter_add", in, n_in, out[0], attr_i(attrs, n_attrs, 0, 0)); }
 
+// scatter_reduce(x, index, src; dim, reduce, include_self): the reference's rule (in index's
+// row-major order, rounded to the dtype after every step, integers exact and wrapping, mean
+// divided at the end, integer mean with floor), fiber by fiber: bit-identical.
+GN_SDK_KERNEL(scatter_reduce_kernel) {
+  if (n_in != 3 || n_out != 1) GN_UNSUPPORTED("[scatter_reduce] arity");
+  const gn_tensor_view &x = in[0], &ix = in[1], &src = in[2], &o = out[0];
+  const int32_t dim = wrap_dim(attr_i(attrs, n_attrs, 0, 0), x.ndim);
+  const int64_t reduce = attr_i(attrs, n_attrs, 1, -1);
+  const bool include_self = attr_i(attrs, n_attrs, 2, 1) != 0;
+  const bool scalar = src.ndim == 0;
+  bool ok = reduce >= 0 && reduce <= 4 && x.ndim > 0 && dim >= 0 && ix.ndim == x.ndim && o.dtype == x.dtype &&
+            src.dtype == x.dtype && x.dtype != GN_BOOL && dims_of(o) == dims_of(x) && (scalar || src.ndim == ix.ndim);
+  for (int32_t d = 0; ok && d < x.ndim; ++d)
+    ok = (d == dim || ix.shape[d] <= x.shape[d]) && (scalar || ix.shape[d] <= src.shape[d]);
+  std::vector<int64_t> ids;
+  if (!ok || !load_indices(ix, x.shape[dim], ids)) GN_UNSUPPORTED("[scatter_reduce] these arguments");
+  const size_t es = gn_dtype_size(x.dtype);
+  const int64_t n = gn_view_numel(&x);
+  if (data_of(o) != data_of(x)) copy_bytes(data_of(o), data_of(x), (size_t)n * es);
+  const Dims shape = dims_of(ix), os = dense_strides(dims_of(o)), is = dense_strides(shape);
+  const Dims ss = scalar ? Dims(shape.size(), 0) : dense_strides(dims_of(src));
+  const int64_t K = shape[(size_t)dim], fibers = K ? (int64_t)ids.size() / K : 0;
+  const Dims* strides[3] = {&os, &is, &ss};
+  std::vector<int64_t> count((size_t)n, include_self ? 1 : 0);  // per output element (fibers are disjoint)
+  char* po = (char*)data_of(o);
+  const char* ps = (const char*)data_of(src);
+  dispatch_dtype(x.dtype, [&](auto tag) {
+    using T = typename Storage<decltype(tag)::value>::T;
+    parallel_for(fibers, K, [&](int64_t f) {
+      int64_t off[3];
+      fiber_offsets(f, shape, dim, strides, off);
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t i = off[1] + k * is[(size_t)dim], e = off[0] + ids[(size_t)i] * os[(size_t)dim];
+        T* d = (T*)(po + e * es);
+        const T* s = (const T*)(ps + (off[2] + k * ss[(size_t)dim]) * es);
+        const bool first = !include_self && count[(size_t)e] == 0;
+        ++count[(size_t)e];
+        if constexpr (std::is_integral_v<T>) {
+          const int64_t b = (int64_t)*s, a = first ? (reduce == 1 ? 1 : 0) : (int64_t)*d;
+          int64_t r;
+          if (reduce == 0 || reduce == 2)
+            r = (int64_t)((uint64_t)a + (uint64_t)b);
+          else if (reduce == 1)
+            r = (int64_t)((uint64_t)a * (uint64_t)b);
+          else if (reduce == 3)
+            r = first ? b : std::max(a, b);
+          else
+            r = first ? b : std::min(a, b);
+          *d = (T)r;
+        } else {
+          const double b = ld(s);
+          const double a = first ? (reduce == 1 ? 1.0 : reduce == 3 ? -INFINITY : reduce == 4 ? INFINITY : 0.0) : ld(d);
+          double r;
+          if (reduce == 0 || reduce == 2)
+            r = a + b;
+          else if (reduce == 1)
+            r = a * b;
+          else if (reduce == 3)
+            r = std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+          else
+            r = std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+          st(d, r);
+        }
+      }
+    });
+    if (reduce != 2) return;
+    T* p = (T*)po;
+    parallel_for(n, 1, [&](int64_t e) {
+      const int64_t c = count[(size_t)e];
+      if (c <= 1) return;
+      if constexpr (std::is_integral_v<T>) {
+        const int64_t a = (int64_t)p[e];
+        int64_t r = a / c;
+        if (a % c != 0 && a < 0) --r;
+        p[e] = (T)r;
+      } else {
+        st(p + e, ld(p + e) / (double)c);
+      }
+    });
+  });
+}
+
 // ----------------------------------------------------------------------------
 // index_select / index_add: x seen as (outer, size, inner) around dim.
 
@@ -332,6 +414,7 @@ void register_indexing(const gn::sdk::Registrar& r) {
   r.kernel("gather", all, gather_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("scatter", all, scatter_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("scatter_add", acc, scatter_add_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("scatter_reduce", acc, scatter_reduce_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("index_select", all, index_select_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("index_add", acc, index_add_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("masked_fill", all, masked_fill_kernel, GN_KERNEL_CONTIGUOUS);

@@ -1,4 +1,4 @@
-// backends/cpu/ops/simd/sort.cpp - sort, argsort and topk along one dim, in C++.
+// backends/cpu/ops/simd/sort.cpp - sort, argsort and topk along one dim, in C++; searchsorted.
 //
 // x dense (GN_KERNEL_CONTIGUOUS), seen as (outer, L, inner); every line along
 // dim is ordered on its own thread (lines in parallel).  The order is the
@@ -118,6 +118,61 @@ GN_SDK_KERNEL(topk_kernel) {
       true, &out[0], &out[1]);
 }
 
+// ----------------------------------------------------------------------------
+// searchsorted: one binary search per value (values in parallel), torch's comparisons.
+
+template <class K>
+int64_t search_line(const K* line, int64_t M, K v, bool right) {
+  int64_t lo = 0, hi = M;
+  while (lo < hi) {
+    const int64_t mid = lo + ((hi - lo) >> 1);
+    if (right ? !(line[mid] > v) : !(line[mid] >= v))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+GN_SDK_KERNEL(searchsorted_kernel) {
+  if (n_in != 2 || n_out != 1) GN_UNSUPPORTED("[searchsorted] arity");
+  const gn_tensor_view &s = in[0], &v = in[1], &o = out[0];
+  const bool right = attr_i(attrs, n_attrs, 0, 0) != 0;
+  const int64_t nv = gn_view_numel(&v);
+  if (s.ndim < 1 || s.dtype != v.dtype || (o.dtype != GN_I64 && o.dtype != GN_I32) || gn_view_numel(&o) != nv)
+    GN_UNSUPPORTED("[searchsorted] these arguments");
+  const int64_t M = s.shape[s.ndim - 1], lines = M ? gn_view_numel(&s) / M : 0;
+  const int64_t per = s.ndim == 1 ? nv : (v.ndim ? v.shape[v.ndim - 1] : 1);
+  if (s.ndim > 1 && (v.ndim != s.ndim || lines * per != nv)) GN_UNSUPPORTED("[searchsorted] shapes");
+  if (nv == 0) return;
+  if (!dispatch_dtype(s.dtype, [&](auto tag) {
+        using T = typename Storage<decltype(tag)::value>::T;
+        using K = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+        const T *ps = (const T*)data_of(s), *pv = (const T*)data_of(v);
+        std::vector<K> keys((size_t)gn_view_numel(&s));
+        for (size_t i = 0; i < keys.size(); ++i) {
+          if constexpr (std::is_integral_v<T>)
+            keys[i] = (K)ps[i];
+          else
+            keys[i] = ld(ps + i);
+        }
+        parallel_for(nv, 16, [&](int64_t i) {
+          const int64_t line = s.ndim == 1 ? 0 : i / per;
+          K val;
+          if constexpr (std::is_integral_v<T>)
+            val = (K)pv[i];
+          else
+            val = ld(pv + i);
+          const int64_t pos = search_line(keys.data() + line * M, M, val, right);
+          if (o.dtype == GN_I64)
+            ((int64_t*)data_of(o))[i] = pos;
+          else
+            ((int32_t*)data_of(o))[i] = (int32_t)pos;
+        });
+      }))
+    GN_UNSUPPORTED("[searchsorted] dtype");
+}
+
 }  // namespace
 
 void register_sort(const gn::sdk::Registrar& r) {
@@ -126,6 +181,7 @@ void register_sort(const gn::sdk::Registrar& r) {
   r.kernel("sort", all, sort_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("argsort", all, argsort_kernel, GN_KERNEL_CONTIGUOUS);
   r.kernel("topk", numeric, topk_kernel, GN_KERNEL_CONTIGUOUS);
+  r.kernel("searchsorted", numeric, searchsorted_kernel, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cpu::simd
