@@ -20,3 +20,16 @@ from genesis.nn.modules import ParameterDict, ParameterList, Unflatten  # noqa: 
 from genesis.nn.normalization import (  # noqa: F401,E402
     GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LocalResponseNorm,
 )
+from genesis.nn.conv import Conv1d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: F401,E402
+from genesis.nn.pooling import (  # noqa: F401,E402
+    AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, MaxPool1d,
+)
+from genesis.nn.sampling import (  # noqa: F401,E402
+    ConstantPad1d, ConstantPad2d, ConstantPad3d, PixelShuffle, PixelUnshuffle, ReflectionPad1d, ReflectionPad2d,
+    ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, Upsample, UpsamplingBilinear2d,
+    UpsamplingNearest2d, ZeroPad2d,
+)
+from genesis.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401,E402
+from genesis.nn.transformer import (  # noqa: F401,E402
+    Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+)

@@ -17,3 +17,13 @@ from genesis.nn.loss import (  # noqa: F401,E402
 from genesis.nn.normalization import (  # noqa: F401,E402
     batch_norm, group_norm, instance_norm, local_response_norm, normalize,
 )
+from genesis.nn.conv import conv1d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: F401,E402
+from genesis.nn.pooling import (  # noqa: F401,E402
+    adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices, adaptive_max_pool2d, adaptive_max_pool2d_with_indices, avg_pool1d, max_pool1d,
+    max_pool1d_with_indices, max_pool2d_with_indices,
+)
+from genesis.nn.sampling import (  # noqa: F401,E402
+    interpolate, pad, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear, upsample_nearest,
+)
+from genesis.nn.layers import multi_head_attention_forward  # noqa: F401,E402
