@@ -1,7 +1,11 @@
 # gen_expected.py - writes expected_data.h (PyTorch 1.13 reference values for
 # optim_test.cpp).  Run: /usr/bin/python3 gen_expected.py > expected_data.h
 import math
+import warnings
+
 import torch
+
+warnings.filterwarnings("ignore", "The epoch parameter")  # torch's SequentialLR warns about its own step(0)
 
 torch.set_default_dtype(torch.float64)
 P0 = [[1.0, -2.0, 3.0, 0.5], [[0.3, -0.7, 1.1], [2.0, -0.1, 0.25]]]
@@ -11,7 +15,7 @@ def grad(k, j, n):  # gradient of param j at step k (1-based): cos(0.7*k + 1.3*i
     return torch.tensor([math.cos(0.7 * k + 1.3 * i + j) for i in range(n)])
 
 
-def run(cls, groups_kw, kw, steps=5):
+def run(cls, groups_kw, kw, steps=5):  # params after each step
     ps = [torch.tensor(P0[0], requires_grad=True), torch.tensor(P0[1], requires_grad=True)]
     if groups_kw is None:
         opt = cls(ps, **kw)
@@ -44,6 +48,53 @@ OPT_CASES = [
      dict(lr=0.05, betas=(0.8, 0.5), weight_decay=0.1, amsgrad=True, maximize=True)),
     ("sgd_groups", torch.optim.SGD, [dict(lr=0.1), dict(lr=0.01, momentum=0.5)], dict(lr=1.0, momentum=0.9)),
     ("adamw_groups", torch.optim.AdamW, [dict(), dict(lr=0.1, weight_decay=0.0)], dict(lr=0.01)),
+    ("rmsprop_plain", torch.optim.RMSprop, None, dict(lr=0.01)),
+    ("rmsprop_centered", torch.optim.RMSprop, None, dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1)),
+    ("rmsprop_max", torch.optim.RMSprop, None, dict(lr=0.02, alpha=0.9, eps=1e-6, maximize=True)),
+    ("rmsprop_groups", torch.optim.RMSprop, [dict(), dict(lr=0.005, momentum=0.5, centered=True)], dict(lr=0.01)),
+    ("adagrad_plain", torch.optim.Adagrad, None, dict(lr=0.1)),
+    ("adagrad_decay", torch.optim.Adagrad, None,
+     dict(lr=0.1, lr_decay=0.05, weight_decay=0.1, initial_accumulator_value=0.2)),
+    ("adagrad_max", torch.optim.Adagrad, None, dict(lr=0.05, eps=1e-3, maximize=True)),
+    ("adamax_plain", torch.optim.Adamax, None, dict(lr=0.01)),
+    ("adamax_wd_max", torch.optim.Adamax, None, dict(lr=0.01, betas=(0.8, 0.9), weight_decay=0.1, maximize=True)),
+    ("nadam_plain", torch.optim.NAdam, None, dict(lr=0.01)),
+    ("nadam_wd", torch.optim.NAdam, None, dict(lr=0.01, betas=(0.85, 0.99), weight_decay=0.1, momentum_decay=0.02)),
+    ("radam_plain", torch.optim.RAdam, None, dict(lr=0.01)),
+    # beta2 = 0.9 over 8 steps: the rectified update (rho_t > 5) from step 6
+    ("radam_rect", torch.optim.RAdam, None, dict(lr=0.01, betas=(0.9, 0.9), weight_decay=0.1), 8),
+]
+
+
+def rosenbrock(v):  # a Rosenbrock valley with curvature 10 (the C++ test computes the same)
+    return (10 * (v[1:] - v[:-1] ** 2) ** 2 + (1 - v[:-1]) ** 2).sum()
+
+
+def lbfgs_run(kw, steps):  # per step: the loss returned, func_evals, n_iter, then both params
+    ps = [torch.tensor([-1.2, 1.0, -0.5, 0.8], requires_grad=True),
+          torch.tensor([[1.5, -0.3, 0.2], [2.0, 0.7, -0.4]], requires_grad=True)]
+    opt = torch.optim.LBFGS(ps, **kw)
+
+    def closure():
+        opt.zero_grad()
+        loss = rosenbrock(ps[0]) + rosenbrock(ps[1].reshape(-1))
+        loss.backward()
+        return loss
+    out = []
+    for _ in range(steps):
+        loss = opt.step(closure)
+        st = opt.state[ps[0]]
+        out += [loss.item(), st["func_evals"], st["n_iter"]]
+        for p in ps:
+            out += p.detach().flatten().tolist()
+    return out
+
+
+LBFGS_CASES = [
+    ("lbfgs_wolfe", lbfgs_run(dict(line_search_fn="strong_wolfe"), 3)),
+    ("lbfgs_wolfe_history", lbfgs_run(dict(line_search_fn="strong_wolfe", history_size=3, max_iter=7), 4)),
+    ("lbfgs_fixed", lbfgs_run(dict(lr=0.3), 3)),
+    ("lbfgs_fixed_history", lbfgs_run(dict(history_size=2, max_iter=10), 3)),
 ]
 
 
@@ -86,6 +137,41 @@ SCHED_CASES = [
                                                     anneal_strategy='linear'), mom=True)),
     ("onecycle_adam", sched_run(lambda o: S.OneCycleLR(o, max_lr=0.01, total_steps=20, pct_start=0.25),
                                 torch.optim.Adam, dict(lr=0.001), steps=19, mom=True)),
+    ("polynomial", sched_run(lambda o: S.PolynomialLR(o, total_iters=12, power=2.0))),
+    ("constant", sched_run(lambda o: S.ConstantLR(o, factor=0.25, total_iters=7))),
+    ("multiplicative", sched_run(lambda o: S.MultiplicativeLR(o, lambda e: 0.9 if e % 3 else 1.05))),
+    ("sequential", sched_run(lambda o: S.SequentialLR(o, [S.ConstantLR(o, factor=0.1, total_iters=2),
+                                                           S.ExponentialLR(o, gamma=0.9)], milestones=[5]))),
+    ("sequential3", sched_run(lambda o: S.SequentialLR(
+        o, [S.LinearLR(o, start_factor=0.2, total_iters=4), S.CosineAnnealingLR(o, T_max=6, eta_min=0.01),
+            S.MultiStepLR(o, milestones=[3, 5], gamma=0.5)], milestones=[4, 12]))),
+    ("chained", sched_run(lambda o: S.ChainedScheduler([S.ConstantLR(o, factor=0.1, total_iters=3),
+                                                         S.ExponentialLR(o, gamma=0.9)]))),
+    ("cyclic", sched_run(lambda o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=4), mom=True)),
+    ("cyclic2", sched_run(lambda o: S.CyclicLR(o, 0.01, 0.1, step_size_up=3, step_size_down=5, mode="triangular2",
+                                               base_momentum=0.7, max_momentum=0.95), mom=True)),
+    ("cyclic_exp", sched_run(lambda o: S.CyclicLR(o, 0.01, 0.1, step_size_up=5, mode="exp_range", gamma=0.9),
+                             mom=True)),
+]
+
+METRICS = [1.0, 0.9, 0.95, 0.95, 0.9, 0.89995, 0.91, 0.92, 0.93, 0.7, 0.7, 0.71, 0.72, 0.72, 0.73, 0.74, 0.75,
+           0.5, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.4, 0.41, 0.42, 0.43, 0.44, 0.45, 0.46, 0.47, 0.48, 0.49]
+
+
+def plateau_run(**kw):  # the lr after each step(metric)
+    opt = torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1)
+    s = S.ReduceLROnPlateau(opt, **kw)
+    out = []
+    for m in METRICS:
+        s.step(m)
+        out.append(opt.param_groups[0]["lr"])
+    return out
+
+
+PLATEAU_CASES = [
+    ("plateau_patience", plateau_run(patience=2, factor=0.5)),
+    ("plateau_max_abs", plateau_run(mode="max", threshold_mode="abs", threshold=0.02, patience=1, cooldown=2)),
+    ("plateau_min_lr_eps", plateau_run(patience=0, factor=0.3, min_lr=0.005, eps=0.002)),
 ]
 
 
@@ -98,8 +184,10 @@ def emit(name, vals):
 
 print("// expected_data.h - generated by gen_expected.py with Debian's torch %s; do not edit." % torch.__version__)
 print("#pragma once\n#include <vector>\nnamespace expected {")
-for name, cls, gk, kw in OPT_CASES:
-    emit(name, run(cls, gk, kw))
-for name, vals in SCHED_CASES:
+for name, cls, gk, kw, *steps in OPT_CASES:
+    emit(name, run(cls, gk, kw, *steps))
+for name, vals in LBFGS_CASES:
+    emit(name, vals)
+for name, vals in SCHED_CASES + PLATEAU_CASES:
     emit("sched_" + name, vals)
 print("}  // namespace expected")
