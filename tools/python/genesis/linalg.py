@@ -2,7 +2,7 @@
 
 The norms are composed from differentiable genesis ops, so they run on every device and autograd
 gives torch's gradients (zero where the norm is zero, the gradient of an inf norm shared evenly
-between the tied maxima). Matrix norms from singular values ('nuc', 2, -2) need svdvals.
+between the tied maxima). The matrix norms from singular values ('nuc', 2, -2) use svdvals.
 """
 import math as _math
 import numbers as _numbers
