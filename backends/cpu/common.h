@@ -16,6 +16,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "genesis/sdk/sdk.h"
+#include "threads.h"
 
 namespace gn::cpu {
 
@@ -39,15 +40,25 @@ using gn::sdk::fail;
 dnnl::engine& engine();
 dnnl::stream& stream();
 
-// Threads: the configured count (runtime option "num_threads", env
-// GENESIS_NUM_THREADS, else all cores); set on the calling thread before any
-// parallel region (OpenMP ICVs are per thread, oneDNN follows OpenMP).
-int num_threads();
-void set_num_threads(int n);
-inline void ensure_threads() {
-  const int n = num_threads();
-  if (omp_get_max_threads() != n) omp_set_num_threads(n);
-}
+// oneDNN sizes its OpenMP team by omp_get_max_threads(), a per-thread value:
+// at 1 it runs the primitive on the calling thread with no team to start.
+// Every primitive runs that way here (the pool, threads.h, splits the big
+// ones), except convolutions, whose primitives are not split: they get a team
+// of num_threads(). The caller's value is restored on the way out.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int n) : saved_(omp_get_max_threads()) {
+    if (saved_ != n) omp_set_num_threads(n);
+  }
+  ~OmpThreads() {
+    if (omp_get_max_threads() != saved_) omp_set_num_threads(saved_);
+  }
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+
+ private:
+  int saved_;
+};
 
 // gn_dtype -> oneDNN data type; undef when oneDNN has none.
 inline dnnl::memory::data_type dnnl_dtype(int32_t dtype) {
@@ -174,10 +185,9 @@ inline dnnl::memory mem(const dnnl::memory::desc& md, const void* p) {
 }
 
 // Execute c.prim with args plus a scratchpad from the kernel workspace (or a
-// thread-local buffer when the core has none to give); sets the thread count,
-// or with `serial` runs the primitive on the calling thread alone.
-void execute(const gn_kernel_ctx* ctx, const Cached& c, std::unordered_map<int, dnnl::memory> args,
-             bool serial = false);
+// thread-local buffer when the core has none to give, or ctx is NULL), on the
+// calling thread alone.
+void execute(const gn_kernel_ctx* ctx, const Cached& c, std::unordered_map<int, dnnl::memory> args);
 
 // Below this many output elements a C++ loop on the calling thread beats a
 // oneDNN primitive call (~1 us of setup, ~1 us more for its OpenMP region).

@@ -1,8 +1,7 @@
 // backends/cpu/loops.h - the C++ kernels' loop helpers: element storage types
 // per gn_dtype, f16/bf16 conversions, and parallel loops that stay on the
-// calling thread for small work (a oneDNN call costs ~2 us, an OpenMP region
-// ~1 us; the framework budget is 1 us per op, so small tensors never enter a
-// parallel region, not even an if(false) one).
+// calling thread for small work (waking a pool thread costs a few us; the
+// framework budget is 1 us per op, so small tensors never reach the pool).
 #pragma once
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "common.h"
+#include "threads.h"
 
 namespace gn::cpu {
 
@@ -22,13 +22,18 @@ constexpr int64_t kSerialWork = 32768;
 // f(i) for i in [0, n); `cost` = element-operations per item.
 template <class F>
 inline void parallel_for(int64_t n, int64_t cost, F&& f) {
-  if (n <= 1 || n * (cost > 0 ? cost : 1) <= kSerialWork) {
+  const int threads = num_threads();
+  if (n <= 1 || threads == 1 || n * (cost > 0 ? cost : 1) <= kSerialWork) {
     for (int64_t i = 0; i < n; ++i) f(i);
     return;
   }
-  ensure_threads();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) f(i);
+  // A few chunks per thread: a thread the OS keeps off a core leaves its share
+  // to the others instead of holding the loop up.
+  const int64_t chunks = std::min<int64_t>(n, 4 * (int64_t)threads);
+  parallel_chunks(chunks, [&](int64_t c) {
+    const int64_t end = (c + 1) * n / chunks;
+    for (int64_t i = c * n / chunks; i < end; ++i) f(i);
+  });
 }
 
 // f(begin, end) over [0, n) in chunks (elementwise kernels: the chunk body is
@@ -41,9 +46,7 @@ inline void parallel_range(int64_t n, F&& f) {
   }
   constexpr int64_t kChunk = 16384;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-  ensure_threads();
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) f(c * kChunk, std::min(n, (c + 1) * kChunk));
+  parallel_chunks(chunks, [&](int64_t c) { f(c * kChunk, std::min(n, (c + 1) * kChunk)); });
 }
 
 // Half-precision storage tags (distinct from uint16_t so templates can tell).

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -38,7 +39,7 @@ dnnl::stream& stream() {
   return s;
 }
 
-void execute(const gn_kernel_ctx* ctx, const Cached& c, std::unordered_map<int, dnnl::memory> args, bool serial) {
+void execute(const gn_kernel_ctx* ctx, const Cached& c, std::unordered_map<int, dnnl::memory> args) {
   if (c.scratch_bytes) {
     void* p = ctx && ctx->workspace ? ctx->workspace(ctx, c.scratch_bytes) : nullptr;
     thread_local std::vector<char> local;
@@ -48,18 +49,7 @@ void execute(const gn_kernel_ctx* ctx, const Cached& c, std::unordered_map<int, 
     }
     args.emplace(DNNL_ARG_SCRATCHPAD, mem(c.scratch_md, p));
   }
-  if (serial) {
-    // oneDNN sizes its OpenMP region by omp_get_max_threads() (a per-thread
-    // ICV): at 1 it calls the kernel directly, with no region to start.
-    struct Restore {
-      int threads = omp_get_max_threads();
-      ~Restore() { omp_set_num_threads(threads); }
-    } restore;
-    omp_set_num_threads(1);
-    DNNL_CHECK(c.prim.execute(stream(), args));
-    return;
-  }
-  ensure_threads();
+  const OmpThreads one(1);
   DNNL_CHECK(c.prim.execute(stream(), args));
 }
 
@@ -69,20 +59,6 @@ void dnnl_fail(const dnnl::error& e, const char* expr, const char* file, int lin
                                                         : GN_ERR_INTERNAL;
   fail(code, std::string("[cpu] oneDNN: ") + e.what() + " (status " + std::to_string((int)e.status) + ") in " + expr +
                  " at " + file + ":" + std::to_string(line));
-}
-
-namespace {
-std::atomic<int> g_threads{0};
-}
-
-int num_threads() {
-  int n = g_threads.load(std::memory_order_relaxed);
-  return n > 0 ? n : omp_get_num_procs();
-}
-
-void set_num_threads(int n) {
-  g_threads.store(n > 0 ? n : omp_get_num_procs());
-  omp_set_num_threads(num_threads());
 }
 
 namespace {
@@ -122,7 +98,7 @@ gn_status* dev_props(void*, int32_t index, gn_device_props* props) {
     long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
     p.total_memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
     p.free_memory = avail > 0 && page > 0 ? (uint64_t)avail * (uint64_t)page : 0;
-    p.multiprocessors = omp_get_num_procs();
+    p.multiprocessors = available_cores();
     size_t n = props->struct_size < sizeof(p) ? props->struct_size : sizeof(p);
     std::memcpy(props, &p, n);
   });
@@ -168,14 +144,11 @@ gn_status* dev_copy(void*, int32_t, void* dst, const void* src, size_t bytes, in
     std::memmove(d, s, bytes);
     return nullptr;
   }
-  ensure_threads();
   const size_t chunk = size_t(1) << 20;
-  const int64_t n = (int64_t)((bytes + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
+  parallel_chunks((int64_t)((bytes + chunk - 1) / chunk), [&](int64_t i) {
     size_t off = (size_t)i * chunk;
     std::memcpy(d + off, s + off, std::min(chunk, bytes - off));
-  }
+  });
   return nullptr;
 }
 
@@ -186,14 +159,11 @@ gn_status* dev_memset(void*, int32_t, void* dst, int32_t value, size_t bytes, vo
     std::memset(d, value, bytes);
     return nullptr;
   }
-  ensure_threads();
   const size_t chunk = size_t(1) << 20;
-  const int64_t n = (int64_t)((bytes + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
+  parallel_chunks((int64_t)((bytes + chunk - 1) / chunk), [&](int64_t i) {
     size_t off = (size_t)i * chunk;
     std::memset(d + off, value, std::min(chunk, bytes - off));
-  }
+  });
   return nullptr;
 }
 
@@ -206,6 +176,7 @@ std::string g_description;
 // the cached blocks back.  The library may be unloaded next, and a cache left
 // in it would be lost (the next load starts a new allocator).
 void shutdown(void*) {
+  release_pool();
   host_allocator().empty_cache();
   host_allocator_release();
 }
@@ -255,6 +226,24 @@ gn_status* record_kernel(void* host_ctx, const gn_kernel_desc* k) {
 
 void init_tables(const gn_host_api* h, gn_plugin_info* info);
 
+// Options after load: "num_threads" (NULL = the default again).
+gn_status* set_option(void*, const char* key, const char* value) {
+  return guarded([&] {
+    if (!key || std::strcmp(key, "num_threads") != 0) return;
+    const int n = value ? parse_threads(value) : 0;
+    if (value && !n)
+      fail(GN_ERR_INVALID_ARGUMENT,
+           std::string("[cpu] num_threads must be a whole number from 1 to 4096, not '") + value + "'");
+    set_num_threads(n);
+  });
+}
+
+int32_t get_option(void*, const char* key, char* buf, size_t cap) {
+  if (!key || std::strcmp(key, "num_threads") != 0 || !buf || !cap) return 0;
+  std::snprintf(buf, cap, "%d", num_threads());
+  return 1;
+}
+
 void init(const gn_host_api* h, gn_plugin_info* info) {
   host_allocator_acquire();  // released by shutdown, or here when init fails (no shutdown then)
   try {
@@ -267,19 +256,21 @@ void init(const gn_host_api* h, gn_plugin_info* info) {
 
 void init_tables(const gn_host_api* h, gn_plugin_info* info) {
   pin_openmp_runtime();
-  // Threads: runtime option first, then the environment, else all cores.
-  int n = parse_threads(h->option_get ? h->option_get(h->host_ctx, "num_threads") : nullptr);
-  if (!n) n = parse_threads(std::getenv("GENESIS_NUM_THREADS"));
-  set_num_threads(n);
+  // Threads: the runtime option, else the default (threads.h).
+  init_threads(parse_threads(h->option_get ? h->option_get(h->host_ctx, "num_threads") : nullptr));
 
   const dnnl_version_t* v = dnnl_version();
   g_description = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                   std::to_string(v->patch) +
                   " CPU backend: every built-in op (oneDNN primitives for matmul, eltwise, binary, softmax, "
-                  "layer_norm, conv2d; OpenMP C++ for the rest; dtypes per op below); " +
+                  "layer_norm, conv2d; vectorised C++ loops for the rest; dtypes per op below); " +
                   std::to_string(num_threads()) + " threads";
   info->description = g_description.c_str();
   info->shutdown = shutdown;
+  if (info->struct_size >= GN_STRUCT_END(gn_plugin_info, get_option)) {  // a host of minor 3 or later
+    info->set_option = set_option;
+    info->get_option = get_option;
+  }
 
   gn_device_vtable vt{};
   vt.struct_size = sizeof(vt);

@@ -339,19 +339,17 @@ void DeviceAllocator::reset_peak() {
 
 gn_memory_stats DeviceAllocator::stats() {
   std::lock_guard<std::mutex> lock(mu_);
-  gn_memory_stats s{};
-  s.struct_size = sizeof(s);
-  s.allocated = allocated_;
-  s.reserved = reserved_;
-  s.peak_allocated = peak_allocated_;
-  s.peak_reserved = peak_reserved_;
-  s.num_allocs = num_allocs_;
-  s.num_frees = num_frees_;
-  s.cache_hits = hits_;
-  s.cache_misses = misses_;
-  s.oom_retries = oom_retries_;
-  s.active_blocks = live_.size();
-  return s;
+  return gn_memory_stats{.struct_size = sizeof(gn_memory_stats),
+                         .allocated = allocated_,
+                         .reserved = reserved_,
+                         .peak_allocated = peak_allocated_,
+                         .peak_reserved = peak_reserved_,
+                         .num_allocs = num_allocs_,
+                         .num_frees = num_frees_,
+                         .cache_hits = hits_,
+                         .cache_misses = misses_,
+                         .oom_retries = oom_retries_,
+                         .active_blocks = live_.size()};
 }
 
 uint64_t DeviceAllocator::begin_capture(cudaStream_t stream) {

@@ -29,6 +29,7 @@
 #include <string>
 #include <thread>
 
+#include "genesis/sdk/comm.h"
 #include "genesis/sdk/plugin.h"
 
 #if NCCL_VERSION_CODE < 21400
@@ -426,24 +427,10 @@ gn_status* comm_error(void*, void* p) {
 void init(const gn_host_api* h, gn_plugin_info*) {
   static gn_comm_vtable vt = [] {
     gn_comm_vtable v{};
-    v.struct_size = sizeof v;
+    GN_SDK_COMM_SLOTS(v);
     v.name = "nccl";
     v.device_type = "cuda";
     v.unique_id = comm_unique_id;
-    v.create = comm_create;
-    v.destroy = comm_destroy;
-    v.all_reduce = comm_all_reduce;
-    v.broadcast = comm_broadcast;
-    v.all_gather = comm_all_gather;
-    v.reduce_scatter = comm_reduce_scatter;
-    v.barrier = comm_barrier;
-    v.init = comm_init;
-    v.send = comm_send;
-    v.recv = comm_recv;
-    v.all_to_all = comm_all_to_all;
-    v.synchronize = comm_synchronize;
-    v.abort = comm_abort;
-    v.error = comm_error;
     return v;
   }();
   sdk::throw_if(h, h->register_comm(h->host_ctx, &vt));

@@ -205,19 +205,17 @@ const std::vector<gn_op_schema>& builtin_schemas() {
     auto add = [&](const char* name, int32_t min_in, int32_t max_in, int32_t max_out, uint32_t flags, gn_infer_fn infer,
                    const char* attrs, const char* doc) {
       const std::vector<gn_attr_spec>& specs = attr_arrays.emplace_back(parse_attr_specs(name, attrs));
-      gn_op_schema s{};
-      s.struct_size = sizeof(gn_op_schema);
-      s.name = name;
-      s.min_inputs = min_in;
-      s.max_inputs = max_in;
-      s.max_outputs = max_out;
-      s.flags = flags;
-      s.attrs = specs.empty() ? nullptr : specs.data();
-      s.n_attrs = specs.size();
-      s.infer = infer;
-      s.user_data = nullptr;
-      s.doc = doc;
-      v.push_back(s);
+      v.push_back(gn_op_schema{.struct_size = sizeof(gn_op_schema),
+                               .name = name,
+                               .min_inputs = min_in,
+                               .max_inputs = max_in,
+                               .max_outputs = max_out,
+                               .flags = flags,
+                               .attrs = specs.empty() ? nullptr : specs.data(),
+                               .n_attrs = specs.size(),
+                               .infer = infer,
+                               .user_data = nullptr,
+                               .doc = doc});
     };
 #define GN_OP(name, min_in, max_in, max_out, flags, infer, attrs, doc) \
   add(#name, min_in, max_in, max_out, static_cast<uint32_t>(flags), &infer_##infer, attrs, doc);

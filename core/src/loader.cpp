@@ -215,8 +215,9 @@ gn_status* host_register_comm(void* host_ctx, const gn_comm_vtable* c) {
 const char* host_option_get(void* host_ctx, const char* key) {
   gn_runtime* rt = host_ctx ? static_cast<HostLink*>(host_ctx)->rt.load() : nullptr;
   if (!key || !rt) return nullptr;
+  std::lock_guard<std::mutex> lock(rt->options_mu);
   auto it = rt->options.find(key);
-  return it == rt->options.end() ? nullptr : it->second.c_str();
+  return it == rt->options.end() ? nullptr : it->second->c_str();
 }
 
 void host_log(void* host_ctx, int32_t level, const char* msg) {
@@ -385,6 +386,10 @@ void load_one(gn_runtime* rt, const std::string& path, const std::string& file_n
       c.abort = nullptr, c.error = nullptr;
   rec.ctx = info.ctx;
   rec.shutdown = info.shutdown;
+  if (rec.negotiated_minor >= 3 && info.struct_size >= GN_STRUCT_END(gn_plugin_info, get_option)) {
+    rec.set_option = info.set_option;
+    rec.get_option = info.get_option;
+  }
   rec.library = lib;
   rec.loaded = true;
   commit(staging);
@@ -394,21 +399,20 @@ void load_one(gn_runtime* rt, const std::string& path, const std::string& file_n
 
 const gn_host_api& host_api_template() {
   static const gn_host_api api = [] {
-    gn_host_api h{};
-    h.struct_size = sizeof(gn_host_api);
-    h.abi_major = GN_ABI_VERSION_MAJOR;
-    h.abi_minor = GN_ABI_VERSION_MINOR;
-    h.status_new = host_status_new;
-    h.status_code = host_status_code;
-    h.status_message = host_status_message;
-    h.status_free = host_status_free;
-    h.register_device_type = host_register_device_type;
-    h.register_op = host_register_op;
-    h.register_kernel = host_register_kernel;
-    h.register_comm = host_register_comm;
-    h.option_get = host_option_get;
-    h.log = host_log;
-    return h;
+    return gn_host_api{.struct_size = sizeof(gn_host_api),
+                       .abi_major = GN_ABI_VERSION_MAJOR,
+                       .abi_minor = GN_ABI_VERSION_MINOR,
+                       .host_ctx = nullptr,
+                       .status_new = host_status_new,
+                       .status_code = host_status_code,
+                       .status_message = host_status_message,
+                       .status_free = host_status_free,
+                       .register_device_type = host_register_device_type,
+                       .register_op = host_register_op,
+                       .register_kernel = host_register_kernel,
+                       .register_comm = host_register_comm,
+                       .option_get = host_option_get,
+                       .log = host_log};
   }();
   return api;
 }

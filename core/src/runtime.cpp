@@ -273,7 +273,7 @@ gn_status* gn_runtime_create(const gn_runtime_options* options, gn_runtime** out
     rt->flags = o.flags;
     for (size_t i = 0; i < o.n_options; ++i)
       if (o.option_keys && o.option_values && o.option_keys[i] && o.option_values[i])
-        rt->options[o.option_keys[i]] = o.option_values[i];
+        rt->options[o.option_keys[i]] = std::make_shared<const std::string>(o.option_values[i]);
     for (const auto& kv : split_list(o.backends, ',')) {
       auto eq = kv.find('=');
       if (eq == std::string::npos)
@@ -314,6 +314,56 @@ gn_status* gn_runtime_load_plugin(gn_runtime* rt, const char* path) {
     std::lock_guard<std::mutex> lock(rt->mu);
     load_plugin_file(rt, path);
   });
+}
+
+gn_status* gn_runtime_set_option(gn_runtime* rt, const char* key, const char* value) {
+  gn_status* plugin_error = nullptr;
+  gn_status* st = guarded([&] {
+    require_non_null("gn_runtime_set_option", {{"rt", rt}, {"key", key}});
+    if (!*key) fail(GN_ERR_INVALID_ARGUMENT, "gn_runtime_set_option: empty key");
+    {
+      std::lock_guard<std::mutex> lock(rt->options_mu);
+      auto it = rt->options.find(key);
+      if (it != rt->options.end()) rt->old_options.push_back(std::move(it->second));
+      if (value)
+        rt->options[key] = std::make_shared<const std::string>(value);
+      else if (it != rt->options.end())
+        rt->options.erase(it);
+    }
+    for (const PluginRecord& p : rt->plugins)
+      if (p.loaded && p.set_option && !plugin_error) plugin_error = p.set_option(p.ctx, key, value);
+  });
+  if (st) {
+    gn_status_free(plugin_error);
+    return st;
+  }
+  return plugin_error;
+}
+
+int32_t gn_runtime_get_option(gn_runtime* rt, const char* key, char* buf, size_t cap) {
+  if (buf && cap) buf[0] = '\0';
+  if (!rt || !key || !buf || !cap) return 0;
+  for (const PluginRecord& p : rt->plugins)
+    if (p.loaded && p.get_option && p.get_option(p.ctx, key, buf, cap)) {
+      buf[cap - 1] = '\0';
+      return 1;
+    }
+  std::lock_guard<std::mutex> lock(rt->options_mu);
+  auto it = rt->options.find(key);
+  if (it == rt->options.end()) return 0;
+  std::snprintf(buf, cap, "%s", it->second->c_str());
+  return 1;
+}
+
+gn_status* gn_runtime_set_num_threads(gn_runtime* rt, int32_t n) {
+  return gn_runtime_set_option(rt, "num_threads", n > 0 ? std::to_string(n).c_str() : nullptr);
+}
+
+int32_t gn_runtime_num_threads(gn_runtime* rt) {
+  char buf[32];
+  if (!gn_runtime_get_option(rt, "num_threads", buf, sizeof buf)) return 1;
+  const long n = std::strtol(buf, nullptr, 10);
+  return n > 0 && n <= 4096 ? (int32_t)n : 1;
 }
 
 size_t gn_runtime_plugin_count(const gn_runtime* rt) { return rt ? rt->plugins.size() : 0; }

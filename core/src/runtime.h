@@ -30,6 +30,8 @@ struct PluginRecord {
   bool loaded = false;
   void* ctx = nullptr;
   void (*shutdown)(void*) = nullptr;
+  gn_status* (*set_option)(void* ctx, const char* key, const char* value) = nullptr;  // minor 3
+  int32_t (*get_option)(void* ctx, const char* key, char* buf, size_t cap) = nullptr;
   std::shared_ptr<void> library;  // keeps the shared object mapped (Boost.DLL)
   HostLink* host_link = nullptr;  // detached (option_get -> NULL) when the runtime dies
 };
@@ -92,7 +94,11 @@ struct gn_runtime {
   uint32_t magic = genesis::core::kRuntimeMagic;  // first: see checked.h
   std::atomic<int64_t> refs{1};                   // 1 for the creator + 1 per live storage
   uint32_t flags = 0;
-  std::unordered_map<std::string, std::string> options;   // plugin options
+  // Plugin options.  A value stays allocated for the runtime's life (plugins
+  // may hold option_get's pointer): a new value goes into a fresh string.
+  std::unordered_map<std::string, std::shared_ptr<const std::string>> options;
+  std::vector<std::shared_ptr<const std::string>> old_options;
+  std::mutex options_mu;
   std::unordered_map<std::string, std::string> backends;  // device type -> plugin name
   std::vector<genesis::core::PluginRecord> plugins;
   std::vector<genesis::core::DeviceType> device_types;

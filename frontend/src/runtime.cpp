@@ -24,6 +24,9 @@ RuntimeHolder& holder() {
 }
 
 void create(RuntimeHolder& h, const RuntimeOptions* o) {
+  std::string threads;
+  const char* key = "num_threads";
+  const char* value = nullptr;
   gn_runtime_options c{};
   c.struct_size = sizeof c;
   if (o) {
@@ -32,6 +35,13 @@ void create(RuntimeHolder& h, const RuntimeOptions* o) {
     c.plugin_path = o->plugin_path.empty() ? nullptr : o->plugin_path.c_str();
     c.plugins = o->plugins.empty() ? nullptr : o->plugins.c_str();
     c.backends = o->backends.empty() ? nullptr : o->backends.c_str();
+    if (o->num_threads > 0) {
+      threads = std::to_string(o->num_threads);
+      c.n_options = 1;
+      c.option_keys = &key;
+      c.option_values = &value;
+      value = threads.c_str();
+    }
   } else {
     c.flags = GN_RUNTIME_QUIET;
   }
@@ -57,6 +67,10 @@ gn_runtime* runtime() {
 }
 
 void manual_seed(uint64_t seed) { gn_rng_manual_seed(runtime(), seed); }
+
+void set_num_threads(int n) { check(gn_runtime_set_num_threads(runtime(), n), "set_num_threads"); }
+
+int get_num_threads() { return gn_runtime_num_threads(runtime()); }
 
 const char* dtype_name(DType d) { return gn_dtype_name(static_cast<int32_t>(d)); }
 

@@ -115,7 +115,8 @@ namespace {
   X(gn_plugin_info, version, 24)     \
   X(gn_plugin_info, description, 32) \
   X(gn_plugin_info, ctx, 40)         \
-  X(gn_plugin_info, shutdown, 48)
+  X(gn_plugin_info, shutdown, 48)    \
+  /* minor 3 appended options after load */ X(gn_plugin_info, set_option, 56) X(gn_plugin_info, get_option, 64)
 
 #define DEVICE_LAYOUT(X) \
   X(gn_device, type, 0)  \
@@ -315,7 +316,7 @@ namespace {
   X(gn_comm_vtable, 152)       \
   X(gn_comm_store, 32)         \
   X(gn_comm_config, 64)        \
-  X(gn_plugin_info, 56)        \
+  X(gn_plugin_info, 72)        \
   X(gn_device, 8)              \
   X(gn_device_props, 168)      \
   X(gn_memory_stats, 88)       \

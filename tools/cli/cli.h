@@ -26,6 +26,7 @@ struct GlobalOptions {
   std::string backends;      // "cpu=reference,cuda=cuda"
   bool quiet = false;
   bool no_default_paths = false;
+  int threads = 0;  // --threads: CPU threads (0 = $OMP_NUM_THREADS, $GENESIS_NUM_THREADS, else the cores)
 };
 
 // One directory the runtime searches, and why.

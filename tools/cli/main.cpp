@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <memory>
 #include <utility>
 
@@ -52,6 +54,7 @@ CommandRun add_commands(CLI::App& parent, std::span<const Command> table) {
   std::vector<std::pair<CLI::App*, CommandRun>> runs;
   for (const Command& c : table) {
     CLI::App* app = parent.add_subcommand(c.name, c.help);
+    app->fallthrough();  // the global options (--threads, --plugins, ...) go after a command too
     runs.emplace_back(app, c.setup(*app));
   }
   return [runs = std::move(runs)](const GlobalOptions& g) {
@@ -92,11 +95,22 @@ int main(int argc, char** argv) {
   app.add_flag("-q,--quiet", opts.quiet, "do not print plugin-rejection messages to stderr");
   app.add_flag("--no-default-paths", opts.no_default_paths,
                "search only --plugin-path (skip $GENESIS_PLUGIN_PATH and the built-in directory)");
+  app.add_option("--threads", opts.threads,
+                 "CPU threads for parallel work (default: $OMP_NUM_THREADS, else $GENESIS_NUM_THREADS, else "
+                 "the cores this process may use); ranks started by `launch` inherit it")
+      ->check(CLI::Range(1, 4096));
 
   const genesis::cli::CommandRun run = genesis::cli::add_commands(app, genesis::cli::kCommands);
 
   CLI11_PARSE(app, argc, argv);
   opts.has_plugins = plugins->count() > 0;
+  if (opts.threads > 0) {
+    // Before any backend loads: the cpu backend reads these at load, and so
+    // does OpenMP, and `launch` hands them to its ranks.
+    const std::string n = std::to_string(opts.threads);
+    ::setenv("OMP_NUM_THREADS", n.c_str(), 1);
+    ::setenv("GENESIS_NUM_THREADS", n.c_str(), 1);
+  }
   const int rc = run(opts);
   return rc >= 0 ? rc : 1;  // -1 is unreachable: require_subcommand(1)
 }

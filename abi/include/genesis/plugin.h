@@ -69,6 +69,15 @@ typedef struct gn_plugin_info {
   const char* description;     /* one line for `genesis info` */
   void* ctx;                   /* plugin state, handed to shutdown */
   void (*shutdown)(void* ctx); /* optional; called when the runtime is destroyed */
+
+  /* ---- minor 3: options after load (NULL = the plugin reads options only at init) ---- */
+  /* An option set through gn_runtime_set_option (value NULL = back to the
+   * default).  Keys the plugin does not read are ignored (return NULL). */
+  gn_status* (*set_option)(void* ctx, const char* key, const char* value);
+  /* The value in effect for a key the plugin reads (e.g. "num_threads" as
+   * resolved from the environment), NUL-terminated into buf; returns 1, or 0
+   * for a key the plugin does not read. */
+  int32_t (*get_option)(void* ctx, const char* key, char* buf, size_t cap);
 } gn_plugin_info;
 
 /* Signature of the one exported entry point. */

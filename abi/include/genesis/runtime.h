@@ -79,6 +79,22 @@ typedef struct gn_plugin_record {
   const char* error; /* why it was rejected ("" when loaded) */
 } gn_plugin_record;
 
+/* Set a plugin option after creation (key "num_threads", value "4"; value
+ * NULL = back to the default): kept for option_get and handed to every loaded
+ * plugin that reads options after load.  Not while other calls run on rt. */
+GN_API gn_status* gn_runtime_set_option(gn_runtime* rt, const char* key, const char* value);
+/* The value in effect for an option: the first plugin that reads the key
+ * reports it (resolved defaults included), else the value set at creation or
+ * by gn_runtime_set_option.  Writes it NUL-terminated into buf; returns 1, or
+ * 0 (buf "") when neither a plugin nor the options know the key. */
+GN_API int32_t gn_runtime_get_option(gn_runtime* rt, const char* key, char* buf, size_t cap);
+/* Threads of the CPU backend's parallel work (option "num_threads"); n <= 0
+ * restores the default ($OMP_NUM_THREADS, $GENESIS_NUM_THREADS, else the
+ * cores the process may use). */
+GN_API gn_status* gn_runtime_set_num_threads(gn_runtime* rt, int32_t n);
+/* The thread count in effect (1 when no loaded plugin has threads). */
+GN_API int32_t gn_runtime_num_threads(gn_runtime* rt);
+
 /* Number of plugin records (loaded and rejected). */
 GN_API size_t gn_runtime_plugin_count(const gn_runtime* rt);
 /* Record i; strings live as long as the runtime. */

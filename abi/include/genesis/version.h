@@ -13,8 +13,10 @@
 #define GN_ABI_VERSION_MAJOR 1
 /* Minor history: 0 = initial; 1 = gn_device_vtable graph-capture slots;
  * 2 = gn_comm_vtable init/send/recv/all_to_all/synchronize/abort/error, the
- * gn_comm_* C API, GN_ERR_TIMEOUT and GN_ERR_ABORTED. */
-#define GN_ABI_VERSION_MINOR 2
+ * gn_comm_* C API, GN_ERR_TIMEOUT and GN_ERR_ABORTED; 3 = gn_plugin_info
+ * set_option/get_option and gn_runtime_set_option, gn_runtime_get_option,
+ * gn_runtime_set_num_threads, gn_runtime_num_threads. */
+#define GN_ABI_VERSION_MINOR 3
 
 /* Maximum tensor rank carried in fixed-size metadata (gn_tensor_meta). */
 #define GN_MAX_DIMS 8

@@ -32,6 +32,7 @@ struct RuntimeOptions {
   std::string backends;           ///< "cpu=reference,cuda=cuda"; empty = best score
   bool no_default_paths = false;  ///< skip $GENESIS_PLUGIN_PATH and the built-in dir
   bool quiet = true;              ///< do not print plugin rejections
+  int num_threads = 0;            ///< CPU threads; 0 = $OMP_NUM_THREADS, $GENESIS_NUM_THREADS, else the cores
 };
 
 /** Creates the runtime with these options; must run before the first use, else throws. */
@@ -40,6 +41,10 @@ void init(const RuntimeOptions& options);
 gn_runtime* runtime();
 /** Seeds every device's default generator. */
 void manual_seed(uint64_t seed);
+/** Sets the CPU backend's thread count (torch.set_num_threads); n <= 0 restores the default. */
+void set_num_threads(int n);
+/** The CPU backend's thread count in effect (torch.get_num_threads). */
+int get_num_threads();
 
 // ------------------------------------------------------------ dtype/device
 

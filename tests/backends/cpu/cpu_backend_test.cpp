@@ -2,10 +2,15 @@
 // device type, caching host allocator statistics, thread settings.  The op
 // results are checked by the cross-backend suite (../op_consistency_*).
 #include <omp.h>
-
+#include <sched.h>
 #include <unistd.h>
 
+#include <array>
+#include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -242,62 +247,168 @@ struct ThreadRt {
     return p.name;
   }
 
-  // Threads a large parallel kernel ran with: omp_get_max_threads() on this
-  // thread right after the call, set beforehand to 97, a count nothing here
-  // configures, so an unchanged value means the plugin did not set it.
-  int threads_after_op() {
-    omp_set_num_threads(97);
-    const int64_t shape[] = {1 << 20};
+  // Pool workers after a large parallel kernel: the threads named
+  // "genesis-cpu" (threads.h) in this process.
+  int workers_after_op() {
+    const int64_t shape[] = {1024, 1024};
     gn_tensor *a = nullptr, *b = nullptr, *y = nullptr;
-    EXPECT_EQ(gn_tensor_empty(rt, shape, 1, GN_F32, dev, &a), nullptr);
-    EXPECT_EQ(gn_tensor_empty(rt, shape, 1, GN_F32, dev, &b), nullptr);
+    EXPECT_EQ(gn_tensor_empty(rt, shape, 2, GN_F32, dev, &a), nullptr);
+    EXPECT_EQ(gn_tensor_empty(rt, shape, 2, GN_F32, dev, &b), nullptr);
     const gn_op* op = nullptr;
-    EXPECT_EQ(gn_op_find(rt, "maximum", &op), nullptr);  // C++ OpenMP loop
+    EXPECT_EQ(gn_op_find(rt, "maximum", &op), nullptr);  // a C++ loop over rows on the pool
     gn_tensor* ins[] = {a, b};
     EXPECT_EQ(gn_op_call(rt, op, ins, 2, nullptr, 0, &y, 1), nullptr);
     gn_tensor_release(a);
     gn_tensor_release(b);
     gn_tensor_release(y);
-    return omp_get_max_threads();
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(e.path() / "comm");
+      std::string name;
+      if (std::getline(comm, name) && name == "genesis-cpu") ++n;
+    }
+    return n;
   }
 };
 
 std::string threads_text(int n) { return ", " + std::to_string(n) + " threads)"; }
 
-TEST(CpuThreads, DefaultIsAllCores) {
-  OPC_REQUIRE_SUITE();
-  unsetenv("GENESIS_NUM_THREADS");
-  ThreadRt r(nullptr);
-  EXPECT_NE(r.name().find(threads_text(omp_get_num_procs())), std::string::npos) << r.name();
-  EXPECT_EQ(r.threads_after_op(), omp_get_num_procs());
+int affinity_cores() {
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
 }
 
-TEST(CpuThreads, EnvironmentVariable) {
+// Sets or clears the two thread variables for one test.
+struct ThreadEnv {
+  ThreadEnv(const char* omp, const char* genesis) {
+    omp ? setenv("OMP_NUM_THREADS", omp, 1) : unsetenv("OMP_NUM_THREADS");
+    genesis ? setenv("GENESIS_NUM_THREADS", genesis, 1) : unsetenv("GENESIS_NUM_THREADS");
+  }
+  ~ThreadEnv() {
+    unsetenv("OMP_NUM_THREADS");
+    unsetenv("GENESIS_NUM_THREADS");
+  }
+};
+
+TEST(CpuThreads, DefaultIsTheCoresThisProcessMayUse) {
   OPC_REQUIRE_SUITE();
-  setenv("GENESIS_NUM_THREADS", "3", 1);
+  ThreadEnv env(nullptr, nullptr);
   ThreadRt r(nullptr);
-  unsetenv("GENESIS_NUM_THREADS");
+  // No cgroup quota on the machines that run this suite is assumed: the affinity mask decides.
+  EXPECT_NE(r.name().find(threads_text(affinity_cores())), std::string::npos) << r.name();
+  EXPECT_EQ(gn_runtime_num_threads(r.rt), affinity_cores());
+}
+
+TEST(CpuThreads, OmpNumThreadsComesBeforeGenesisNumThreads) {
+  OPC_REQUIRE_SUITE();
+  ThreadEnv env("3,2", "4");  // OpenMP's list form: the first entry counts
+  ThreadRt r(nullptr);
   EXPECT_NE(r.name().find(threads_text(3)), std::string::npos) << r.name();
-  EXPECT_EQ(r.threads_after_op(), 3);
+  EXPECT_EQ(gn_runtime_num_threads(r.rt), 3);
+  EXPECT_EQ(r.workers_after_op(), 2);  // the calling thread is the third
+}
+
+TEST(CpuThreads, GenesisNumThreads) {
+  OPC_REQUIRE_SUITE();
+  ThreadEnv env(nullptr, "3");
+  ThreadRt r(nullptr);
+  EXPECT_NE(r.name().find(threads_text(3)), std::string::npos) << r.name();
+  EXPECT_EQ(r.workers_after_op(), 2);
 }
 
 TEST(CpuThreads, RuntimeOptionOverridesEnvironment) {
   OPC_REQUIRE_SUITE();
-  setenv("GENESIS_NUM_THREADS", "3", 1);
+  ThreadEnv env("2", "3");
   ThreadRt r("5");
-  unsetenv("GENESIS_NUM_THREADS");
   EXPECT_NE(r.name().find(threads_text(5)), std::string::npos) << r.name();
-  EXPECT_EQ(r.threads_after_op(), 5);
+  EXPECT_EQ(r.workers_after_op(), 4);
 }
 
-TEST(CpuThreads, MalformedValuesMeanAllCores) {
+TEST(CpuThreads, SetAfterLoadAndBackToTheDefault) {
+  OPC_REQUIRE_SUITE();
+  ThreadEnv env(nullptr, "3");
+  ThreadRt r(nullptr);
+  GN_OK_OR_FAIL(gn_runtime_set_num_threads(r.rt, 1));
+  EXPECT_EQ(gn_runtime_num_threads(r.rt), 1);
+  EXPECT_EQ(r.workers_after_op(), 0);  // one thread: no pool at all
+  GN_OK_OR_FAIL(gn_runtime_set_num_threads(r.rt, 2));
+  EXPECT_EQ(gn_runtime_num_threads(r.rt), 2);
+  EXPECT_EQ(r.workers_after_op(), 1);
+  char buf[16];
+  EXPECT_EQ(gn_runtime_get_option(r.rt, "num_threads", buf, sizeof buf), 1);
+  EXPECT_STREQ(buf, "2");
+  GN_OK_OR_FAIL(gn_runtime_set_num_threads(r.rt, 0));  // the default: GENESIS_NUM_THREADS as read at load
+  EXPECT_EQ(gn_runtime_num_threads(r.rt), 3);
+  // A value the backend cannot use is refused with its reason, and changes nothing.
+  gn_status* st = gn_runtime_set_option(r.rt, "num_threads", "many");
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(gn_status_code(st), GN_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(gn_status_message(st)).find("'many'"), std::string::npos) << gn_status_message(st);
+  gn_status_free(st);
+  EXPECT_EQ(gn_runtime_num_threads(r.rt), 3);
+  // Keys no plugin reads are kept and read back.
+  GN_OK_OR_FAIL(gn_runtime_set_option(r.rt, "my_key", "v"));
+  EXPECT_EQ(gn_runtime_get_option(r.rt, "my_key", buf, sizeof buf), 1);
+  EXPECT_STREQ(buf, "v");
+  EXPECT_EQ(gn_runtime_get_option(r.rt, "absent", buf, sizeof buf), 0);
+  EXPECT_STREQ(buf, "");
+}
+
+TEST(CpuThreads, PooledResultsEqualOneThread) {
+  OPC_REQUIRE_SUITE();
+  ThreadEnv env(nullptr, nullptr);
+  ThreadRt r(nullptr);
+  // matmul (blocks over N, then M), a long exp (blocks of oneDNN eltwise) and a reduction.
+  auto run = [&](int threads) {
+    EXPECT_EQ(gn_runtime_set_num_threads(r.rt, threads), nullptr);
+    std::vector<std::vector<uint32_t>> outs;
+    for (auto [m, k, n] : {std::array<int64_t, 3>{4, 300, 1000}, std::array<int64_t, 3>{600, 300, 40}}) {
+      std::vector<float> a((size_t)(m * k)), b((size_t)(k * n));
+      for (size_t i = 0; i < a.size(); ++i) a[i] = (float)std::sin(0.37 * (double)i);
+      for (size_t i = 0; i < b.size(); ++i) b[i] = (float)std::cos(0.11 * (double)i);
+      gn_tensor *ta = nullptr, *tb = nullptr, *y = nullptr;
+      const int64_t sa[] = {m, k}, sb[] = {k, n};
+      EXPECT_EQ(gn_tensor_from_host(r.rt, a.data(), sa, 2, GN_F32, r.dev, &ta), nullptr);
+      EXPECT_EQ(gn_tensor_from_host(r.rt, b.data(), sb, 2, GN_F32, r.dev, &tb), nullptr);
+      const gn_op* op = nullptr;
+      EXPECT_EQ(gn_op_find(r.rt, "matmul", &op), nullptr);
+      gn_tensor* ins[] = {ta, tb};
+      EXPECT_EQ(gn_op_call(r.rt, op, ins, 2, nullptr, 0, &y, 1), nullptr);
+      std::vector<uint32_t> host((size_t)(m * n));
+      EXPECT_EQ(gn_tensor_to_host(y, host.data(), host.size() * 4), nullptr);
+      outs.push_back(host);
+      gn_tensor_release(ta);
+      gn_tensor_release(tb);
+      gn_tensor_release(y);
+    }
+    std::vector<float> x(1 << 18);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = (float)std::sin(0.001 * (double)i);
+    const int64_t sx[] = {(int64_t)x.size()};
+    for (const char* name : {"exp", "sum"}) {
+      gn_tensor *t = nullptr, *y = nullptr;
+      EXPECT_EQ(gn_tensor_from_host(r.rt, x.data(), sx, 1, GN_F32, r.dev, &t), nullptr);
+      const gn_op* op = nullptr;
+      EXPECT_EQ(gn_op_find(r.rt, name, &op), nullptr);
+      EXPECT_EQ(gn_op_call(r.rt, op, &t, 1, nullptr, 0, &y, 1), nullptr);
+      std::vector<uint32_t> host((size_t)gn_tensor_numel(y));
+      EXPECT_EQ(gn_tensor_to_host(y, host.data(), host.size() * 4), nullptr);
+      outs.push_back(host);
+      gn_tensor_release(t);
+      gn_tensor_release(y);
+    }
+    return outs;
+  };
+  const auto one = run(1);
+  for (int threads : {2, 3, 7}) EXPECT_EQ(run(threads), one) << threads << " threads";
+}
+
+TEST(CpuThreads, MalformedValuesMeanTheDefault) {
   OPC_REQUIRE_SUITE();
   for (const char* bad : {"0", "-2", "two", "4x", ""}) {
-    setenv("GENESIS_NUM_THREADS", bad, 1);
+    ThreadEnv env(bad, bad);
     ThreadRt r(nullptr);
-    EXPECT_NE(r.name().find(threads_text(omp_get_num_procs())), std::string::npos) << "'" << bad << "': " << r.name();
+    EXPECT_NE(r.name().find(threads_text(affinity_cores())), std::string::npos) << "'" << bad << "': " << r.name();
   }
-  unsetenv("GENESIS_NUM_THREADS");
 }
 
 }  // namespace

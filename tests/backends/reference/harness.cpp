@@ -58,22 +58,20 @@ void log_msg(void*, int32_t level, const char* msg) {
 }
 
 gn_host_api make_host() {
-  gn_host_api h{};
-  h.struct_size = sizeof(h);
-  h.abi_major = GN_ABI_VERSION_MAJOR;
-  h.abi_minor = GN_ABI_VERSION_MINOR;
-  h.host_ctx = nullptr;
-  h.status_new = status_new;
-  h.status_code = status_code;
-  h.status_message = status_message;
-  h.status_free = status_free;
-  h.register_device_type = register_device_type;
-  h.register_op = register_op;
-  h.register_kernel = register_kernel;
-  h.register_comm = register_comm;
-  h.option_get = option_get;
-  h.log = log_msg;
-  return h;
+  return gn_host_api{.struct_size = sizeof(gn_host_api),
+                     .abi_major = GN_ABI_VERSION_MAJOR,
+                     .abi_minor = GN_ABI_VERSION_MINOR,
+                     .host_ctx = nullptr,
+                     .status_new = status_new,
+                     .status_code = status_code,
+                     .status_message = status_message,
+                     .status_free = status_free,
+                     .register_device_type = register_device_type,
+                     .register_op = register_op,
+                     .register_kernel = register_kernel,
+                     .register_comm = register_comm,
+                     .option_get = option_get,
+                     .log = log_msg};
 }
 
 const gn_host_api g_host = make_host();

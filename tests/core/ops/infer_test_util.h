@@ -33,15 +33,14 @@ inline void fake_status_free(gn_status* st) { delete st; }
 // A host table with only the status functions (all inference uses).
 inline const gn_host_api* fake_host() {
   static const gn_host_api host = [] {
-    gn_host_api h{};
-    h.struct_size = sizeof(gn_host_api);
-    h.abi_major = GN_ABI_VERSION_MAJOR;
-    h.abi_minor = GN_ABI_VERSION_MINOR;
-    h.status_new = fake_status_new;
-    h.status_code = fake_status_code;
-    h.status_message = fake_status_message;
-    h.status_free = fake_status_free;
-    return h;
+    return gn_host_api{.struct_size = sizeof(gn_host_api),
+                       .abi_major = GN_ABI_VERSION_MAJOR,
+                       .abi_minor = GN_ABI_VERSION_MINOR,
+                       .host_ctx = nullptr,
+                       .status_new = fake_status_new,
+                       .status_code = fake_status_code,
+                       .status_message = fake_status_message,
+                       .status_free = fake_status_free};
   }();
   return &host;
 }

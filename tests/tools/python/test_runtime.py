@@ -2,6 +2,7 @@
 autocast and GradScaler, genesis.cuda without a GPU, memory statistics, the profiler's Chrome
 trace and safetensors files (tests tools/python/src/runtime.cpp and the Python wrappers)."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -137,3 +138,22 @@ def test_save_and_load_whole_checkpoints(tmp_path):
     assert "optimizer.state.0.exp_avg" in genesis.load_file(path)  # tensors are named by their path
     with pytest.raises(TypeError, match="cannot store a object"):
         genesis.save({"x": object()}, str(tmp_path / "bad.safetensors"))
+
+
+def test_set_and_get_num_threads():
+    # CTest runs this file with OMP_NUM_THREADS=1: the default is 1.
+    before = genesis.get_num_threads()
+    assert before == int(os.environ.get("OMP_NUM_THREADS", before))
+    try:
+        genesis.set_num_threads(3)
+        assert genesis.get_num_threads() == 3
+        x = genesis.randn(512, 256, dtype=genesis.float64)
+        w = genesis.randn(256, 384, dtype=genesis.float64)
+        y3 = (x.float() @ w.float()).numpy()
+        genesis.set_num_threads(1)
+        y1 = (x.float() @ w.float()).numpy()
+        assert (y3 == y1).all()  # blocks of a matmul on 3 threads: the same bits as one thread
+        with pytest.raises(ValueError, match="must be positive"):
+            genesis.set_num_threads(0)
+    finally:
+        genesis.set_num_threads(before)

@@ -34,10 +34,10 @@ _preload_installed_libraries()
 from genesis import _C  # noqa: E402
 from genesis._C import (  # noqa: F401
     Generator, GradScaler, RngState, Tensor, arange, as_tensor, bernoulli, bmm, cat, checkpoint, cuda_available, device,
-    dtype, empty, empty_like, eye, from_dlpack, full, full_like, get_all_rng_states, get_rng_state, gradcheck,
-    init, is_grad_enabled, linspace, load_file, manual_seed, matmul, max_memory_allocated, memory_allocated,
-    memory_reserved, memory_stats, memory_summary, ones, ones_like, rand, rand_like, randint,
-    randint_like, randn, randn_like, randperm, save_file, scalar_tensor, set_all_rng_states, set_grad_enabled,
+    dtype, empty, empty_like, eye, from_dlpack, full, full_like, get_all_rng_states, get_num_threads, get_rng_state,
+    gradcheck, init, is_grad_enabled, linspace, load_file, manual_seed, matmul, max_memory_allocated, memory_allocated,
+    memory_reserved, memory_stats, memory_summary, ones, ones_like, rand, rand_like, randint, randint_like, randn,
+    randn_like, randperm, save_file, scalar_tensor, set_all_rng_states, set_grad_enabled, set_num_threads,
     set_rng_state, stack, tensor, where, zeros, zeros_like,
 )
 from genesis import amp, cuda, data, distributed, models, nn, optim, profiler  # noqa: F401,E402

@@ -39,11 +39,17 @@ void bind_runtime(py::module_& m) {
   // ---- runtime
   m.def(
       "init",
-      [](const std::string& plugin_path, const std::string& plugins, const std::string& backends, bool quiet) {
-        init({.plugin_path = plugin_path, .plugins = plugins, .backends = backends, .quiet = quiet});
+      [](const std::string& plugin_path, const std::string& plugins, const std::string& backends, bool quiet,
+         int num_threads) {
+        if (num_threads < 0) throw py::value_error("init: num_threads must be positive (or 0 for the default)");
+        init({.plugin_path = plugin_path,
+              .plugins = plugins,
+              .backends = backends,
+              .quiet = quiet,
+              .num_threads = num_threads});
       },
       py::kw_only(), py::arg("plugin_path") = "", py::arg("plugins") = "", py::arg("backends") = "",
-      py::arg("quiet") = true,
+      py::arg("quiet") = true, py::arg("num_threads") = 0,
       "Creates the runtime with these options (before any other call); default: every plugin found");
 
   // ---- grad mode
@@ -83,6 +89,15 @@ void bind_runtime(py::module_& m) {
   m.def(
       "manual_seed", [](uint64_t seed) { manual_seed(seed); }, py::arg("seed"),
       "Seeds the default generator of every device");
+  m.def(
+      "set_num_threads",
+      [](int n) {
+        if (n < 1)
+          throw py::value_error("set_num_threads: the number of threads must be positive, got " + std::to_string(n));
+        set_num_threads(n);
+      },
+      py::arg("n"), "Sets the CPU backend's thread count (torch.set_num_threads)");
+  m.def("get_num_threads", &get_num_threads, "The CPU backend's thread count in effect (torch.get_num_threads)");
   m.def(
       "get_rng_state", [](py::handle device) { return get_rng_state(device.is_none() ? Device() : to_device(device)); },
       py::arg("device") = py::none());

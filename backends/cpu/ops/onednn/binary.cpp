@@ -172,15 +172,7 @@ void binary_loop(const gn_tensor_view& a, const gn_tensor_view& b, const gn_tens
       for (int64_t j = 0; j < inner; ++j) xo[j * io] = apply<T, OP>(xa[j * ia], xb[j * ib], alpha);
     }
   };
-  // Even a parallel region with a false if() costs a libgomp call: small
-  // tensors stay on this thread.
-  if (rows * inner <= 32768) {
-    for (int64_t r = 0; r < rows; ++r) row(r);
-    return;
-  }
-  ensure_threads();
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r) row(r);
+  parallel_for(rows, inner, row);
 }
 
 template <class T>

@@ -317,7 +317,7 @@ void* scratch(const gn_kernel_ctx* ctx, size_t bytes, int slot) {
 // Run kind on user pointers a, b -> c (bias: in for kFwdBias, out for kBwdWeights).
 void run_conv(const gn_kernel_ctx* ctx, const ConvPrim& c, Kind kind, const void* a, const void* b, void* out,
               void* bias) {
-  ensure_threads();
+  const OmpThreads team(num_threads());
   dnnl::stream& s = stream();
   memory au = mem(c.a_user, a), bu = mem(c.b_user, b), cu = mem(c.c_user, out);
   memory ao = c.da ? mem(c.a_opt, scratch(ctx, c.a_opt.get_size(), 0)) : au;

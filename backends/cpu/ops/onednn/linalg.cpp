@@ -11,6 +11,7 @@
 // AVX512-FP16), f64, i32/i64 and K == 0 run the C++ loops below.  Primitives
 // are cached by dtype and the dims/strides of all three operands.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -142,6 +143,35 @@ void matmul_loops(const Operand& oa, const Operand& ob, const Operand& oc, size_
   });
 }
 
+// Below this many multiply-adds a matmul runs as one primitive on the calling
+// thread; above it, blocks of it run on the pool (threads.h).
+constexpr int64_t kSplitWork = int64_t(1) << 18;
+// The fewest rows (M split) or columns (N split) a block gets.
+constexpr int64_t kMinBlock = 16;
+
+// One oneDNN matmul on (dims, strides) operands, on the calling thread; false
+// when oneDNN has no implementation for the shape and dtype.
+bool matmul_block(const gn_kernel_ctx* ctx, int32_t dt, const Operand& oa, const Operand& ob, const Operand& oc,
+                  const void* pa, const void* pb, void* po) {
+  Key key("matmul");
+  key.add((int64_t)dt).add(oa.dims).add(oa.strides).add(ob.dims).add(ob.strides).add(oc.dims).add(oc.strides);
+  auto c = cached(key, [&](Cached& e) {
+    e.src_md = make_md(oa.dims, oa.strides, dt);
+    e.src1_md = make_md(ob.dims, ob.strides, dt);
+    e.dst_md = make_md(oc.dims, oc.strides, dt);
+    dnnl::matmul::desc d(e.src_md, e.src1_md, e.dst_md);
+    dnnl::matmul::primitive_desc pd(d, base_attr(), engine());
+    finish(e, pd);
+    e.prim = dnnl::matmul(pd);
+  });
+  if (!c->supported) return false;  // e.g. f16 without AVX512-FP16
+  execute(ctx, *c,
+          {{DNNL_ARG_SRC, mem(c->src_md, pa)},
+           {DNNL_ARG_WEIGHTS, mem(c->src1_md, pb)},
+           {DNNL_ARG_DST, mem(c->dst_md, po)}});
+  return true;
+}
+
 }  // namespace
 
 void matmul_run(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& a, const gn_tensor_view& b,
@@ -198,23 +228,55 @@ void matmul_run(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& 
   };
   if (ak == 0 || (dt != GN_F32 && dt != GN_BF16 && dt != GN_F16)) return loops();  // K == 0: zeros
 
-  Key key("matmul");
-  key.add((int64_t)dt).add(oa.dims).add(oa.strides).add(ob.dims).add(ob.strides).add(oc.dims).add(oc.strides);
-  auto c = cached(key, [&](Cached& e) {
-    e.src_md = make_md(oa.dims, oa.strides, dt);
-    e.src1_md = make_md(ob.dims, ob.strides, dt);
-    e.dst_md = make_md(oc.dims, oc.strides, dt);
-    dnnl::matmul::desc d(e.src_md, e.src1_md, e.dst_md);
-    dnnl::matmul::primitive_desc pd(d, base_attr(), engine());
-    finish(e, pd);
-    e.prim = dnnl::matmul(pd);
+  const char* pa = (const char*)data_of(a);
+  const char* pb = (const char*)data_of(b);
+  char* po = (char*)data_of(out);
+  const int64_t work = out_numel * ak;  // multiply-adds
+  const int threads = num_threads();
+  if (threads == 1 || work < kSplitWork) {
+    if (!matmul_block(ctx, dt, oa, ob, oc, pa, pb, po)) loops();
+    return;
+  }
+  // Split one output dim into blocks, one single-threaded primitive each: the
+  // outermost batch dim with more than one entry, else M or N, whichever
+  // gives whole blocks of at least kMinBlock rows/columns.
+  int split = -1;
+  for (size_t d = 0; d < nb && split < 0; ++d)
+    if (oc.dims[d] > 1) split = (int)d;
+  if (split < 0) split = (M >= N || N < 2 * kMinBlock) ? (int)nb : (int)nb + 1;
+  const int64_t extent = oc.dims[(size_t)split];
+  const int64_t min_block = split < (int)nb ? 1 : kMinBlock;
+  const int64_t blocks = std::min<int64_t>(2 * (int64_t)threads, extent / min_block);
+  if (blocks < 2) {
+    if (!matmul_block(ctx, dt, oa, ob, oc, pa, pb, po)) loops();
+    return;
+  }
+  // oneDNN refusing a block shape refuses the whole problem's shape too: check once, on block 0's shape.
+  const size_t es = gn_dtype_size(dt);
+  std::atomic<bool> refused{false};
+  parallel_chunks(blocks, [&](int64_t i) {
+    const int64_t begin = i * extent / blocks, len = (i + 1) * extent / blocks - begin;
+    Operand ba = oa, bb = ob, bc = oc;
+    const char *qa = pa, *qb = pb;
+    char* qo = po + (size_t)(begin * oc.strides[(size_t)split]) * es;
+    bc.dims[(size_t)split] = len;
+    const bool in_a = split < (int)nb ? oa.dims[(size_t)split] != 1 : split == (int)nb;
+    const bool in_b = split < (int)nb ? ob.dims[(size_t)split] != 1 : split == (int)nb + 1;
+    if (in_a) {
+      qa += (size_t)(begin * oa.strides[(size_t)split]) * es;
+      ba.dims[(size_t)split] = len;
+    }
+    if (in_b) {
+      qb += (size_t)(begin * ob.strides[(size_t)split]) * es;
+      bb.dims[(size_t)split] = len;
+    }
+    tidy_unit_strides(ba);
+    tidy_unit_strides(bb);
+    tidy_unit_strides(bc);
+    // Blocks run at once: scratch comes from each thread's own buffer, not the call's workspace.
+    if (!refused.load() && !matmul_block(nullptr, dt, ba, bb, bc, qa, qb, qo)) refused.store(true);
   });
-  if (!c->supported) return loops();  // e.g. f16 without AVX512-FP16
-
-  execute(ctx, *c,
-          {{DNNL_ARG_SRC, mem(c->src_md, data_of(a))},
-           {DNNL_ARG_WEIGHTS, mem(c->src1_md, data_of(b))},
-           {DNNL_ARG_DST, mem(c->dst_md, data_of(out))}});
+  if (refused.load()) loops();  // every block is rewritten by the C++ path
 }
 
 namespace {

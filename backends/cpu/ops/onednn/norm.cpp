@@ -165,8 +165,10 @@ GN_SDK_KERNEL(layer_norm_kernel) {
   if (has_b) args.emplace(DNNL_ARG_SHIFT, mem(c->src1_md, bp));
   execute(ctx, *c, std::move(args));
   const float feps = (float)eps;
-#pragma omp parallel for simd schedule(static) if (R > 4096)
-  for (int64_t r = 0; r < R; ++r) rstd[r] = 1.0f / std::sqrt(var[r] + feps);
+  parallel_range(R, [&](int64_t r0, int64_t r1) {
+#pragma omp simd
+    for (int64_t r = r0; r < r1; ++r) rstd[r] = 1.0f / std::sqrt(var[r] + feps);
+  });
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // genesis/sdk/sdk.h - the header-only plugin SDK (C++17) on top of abi/.
 #pragma once
+#include "genesis/sdk/comm.h"
 #include "genesis/sdk/convert.h"
 #include "genesis/sdk/error.h"
 #include "genesis/sdk/iter.h"

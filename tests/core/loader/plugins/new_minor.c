@@ -1,11 +1,12 @@
-/* new_minor.c - a plugin built against a future ABI 1.2: claims minor 2 and
- * hands in a vtable with an extra trailing slot (bigger struct_size).  The host
- * must accept it, negotiate its own minor and use the graph slots. */
+/* new_minor.c - a plugin built against a future ABI minor: claims the host's
+ * minor + 1 and hands in a vtable with an extra trailing slot (bigger
+ * struct_size).  The host must accept it, negotiate its own minor and use the
+ * graph slots. */
 #include "hostdev.h"
 
 HOSTDEV_UNARY_F32(new_neg, -x)
 
-/* What a 1.2 header would declare: the 1.1 table plus one appended slot. */
+/* What a future header would declare: today's table plus one appended slot. */
 typedef struct new_device_vtable {
   gn_device_vtable v1_1;
   gn_status* (*future_slot)(void* ctx, int32_t index);
@@ -46,15 +47,15 @@ static gn_status* new_graph_destroy(void* ctx, int32_t index, void* graph) {
 static gn_status* new_future(void* ctx, int32_t index) {
   (void)ctx;
   (void)index;
-  return g_host->status_new(GN_ERR_INTERNAL, "newdev: a 1.1 host must never call this");
+  return g_host->status_new(GN_ERR_INTERNAL, "newdev: an older host must never call this");
 }
 
 GN_PLUGIN_EXPORT gn_status* gn_plugin_init(const gn_host_api* host, gn_plugin_info* info) {
   static new_device_vtable vt; /* static: the host may keep pointing at it */
   gn_status* st;
   g_host = host;
-  hostdev_info(info, "loadertest_new_minor", "1.2.0");
-  info->abi_minor = 2;
+  hostdev_info(info, "loadertest_new_minor", "1.9.0");
+  info->abi_minor = GN_ABI_VERSION_MINOR + 1;
   vt.v1_1 = hostdev_vtable("newdev", 10);
   vt.v1_1.struct_size = sizeof vt;
   vt.v1_1.graph_begin = new_graph_begin;
