@@ -531,3 +531,19 @@ def test_scheduler_state_dict_resumes(kind):
         advance(sb)
         assert sa.get_last_lr() == sb.get_last_lr()
         assert [g["lr"] for g in oa.param_groups] == [g["lr"] for g in ob.param_groups]
+
+
+def test_wrong_types_raise_type_errors_in_python_words():
+    p = genesis.zeros(2, requires_grad=True)
+    with pytest.raises(TypeError, match="base_lr must be a number, not str"):
+        GS.CyclicLR(optim.SGD([p], momentum=0.9), "a", 0.1)
+    with pytest.raises(TypeError, match="the result of lr_lambda must be a number, not list"):
+        GS.LambdaLR(optim.SGD([p]), lambda e: [1])
+    with pytest.raises(TypeError, match="option 'lr' must be a number, not str"):
+        optim.RMSprop([{"params": [p], "lr": "x"}])
+    with pytest.raises(TypeError, match="lr_lambda must be callable"):
+        GS.MultiplicativeLR(optim.SGD([p]), 0.9)
+    # NumPy scalars and 0-d tensors are numbers.
+    assert optim.Adagrad([{"params": [p], "lr": np.float32(0.5)}]).param_groups[0]["lr"] == 0.5
+    s = GS.LambdaLR(optim.SGD([p], lr=1.0), lambda e: genesis.tensor(0.25))
+    assert s.get_last_lr() == [0.25]

@@ -21,6 +21,27 @@ std::vector<Tensor> tensor_list(py::handle params) {
   return out;
 }
 
+// A Python number (anything float() takes but a string: int, float, NumPy scalars, 0-d tensors) as a double;
+// TypeError naming `what` for anything else.
+double number(py::handle v, const std::string& what) {
+  PyObject* f = py::isinstance<py::str>(v) || py::isinstance<py::bytes>(v) ? nullptr : PyNumber_Float(v.ptr());
+  if (!f) {
+    PyErr_Clear();
+    throw py::type_error(what + " must be a number, not " +
+                         std::string(py::str(py::type::handle_of(v).attr("__name__"))));
+  }
+  const double d = PyFloat_AS_DOUBLE(f);
+  Py_DECREF(f);
+  return d;
+}
+
+// Numbers from a list or tuple; TypeError naming `what` for anything else.
+std::vector<double> numbers(py::handle v, const std::string& what) {
+  std::vector<double> out;
+  for (py::handle x : v) out.push_back(number(x, what));
+  return out;
+}
+
 // LBFGS's line_search_fn as its option value: None 0, "strong_wolfe" 1.
 double line_search_code(py::handle v) {
   if (v.is_none()) return 0;
@@ -32,12 +53,14 @@ double line_search_code(py::handle v) {
 // performance hint of torch's, is accepted and ignored).
 void put_option(std::map<std::string, double>& o, const std::string& k, py::handle v) {
   if (k == "betas") {
-    o["beta1"] = v[py::int_(0)].cast<double>();
-    o["beta2"] = v[py::int_(1)].cast<double>();
+    const auto b = numbers(v, "betas");
+    if (b.size() != 2) throw py::value_error("betas must be a pair of numbers");
+    o["beta1"] = b[0];
+    o["beta2"] = b[1];
   } else if (k == "line_search_fn") {
     o[k] = line_search_code(v);
   } else if (k != "params" && k != "foreach" && !v.is_none()) {
-    o[k] = v.cast<double>();
+    o[k] = number(v, "option '" + k + "'");
   }
 }
 
@@ -167,13 +190,15 @@ optim::OptimizerStateDict state_dict_from(py::dict d) {
 }
 
 std::pair<double, double> betas_of(py::handle b) {
-  return {b[py::int_(0)].cast<double>(), b[py::int_(1)].cast<double>()};
+  const auto v = numbers(b, "betas");
+  if (v.size() != 2) throw py::value_error("betas must be a pair of numbers");
+  return {v[0], v[1]};
 }
 
 // A number or one number per parameter group (torch's _format_param): the list's length is checked.
 std::vector<double> per_group(py::handle v, const Optimizer& opt, const std::string& name) {
-  if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v)) return {v.cast<double>()};
-  auto out = v.cast<std::vector<double>>();
+  if (!py::isinstance<py::list>(v) && !py::isinstance<py::tuple>(v)) return {number(v, name)};
+  auto out = numbers(v, name);
   const size_t n = opt.param_groups().size();
   if (out.size() != n)
     throw py::value_error("expected " + std::to_string(n) + " values for " + name + ", got " +
@@ -226,6 +251,17 @@ struct PyReduceLROnPlateau : optim::ReduceLROnPlateau {
   bool verbose;
 };
 
+// A Python lr_lambda as a C++ one (the GIL taken for the call; TypeError for a result that is no number).
+template <class Lambda>
+Lambda lambda_of(py::handle f) {
+  if (!PyCallable_Check(f.ptr())) throw py::type_error("lr_lambda must be callable");
+  auto fn = keep_callable(py::reinterpret_borrow<py::function>(f));
+  return [fn](int64_t epoch) {
+    py::gil_scoped_acquire gil;
+    return number((*fn)(epoch), "the result of lr_lambda");
+  };
+}
+
 // LambdaLR / MultiplicativeLR's lr_lambda: one callable, or a list or tuple of one per group.
 template <class S>
 std::unique_ptr<S> make_lambda_scheduler(Optimizer& opt, py::handle fn, int64_t last_epoch) {
@@ -234,14 +270,10 @@ std::unique_ptr<S> make_lambda_scheduler(Optimizer& opt, py::handle fn, int64_t 
       throw py::value_error("Expected " + std::to_string(opt.param_groups().size()) + " lr_lambdas, but got " +
                             std::to_string(py::len(fn)));
     std::vector<typename S::Lambda> fns;
-    for (py::handle f : fn) {
-      if (!PyCallable_Check(f.ptr())) throw py::type_error("lr_lambda must be callable");
-      fns.push_back(f.cast<typename S::Lambda>());
-    }
+    for (py::handle f : fn) fns.push_back(lambda_of<typename S::Lambda>(f));
     return std::make_unique<S>(opt, std::move(fns), last_epoch);
   }
-  if (!PyCallable_Check(fn.ptr())) throw py::type_error("lr_lambda must be callable");
-  return std::make_unique<S>(opt, fn.cast<typename S::Lambda>(), last_epoch);
+  return std::make_unique<S>(opt, lambda_of<typename S::Lambda>(fn), last_epoch);
 }
 
 }  // namespace
@@ -482,7 +514,7 @@ void bind_optim(py::module_& m) {
                // torch calls scale_fn with an int: the cycle number or the iteration.
                co.scale_fn = [fn](double x) {
                  py::gil_scoped_acquire gil;
-                 return (*fn)(py::int_(static_cast<int64_t>(x))).cast<double>();
+                 return number((*fn)(py::int_(static_cast<int64_t>(x))), "the result of scale_fn");
                };
              }
              co.scale_mode = scale_mode;
@@ -512,12 +544,12 @@ void bind_optim(py::module_& m) {
              ro.threshold_mode = threshold_mode;
              ro.cooldown = cooldown;
              if (py::isinstance<py::list>(min_lr) || py::isinstance<py::tuple>(min_lr)) {
-               ro.min_lr = min_lr.cast<std::vector<double>>();
+               ro.min_lr = numbers(min_lr, "min_lr");
                if (ro.min_lr.size() != opt.param_groups().size())
                  throw py::value_error("expected " + std::to_string(opt.param_groups().size()) + " min_lrs, got " +
                                        std::to_string(ro.min_lr.size()));
              } else {
-               ro.min_lr = {min_lr.cast<double>()};
+               ro.min_lr = {number(min_lr, "min_lr")};
              }
              ro.eps = eps;
              return std::make_unique<PyReduceLROnPlateau>(opt, std::move(ro), verbose);
