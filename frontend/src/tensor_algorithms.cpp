@@ -174,6 +174,13 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool ri
                     dims_str(seq.shape()) + " and got sorter tensor " + dims_str(sorter.shape()));
     seq = seq.gather(-1, sorter);
   }
+  bool fits = seq.dim() == 1 || seq.dim() == values.dim();
+  for (int64_t d = 0; fits && seq.dim() > 1 && d + 1 < seq.dim(); ++d) fits = seq.size(d) == values.size(d);
+  if (!fits)
+    throw invalid(
+        "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+        "boundaries tensor and input value tensor must match, but we got boundaries tensor " +
+        dims_str(seq.shape()) + " and input value tensor " + dims_str(values.shape()));
   NoGradGuard ng;
   return call1(GN_OP_HANDLE("searchsorted"), {&seq, &values}, {gn_attr_int(right), gn_attr_int(out_int32)});
 }
@@ -190,7 +197,7 @@ Tensor scatter_reduce(const Tensor& x, int64_t dim, const Tensor& index, const T
   int64_t code = -1;
   for (int64_t i = 0; i < 5; ++i)
     if (reduce == kNames[i]) code = i;
-  if (code < 0) throw invalid("reduce argument must be either sum, prod, mean, amax or amin, got " + reduce);
+  if (code < 0) throw invalid("reduce argument must be either sum, prod, mean, amax or amin.");
   const gn_op* op = GN_OP_HANDLE("scatter_reduce");
   const auto attrs = {gn_attr_int(dim), gn_attr_int(code), gn_attr_int(include_self ? 1 : 0)};
   Tensor y = call1(op, {&x, &index, &src}, attrs);

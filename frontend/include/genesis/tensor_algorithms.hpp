@@ -63,7 +63,8 @@ UniqueResult unique_consecutive(const Tensor& x, bool return_inverse = false, bo
  * least minlength long: int64 without weights, float32 with float32 weights, else float64. */
 Tensor bincount(const Tensor& x, const Tensor& weights = Tensor(), int64_t minlength = 0);
 /** Histogram of x with `bins` equal bins over [min, max] (min == max: x's own range); elements
- * outside are ignored; x's dtype (floating). */
+ * outside are ignored, and so are nans (torch 1.13's CPU kernel counts them in the first bin);
+ * x's dtype (floating). */
 Tensor histc(const Tensor& x, int64_t bins = 100, double min = 0, double max = 0);
 /** Indices where values would be inserted into the last dim of sorted_sequence to keep it sorted
  * (right: after equal elements); sorter: the argsort of an unsorted sequence. */

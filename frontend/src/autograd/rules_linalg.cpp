@@ -93,15 +93,13 @@ V qr(Node& n, const Tensor& g) {
     gA = Q.matmul(t + mT(t.triu(1))) + gQ;           // Q syminvadj(triu(gA)) + gQ
     return {mT(tri_solve(R, mT(gA), true, false))};  // X R^T = gA  <=>  R X^T = gA^T
   }
-  Tensor t = (-gA).tril();
-  t = t - t * eye_like(t, m) * 0.5;  // tril with a halved diagonal, minus its transpose
-  gA = Q.matmul(t - mT(t));
-  const Tensor R1 = R.slice(-1, 0, m);
-  gA = mT(tri_solve(R1, mT(gA), true, false));
-  Shape zs = R.shape();
-  zs.back() = cols - m;
-  gA = nn::functional::cat({gA, zeros(zs, {.dtype = gA.dtype(), .device = gA.device()})}, -1);
-  return {gA + Q.matmul(gR)};
+  // m < n: A = [X | Y] with X = Q R1 (square) and R2 = Q^T Y, so Y's gradient is Q gR2 and Q's
+  // own gradient gains Y gR2^T; X then takes the square case's formula.
+  const Tensor R1 = R.slice(-1, 0, m), R2 = R.slice(-1, m, cols), gR1 = gR.slice(-1, 0, m), gR2 = gR.slice(-1, m, cols);
+  const Tensor gQ2 = gQ + Q.matmul(R2.matmul(mT(gR2)));
+  const Tensor t = (gR1.matmul(mT(R1)) - mT(Q).matmul(gQ2)).triu();
+  const Tensor gX = mT(tri_solve(R1, mT(Q.matmul(t + mT(t.triu(1))) + gQ2), true, false));
+  return {nn::functional::cat({gX, Q.matmul(gR2)}, -1)};
 }
 
 // torch's svd_backward (real, distinct singular values); the packed gradient holds (gU, gS,

@@ -365,9 +365,12 @@ void bind_reductions(py::class_<Tensor>& t) {
           },
           py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true, py::arg("sorted") = true)
       .def(
-          "sort", [](const Tensor& x, int64_t dim, bool descending) { return values_indices(x.sort(dim, descending)); },
-          py::arg("dim") = -1, py::arg("descending") = false)
-      .def("argsort", &Tensor::argsort, py::arg("dim") = -1, py::arg("descending") = false);
+          "sort",
+          [](const Tensor& x, int64_t dim, bool descending, bool) { return values_indices(x.sort(dim, descending)); },
+          py::arg("dim") = -1, py::arg("descending") = false, py::arg("stable") = false)  // always stable
+      .def(
+          "argsort", [](const Tensor& x, int64_t dim, bool descending, bool) { return x.argsort(dim, descending); },
+          py::arg("dim") = -1, py::arg("descending") = false, py::arg("stable") = false);
 }
 
 // ---- views, joins, gathers and scatters

@@ -323,11 +323,14 @@ void svd(const T* a, int64_t m, int64_t n, T* u, T* s, T* vh, bool full) {
   const int64_t RC = full ? R : C;
   std::vector<T> gu((size_t)(R * RC), T(0)), gv((size_t)(C * C));
   std::vector<bool> fill((size_t)RC, true);
+  // A column whose norm is this small has lost its precision to underflow: its singular value
+  // counts as zero and its left vector is completed instead.
+  const T tiny = std::numeric_limits<T>::min() / std::numeric_limits<T>::epsilon();
   for (int64_t j = 0; j < C; ++j) {
     const int64_t o = order[(size_t)j];
     const T sj = sv[(size_t)o];
     for (int64_t i = 0; i < C; ++i) gv[(size_t)(i * C + j)] = v[(size_t)(o * C + i)];
-    if (sj > T(0) && std::isfinite(sj)) {
+    if (sj > tiny && std::isfinite(sj)) {
       for (int64_t i = 0; i < R; ++i) gu[(size_t)(i * RC + j)] = g[(size_t)(o * R + i)] / sj;
       fill[(size_t)j] = false;
     }
