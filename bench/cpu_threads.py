@@ -12,9 +12,10 @@ spin on every core:
 
 and prints, per workload and machine state, default / one-thread (the acceptance asks for at most
 1.5 on the busy machine).  A build directory other than ./build is given as the first argument;
---json prints the figures as one JSON object.
+--baseline DIR measures another build (an older commit) in the same run, alternating with the
+first; --json prints the figures as one JSON object.
 
-    /usr/bin/python3 bench/cpu_threads.py [build dir] [--steps 40] [--new-tokens 64] [--hogs N] [--json]
+    /usr/bin/python3 bench/cpu_threads.py [build dir] [--baseline DIR] [--steps 40] [--new-tokens 64] [--hogs N]
 """
 import argparse
 import json
@@ -35,6 +36,7 @@ import genesis.nn as nn
 import genesis.optim
 kind, steps, new_tokens, model_dir = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 genesis.manual_seed(0)
+threads = getattr(genesis, "get_num_threads", lambda: 0)  # 0: a build without it
 if kind == "mlp":
     model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
     opt = genesis.optim.Adam(model.parameters(), lr=1e-3)
@@ -51,7 +53,7 @@ if kind == "mlp":
         loss.item()
         if i >= 5:
             times.append(time.perf_counter() - t0)
-    print(json.dumps({"ms_per_step": 1e3 * statistics.median(times), "threads": genesis.get_num_threads()}))
+    print(json.dumps({"ms_per_step": 1e3 * statistics.median(times), "threads": threads()}))
 else:
     from genesis.models import QwenForCausalLM
     model = QwenForCausalLM.from_pretrained(model_dir)
@@ -63,7 +65,7 @@ else:
         out = model.generate([prompt], max_new_tokens=new_tokens, ignore_eos=True)
         dt = time.perf_counter() - t0
         best = max(best, len(out[0]) / dt)
-    print(json.dumps({"tokens_per_s": best, "threads": genesis.get_num_threads()}))
+    print(json.dumps({"tokens_per_s": best, "threads": threads()}))
 """
 
 
@@ -87,50 +89,54 @@ def run(build, kind, threads, args):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def measure(build, args):
-    r = {}
+def measure(builds, args):
+    r = {name: {} for name in builds}
     for kind in ("mlp", "decode"):
         for label, threads in (("default", 0), ("one", 1)):
-            r[f"{kind}_{label}"] = run(build, kind, threads, args)
+            for name, build in builds.items():
+                r[name][f"{kind}_{label}"] = run(build, kind, threads, args)
+    for m in r.values():
+        m["mlp_ratio"] = m["mlp_default"]["ms_per_step"] / m["mlp_one"]["ms_per_step"]
+        m["decode_ratio"] = m["decode_one"]["tokens_per_s"] / m["decode_default"]["tokens_per_s"]
     return r
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("build", nargs="?", default=os.path.join(SOURCE, "build"))
+    p.add_argument("--baseline", help="a second build directory to measure in the same run")
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--new-tokens", type=int, default=64)
     p.add_argument("--hogs", type=int, default=os.cpu_count())
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
 
-    results = {"cores": os.cpu_count(), "hogs": args.hogs}
-    results["quiet"] = measure(args.build, args)
+    builds = {"build": args.build}
+    if args.baseline:
+        builds["baseline"] = args.baseline
+    results = {"cores": os.cpu_count(), "hogs": args.hogs, "builds": builds}
+    results["quiet"] = measure(builds, args)
     hogs = [multiprocessing.Process(target=hog, daemon=True) for _ in range(args.hogs)]
     for h in hogs:
         h.start()
     time.sleep(1.0)
     try:
-        results["busy"] = measure(args.build, args)
+        results["busy"] = measure(builds, args)
     finally:
         for h in hogs:
             h.terminate()
-    for state in ("quiet", "busy"):
-        m = results[state]
-        results[state]["mlp_ratio"] = m["mlp_default"]["ms_per_step"] / m["mlp_one"]["ms_per_step"]
-        results[state]["decode_ratio"] = m["decode_one"]["tokens_per_s"] / m["decode_default"]["tokens_per_s"]
     if args.json:
         print(json.dumps(results, indent=1))
         return
     print(f"{results['cores']} cores; busy = {args.hogs} spinning processes")
-    print(f"{'state':6} {'workload':8} {'default':>14} {'one thread':>14} {'default/one':>12}  (time ratio)")
-    for state in ("quiet", "busy"):
-        m = results[state]
-        print(f"{state:6} {'mlp':8} {m['mlp_default']['ms_per_step']:11.2f} ms {m['mlp_one']['ms_per_step']:11.2f} ms "
-              f"{m['mlp_ratio']:12.2f}   threads {m['mlp_default']['threads']}")
-        print(f"{state:6} {'decode':8} {m['decode_default']['tokens_per_s']:10.0f} t/s {m['decode_one']['tokens_per_s']:10.0f} t/s "
-              f"{m['decode_ratio']:12.2f}")
-
+    print(f"{'build':9} {'state':6} {'workload':8} {'default':>14} {'one thread':>14} {'default/one':>12}  (time ratio)")
+    for name in builds:
+        for state in ("quiet", "busy"):
+            m = results[state][name]
+            print(f"{name:9} {state:6} {'mlp':8} {m['mlp_default']['ms_per_step']:11.2f} ms "
+                  f"{m['mlp_one']['ms_per_step']:11.2f} ms {m['mlp_ratio']:12.2f}")
+            print(f"{name:9} {state:6} {'decode':8} {m['decode_default']['tokens_per_s']:10.0f} t/s "
+                  f"{m['decode_one']['tokens_per_s']:10.0f} t/s {m['decode_ratio']:12.2f}")
 
 if __name__ == "__main__":
     main()

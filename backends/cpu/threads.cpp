@@ -75,7 +75,13 @@ std::atomic<int> g_explicit{0};  // set_num_threads; 0 = default
 // before it sleeps, and the calling thread waits for started chunks before it
 // yields: back-to-back ops keep their workers awake, an idle backend burns
 // nothing after ~0.1 ms.
-constexpr int kSpin = 2000;
+int spin_limit() {
+  static const int n = [] {
+    const char* s = std::getenv("GENESIS_THREAD_SPIN");
+    return s && *s ? std::max(0, std::atoi(s)) : 2000;
+  }();
+  return n;
+}
 
 thread_local bool t_in_chunk = false;
 
@@ -114,7 +120,7 @@ class Pool {
     }
     take_chunks(loop);
     for (int spin = 0; done_.load(std::memory_order_acquire) < chunks; ++spin) {
-      if (spin < kSpin)
+      if (spin < spin_limit())
         GN_CPU_PAUSE();
       else
         std::this_thread::yield();
@@ -156,7 +162,7 @@ class Pool {
     for (;;) {
       // Spin a little for the next loop (the claim word's generation moves),
       // then sleep until one comes.
-      for (int spin = 0; spin < kSpin && (claim_.load(std::memory_order_acquire) >> 32) == (seen & 0xffffffffu) &&
+      for (int spin = 0, limit = spin_limit(); spin < limit && (claim_.load(std::memory_order_acquire) >> 32) == (seen & 0xffffffffu) &&
                          !stop_.load(std::memory_order_relaxed);
            ++spin)
         GN_CPU_PAUSE();
