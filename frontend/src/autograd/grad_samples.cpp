@@ -9,7 +9,9 @@
 // generator gives the same inputs on every backend.
 #include <cmath>
 
+#include "genesis/linalg.hpp"
 #include "genesis/nn/functional.hpp"
+#include "genesis/tensor_algorithms.hpp"
 #include "rules.h"
 
 namespace genesis::autograd {
@@ -155,6 +157,59 @@ std::vector<GradSample> make_samples() {
   s.push_back(plain("max_pool2d", {{1, 2, 5, 5}}, [](const V& x) { return F::max_pool2d(x[0], 3, 2, 1); }));
   s.push_back(
       plain("avg_pool2d", {{1, 1, 6, 6}}, [](const V& x) { return F::avg_pool2d(x[0], 3, 2, 1, true, false); }));
+  // ---- cumulative, scatter_reduce
+  s.push_back(plain("cumsum", {{3, 4}}, [](const V& x) { return cumsum(x[0], 1); }));
+  s.push_back(plain(
+      "cumprod", {{3, 4}}, [](const V& x) { return cumprod(x[0], -1); }, true));
+  s.push_back(plain("logcumsumexp", {{4, 3}}, [](const V& x) { return logcumsumexp(x[0], 0); }));
+  s.push_back(plain("cummax", {{3, 5}}, [](const V& x) { return cummax(x[0], 1).first; }));
+  s.push_back(plain("cummin", {{4, 3}}, [](const V& x) { return cummin(x[0], 0).first; }));
+  s.push_back({"scatter_reduce",
+               [](const Options& o) {
+                 return V{leaf({4, 3}, o), ids({0, 1, 1, 0, 0, 3}, {2, 3}, o), pos({2, 3}, o)};
+               },
+               [](const V& x) {
+                 return scatter_reduce(x[0], 0, x[1], x[2], "mean", false) +
+                        scatter_reduce(x[0], 0, x[1], x[2], "prod");
+               }});
+  // ---- factorizations and solves: well-conditioned inputs (2 on the diagonal, small entries elsewhere)
+  auto diag2 = [](Shape s, const Options& o) {
+    return (randn(s, o) * 0.3 + eye(s.back(), 0, o) * 2).detach().requires_grad_();
+  };
+  // 3, 2, 1 on the diagonal: well separated singular values and eigenvalues (stable vectors)
+  auto spread = [](const Options& o) {
+    return (randn({3, 3}, o) * 0.1 + eye(3, 0, o) * arange(3, 0, -1, o)).detach().requires_grad_();
+  };
+  s.push_back({"solve_triangular",
+               [diag2](const Options& o) {
+                 return V{diag2({2, 3, 3}, o), leaf({2, 3, 2}, o)};
+               },
+               [](const V& x) {
+                 return linalg::solve_triangular(x[0], x[1], true) + linalg::solve_triangular(x[0], x[1], false);
+               }});
+  s.push_back({"cholesky",
+               [diag2](const Options& o) {
+                 return V{diag2({3, 3}, o)};
+               },
+               [](const V& x) { return linalg::cholesky(x[0].matmul(x[0].t())); }});
+  s.push_back({"qr",  // R's diagonal far from 0: no Householder sign flips under a step
+               [](const Options& o) {
+                 return V{(randn({4, 3}, o) * 0.3 + eye(4, 3, o) * 2).detach().requires_grad_()};
+               },
+               [](const V& x) {
+                 auto qr = linalg::qr(x[0]);
+                 return F::cat({qr.first.reshape({-1}), qr.second.reshape({-1})}, 0);
+               }});
+  s.push_back({"svd", [spread](const Options& o) { return V{spread(o)}; },
+               [](const V& x) {  // functions of the SVD that do not depend on the vectors' signs
+                 const linalg::SVD d = linalg::svd(x[0], false);
+                 return F::cat({d.S, d.U.square().reshape({-1}), d.U.matmul(d.Vh).reshape({-1})}, 0);
+               }});
+  s.push_back({"eigh", [spread](const Options& o) { return V{spread(o)}; },
+               [](const V& x) {
+                 auto e = linalg::eigh(x[0] + x[0].t());
+                 return F::cat({e.first, e.second.square().reshape({-1})}, 0);
+               }});
   return s;
 }
 

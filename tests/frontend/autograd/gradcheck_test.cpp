@@ -19,8 +19,10 @@
 #include <string>
 
 #include "genesis/autograd.hpp"
+#include "genesis/linalg.hpp"
 #include "genesis/nn/functional.hpp"
 #include "genesis/tensor.hpp"
+#include "genesis/tensor_algorithms.hpp"
 
 namespace {
 
@@ -84,6 +86,27 @@ namespace F = genesis::nn::functional;
 using I64 = std::vector<int64_t>;
 
 Tensor ids(const I64& v, genesis::Shape s) { return genesis::tensor(v, s, {.device = dev()}); }
+
+// A float64 leaf with these values.
+Tensor fixed(const std::vector<double>& v, genesis::Shape s) {
+  return genesis::tensor(v, s, {.device = dev()}).requires_grad_();
+}
+// A leaf whose triangles are both well conditioned: 2 on the diagonal, small entries elsewhere.
+Tensor well_conditioned(int64_t n) {
+  return (genesis::randn({n, n}, f64()) * 0.3 + genesis::eye(n, 0, f64()) * 2).detach().requires_grad_();
+}
+// x x^T + n I: symmetric positive-definite.
+Tensor spd(const Tensor& x) { return x.matmul(x.transpose(-2, -1)) + genesis::eye(x.size(-1), 0, f64()) * x.size(-1); }
+// The outputs of a factorization as one tensor, flattened one after the other.
+Tensor both(const std::pair<Tensor, Tensor>& p) { return F::cat({p.first.reshape({-1}), p.second.reshape({-1})}, 0); }
+// Functions of an SVD that do not depend on the signs of the singular vectors.
+Tensor svd_invariants(const genesis::linalg::SVD& s) {
+  return F::cat(
+      {s.S.reshape({-1}), s.U.square().reshape({-1}), s.Vh.square().reshape({-1}), s.U.matmul(s.Vh).reshape({-1})}, 0);
+}
+Tensor eigh_invariants(const std::pair<Tensor, Tensor>& e) {
+  return F::cat({e.first.reshape({-1}), e.second.square().reshape({-1})}, 0);
+}
 
 // op name (ops.def) -> finite-difference checks of its rule, several shapes/attributes each.
 const std::map<std::string, std::function<void()>>& checks() {
@@ -453,6 +476,82 @@ const std::map<std::string, std::function<void()>>& checks() {
          GRADCHECK(F::avg_pool2d(x[0], 2), leaf({2, 2, 4, 4}));
          GRADCHECK(F::avg_pool2d(x[0], 3, 2, 1, true, false), leaf({1, 1, 6, 6}));
        }},
+      // ---- cumulative
+      {"cumsum",
+       [] {
+         GRADCHECK(genesis::cumsum(x[0], 1), leaf({3, 4}));
+         GRADCHECK(genesis::cumsum(x[0], 0), leaf({5}));
+         GRADCHECK(genesis::cumsum(x[0], -1), leaf({}));
+       }},
+      {"cumprod",
+       [] {
+         GRADCHECK(genesis::cumprod(x[0], 1), leaf({3, 5}));
+         GRADCHECK(genesis::cumprod(x[0], 0), leaf({4, 2}));
+         // zeros: one, two, at the start and at the end of a line
+         GRADCHECK(genesis::cumprod(x[0], 1), fixed({2, 0, 3, 4, 0, 2, 0, 5, 1.5, -2, 3, 0}, {3, 4}));
+       }},
+      {"logcumsumexp",
+       [] {
+         GRADCHECK(genesis::logcumsumexp(x[0], 1), leaf({3, 4}, 2));
+         GRADCHECK(genesis::logcumsumexp(x[0], 0), leaf({5, 2}, 10));
+       }},
+      {"cummax",
+       [] {
+         GRADCHECK(genesis::cummax(x[0], 1).first, leaf({3, 5}));
+         GRADCHECK(genesis::cummax(x[0], 0).first, leaf({4, 2}));
+       }},
+      {"cummin",
+       [] {
+         GRADCHECK(genesis::cummin(x[0], -1).first, leaf({3, 5}));
+       }},
+      // ---- indexing
+      {"scatter_reduce",
+       [] {
+         for (const char* r : {"sum", "prod", "mean", "amax", "amin"})
+           for (bool self : {true, false}) {
+             GRADCHECK(genesis::scatter_reduce(x[0], 0, x[2], x[1], r, self), leaf({4, 3}, 1, 0.2), leaf({3, 3}),
+                       ids({0, 1, 1, 0, 0, 3, 2, 0, 3}, {3, 3}));
+             GRADCHECK(genesis::scatter_reduce(x[0], 1, x[2], x[1], r, self), leaf({2, 4}), leaf({2, 3}),
+                       ids({0, 0, 3, 2, 1, 2}, {2, 3}));
+           }
+       }},
+      // ---- factorizations and solves
+      {"solve_triangular",
+       [] {
+         for (bool upper : {true, false})
+           for (bool unit : {false, true}) {
+             GRADCHECK(genesis::linalg::solve_triangular(x[0], x[1], upper, true, unit), well_conditioned(3),
+                       leaf({3, 2}));
+             GRADCHECK(genesis::linalg::solve_triangular(x[0], x[1], upper, false, unit), well_conditioned(3),
+                       leaf({2, 3}));
+           }
+       }},
+      {"cholesky",
+       [] {
+         GRADCHECK(genesis::linalg::cholesky(spd(x[0])), leaf({3, 3}));
+         GRADCHECK(genesis::linalg::cholesky(spd(x[0]), true), leaf({2, 4, 4}));
+       }},
+      {"qr",
+       [] {
+         for (genesis::Shape s :
+              {genesis::Shape{4, 3}, genesis::Shape{3, 3}, genesis::Shape{3, 5}, genesis::Shape{2, 4, 2}}) {
+           GRADCHECK(both(genesis::linalg::qr(x[0])), leaf(s));
+         }
+         GRADCHECK(both(genesis::linalg::qr(x[0], "complete")), leaf({3, 4}));
+       }},
+      {"svd",
+       [] {
+         for (genesis::Shape s :
+              {genesis::Shape{4, 3}, genesis::Shape{3, 3}, genesis::Shape{2, 5}, genesis::Shape{2, 3, 2}}) {
+           GRADCHECK(svd_invariants(genesis::linalg::svd(x[0], false)), leaf(s));
+           GRADCHECK(genesis::linalg::svdvals(x[0]), leaf(s));
+         }
+       }},
+      {"eigh",
+       [] {
+         GRADCHECK(eigh_invariants(genesis::linalg::eigh(x[0] + x[0].transpose(-2, -1))), leaf({4, 4}));
+         GRADCHECK(genesis::linalg::eigvalsh(x[0] + x[0].transpose(-2, -1), "U"), leaf({2, 3, 3}));
+       }},
   };
   return m;
 }
@@ -527,6 +626,26 @@ TEST_P(EveryDifferentiableOp, MatchesFiniteDifferences) {
 }
 INSTANTIATE_TEST_SUITE_P(Rules, EveryDifferentiableOp, ::testing::ValuesIn(ag::differentiable_ops()),
                          [](const auto& info) { return info.param; });
+
+// Frontend functions that record their own node (GN_FRONTEND rows): linalg.solve, inv, det,
+// slogdet, and median() / nanmedian() over everything (away from ties, where only torch's rule
+// of sharing the gradient applies: test_ops_more.py compares that with torch).
+TEST(CppGradcheck, LinalgAndMedianFrontendRules) {
+  namespace la = genesis::linalg;
+  GRADCHECK(la::solve(x[0], x[1]), well_conditioned(3), leaf({3, 2}));
+  GRADCHECK(la::solve(x[0], x[1]), well_conditioned(4), leaf({4}));
+  GRADCHECK(la::solve(x[0], x[1], false), well_conditioned(3), leaf({2, 3}));
+  GRADCHECK(la::solve(x[0].expand({2, 3, 3}), x[1]), well_conditioned(3), leaf({2, 3, 1}));
+  GRADCHECK(la::inv(x[0]), well_conditioned(4));
+  GRADCHECK(la::det(x[0]), well_conditioned(3));
+  GRADCHECK(la::det(x[0]), leaf({2, 4, 4}));
+  GRADCHECK(la::det(x[0]), fixed({1, 2, 3, 2, 4, 6, 0, 1, 5}, {3, 3}));  // singular: the cofactors
+  GRADCHECK(la::slogdet(x[0]).second, well_conditioned(3));
+  GRADCHECK(la::logdet(spd(x[0])), leaf({3, 3}));
+  GRADCHECK(genesis::median(x[0]), leaf({3, 5}));
+  GRADCHECK(genesis::nanmedian(x[0]), leaf({7}));
+  GRADCHECK(genesis::kthvalue(x[0], 2, 1).first, leaf({3, 5}));
+}
 
 // ---- engine behaviour
 
