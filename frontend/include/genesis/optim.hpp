@@ -1,7 +1,8 @@
-// genesis/optim.hpp - everything of genesis::optim: SGD, Adam, AdamW, RMSprop, Adagrad, Adamax,
-// NAdam, RAdam, LBFGS, schedulers, clipping.
+// genesis/optim.hpp - everything of genesis::optim: SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta,
+// Adamax, NAdam, RAdam, Rprop, ASGD, LBFGS, schedulers, clipping.
 #pragma once
 
+#include "genesis/optim/adadelta.hpp"
 #include "genesis/optim/adagrad.hpp"
 #include "genesis/optim/adam.hpp"
 #include "genesis/optim/adam_variants.hpp"

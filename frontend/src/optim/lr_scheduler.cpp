@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "checks.h"
+
 namespace genesis::optim {
 
 namespace {
@@ -319,6 +321,110 @@ std::vector<double> OneCycleLR::get_lr() {
   return r;
 }
 
+namespace {
+
+// The entries of sd under "<prefix>" with the prefix removed.
+std::map<std::string, double> sub_state(const std::map<std::string, double>& sd, const std::string& prefix) {
+  std::map<std::string, double> out;
+  for (auto it = sd.lower_bound(prefix); it != sd.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
+    out[it->first.substr(prefix.size())] = it->second;
+  return out;
+}
+
+double need(const std::map<std::string, double>& sd, const std::string& k) {
+  auto it = sd.find(k);
+  if (it == sd.end()) throw invalid("[lr_scheduler] load_state_dict: missing '" + k + "'");
+  return it->second;
+}
+
+std::vector<double> need_list(const std::map<std::string, double>& sd, const std::string& k, size_t n) {
+  if (sd.count(k + "." + std::to_string(n)))
+    throw invalid("[lr_scheduler] load_state_dict: state has more parameter groups than the optimizer");
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = need(sd, k + "." + std::to_string(i));
+  return v;
+}
+
+}  // namespace
+
+// ------------------------------------------- CosineAnnealingWarmRestarts
+
+CosineAnnealingWarmRestarts::CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult,
+                                                         double eta_min, int64_t last_epoch)
+    : LRScheduler(optimizer, last_epoch),
+      t0_(T_0),
+      t_mult_(T_mult),
+      eta_min_(eta_min),
+      t_i_((double)T_0),
+      t_cur_((double)last_epoch) {
+  if (T_0 <= 0) throw invalid("Expected positive integer T_0, but got " + std::to_string(T_0));
+  if (T_mult < 1) throw invalid("Expected integer T_mult >= 1, but got " + std::to_string(T_mult));
+  initial_step();
+}
+
+std::vector<double> CosineAnnealingWarmRestarts::get_lr() {
+  std::vector<double> r;
+  for (double base : base_lrs_) r.push_back(eta_min_ + (base - eta_min_) * (1 + std::cos(kPi * t_cur_ / t_i_)) / 2);
+  return r;
+}
+
+void CosineAnnealingWarmRestarts::apply() {
+  ++step_count_;
+  auto& groups = opt_->param_groups();
+  const std::vector<double> lrs = get_lr();
+  last_lr_.clear();
+  for (size_t i = 0; i < groups.size(); ++i) {
+    groups[i]["lr"] = lrs[i];
+    last_lr_.push_back(lrs[i]);
+  }
+}
+
+void CosineAnnealingWarmRestarts::step_impl(std::optional<int64_t> epoch) {
+  if (epoch) return step_to((double)*epoch);
+  if (last_epoch_ < 0) return step_to(0);
+  ++last_epoch_;
+  t_cur_ += 1;
+  if (t_cur_ >= t_i_) {
+    t_cur_ -= t_i_;
+    t_i_ *= (double)t_mult_;
+  }
+  apply();
+}
+
+void CosineAnnealingWarmRestarts::step_to(double epoch) {
+  if (!(epoch >= 0)) throw invalid("Expected non-negative epoch, but got " + checks::num(epoch));
+  const double T0 = (double)t0_, mult = (double)t_mult_;
+  if (epoch >= T0) {
+    if (t_mult_ == 1) {
+      t_cur_ = std::fmod(epoch, T0);
+    } else {
+      const auto n = (int64_t)(std::log(epoch / T0 * (mult - 1) + 1) / std::log(mult));
+      const double mult_n = std::pow(mult, (double)n);
+      t_cur_ = epoch - T0 * (mult_n - 1) / (mult - 1);
+      t_i_ = T0 * mult_n;
+    }
+  } else {
+    t_i_ = T0;
+    t_cur_ = epoch;
+  }
+  last_epoch_ = (int64_t)std::floor(epoch);
+  apply();
+}
+
+std::map<std::string, double> CosineAnnealingWarmRestarts::state_dict() const {
+  auto sd = LRScheduler::state_dict();
+  sd["T_i"] = t_i_;
+  sd["T_cur"] = t_cur_;
+  return sd;
+}
+
+void CosineAnnealingWarmRestarts::load_state_dict(const std::map<std::string, double>& sd) {
+  const double t_i = need(sd, "T_i"), t_cur = need(sd, "T_cur");
+  LRScheduler::load_state_dict(sd);
+  t_i_ = t_i;
+  t_cur_ = t_cur;
+}
+
 // ----------------------------------------------------- MultiplicativeLR
 
 MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, Lambda lr_lambda, int64_t last_epoch)
@@ -389,32 +495,6 @@ std::optional<std::vector<double>> PolynomialLR::closed_form_lr() {
 }
 
 // --------------------------------------------------------- SequentialLR
-
-namespace {
-
-// The entries of sd under "<prefix>" with the prefix removed.
-std::map<std::string, double> sub_state(const std::map<std::string, double>& sd, const std::string& prefix) {
-  std::map<std::string, double> out;
-  for (auto it = sd.lower_bound(prefix); it != sd.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it)
-    out[it->first.substr(prefix.size())] = it->second;
-  return out;
-}
-
-double need(const std::map<std::string, double>& sd, const std::string& k) {
-  auto it = sd.find(k);
-  if (it == sd.end()) throw invalid("[lr_scheduler] load_state_dict: missing '" + k + "'");
-  return it->second;
-}
-
-std::vector<double> need_list(const std::map<std::string, double>& sd, const std::string& k, size_t n) {
-  if (sd.count(k + "." + std::to_string(n)))
-    throw invalid("[lr_scheduler] load_state_dict: state has more parameter groups than the optimizer");
-  std::vector<double> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = need(sd, k + "." + std::to_string(i));
-  return v;
-}
-
-}  // namespace
 
 SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<LRScheduler*> schedulers, std::vector<int64_t> milestones,
                            int64_t last_epoch)

@@ -63,6 +63,12 @@ OPT_CASES = [
     ("radam_plain", torch.optim.RAdam, None, dict(lr=0.01)),
     # beta2 = 0.9 over 8 steps: the rectified update (rho_t > 5) from step 6
     ("radam_rect", torch.optim.RAdam, None, dict(lr=0.01, betas=(0.9, 0.9), weight_decay=0.1), 8),
+    ("adadelta_plain", torch.optim.Adadelta, None, dict()),
+    ("adadelta_wd_max", torch.optim.Adadelta, None, dict(lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.1, maximize=True)),
+    ("rprop_plain", torch.optim.Rprop, None, dict()),
+    ("rprop_etas_max", torch.optim.Rprop, None, dict(lr=0.02, etas=(0.3, 1.5), step_sizes=(1e-3, 0.05), maximize=True)),
+    # t0 = 2: the average of the iterates moves from step 3
+    ("asgd_t0", torch.optim.ASGD, None, dict(lr=0.05, lambd=0.01, alpha=0.5, t0=2, weight_decay=0.1)),
 ]
 
 
@@ -150,6 +156,7 @@ SCHED_CASES = [
     ("cyclic", sched_run(lambda o: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=4), mom=True)),
     ("cyclic2", sched_run(lambda o: S.CyclicLR(o, 0.01, 0.1, step_size_up=3, step_size_down=5, mode="triangular2",
                                                base_momentum=0.7, max_momentum=0.95), mom=True)),
+    ("warm_restarts", sched_run(lambda o: S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.001))),
     ("cyclic_exp", sched_run(lambda o: S.CyclicLR(o, 0.01, 0.1, step_size_up=5, mode="exp_range", gamma=0.9),
                              mom=True)),
 ]

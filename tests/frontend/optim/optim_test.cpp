@@ -186,6 +186,28 @@ TEST(Optim, AdamVariantsMatchTorch) {
   EXPECT_NEAR(mu.item<double>(), 0.9 * (1 - 0.5 * std::pow(0.96, 0.004)), 1e-15);
 }
 
+TEST(Optim, AdadeltaRpropASGDMatchTorch) {
+  expect_close(run(plain<Adadelta>(AdadeltaOptions{})), expected::adadelta_plain);
+  expect_close(
+      run(plain<Adadelta>(AdadeltaOptions{.lr = 0.5, .rho = 0.8, .eps = 1e-4, .weight_decay = 0.1, .maximize = true})),
+      expected::adadelta_wd_max);
+  expect_close(run(plain<Rprop>(RpropOptions{})), expected::rprop_plain);
+  expect_close(
+      run(plain<Rprop>(RpropOptions{.lr = 0.02, .etas = {0.3, 1.5}, .step_sizes = {1e-3, 0.05}, .maximize = true})),
+      expected::rprop_etas_max);
+  expect_close(run(plain<ASGD>(ASGDOptions{.lr = 0.05, .lambd = 0.01, .alpha = 0.5, .t0 = 2, .weight_decay = 0.1})),
+               expected::asgd_t0);
+  EXPECT_THROW(Adadelta(make_params(), {.rho = 1.5}), genesis::Error);
+  EXPECT_THROW(Rprop(make_params(), {.etas = {1.2, 0.5}}), genesis::Error);
+  // ASGD's eta and mu hold one number each; ax is the running average of the iterates.
+  auto ps = make_params();
+  ASGD opt(ps, {.t0 = 0});
+  set_grads(ps, 1);
+  opt.step();
+  EXPECT_EQ(opt.state(ps[0]).tensors.at("eta").dim(), 0);
+  EXPECT_EQ(opt.state(ps[0]).tensors.at("ax").tolist(), ps[0].tolist());  // mu = 1 on the first step
+}
+
 // ----------------------------------------------------------------- LBFGS
 
 // The Rosenbrock valley of gen_expected.py: sum 10 (v[i+1] - v[i]^2)^2 + (1 - v[i])^2.
@@ -349,6 +371,9 @@ TEST(Optim, StateDictRoundTrip) {
   round_trip(ams, false);
   const std::vector<Factory> more = {
       plain<RMSprop>(RMSpropOptions{.weight_decay = 0.1, .momentum = 0.9, .centered = true}),
+      plain<Adadelta>(AdadeltaOptions{.weight_decay = 0.1}),
+      plain<Rprop>(RpropOptions{.etas = {0.4, 1.3}}),
+      plain<ASGD>(ASGDOptions{.t0 = 1}),
       plain<Adagrad>(AdagradOptions{.lr_decay = 0.1, .initial_accumulator_value = 0.1}),
       plain<Adamax>(AdamaxOptions{.weight_decay = 0.1}),
       plain<NAdam>(NAdamOptions{.weight_decay = 0.1}),
@@ -527,6 +552,8 @@ TEST(LRScheduler, NewSchedulersMatchTorch) {
                      std::vector<LRScheduler*>{sub<ConstantLR>(o, 0.1, int64_t{3}), sub<ExponentialLR>(o, 0.9)});
                }),
                expected::sched_chained);
+  expect_close(sched_run(mk<CosineAnnealingWarmRestarts>(int64_t{3}, int64_t{2}, 0.001)),
+               expected::sched_warm_restarts);
   expect_close(sched_run(mk<CyclicLR>(0.01, 0.1, CyclicLROptions{.step_size_up = 4}), false, 20, true),
                expected::sched_cyclic);
   expect_close(sched_run(mk<CyclicLR>(0.01, 0.1,

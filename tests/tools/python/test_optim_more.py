@@ -1,7 +1,8 @@
-"""genesis.optim's RMSprop, Adagrad, Adamax, NAdam, RAdam and LBFGS against torch.optim 1.13 in float64 (parameters
-and state after every step, parameter groups, state dict round trips), and the schedulers ReduceLROnPlateau,
-SequentialLR, ChainedScheduler, CyclicLR, PolynomialLR, ConstantLR, MultiplicativeLR and LambdaLR (Python callables)
-against torch's lr sequences (tests tools/python/src/optim.cpp and frontend/src/optim)."""
+"""genesis.optim's RMSprop, Adagrad, Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD and LBFGS against torch.optim 1.13
+in float64 (parameters and state after every step, parameter groups, state dict round trips), and the schedulers
+ReduceLROnPlateau, SequentialLR, ChainedScheduler, CyclicLR, CosineAnnealingWarmRestarts, PolynomialLR, ConstantLR,
+MultiplicativeLR and LambdaLR (Python callables) against torch's lr sequences (tests tools/python/src/optim.cpp and
+frontend/src/optim)."""
 import warnings
 
 import numpy as np
@@ -43,6 +44,15 @@ CONFIGS = {
     # beta2 = 0.9: the rectified branch (rho_t > 5) starts at step 6 of the 10
     "RAdam": ("RAdam", {}),
     "RAdam_beta2_wd": ("RAdam", {"lr": 0.01, "betas": (0.9, 0.9), "weight_decay": 0.1}),
+    "Adadelta": ("Adadelta", {}),
+    "Adadelta_rho_eps_wd_maximize": ("Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-4, "weight_decay": 0.1,
+                                                  "maximize": True}),
+    "Rprop": ("Rprop", {}),
+    "Rprop_etas_step_sizes_maximize": ("Rprop", {"lr": 0.02, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.05),
+                                                 "maximize": True}),
+    # t0 = 3: the average of the iterates starts moving from step 4
+    "ASGD": ("ASGD", {}),
+    "ASGD_t0_wd": ("ASGD", {"lr": 0.05, "lambd": 0.01, "alpha": 0.5, "t0": 3, "weight_decay": 0.1}),
 }
 
 STEPS = 10
@@ -98,7 +108,7 @@ def test_steps_match_torch_with_param_groups(config):
 def test_group_options_are_torch_defaults():
     p = genesis.zeros(2, requires_grad=True)
     t = torch.zeros(2, requires_grad=True)
-    for name in ("RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "LBFGS"):
+    for name in ("RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS"):
         g, tt = getattr(optim, name)([p]).param_groups[0], getattr(torch.optim, name)([t]).param_groups[0]
         for k, v in tt.items():
             if k in ("params", "foreach", "differentiable"):
@@ -107,7 +117,8 @@ def test_group_options_are_torch_defaults():
 
 
 @pytest.mark.parametrize("config", ["RMSprop_centered_momentum_wd", "Adagrad_decay_wd_init", "Adamax_betas_wd_maximize",
-                                    "NAdam_wd_momentum_decay", "RAdam_beta2_wd"])
+                                    "NAdam_wd_momentum_decay", "RAdam_beta2_wd", "Adadelta_rho_eps_wd_maximize",
+                                    "Rprop_etas_step_sizes_maximize", "ASGD_t0_wd"])
 def test_state_dict_round_trip_continues_identically(config):
     name, kw = CONFIGS[config]
     raw, x = _problem()
@@ -181,6 +192,8 @@ BAD_ARGS = [
     ("Adagrad", {"lr_decay": -0.1}), ("Adagrad", {"initial_accumulator_value": -1.0}), ("Adagrad", {"eps": -1.0}),
     ("Adamax", {"betas": (1.0, 0.9)}), ("Adamax", {"betas": (0.9, -0.1)}), ("Adamax", {"weight_decay": -0.1}),
     ("NAdam", {"momentum_decay": -0.004}), ("NAdam", {"lr": -1.0}), ("RAdam", {"eps": -0.1}),
+    ("Adadelta", {"rho": 1.5}), ("Adadelta", {"eps": -1.0}), ("Rprop", {"etas": (1.2, 0.5)}),
+    ("Rprop", {"etas": (0.5, 1.0)}), ("ASGD", {"weight_decay": -0.1}),
 ]
 
 
@@ -363,6 +376,8 @@ SCHEDULERS = {
         [L.ConstantLR(o, factor=0.1, total_iters=3), L.ExponentialLR(o, gamma=0.9)]),
     "ChainedScheduler_three": lambda L, o: L.ChainedScheduler(
         [L.StepLR(o, step_size=4, gamma=0.5), L.MultiplicativeLR(o, lambda e: 0.98), L.LinearLR(o, 0.5, 1.0, 6)]),
+    "CosineAnnealingWarmRestarts": lambda L, o: L.CosineAnnealingWarmRestarts(o, T_0=4, eta_min=0.001),
+    "CosineAnnealingWarmRestarts_T_mult": lambda L, o: L.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2),
     "CyclicLR_triangular": lambda L, o: L.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=4),
     "CyclicLR_triangular2_down": lambda L, o: L.CyclicLR(o, 0.01, 0.1, step_size_up=3, step_size_down=5,
                                                          mode="triangular2"),
@@ -418,6 +433,31 @@ def test_step_with_epoch_uses_the_closed_form():
                 ts.step(epoch)
             assert gs.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12, abs=1e-15)
             assert gs.last_epoch == ts.last_epoch == epoch
+
+
+@pytest.mark.parametrize("t_mult", [1, 2, 3])
+def test_warm_restarts_at_fractional_epochs(t_mult):
+    g_opt, t_opt = _pair(groups=2)
+    gs = GS.CosineAnnealingWarmRestarts(g_opt, T_0=3, T_mult=t_mult, eta_min=0.001)
+    ts = TS.CosineAnnealingWarmRestarts(t_opt, T_0=3, T_mult=t_mult, eta_min=0.001)
+    iters = 4
+    for epoch in range(12):
+        for i in range(iters):
+            gs.step(epoch + i / iters)
+            ts.step(epoch + i / iters)
+            assert gs.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12, abs=1e-15)
+            assert gs.last_epoch == ts.last_epoch
+    gs.step(26)  # interleaved: an explicit epoch, then on from there
+    ts.step(26)
+    for _ in range(5):
+        gs.step()
+        ts.step()
+        assert gs.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12, abs=1e-15)
+    with pytest.raises(ValueError) as t_err:
+        ts.step(-0.5)
+    with pytest.raises(ValueError) as g_err:
+        gs.step(-0.5)
+    assert str(g_err.value) == str(t_err.value)
 
 
 METRICS = [1.0, 0.9, 0.95, 0.95, 0.9, 0.89995, 0.91, 0.92, 0.93, 0.7, 0.7, 0.71, 0.72, 0.72, 0.73, 0.74, 0.75,

@@ -1,5 +1,5 @@
 // tools/python/src/optim.cpp - genesis.optim: SGD, Adam, AdamW, RMSprop, Adagrad,
-// Adamax, NAdam, RAdam and LBFGS (the C++ optimizers), their param_groups as live
+// Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD and LBFGS (the C++ optimizers), their param_groups as live
 // dict-like views, state_dict in torch's nested form, the LR schedulers and
 // gradient clipping.  params may be tensors or dicts {"params": [...], "lr": ...}.
 #include <cmath>
@@ -49,14 +49,40 @@ double line_search_code(py::handle v) {
   throw Error(GN_ERR_UNSUPPORTED, "only 'strong_wolfe' is supported");
 }
 
-// A param-group dict's options ("betas" becomes beta1 and beta2; booleans 0/1; foreach, a
-// performance hint of torch's, is accepted and ignored).
+// torch's pair options and the two options each is kept as.
+struct PairOption {
+  const char *name, *first, *second;
+};
+constexpr PairOption kPairs[] = {
+    {"betas", "beta1", "beta2"}, {"etas", "etaminus", "etaplus"}, {"step_sizes", "step_size_min", "step_size_max"}};
+
+const PairOption* pair_option(const std::string& k) {
+  for (const auto& p : kPairs)
+    if (k == p.name) return &p;
+  return nullptr;
+}
+
+// Whether k is half of a pair option.
+bool pair_half(const std::string& k) {
+  for (const auto& p : kPairs)
+    if (k == p.first || k == p.second) return true;
+  return false;
+}
+
+// A pair option's two numbers.
+std::pair<double, double> pair_of(py::handle v, const std::string& name) {
+  const auto b = numbers(v, name);
+  if (b.size() != 2) throw py::value_error(name + " must be a pair of numbers");
+  return {b[0], b[1]};
+}
+
+// A param-group dict's options ("betas" becomes beta1 and beta2, "etas" etaminus and etaplus, "step_sizes"
+// step_size_min and step_size_max; booleans 0/1; foreach, a performance hint of torch's, is accepted and ignored).
 void put_option(std::map<std::string, double>& o, const std::string& k, py::handle v) {
-  if (k == "betas") {
-    const auto b = numbers(v, "betas");
-    if (b.size() != 2) throw py::value_error("betas must be a pair of numbers");
-    o["beta1"] = b[0];
-    o["beta2"] = b[1];
+  if (const PairOption* p = pair_option(k)) {
+    const auto b = pair_of(v, k);
+    o[p->first] = b.first;
+    o[p->second] = b.second;
   } else if (k == "line_search_fn") {
     o[k] = line_search_code(v);
   } else if (k != "params" && k != "foreach" && !v.is_none()) {
@@ -93,7 +119,7 @@ struct GroupRef {
 // Option k of a group as torch shows it: betas a pair, flags bools, counts ints, line_search_fn a string or None.
 py::object option_object(const std::map<std::string, double>& o, const std::string& k) {
   auto has = [&](const std::string& key) { return o.count(key) != 0; };
-  if (k == "betas" && has("beta1")) return py::make_tuple(o.at("beta1"), o.at("beta2"));
+  if (const PairOption* p = pair_option(k); p && has(p->first)) return py::make_tuple(o.at(p->first), o.at(p->second));
   if (k == "nesterov" || k == "maximize" || k == "amsgrad" || k == "centered") return py::bool_(has(k) && o.at(k) != 0);
   if (!has(k)) throw py::key_error(k);
   const double v = o.at(k);
@@ -102,14 +128,15 @@ py::object option_object(const std::map<std::string, double>& o, const std::stri
   return py::float_(v);
 }
 
-// The options of a group in torch's form (beta1 and beta2 as "betas").
+// The options of a group in torch's form (beta1 and beta2 as "betas", ...).
 py::dict options_dict(const std::map<std::string, double>& o) {
   py::dict d;
   for (const auto& [k, v] : o) {
-    if (k == "beta1" || k == "beta2") continue;
+    if (pair_half(k)) continue;
     d[py::str(k)] = option_object(o, k);
   }
-  if (o.count("beta1")) d["betas"] = option_object(o, "betas");
+  for (const auto& p : kPairs)
+    if (o.count(p.first)) d[p.name] = option_object(o, p.name);
   return d;
 }
 
@@ -189,11 +216,7 @@ optim::OptimizerStateDict state_dict_from(py::dict d) {
   return sd;
 }
 
-std::pair<double, double> betas_of(py::handle b) {
-  const auto v = numbers(b, "betas");
-  if (v.size() != 2) throw py::value_error("betas must be a pair of numbers");
-  return {v[0], v[1]};
-}
+std::pair<double, double> betas_of(py::handle b) { return pair_of(b, "betas"); }
 
 // A number or one number per parameter group (torch's _format_param): the list's length is checked.
 std::vector<double> per_group(py::handle v, const Optimizer& opt, const std::string& name) {
@@ -292,7 +315,8 @@ void bind_optim(py::module_& m) {
            })
       .def("__contains__",
            [](const GroupRef& r, const std::string& k) {
-             return k == "params" || r.g().has(k) || (k == "betas" && r.g().has("beta1"));
+             const PairOption* p = pair_option(k);
+             return k == "params" || r.g().has(k) || (p && r.g().has(p->first));
            })
       .def(
           "get",
@@ -422,6 +446,32 @@ void bind_optim(py::module_& m) {
            }),
            py::arg("params"), py::arg("lr") = 1e-3, py::arg("betas") = py::make_tuple(0.9, 0.999),
            py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0, py::arg("foreach") = py::none());
+  py::class_<optim::Adadelta, Optimizer>(o, "Adadelta")
+      .def(py::init([](py::handle params, double lr, double rho, double eps, double weight_decay, std::optional<bool>,
+                       bool maximize) {
+             return std::make_unique<optim::Adadelta>(groups_of(params),
+                                                      optim::AdadeltaOptions{lr, rho, eps, weight_decay, maximize});
+           }),
+           py::arg("params"), py::arg("lr") = 1.0, py::arg("rho") = 0.9, py::arg("eps") = 1e-6,
+           py::arg("weight_decay") = 0.0, py::arg("foreach") = py::none(), py::kw_only(), py::arg("maximize") = false);
+  py::class_<optim::Rprop, Optimizer>(o, "Rprop")
+      .def(py::init([](py::handle params, double lr, py::handle etas, py::handle step_sizes, std::optional<bool>,
+                       bool maximize) {
+             return std::make_unique<optim::Rprop>(
+                 groups_of(params),
+                 optim::RpropOptions{lr, pair_of(etas, "etas"), pair_of(step_sizes, "step_sizes"), maximize});
+           }),
+           py::arg("params"), py::arg("lr") = 1e-2, py::arg("etas") = py::make_tuple(0.5, 1.2),
+           py::arg("step_sizes") = py::make_tuple(1e-6, 50), py::arg("foreach") = py::none(),
+           py::arg("maximize") = false);
+  py::class_<optim::ASGD, Optimizer>(o, "ASGD").def(
+      py::init([](py::handle params, double lr, double lambd, double alpha, double t0, double weight_decay,
+                  std::optional<bool>, bool maximize) {
+        return std::make_unique<optim::ASGD>(groups_of(params),
+                                             optim::ASGDOptions{lr, lambd, alpha, t0, weight_decay, maximize});
+      }),
+      py::arg("params"), py::arg("lr") = 1e-2, py::arg("lambd") = 1e-4, py::arg("alpha") = 0.75, py::arg("t0") = 1e6,
+      py::arg("weight_decay") = 0.0, py::arg("foreach") = py::none(), py::arg("maximize") = false);
   py::class_<optim::LBFGS, Optimizer>(o, "LBFGS")
       .def(py::init([](py::handle params, double lr, int64_t max_iter, std::optional<int64_t> max_eval,
                        double tolerance_grad, double tolerance_change, int64_t history_size, py::handle line_search) {
@@ -472,6 +522,19 @@ void bind_optim(py::module_& m) {
   py::class_<optim::MultiplicativeLR, LRScheduler>(s, "MultiplicativeLR")
       .def(py::init(&make_lambda_scheduler<optim::MultiplicativeLR>), py::arg("optimizer"), py::arg("lr_lambda"),
            py::arg("last_epoch") = -1, py::keep_alive<1, 2>());
+  py::class_<optim::CosineAnnealingWarmRestarts, LRScheduler>(s, "CosineAnnealingWarmRestarts")
+      .def(py::init<Optimizer&, int64_t, int64_t, double, int64_t>(), py::arg("optimizer"), py::arg("T_0"),
+           py::arg("T_mult") = 1, py::arg("eta_min") = 0.0, py::arg("last_epoch") = -1, py::keep_alive<1, 2>())
+      .def(
+          "step",
+          [](optim::CosineAnnealingWarmRestarts& sch, py::handle epoch) {
+            if (epoch.is_none())
+              sch.step();
+            else
+              sch.step_to(number(epoch, "epoch"));
+          },
+          py::arg("epoch") = py::none(),
+          "The next epoch, or a given one, fractional within an epoch (epoch + i / iters).");
   py::class_<optim::ConstantLR, LRScheduler>(s, "ConstantLR")
       .def(py::init<Optimizer&, double, int64_t, int64_t>(), py::arg("optimizer"), py::arg("factor") = 1.0 / 3,
            py::arg("total_iters") = 5, py::arg("last_epoch") = -1, py::keep_alive<1, 2>());

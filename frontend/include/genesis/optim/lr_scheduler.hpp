@@ -167,6 +167,31 @@ class LinearLR : public LRScheduler {
   int64_t total_;
 };
 
+/** Cosine annealing with warm restarts (SGDR): periods T_0, T_0 * T_mult, ...; epochs may be fractional. */
+class CosineAnnealingWarmRestarts : public LRScheduler {
+ public:
+  /** CosineAnnealingWarmRestarts(optimizer, T_0, T_mult=1, eta_min=0). */
+  CosineAnnealingWarmRestarts(Optimizer& optimizer, int64_t T_0, int64_t T_mult = 1, double eta_min = 0,
+                              int64_t last_epoch = -1);
+  /** Moves to a possibly fractional epoch (epoch + i / iters within an epoch), as torch's step(epoch). */
+  void step_to(double epoch);
+  /** The base state plus T_i and T_cur. */
+  std::map<std::string, double> state_dict() const override;
+  /** Restores state_dict()'s numbers. */
+  void load_state_dict(const std::map<std::string, double>& sd) override;
+
+ protected:
+  /** The next epoch (restarting at the end of a period) or the given one. */
+  void step_impl(std::optional<int64_t> epoch) override;
+  /** eta_min + (base_lr - eta_min) * (1 + cos(pi * T_cur / T_i)) / 2. */
+  std::vector<double> get_lr() override;
+
+ private:
+  void apply();
+  int64_t t0_, t_mult_;
+  double eta_min_, t_i_, t_cur_;
+};
+
 /** lr multiplied by lambda(epoch) on every step after the first (one lambda, or one per group). */
 class MultiplicativeLR : public LRScheduler {
  public:

@@ -61,7 +61,8 @@ class Optimizer {
 
   /** Performs one update of every parameter that has a gradient (no autograd recording). */
   virtual void step() = 0;
-  /** The class name: "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam", "LBFGS". */
+  /** The class name: "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "Rprop",
+   * "ASGD", "LBFGS". */
   virtual const char* name() const = 0;
   /** Clears gradients: sets them undefined (default) or zeroes them in place. */
   void zero_grad(bool set_to_none = true);

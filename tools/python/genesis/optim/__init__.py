@@ -1,7 +1,7 @@
 """genesis.optim: SGD, Adam and AdamW (C++ optimizers on fused step ops, one call per parameter), RMSprop, Adagrad,
-Adamax, NAdam, RAdam and LBFGS (updates composed from tensor ops), parameter groups, state dicts, and the LR
-schedulers in genesis.optim.lr_scheduler."""
+Adadelta, Adamax, NAdam, RAdam, Rprop, ASGD and LBFGS (updates composed from tensor ops), parameter groups, state dicts,
+and the LR schedulers in genesis.optim.lr_scheduler."""
 from genesis._C.optim import (  # noqa: F401
-    LBFGS, SGD, Adagrad, Adam, Adamax, AdamW, NAdam, Optimizer, RAdam, RMSprop,
+    ASGD, LBFGS, SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, Optimizer, RAdam, RMSprop, Rprop,
 )
 from genesis.optim import lr_scheduler  # noqa: F401
