@@ -10,7 +10,7 @@
 // Gradients: cumsum, cumprod (zeros included), logcumsumexp, cummax/cummin, the values of
 // kthvalue, median, nanmedian and mode (to the returned index; median() and nanmedian() over
 // everything split it evenly among equal elements, as torch), scatter_reduce (sum, mean, amax,
-// amin as torch; prod for src with at most one zero per target).  unique, bincount, histc and
+// amin, prod as torch).  unique, bincount, histc and
 // the searches return no gradient.
 #pragma once
 
