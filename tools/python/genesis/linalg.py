@@ -124,3 +124,13 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     if A.dim() == 2:
         return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
     raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got {A.dim()}D.")
+
+
+# ---- factorizations and solves (genesis._C.linalg: tools/python/src/linalg.cpp)
+LinAlgError = _C.linalg.LinAlgError
+cholesky, cholesky_ex, det, eigh, eigvalsh = (_C.linalg.cholesky, _C.linalg.cholesky_ex, _C.linalg.det,
+                                              _C.linalg.eigh, _C.linalg.eigvalsh)
+inv, lu_factor, lu_factor_ex, lu_solve, qr = (_C.linalg.inv, _C.linalg.lu_factor, _C.linalg.lu_factor_ex,
+                                              _C.linalg.lu_solve, _C.linalg.qr)
+slogdet, solve, solve_triangular, svd, svdvals = (_C.linalg.slogdet, _C.linalg.solve, _C.linalg.solve_triangular,
+                                                  _C.linalg.svd, _C.linalg.svdvals)
