@@ -156,7 +156,7 @@ def test_state_dict_from_torch_loads():
     sd = t_opt.state_dict()
     g_sd = {"state": {i: {k: (v if k == "step" else from_torch(v)) for k, v in s.items()}
                       for i, s in sd["state"].items()},
-            "param_groups": [{k: v for k, v in g.items() if k != "foreach"} for g in sd["param_groups"]]}
+            "param_groups": sd["param_groups"]}  # foreach=None as torch writes it
     gp = [from_torch(p.detach(), requires_grad=True) for p in tp]
     g_opt = optim.NAdam(gp, lr=0.01)
     g_opt.load_state_dict(g_sd)
@@ -169,6 +169,14 @@ def test_state_dict_from_torch_loads():
         g_opt.step()
     for g, t in zip(gp, tp):
         close(g, t, rtol=0, atol=1e-10)
+
+
+def test_torch_group_flags():
+    p = genesis.zeros(2, requires_grad=True)
+    opt = optim.RMSprop([{"params": [p], "differentiable": False, "foreach": True}], lr=0.1)
+    assert "differentiable" not in opt.param_groups[0]
+    with pytest.raises(ValueError, match="differentiable=True"):
+        optim.RMSprop([{"params": [p], "differentiable": True}])
 
 
 def test_bad_state_dict_is_refused():
@@ -587,3 +595,20 @@ def test_wrong_types_raise_type_errors_in_python_words():
     assert optim.Adagrad([{"params": [p], "lr": np.float32(0.5)}]).param_groups[0]["lr"] == 0.5
     s = GS.LambdaLR(optim.SGD([p], lr=1.0), lambda e: genesis.tensor(0.25))
     assert s.get_last_lr() == [0.25]
+
+
+def test_step_closure_runs_with_gradients_enabled():
+    p = genesis.tensor([1.0, 2.0], requires_grad=True)
+    opt = optim.RMSprop([p])
+    seen = []
+
+    def closure():
+        seen.append(genesis.is_grad_enabled())
+        opt.zero_grad()
+        loss = (p * p).sum()
+        loss.backward()
+        return loss
+    with genesis.no_grad():
+        loss = opt.step(closure)
+    assert seen == [True] and loss.item() == 5.0 and genesis.is_grad_enabled()
+    assert p.tolist() != [1.0, 2.0]

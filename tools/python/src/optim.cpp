@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "bind.h"
+#include "genesis/autograd.hpp"
 #include "genesis/optim.hpp"
 
 namespace genesis::python {
@@ -77,7 +78,8 @@ std::pair<double, double> pair_of(py::handle v, const std::string& name) {
 }
 
 // A param-group dict's options ("betas" becomes beta1 and beta2, "etas" etaminus and etaplus, "step_sizes"
-// step_size_min and step_size_max; booleans 0/1; foreach, a performance hint of torch's, is accepted and ignored).
+// step_size_min and step_size_max; booleans 0/1; foreach, a performance hint of torch's, is accepted and ignored,
+// and so are torch's differentiable and capturable when off).
 void put_option(std::map<std::string, double>& o, const std::string& k, py::handle v) {
   if (const PairOption* p = pair_option(k)) {
     const auto b = pair_of(v, k);
@@ -85,6 +87,9 @@ void put_option(std::map<std::string, double>& o, const std::string& k, py::hand
     o[p->second] = b.second;
   } else if (k == "line_search_fn") {
     o[k] = line_search_code(v);
+  } else if (k == "differentiable" || k == "capturable") {  // torch's flags: off is what genesis does
+    if (py::isinstance<py::bool_>(v) && v.cast<bool>())
+      throw py::value_error("genesis optimizers do not support " + k + "=True");
   } else if (k != "params" && k != "foreach" && !v.is_none()) {
     o[k] = number(v, "option '" + k + "'");
   }
@@ -334,7 +339,17 @@ void bind_optim(py::module_& m) {
           "step",
           [](Optimizer& opt, py::handle closure) {
             py::object loss = py::none();
-            if (!closure.is_none()) loss = closure();
+            if (!closure.is_none()) {  // with gradients enabled, as torch
+              const bool was = autograd::grad_enabled();
+              autograd::set_grad_enabled(true);
+              try {
+                loss = closure();
+              } catch (...) {
+                autograd::set_grad_enabled(was);
+                throw;
+              }
+              autograd::set_grad_enabled(was);
+            }
             {
               py::gil_scoped_release nogil;
               opt.step();
