@@ -162,8 +162,9 @@ class Pool {
     for (;;) {
       // Spin a little for the next loop (the claim word's generation moves),
       // then sleep until one comes.
-      for (int spin = 0, limit = spin_limit(); spin < limit && (claim_.load(std::memory_order_acquire) >> 32) == (seen & 0xffffffffu) &&
-                         !stop_.load(std::memory_order_relaxed);
+      for (int spin = 0, limit = spin_limit();
+           spin < limit && (claim_.load(std::memory_order_acquire) >> 32) == (seen & 0xffffffffu) &&
+           !stop_.load(std::memory_order_relaxed);
            ++spin)
         GN_CPU_PAUSE();
       Loop loop;
@@ -193,14 +194,35 @@ class Pool {
   std::atomic<int64_t> done_{0};
 };
 
-std::mutex g_pool_mu;
-std::shared_ptr<Pool> g_pool;  // rebuilt when the thread count changes
+// The pool of this process. Allocated once and never destroyed: at exit the
+// plugin's statics may go before the runtime that shuts the plugin down (and
+// so releases the pool), and a sleeping worker needs no cleanup when the
+// process ends.
+struct PoolSlot {
+  std::mutex mu;
+  std::shared_ptr<Pool> pool;  // rebuilt when the thread count changes
+};
+PoolSlot*& slot_ptr() {
+  static PoolSlot* s = new PoolSlot;
+  return s;
+}
+
+// A forked child inherits the pool object but none of its threads (and maybe
+// a lock held by one): it starts over with a new slot, and the old one is
+// left alone, since destroying it would join threads that do not exist here.
+void forget_pool_in_child() { slot_ptr() = new PoolSlot; }
 
 std::shared_ptr<Pool> pool() {
+  static const bool at_fork = [] {
+    pthread_atfork(nullptr, nullptr, forget_pool_in_child);
+    return true;
+  }();
+  (void)at_fork;
   const int n = num_threads();
-  std::lock_guard<std::mutex> lock(g_pool_mu);
-  if (!g_pool || g_pool->size() != n) g_pool = std::make_shared<Pool>(n);
-  return g_pool;
+  PoolSlot& s = *slot_ptr();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.pool || s.pool->size() != n) s.pool = std::make_shared<Pool>(n);
+  return s.pool;
 }
 
 }  // namespace
@@ -208,8 +230,9 @@ std::shared_ptr<Pool> pool() {
 void release_pool() {
   std::shared_ptr<Pool> p;
   {
-    std::lock_guard<std::mutex> lock(g_pool_mu);
-    p.swap(g_pool);
+    PoolSlot& s = *slot_ptr();
+    std::lock_guard<std::mutex> lock(s.mu);
+    p.swap(s.pool);
   }
   // joined here, or by the last loop still holding it
 }

@@ -54,8 +54,10 @@ CommandRun add_commands(CLI::App& parent, std::span<const Command> table) {
   std::vector<std::pair<CLI::App*, CommandRun>> runs;
   for (const Command& c : table) {
     CLI::App* app = parent.add_subcommand(c.name, c.help);
-    app->fallthrough();  // the global options (--threads, --plugins, ...) go after a command too
     runs.emplace_back(app, c.setup(*app));
+    // The global options (--threads, --plugins, ...) may come after a command too, except in one
+    // that hands the rest of the line to a program (`launch`).
+    if (!app->get_prefix_command()) app->fallthrough();
   }
   return [runs = std::move(runs)](const GlobalOptions& g) {
     for (const auto& [app, run] : runs) {

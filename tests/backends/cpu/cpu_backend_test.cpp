@@ -3,6 +3,7 @@
 // results are checked by the cross-backend suite (../op_consistency_*).
 #include <omp.h>
 #include <sched.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -352,6 +353,27 @@ TEST(CpuThreads, SetAfterLoadAndBackToTheDefault) {
   EXPECT_STREQ(buf, "v");
   EXPECT_EQ(gn_runtime_get_option(r.rt, "absent", buf, sizeof buf), 0);
   EXPECT_STREQ(buf, "");
+}
+
+TEST(CpuThreads, AForkedChildGetsAPoolOfItsOwn) {
+  OPC_REQUIRE_SUITE();
+  ThreadEnv env(nullptr, "2");
+  ThreadRt r(nullptr);
+  ASSERT_EQ(r.workers_after_op(), 1);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // The parent's worker did not come along: a new one serves the child, and the
+    // child's runtime shuts down (joining it) without touching the parent's.
+    const int workers = r.workers_after_op();
+    gn_runtime_destroy(r.rt);
+    _exit(workers == 1 ? 0 : 10 + workers);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10 + the child's workers";
+  EXPECT_EQ(r.workers_after_op(), 1);
 }
 
 TEST(CpuThreads, PooledResultsEqualOneThread) {
