@@ -15,12 +15,21 @@ py::object named(const char* name, const char* fields) {
   return py::module_::import("collections").attr("namedtuple")(name, fields);
 }
 
+// genesis.linalg.LinAlgError (set in bind_linalg).
+py::object& linalg_error_type() {
+  static py::object type;
+  return type;
+}
+
+// Runs f: a LinAlgError is raised here as genesis.linalg.LinAlgError; other genesis errors become
+// the RuntimeError torch.linalg raises for bad input.
 template <class F>
 auto torch_errors(F&& f) -> decltype(f()) {
   try {
     return f();
-  } catch (const la::LinAlgError&) {
-    throw;
+  } catch (const la::LinAlgError& e) {
+    PyErr_SetString(linalg_error_type().ptr(), e.what());
+    throw py::error_already_set();
   } catch (const Error& e) {
     if (e.code() == GN_ERR_OUT_OF_MEMORY || e.code() == GN_ERR_IO) throw;
     throw std::runtime_error(e.what());
@@ -144,7 +153,11 @@ void bind_tensor_linalg(py::module_& m) {
 
 void bind_linalg(py::module_& m) {
   py::module_ lm = m.def_submodule("linalg", "torch.linalg's factorizations and solves");
-  py::register_exception<la::LinAlgError>(lm, "LinAlgError", PyExc_RuntimeError);
+  linalg_error_type() = py::reinterpret_steal<py::object>(
+      PyErr_NewExceptionWithDoc("genesis._C.linalg.LinAlgError",
+                                "A numerical failure of a factorization: a singular or non-positive-definite matrix.",
+                                PyExc_RuntimeError, nullptr));
+  lm.attr("LinAlgError") = linalg_error_type();
   bind_linalg_module(lm);
   bind_tensor_linalg(m);
 }
