@@ -583,3 +583,71 @@ def test_linalg_float32_and_gradcheck():
     for fn in (GL.det, GL.inv, lambda x: GL.cholesky(x @ x.mT + genesis.eye(3, dtype=genesis.float64)),
                lambda x: GL.qr(x).R, lambda x: GL.svdvals(x), lambda x: GL.solve(x, x[..., :1] * 2 + 1)):
         genesis.gradcheck(fn, (genesis.tensor(a, requires_grad=True),))
+
+
+# ---------------------------------------------------------------- the same ops on CUDA (the GPU machine)
+
+
+@pytest.mark.skipif(not genesis.cuda.is_available(), reason="no CUDA device")
+def test_on_cuda_against_torch():
+    """The ops' CUDA kernels (cuSOLVER for the factorizations) against torch on the CPU, float64."""
+    def on_cuda(fn_g, fn_t, arrays, **kw):
+        def fn(*xs):  # inputs moved to the GPU and results back, both recorded
+            out = fn_g(*[x.to("cuda") for x in xs])
+            return [o.cpu() for o in out] if isinstance(out, (tuple, list)) else out.cpu()
+        check(fn, fn_t, arrays, **kw)
+
+    a = RNG.standard_normal((3, 40, 5))
+    for dim in (0, 1, -1):
+        on_cuda(lambda x: x.cumsum(dim), lambda x: x.cumsum(dim), [a])
+        on_cuda(lambda x: x.cumprod(dim), lambda x: x.cumprod(dim), [a])
+        on_cuda(lambda x: x.logcumsumexp(dim), lambda x: x.logcumsumexp(dim), [a])
+        on_cuda(lambda x: x.cummax(dim).values, lambda x: x.cummax(dim).values, [a])
+        on_cuda(lambda x: x.median(dim).values, lambda x: x.median(dim).values, [a])
+    ints = RNG.integers(-4, 4, (6, 50))
+    g, t = genesis.tensor(ints).to("cuda").cummin(1), torch.tensor(ints).cummin(1)
+    exact(g.indices.cpu(), t.indices)
+    exact(genesis.tensor(ints).to("cuda").cumsum(1).cpu(), torch.tensor(ints).cumsum(1))
+    for a_, b_ in zip(genesis.unique(genesis.tensor(ints).to("cuda"), return_inverse=True, return_counts=True),
+                      torch.unique(torch.tensor(ints), return_inverse=True, return_counts=True)):
+        exact(a_.cpu(), b_)
+    g, t = genesis.tensor(ints).to("cuda").mode(1), torch.tensor(ints).mode(1)
+    exact(g.values.cpu(), t.values)
+    exact(g.indices.cpu(), t.indices)
+    seq, vals = np.sort(RNG.standard_normal((4, 30)), -1), RNG.standard_normal((4, 9))
+    for right in (False, True):
+        exact(genesis.searchsorted(genesis.tensor(seq).to("cuda"), genesis.tensor(vals).to("cuda"), right=right).cpu(),
+              torch.searchsorted(torch.tensor(seq), torch.tensor(vals), right=right))
+    x, src, idx = RNG.standard_normal((5, 4)), RNG.standard_normal((6, 4)), RNG.integers(0, 5, (6, 4))
+    for reduce in ("sum", "prod", "mean", "amax", "amin"):
+        for self in (True, False):
+            on_cuda(lambda p, s: p.scatter_reduce(0, genesis.tensor(idx).to("cuda"), s, reduce, include_self=self),
+                    lambda p, s: p.scatter_reduce(0, torch.tensor(idx), s, reduce, include_self=self), [x, src])
+    close(genesis.bincount(genesis.tensor(ints[0] + 4).to("cuda")).cpu(), torch.bincount(torch.tensor(ints[0] + 4)))
+    close(genesis.histc(genesis.tensor(a).to("cuda"), 7).cpu(), torch.histc(torch.tensor(a), 7))
+    m, b = well_conditioned(3, 5, 5), RNG.standard_normal((3, 5, 2))
+    on_cuda(GL.solve, TL.solve, [m, b])
+    on_cuda(GL.inv, TL.inv, [m])
+    on_cuda(GL.det, TL.det, [m])
+    on_cuda(lambda z: GL.slogdet(z).logabsdet, lambda z: TL.slogdet(z).logabsdet, [m])
+    on_cuda(GL.cholesky, TL.cholesky, [spd(2, 4, 4)])
+    on_cuda(lambda z: GL.cholesky(z, upper=True), lambda z: TL.cholesky(z, upper=True), [spd(4, 4)])
+    for shape in ((5, 3), (3, 5), (2, 4, 4)):
+        r = RNG.standard_normal(shape)
+        on_cuda(lambda z: GL.qr(z), lambda z: TL.qr(z), [r])
+        on_cuda(lambda z: GL.qr(z, "complete"), lambda z: TL.qr(z, "complete"), [r], grad=False)
+        for full in (False, True):
+            on_cuda(lambda z: GL.svd(z, full_matrices=full), lambda z: TL.svd(z, full_matrices=full), [r],
+                    weight=_svd_loss)
+        on_cuda(GL.svdvals, TL.svdvals, [r])
+    sym = RNG.standard_normal((2, 5, 5))
+    for uplo in ("L", "U"):
+        on_cuda(lambda z: GL.eigh(z, uplo), lambda z: TL.eigh(z, uplo), [sym], weight=_eigh_loss)
+    for upper in (True, False):
+        on_cuda(lambda p, q: GL.solve_triangular(p, q, upper=upper), lambda p, q: TL.solve_triangular(p, q, upper=upper),
+                [m, b])
+    g, t = GL.lu_factor(genesis.tensor(m).to("cuda")), TL.lu_factor(torch.tensor(m))
+    close(g.LU.cpu(), t.LU)
+    exact(g.pivots.cpu(), t.pivots)
+    with pytest.raises(GL.LinAlgError):
+        GL.inv(genesis.ones(2, 2, dtype=genesis.float64, device="cuda"))
