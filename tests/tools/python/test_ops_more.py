@@ -291,7 +291,8 @@ def test_histc():
     close(genesis.histc(genesis.tensor([1.0, 1.0]), 4), torch.histc(torch.tensor([1.0, 1.0]), 4))
     # nan is ignored like any element outside [min, max] (torch 1.13's CPU kernel counts it in the first bin)
     assert genesis.histc(genesis.tensor([math.nan, 1.0, 2.9]), 4, 0, 3).tolist() == [0.0, 1.0, 0.0, 1.0]
-    raises_like(lambda: genesis.histc(genesis.tensor([1.0]), 4, 3, 1), lambda: torch.histc(torch.tensor([1.0]), 4, 3, 1))
+    raises_like(lambda: genesis.histc(genesis.tensor([1.0]), 4, 3, 1),
+                lambda: torch.histc(torch.tensor([1.0]), 4, 3, 1))
     raises_like(lambda: genesis.histc(genesis.tensor([1.0]), 0), lambda: torch.histc(torch.tensor([1.0]), 0))
     raises_like(lambda: genesis.histc(genesis.tensor([1.0]), 3, math.inf),
                 lambda: torch.histc(torch.tensor([1.0]), 3, math.inf))
@@ -644,8 +645,8 @@ def test_on_cuda_against_torch():
     for uplo in ("L", "U"):
         on_cuda(lambda z: GL.eigh(z, uplo), lambda z: TL.eigh(z, uplo), [sym], weight=_eigh_loss)
     for upper in (True, False):
-        on_cuda(lambda p, q: GL.solve_triangular(p, q, upper=upper), lambda p, q: TL.solve_triangular(p, q, upper=upper),
-                [m, b])
+        on_cuda(lambda p, q: GL.solve_triangular(p, q, upper=upper),
+                lambda p, q: TL.solve_triangular(p, q, upper=upper), [m, b])
     g, t = GL.lu_factor(genesis.tensor(m).to("cuda")), TL.lu_factor(torch.tensor(m))
     close(g.LU.cpu(), t.LU)
     exact(g.pivots.cpu(), t.pivots)
