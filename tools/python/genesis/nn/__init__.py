@@ -33,3 +33,6 @@ from genesis.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, 
 from genesis.nn.transformer import (  # noqa: F401,E402
     Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
 )
+from genesis.nn.dropout import (  # noqa: F401,E402
+    AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout,
+)

@@ -27,3 +27,6 @@ from genesis.nn.sampling import (  # noqa: F401,E402
     interpolate, pad, pixel_shuffle, pixel_unshuffle, upsample, upsample_bilinear, upsample_nearest,
 )
 from genesis.nn.layers import multi_head_attention_forward  # noqa: F401,E402
+from genesis.nn.dropout import (  # noqa: F401,E402
+    alpha_dropout, dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,
+)

@@ -78,7 +78,8 @@ class Embedding(Module):
         return F.embedding(ids, self.weight)
 
     def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        return s if self.padding_idx is None else s + f", padding_idx={self.padding_idx}"
 
 
 class _no_grad:
@@ -96,12 +97,13 @@ class Dropout(Module):
         if p < 0 or p > 1:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p = p
+        self.inplace = inplace
 
     def forward(self, x):
         return F.dropout(x, self.p, self.training)
 
     def extra_repr(self):
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Flatten(Module):
@@ -112,15 +114,22 @@ class Flatten(Module):
     def forward(self, x):
         return x.flatten(self.start_dim, self.end_dim)
 
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
 
 # ---------------------------------------------------------------- activations
 
 class ReLU(Module):
     def __init__(self, inplace=False):
         super().__init__()
+        self.inplace = inplace
 
     def forward(self, x):
         return F.relu(x)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
 
 
 class GELU(Module):
@@ -130,6 +139,9 @@ class GELU(Module):
 
     def forward(self, x):
         return F.gelu(x, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
 
 
 class SiLU(Module):
@@ -155,6 +167,9 @@ class Softmax(Module):
     def forward(self, x):
         return F.softmax(x, self.dim)
 
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
 
 class LogSoftmax(Module):
     def __init__(self, dim=None):
@@ -163,6 +178,9 @@ class LogSoftmax(Module):
 
     def forward(self, x):
         return F.log_softmax(x, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
 
 
 # ---------------------------------------------------------------- normalisation
@@ -188,7 +206,7 @@ class LayerNorm(Module):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}"
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.weight is not None}"
 
 
 class RMSNorm(Module):
@@ -213,9 +231,20 @@ class _BatchNorm(CppLayer):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True):
         super().__init__(self._cpp(num_features, eps, momentum, affine, track_running_stats))
         object.__setattr__(self, "num_features", num_features)
+        object.__setattr__(self, "_options", (eps, momentum, affine, track_running_stats))
+
+    # fixed when the C++ layer is built (read-only here)
+    eps = property(lambda self: self._options[0])
+    momentum = property(lambda self: self._options[1])
+    affine = property(lambda self: self._options[2])
+    track_running_stats = property(lambda self: self._options[3])
 
     def reset_running_stats(self):
         self._impl.reset_running_stats()
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -264,8 +293,16 @@ class Conv2d(Module):
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
     def extra_repr(self):
-        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
-                f"padding={self.padding}")
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0, 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
 
 
 class MaxPool2d(Module):
@@ -277,6 +314,11 @@ class MaxPool2d(Module):
     def forward(self, x):
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
+    def extra_repr(self):
+        stride = self.kernel_size if self.stride is None else self.stride
+        return (f"kernel_size={self.kernel_size}, stride={stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
 
 class AvgPool2d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
@@ -286,6 +328,10 @@ class AvgPool2d(Module):
 
     def forward(self, x):
         return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+    def extra_repr(self):
+        stride = self.kernel_size if self.stride is None else self.stride
+        return f"kernel_size={self.kernel_size}, stride={stride}, padding={self.padding}"
 
 
 # ---------------------------------------------------------------- attention
@@ -474,6 +520,19 @@ def _pad_last(mask):
     return _C.cat([mask, extra], -1)
 
 
+class _OutProj(CppLayer):
+    """MultiheadAttention's out_proj (the C++ layer's Linear), printed as torch prints its
+    NonDynamicallyQuantizableLinear."""
+
+    def _repr_name(self):
+        return "NonDynamicallyQuantizableLinear"
+
+    def extra_repr(self):
+        out_features, in_features = self.weight.shape
+        bias = self._parameters.get("bias") is not None
+        return f"in_features={in_features}, out_features={out_features}, bias={bias}"
+
+
 class MultiheadAttention(CppLayer):
     """torch.nn.MultiheadAttention (in_proj_weight, in_proj_bias, out_proj; q/k/v_proj_weight when kdim or vdim
     differ; bias_k, bias_v).  On accelerators, without attention weights or dropout, it runs the C++ layer on the
@@ -487,6 +546,7 @@ class MultiheadAttention(CppLayer):
         if (embed_dim // num_heads) * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
         super().__init__(_C.nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first))
+        self._modules["out_proj"].__class__ = _OutProj
         kdim = embed_dim if kdim is None else kdim
         vdim = embed_dim if vdim is None else vdim
         config = dict(embed_dim=embed_dim, num_heads=num_heads, dropout=dropout, bias=bias, add_bias_kv=add_bias_kv,

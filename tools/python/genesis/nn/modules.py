@@ -5,8 +5,10 @@ assignment, so a Python subclass registers ``self.fc = nn.Linear(...)`` and
 ``self.w = nn.Parameter(...)`` just by setting them.  ``to()`` converts every tensor in place
 (``p.data = ...``), so optimizers built before keep seeing the same parameters.
 """
+import importlib
 import math
 import operator
+import types
 import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Iterable, Mapping
@@ -51,6 +53,30 @@ class RemovableHandle:
 
     def __exit__(self, *exc):
         self.remove()
+
+
+class _BoundFunction:
+    """A C++-bound function (genesis._C.functional.relu, ...) in a pickle: its module and name, looked up again."""
+
+    def __init__(self, module, name):
+        self.module, self.name = module, name
+
+    def resolve(self):
+        return getattr(importlib.import_module(self.module), self.name)
+
+
+def _is_bound_function(v):
+    """A function of the C++ extension (pickle cannot store it: its __self__ is a capsule)."""
+    return isinstance(v, types.BuiltinFunctionType) and type(getattr(v, "__self__", None)).__name__ == "PyCapsule" \
+        and isinstance(getattr(v, "__module__", None), str)
+
+
+def _encode_attr(v):
+    return _BoundFunction(v.__module__, v.__name__) if _is_bound_function(v) else v
+
+
+def _decode_attr(v):
+    return v.resolve() if isinstance(v, _BoundFunction) else v
 
 
 class Module:
@@ -285,6 +311,20 @@ class Module:
         fn(self)
         return self
 
+    def share_memory(self):
+        """Moves the CPU parameters and buffers into shared memory in place (see genesis.multiprocessing): processes
+        started with the module then update the same data.  Returns self."""
+        from genesis.multiprocessing import _share_tensors
+        _share_tensors(list(self.parameters()) + list(self.buffers()))
+        return self
+
+    # ---- pickling and copy.deepcopy: the attributes, with C++-bound functions (F.relu) by name
+    def __getstate__(self):
+        return {k: _encode_attr(v) for k, v in self.__dict__.items()}
+
+    def __setstate__(self, state):
+        self.__dict__.update({k: _decode_attr(v) for k, v in state.items()})
+
     # ---- state
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         out = OrderedDict() if destination is None else destination
@@ -355,9 +395,48 @@ class _C_no_grad:
         return False
 
 
+_CPP_INTERNAL = ("_impl", "_parameters", "_buffers", "_modules", "_non_persistent", "_init_args")
+
+
+def _rebuild_cpp_layer(cls, args, kwargs, state, requires_grad, training, attrs):
+    """Unpickles (or deep-copies) a CppLayer subclass: built again from its constructor's arguments (the RNG left as
+    it was), then every saved tensor put in place (its device and dtype too), flags and attributes restored."""
+    with _C._RngFork(None, True):
+        m = cls(*args, **kwargs)
+    own = m.state_dict(keep_vars=True)
+    with _C_no_grad():
+        for name, t in state.items():
+            if name in own and own[name] is not None:
+                own[name].data = t
+    params = dict(m.named_parameters())
+    for name, flag in requires_grad.items():
+        if name in params:
+            params[name].requires_grad_(flag)
+    m.train(training)
+    for k, v in attrs.items():
+        object.__setattr__(m, k, _decode_attr(v))
+    return m
+
+
 class CppLayer(Module):
     """A Python Module over a C++ layer: its parameters, buffers and children become attributes
     (the very same tensors), and forward runs the C++ code."""
+
+    def __new__(cls, *args, **kwargs):
+        self = super().__new__(cls)
+        object.__setattr__(self, "_init_args", (args, kwargs))  # for pickling and deepcopy: built again from these
+        return self
+
+    def __reduce_ex__(self, protocol):
+        args, kwargs = self.__dict__.get("_init_args", ((), {}))
+        for a in list(args) + list(kwargs.values()):
+            if a is self._impl or (type(a).__module__.startswith("genesis._C") and hasattr(a, "named_parameters")):
+                raise TypeError(f"cannot pickle a {type(self).__name__} built around a C++ object; save its "
+                                "state_dict() instead")
+        state = self.state_dict()
+        requires_grad = {name: p.requires_grad for name, p in self.named_parameters()}
+        attrs = {k: _encode_attr(v) for k, v in self.__dict__.items() if k not in _CPP_INTERNAL}
+        return _rebuild_cpp_layer, (type(self), args, kwargs, state, requires_grad, self.training, attrs)
 
     def __init__(self, impl):
         super().__init__()
