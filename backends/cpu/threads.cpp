@@ -88,11 +88,10 @@ thread_local bool t_in_chunk = false;
 class Pool {
  public:
   explicit Pool(int threads) {
-    for (int i = 1; i < threads; ++i)
-      workers_.emplace_back([this] {
-        pthread_setname_np(pthread_self(), "genesis-cpu");
-        work();
-      });
+    for (int i = 1; i < threads; ++i) {
+      workers_.emplace_back([this] { work(); });
+      pthread_setname_np(workers_.back().native_handle(), "genesis-cpu");  // named before any loop runs
+    }
   }
   ~Pool() {
     {
@@ -253,7 +252,7 @@ int available_cores() {
 int default_threads() {
   int v = env_threads("OMP_NUM_THREADS");
   if (v <= 0) v = env_threads("GENESIS_NUM_THREADS");
-  return v > 0 ? v : available_cores();
+  return v > 0 ? std::min(v, available_cores()) : available_cores();
 }
 
 namespace {

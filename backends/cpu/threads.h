@@ -4,8 +4,9 @@
 // How many: set_num_threads (the runtime option "num_threads", at load or
 // later through gn_runtime_set_num_threads), else $OMP_NUM_THREADS, else
 // $GENESIS_NUM_THREADS, else the cores this process may run on (its CPU
-// affinity mask, lowered by a cgroup CPU quota). Never more than that core
-// count unless asked for explicitly.
+// affinity mask, lowered by a cgroup CPU quota). The environment's values are
+// capped at that core count (a variable copied from a bigger machine must not
+// oversubscribe a container); only set_num_threads goes above it.
 //
 // The pool: num_threads() - 1 worker threads (named "genesis-cpu") plus the
 // calling thread. A
@@ -30,7 +31,7 @@ int num_threads();
 void set_num_threads(int n);
 // The cores this process may run on: affinity mask, lowered by a cgroup CPU quota.
 int available_cores();
-// The default count: $OMP_NUM_THREADS, $GENESIS_NUM_THREADS, else available_cores().
+// The default count: $OMP_NUM_THREADS, $GENESIS_NUM_THREADS (at most available_cores()), else available_cores().
 int default_threads();
 // At plugin init: reads the environment's default, then set_num_threads(explicit_count).
 void init_threads(int explicit_count);

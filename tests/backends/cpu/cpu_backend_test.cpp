@@ -302,24 +302,35 @@ TEST(CpuThreads, DefaultIsTheCoresThisProcessMayUse) {
 
 TEST(CpuThreads, OmpNumThreadsComesBeforeGenesisNumThreads) {
   OPC_REQUIRE_SUITE();
-  ThreadEnv env("3,2", "4");  // OpenMP's list form: the first entry counts
+  ThreadEnv env("2,1", "1");  // OpenMP's list form: the first entry counts
   ThreadRt r(nullptr);
-  EXPECT_NE(r.name().find(threads_text(3)), std::string::npos) << r.name();
-  EXPECT_EQ(gn_runtime_num_threads(r.rt), 3);
-  EXPECT_EQ(r.workers_after_op(), 2);  // the calling thread is the third
+  const int n = std::min(2, affinity_cores());
+  EXPECT_NE(r.name().find(threads_text(n)), std::string::npos) << r.name();
+  EXPECT_EQ(gn_runtime_num_threads(r.rt), n);
+  EXPECT_EQ(r.workers_after_op(), n - 1);  // the calling thread is the other one
 }
 
 TEST(CpuThreads, GenesisNumThreads) {
   OPC_REQUIRE_SUITE();
-  ThreadEnv env(nullptr, "3");
+  ThreadEnv env(nullptr, "2");
   ThreadRt r(nullptr);
-  EXPECT_NE(r.name().find(threads_text(3)), std::string::npos) << r.name();
-  EXPECT_EQ(r.workers_after_op(), 2);
+  const int n = std::min(2, affinity_cores());
+  EXPECT_NE(r.name().find(threads_text(n)), std::string::npos) << r.name();
+  EXPECT_EQ(r.workers_after_op(), n - 1);
+}
+
+TEST(CpuThreads, TheEnvironmentNeverAsksForMoreThanTheCores) {
+  OPC_REQUIRE_SUITE();
+  ThreadEnv env("4096", nullptr);
+  ThreadRt r(nullptr);
+  EXPECT_EQ(gn_runtime_num_threads(r.rt), affinity_cores());
+  GN_OK_OR_FAIL(gn_runtime_set_num_threads(r.rt, affinity_cores() + 2));  // asked for by name: granted
+  EXPECT_EQ(gn_runtime_num_threads(r.rt), affinity_cores() + 2);
 }
 
 TEST(CpuThreads, RuntimeOptionOverridesEnvironment) {
   OPC_REQUIRE_SUITE();
-  ThreadEnv env("2", "3");
+  ThreadEnv env("1", "1");
   ThreadRt r("5");
   EXPECT_NE(r.name().find(threads_text(5)), std::string::npos) << r.name();
   EXPECT_EQ(r.workers_after_op(), 4);
@@ -327,7 +338,7 @@ TEST(CpuThreads, RuntimeOptionOverridesEnvironment) {
 
 TEST(CpuThreads, SetAfterLoadAndBackToTheDefault) {
   OPC_REQUIRE_SUITE();
-  ThreadEnv env(nullptr, "3");
+  ThreadEnv env(nullptr, nullptr);
   ThreadRt r(nullptr);
   GN_OK_OR_FAIL(gn_runtime_set_num_threads(r.rt, 1));
   EXPECT_EQ(gn_runtime_num_threads(r.rt), 1);
@@ -338,15 +349,15 @@ TEST(CpuThreads, SetAfterLoadAndBackToTheDefault) {
   char buf[16];
   EXPECT_EQ(gn_runtime_get_option(r.rt, "num_threads", buf, sizeof buf), 1);
   EXPECT_STREQ(buf, "2");
-  GN_OK_OR_FAIL(gn_runtime_set_num_threads(r.rt, 0));  // the default: GENESIS_NUM_THREADS as read at load
-  EXPECT_EQ(gn_runtime_num_threads(r.rt), 3);
+  GN_OK_OR_FAIL(gn_runtime_set_num_threads(r.rt, 0));  // the default again: the cores
+  EXPECT_EQ(gn_runtime_num_threads(r.rt), affinity_cores());
   // A value the backend cannot use is refused with its reason, and changes nothing.
   gn_status* st = gn_runtime_set_option(r.rt, "num_threads", "many");
   ASSERT_NE(st, nullptr);
   EXPECT_EQ(gn_status_code(st), GN_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(gn_status_message(st)).find("'many'"), std::string::npos) << gn_status_message(st);
   gn_status_free(st);
-  EXPECT_EQ(gn_runtime_num_threads(r.rt), 3);
+  EXPECT_EQ(gn_runtime_num_threads(r.rt), affinity_cores());
   // Keys no plugin reads are kept and read back.
   GN_OK_OR_FAIL(gn_runtime_set_option(r.rt, "my_key", "v"));
   EXPECT_EQ(gn_runtime_get_option(r.rt, "my_key", buf, sizeof buf), 1);
