@@ -520,19 +520,6 @@ def _pad_last(mask):
     return _C.cat([mask, extra], -1)
 
 
-class _OutProj(CppLayer):
-    """MultiheadAttention's out_proj (the C++ layer's Linear), printed as torch prints its
-    NonDynamicallyQuantizableLinear."""
-
-    def _repr_name(self):
-        return "NonDynamicallyQuantizableLinear"
-
-    def extra_repr(self):
-        out_features, in_features = self.weight.shape
-        bias = self._parameters.get("bias") is not None
-        return f"in_features={in_features}, out_features={out_features}, bias={bias}"
-
-
 class MultiheadAttention(CppLayer):
     """torch.nn.MultiheadAttention (in_proj_weight, in_proj_bias, out_proj; q/k/v_proj_weight when kdim or vdim
     differ; bias_k, bias_v).  On accelerators, without attention weights or dropout, it runs the C++ layer on the
@@ -546,7 +533,6 @@ class MultiheadAttention(CppLayer):
         if (embed_dim // num_heads) * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
         super().__init__(_C.nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first))
-        self._modules["out_proj"].__class__ = _OutProj
         kdim = embed_dim if kdim is None else kdim
         vdim = embed_dim if vdim is None else vdim
         config = dict(embed_dim=embed_dim, num_heads=num_heads, dropout=dropout, bias=bias, add_bias_kv=add_bias_kv,
