@@ -64,5 +64,8 @@ void bind_data(py::module_& m);          // data.cpp: Fashion-MNIST, DataLoader
 void bind_distributed(py::module_& m);   // distributed.cpp: process groups, collectives, DDP, sampler
 void bind_algorithms(py::module_& m);    // algorithms.cpp: cumsum, order statistics, unique, searches
 void bind_linalg(py::module_& m);        // linalg.cpp: _C.linalg (solve, inv, det, qr, svd, ...), Tensor.det
+void bind_errors(py::module_& m);        // errors.cpp: torch's TypeErrors for bad calls (call it last)
+/** genesis::Error as the exception torch raises (errors.cpp); registered first, so more specific translators win. */
+void register_error_translator();
 
 }  // namespace genesis::python
