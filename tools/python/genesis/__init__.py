@@ -220,3 +220,7 @@ globals().update({
 from genesis import functional, linalg  # noqa: E402
 functional._install(globals())
 # ---- end of the composed tensor functions
+
+# ---- errors: a non-tensor given to a function written in Python raises torch's TypeError (genesis/_errors.py)
+from genesis import _errors  # noqa: E402
+_errors.guard_python_functions()

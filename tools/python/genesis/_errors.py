@@ -307,7 +307,7 @@ _PYTHON_WORDS = [
     ("use NoGradGuard", "use `with genesis.no_grad():`"), ("NoGradGuard", "genesis.no_grad()"),
     ("(use retain_graph)", "(pass retain_graph=True)"),
     ("see distributed::local_device", "see genesis.distributed.get_node_local_rank()"),
-    ("nullptr", "None"), ("std::", ""), ("genesis::", "genesis."),
+    ("GN_REDUCE_", "ReduceOp."), ("nullptr", "None"), ("std::", ""), ("genesis::", "genesis."),
 ]
 _KEYWORD_BOOL = _re.compile(r"\b(\w+)=(true|false)\b")  # C++'s retain_graph=true is Python's retain_graph=True
 
@@ -340,21 +340,24 @@ _STRERRORS = sorted(((_os.strerror(e), e) for e in _errno.errorcode), key=lambda
 _PHRASES = [("no such file", _errno.ENOENT), ("not found", _errno.ENOENT), ("is a directory", _errno.EISDIR),
             ("is not a folder", _errno.ENOTDIR), ("not a directory", _errno.ENOTDIR),
             ("permission denied", _errno.EACCES)]
-_PATH = [_re.compile(r"^(?:cannot (?:open|read|write|create folder) )(?P<path>[^\s:][^:]*?)(?:: .*)?$"),
+_MISSING = ("missing ", "neither ")  # a folder without the files it needs: the message says which
+_PATH = [_re.compile(r"^(?:cannot (?:open|read|write|create folder) )(?P<path>[^\s:][^:]*?)(?:: (?P<rest>.*))?$"),
          _re.compile(r"^(?P<path>[^\s:\[][^:]*?): (?P<rest>.*)$")]
 
 
 def _os_error(code, message):
     """The OSError for a message about a file, or None when it names no file."""
     body = _PREFIX.sub("", message, count=1)
-    path = None
+    path = rest = None
     for pattern in _PATH:
         m = pattern.match(body)
         if m and ("/" in m["path"] or "." in m["path"]) and " " not in m["path"].strip():
-            path = m["path"].strip()
+            path, rest = m["path"].strip(), m["rest"] or ""
             break
     if path is None:
         return None
+    if code == NOT_FOUND and rest.startswith(_MISSING):
+        return OSError(_errno.ENOENT, rest, path)
     err = next((e for text, e in _STRERRORS if text.lower() in body.lower()), None)
     if err is None:
         err = next((e for phrase, e in _PHRASES if phrase in body.lower()), None)
@@ -878,3 +881,90 @@ def _precheck(overloads, args, kwargs):
         return RuntimeError(f"dot : expected both vectors to have same dtype, but found {_scalar(a.dtype)} and "
                             f"{_scalar(b.dtype)}")
     return RuntimeError(f"expected scalar type {_scalar(a.dtype)} but found {_scalar(b.dtype)}")
+
+
+# ---------------------------------------------------------------- Python functions given something else than a tensor
+
+# Parameters that hold a tensor in torch's signatures (nn.functional, linalg, the tensor functions written in Python)
+_TENSOR_PARAMS = {"input", "x", "x1", "x2", "input1", "input2", "anchor", "positive", "negative", "log_probs", "target",
+                  "targets", "A", "B", "query", "key", "value"}
+_NOT_GUARDED = {"tensor", "as_tensor", "from_numpy", "is_tensor", "where", "full", "scalar_tensor"}
+
+
+def _not_a_tensor(fname, params, args, kwargs):
+    """torch's TypeError for the first tensor parameter given something else (numbers pass: torch takes scalars in
+    many places), or None."""
+    is_tensor = _class_of("genesis._C.Tensor")
+    for i, p in enumerate(params):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name not in _TENSOR_PARAMS:
+            continue
+        if i < len(args) and p.kind != p.KEYWORD_ONLY:
+            v, where = args[i], f" (position {i + 1})"
+        elif p.name in kwargs:
+            v, where = kwargs[p.name], ""
+        else:
+            continue
+        if isinstance(v, is_tensor) or isinstance(v, (int, float, bool)) or (v is None and p.default is not p.empty):
+            continue
+        return f"{fname}(): argument '{p.name}'{where} must be Tensor, not {_typename(v)}"
+    return None
+
+
+def _guard(fn, owner=None):
+    """fn wrapped so that a failure caused by a non-tensor argument raises torch's TypeError; `owner` is the class
+    of a forward method (whose inner torch-style TypeErrors, such as linear()'s, are kept)."""
+    import functools
+    import inspect
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return fn
+    if owner is not None:
+        params = params[1:]
+    if not any(p.name in _TENSOR_PARAMS for p in params):
+        return fn
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (TypeError, AttributeError) as e:
+            if owner is not None and isinstance(e, TypeError) and "must be Tensor, not" in str(e):
+                raise
+            if owner is not None:
+                fname = f"{type(args[0]).__name__}.{fn.__name__}" if args else fn.__name__
+                message = _not_a_tensor(fname, params, args[1:], kwargs)
+            else:
+                message = _not_a_tensor(fn.__name__, params, args, kwargs)
+            if message is None:
+                raise
+            raise TypeError(message) from None
+    guarded._genesis_guarded = True
+    return guarded
+
+
+def guard_python_functions(prefixes=("genesis.nn", "genesis.linalg", "genesis.functional")):
+    """Wraps the public functions written in Python in the modules under `prefixes` (wherever the package names
+    them), and the forward methods of their modules' classes, so that a non-tensor where a tensor belongs raises
+    torch's TypeError ("leaky_relu(): argument 'input' (position 1) must be Tensor, not list") instead of whatever
+    the first line touching it raised.  The check runs only when the call failed with a TypeError or AttributeError."""
+    wrapped = {}
+    for name, mod in list(_sys.modules.items()):
+        if mod is None or not name.startswith(prefixes):
+            continue
+        for attr, obj in list(vars(mod).items()):
+            if getattr(obj, "__module__", None) != name:
+                continue
+            if isinstance(obj, type):
+                forward = obj.__dict__.get("forward")
+                if type(forward).__name__ == "function" and not getattr(forward, "_genesis_guarded", False):
+                    obj.forward = _guard(forward, owner=obj)
+            elif (type(obj).__name__ == "function" and not attr.startswith("_") and attr not in _NOT_GUARDED and
+                  not getattr(obj, "_genesis_guarded", False)):
+                wrapped[id(obj)] = (obj, _guard(obj))
+    for name, mod in list(_sys.modules.items()):
+        if mod is None or not name.startswith("genesis") or name.startswith("genesis._C"):
+            continue
+        for attr, value in list(vars(mod).items()):
+            hit = wrapped.get(id(value))
+            if hit is not None and hit[0] is value and hit[1] is not value:
+                setattr(mod, attr, hit[1])
