@@ -591,3 +591,12 @@ def test_torch_import_path():
                  "guaranteed_datapipes_determinism", "non_deterministic", "runtime_validation",
                  "runtime_validation_disabled"}  # torch's DataPipes and internals: not provided
     assert set(td.__all__) - set(genesis.utils.data.__all__) == datapipes
+
+
+def test_torch_submodule_import_paths():
+    from genesis.utils.data.dataloader import DataLoader
+    from genesis.utils.data.dataset import Dataset
+    from genesis.utils.data.sampler import Sampler
+
+    assert DataLoader is genesis.data.DataLoader and Dataset is genesis.data.Dataset
+    assert Sampler is genesis.data.Sampler
