@@ -10,7 +10,8 @@
 // 1e-10, float32 within 1e-4 (rounding amplified by the inputs' condition numbers, kept below
 // ~10 here).  Their inputs are built on the host so that they are well conditioned (a diagonal
 // of distinct sizes plus small noise): symmetric positive-definite for cholesky, separated
-// singular values and eigenvalues for svd and eigh (whose vectors the backends sign alike).
+// singular values and eigenvalues for svd and eigh (whose vectors the backends sign alike; the
+// extra vectors of a full svd are compared through the projector onto their span).
 #include <set>
 
 #include "op_consistency.h"
@@ -192,6 +193,65 @@ void agree(const char* op, int32_t dtype, const std::vector<HostIn>& ins, const 
   }
 }
 
+// svd: S and the singular vectors of the k = min(m, n) singular values (unique up to the sign
+// both backends fix) agree entry by entry.  The other columns of a full U (rows of a full Vh) are
+// an orthonormal basis of the complement of the first k, which is unique only up to a rotation
+// when the complement has more than one dimension: the projectors onto their span agree instead
+// (which, for that many vectors, also makes them orthonormal), and each is signed as the first k.
+void agree_svd(int32_t dtype, const HostIn& a, int full, int uv, double tol) {
+  const std::vector<gn_attr_value> attrs{gn_attr_int(full), gn_attr_int(uv)};
+  const Result want = run_host(runtimes().ref, "svd", dtype, {a}, attrs, 3);
+  const Result got = run_host(runtimes().dut, "svd", dtype, {a}, attrs, 3);
+  ASSERT_EQ(want.code, GN_OK) << want.msg;
+  ASSERT_EQ(got.code, GN_OK) << got.msg;
+  for (size_t o = 0; o < 3; ++o) ASSERT_EQ(got.shapes[o], want.shapes[o]) << "svd output " << o;
+  const double t = tol * kSuiteTolFactor;
+  const std::string tag = std::string("svd ") + dname(dtype) + (full ? " full" : "") + ": ";
+  auto near = [&](double g, double w, const std::string& what) {
+    if (std::fabs(g - w) <= t + t * std::fabs(w)) return true;
+    ADD_FAILURE() << tag << what << ": got " << g << ", want " << w << " (tolerance " << t + t * std::fabs(w) << ")";
+    return false;
+  };
+  for (size_t i = 0; i < want.values[1].size(); ++i)
+    if (!near(got.values[1][i], want.values[1][i], "S entry " + std::to_string(i))) return;
+  if (!uv) return;
+  const int64_t B = a.shape[0], m = a.shape[1], n = a.shape[2], k = std::min(m, n);
+  struct F {  // cnt vectors of len entries: entry i of vector c of matrix b at (b * cnt * len) + i * si + c * sc
+    const char* name;
+    size_t out;
+    int64_t len, cnt, si, sc;
+  };
+  const int64_t uc = full ? m : k, vr = full ? n : k;
+  for (const F& f : {F{"U column", 0, m, uc, uc, 1}, F{"Vh row", 2, n, vr, 1, n}}) {
+    const std::vector<double>&gv = got.values[f.out], &wv = want.values[f.out];
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t base = b * f.len * f.cnt;
+      auto g = [&](int64_t i, int64_t c) { return gv[(size_t)(base + i * f.si + c * f.sc)]; };
+      auto w = [&](int64_t i, int64_t c) { return wv[(size_t)(base + i * f.si + c * f.sc)]; };
+      const std::string of = " of matrix " + std::to_string(b);
+      for (int64_t c = 0; c < k; ++c)
+        for (int64_t i = 0; i < f.len; ++i)
+          if (!near(g(i, c), w(i, c), f.name + (" " + std::to_string(c)) + " entry " + std::to_string(i) + of)) return;
+      if (f.cnt == k) continue;
+      for (int64_t i = 0; i < f.len; ++i)
+        for (int64_t j = 0; j < f.len; ++j) {
+          double pg = 0, pw = 0;
+          for (int64_t c = k; c < f.cnt; ++c) pg += g(i, c) * g(j, c), pw += w(i, c) * w(j, c);
+          if (!near(pg, pw,
+                    "projector onto the " + (f.name + ("s " + std::to_string(k))) + ".." + std::to_string(f.cnt - 1) +
+                        ", entry (" + std::to_string(i) + ", " + std::to_string(j) + ")" + of))
+            return;
+        }
+      for (int64_t c = k; c < f.cnt; ++c) {
+        int64_t best = 0;
+        for (int64_t i = 1; i < f.len; ++i)
+          if (std::fabs(g(i, c)) > std::fabs(g(best, c))) best = i;
+        EXPECT_GT(g(best, c), 0.0) << tag << f.name << " " << c << of << ": its largest entry is negative";
+      }
+    }
+  }
+}
+
 // (batch, n, n) matrices: diag(n, n-1, ..., 1) + noise of size `noise`; symmetric if asked, then
 // made positive-definite (A A^T + I) if asked.
 std::vector<double> matrices(int64_t batch, int64_t rows, int64_t cols, double noise, bool sym, bool spd,
@@ -233,9 +293,7 @@ TEST_P(OpConsistencyFactorizations, CholeskySvdEighSolveTriangular) {
   for (int upper : {0, 1}) agree("cholesky", dt, {spd}, {gn_attr_int(upper)}, 2, tol());
   for (auto [r, c] : {std::pair<int64_t, int64_t>{6, 4}, {4, 4}, {3, 5}})
     for (int full : {0, 1})
-      for (int uv : {1, 0})
-        agree("svd", dt, {{{2, r, c}, matrices(2, r, c, 0.1, false, false, 2)}}, {gn_attr_int(full), gn_attr_int(uv)},
-              3, tol());
+      for (int uv : {1, 0}) agree_svd(dt, {{2, r, c}, matrices(2, r, c, 0.1, false, false, 2)}, full, uv, tol());
   const HostIn sym{{2, 6, 6}, matrices(2, 6, 6, 0.1, true, false, 3)};
   for (int upper : {0, 1}) agree("eigh", dt, {sym}, {gn_attr_int(upper)}, 2, tol());
   const HostIn tri{{2, 5, 5}, matrices(2, 5, 5, 0.3, false, false, 4)};

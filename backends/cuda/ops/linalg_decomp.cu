@@ -9,7 +9,9 @@
 // X^T op(A)^T = B^T, which needs no copy; svd factors A^T = U' S V'^T, whose U' buffer read
 // row-major already is A's Vh.  Results follow the reference's conventions: 1-based pivots and
 // info as LAPACK, geqrf's Householder signs, singular vectors and eigenvectors signed so that
-// the largest |entry| of each column of U (of V for eigh) is positive.  info outputs stay on
+// the largest |entry| of each column of U (of V for eigh) is positive.  A full svd's columns of
+// U (rows of Vh) past min(m, n) are cuSOLVER's orthonormal basis of the complement, signed so
+// too: the same span as the reference's, not always the same vectors.  info outputs stay on
 // the device (no synchronisation); a factor whose info is non-zero is unspecified.
 #include <cublas_v2.h>
 #include <cusolverDn.h>
