@@ -185,6 +185,15 @@ CASES = [
     ("permute_str", lambda m: m.T.ones(2).permute("a"),
      "permute(): argument 'dims' (position 1) must be tuple of ints, not str"),
     ("zeros_keyword", lambda m: m.T.zeros(2, foo=1), "zeros() "),
+    # ---- argument types of the functions written in Python
+    ("leaky_relu_list", lambda m: m.F.leaky_relu([1.0]),
+     "leaky_relu(): argument 'input' (position 1) must be Tensor, not list"),
+    ("LeakyReLU_str", lambda m: m.nn.LeakyReLU()("x"),
+     "leaky_relu(): argument 'input' (position 1) must be Tensor, not str"),
+    ("cosine_similarity_list", lambda m: m.F.cosine_similarity([1.0], m.T.ones(1)),
+     "cosine_similarity(): argument 'x1' (position 1) must be Tensor, not list"),
+    ("pad_list", lambda m: m.F.pad([1.0], (1, 1)), "pad(): argument 'input' (position 1) must be Tensor, not list"),
+    ("linalg_inv_list", lambda m: m.T.linalg.inv([[1.0]]), "argument 'A' (position 1) must be Tensor, not list"),
     # ---- nn layers
     ("Conv2d_channels", lambda m: m.nn.Conv2d(3, 4, 3)(m.T.ones(1, 2, 5, 5)),
      "Given groups=1, weight of size [4, 3, 3, 3], expected input[1, 2, 5, 5] to have 3 channels, but got 2 channels "
@@ -297,6 +306,46 @@ def test_messages_never_print_tensors():
         assert_clean(e)
 
 
+def test_modules_given_something_else_than_a_tensor_raise_type_errors():
+    """torch raises TypeError from its C++ functionals and AttributeError from its Python ones; genesis TypeError."""
+    for make in (lambda m: m.nn.Conv1d(1, 1, 1), lambda m: m.nn.Conv2d(1, 1, 1), lambda m: m.nn.GroupNorm(1, 2),
+                 lambda m: m.nn.Linear(2, 2), lambda m: m.nn.Embedding(3, 2), lambda m: m.nn.LayerNorm(2),
+                 lambda m: m.nn.Sequential(m.nn.Linear(2, 2), m.nn.ReLU())):
+        for bad in ([1.0, 2.0], "x"):
+            t = _raised(lambda m: make(m)(bad), TORCH)
+            g = _raised(lambda m: make(m)(bad), GENESIS)
+            assert type(t) in (TypeError, AttributeError) and type(g) is TypeError, (repr(t), repr(g))
+            assert f"must be Tensor, not {type(bad).__name__}" in str(g), str(g)
+            assert_clean(g)
+
+
+@pytest.mark.parametrize("code,message,kind,phrase", [
+    (1, "[add_] in-place operation on a tensor that requires grad (use NoGradGuard or detach())", RuntimeError,
+     "with genesis.no_grad():"),
+    (1, "[backward] trying to backward through SumBackward0 a second time; pass retain_graph=true the first time",
+     RuntimeError, "Specify retain_graph=True"),
+    (1, "[mul] saved tensor 'x' was freed by a backward pass (use retain_graph)", RuntimeError,
+     "Specify retain_graph=True"),
+    (1, "[DDP] parameter 'w' got no gradient. Pass find_unused_parameters=true when some parameters are unused",
+     ValueError, "find_unused_parameters=True"),
+    (4, "[distributed] rank 1 trains on cuda:0 but its group moves cuda:1 (use cuda:$LOCAL_RANK, see "
+        "distributed::local_device)", RuntimeError, "genesis.distributed.get_node_local_rank()"),
+    (3, "[gloo] all_reduce: GN_REDUCE_AVG of a int64 tensor (AVG is for floating dtypes; use GN_REDUCE_SUM)",
+     RuntimeError, "ReduceOp.AVG of a int64 tensor"),
+    (10, "[qwen] /nonexistent/folder is not a folder", NotADirectoryError, "[Errno 20] Not a directory"),
+    (10, "[launch] cannot pick a free port: Address already in use", OSError, "[Errno 98]"),
+    (5, "[FashionMNIST] /data/fm: missing train-images-idx3-ubyte[.gz]", FileNotFoundError,
+     "[Errno 2] missing train-images-idx3-ubyte[.gz]: '/data/fm'"),
+    (2, "[layer_norm] normalized_ndim 3 must be in [1, 2] for input shape (2, 4)", RuntimeError, "normalized_ndim"),
+])
+def test_cpp_messages_read_as_python(code, message, kind, phrase):
+    """Messages shared with C++ users are reworded for Python at the binding, whatever C++ path raised them."""
+    from genesis import _errors
+    e = _errors.from_code(code, message)
+    assert type(e) is kind and phrase in str(e), repr(e)
+    assert_clean(e)
+
+
 def test_genesis_errors_keep_their_code():
     with pytest.raises(RuntimeError) as e:
         genesis.zeros(2, 3) + genesis.zeros(2, 4)
@@ -362,7 +411,7 @@ def test_reading_missing_files_and_folders(files):
     assert type(e) is FileNotFoundError and e.errno == errno.ENOENT
 
 
-def test_models_and_tokenizers_from_missing_folders(files):
+def test_data_models_and_tokenizers_from_missing_folders(files):
     import genesis.models as M
     missing = os.path.join(files.missing, "model")
     for fn in (M.QwenForCausalLM.from_pretrained, M.Tokenizer.from_pretrained):
@@ -373,6 +422,11 @@ def test_models_and_tokenizers_from_missing_folders(files):
         assert isinstance(e, FileNotFoundError) and e.errno == errno.ENOENT, repr(e)
         assert_clean(e)
     e = _raised(lambda m: M.read_chat_jsonl(files.missing), None)
+    assert isinstance(e, FileNotFoundError) and e.filename == files.missing, repr(e)
+    for root in (missing, files.model):  # Fashion-MNIST's IDX files: no folder, a folder without them
+        e = _raised(lambda m: genesis.data.fashion_mnist(root), None)
+        assert isinstance(e, FileNotFoundError) and e.errno == errno.ENOENT and e.filename == root, repr(e)
+    e = _raised(lambda m: M.train_tokenizer([files.missing], str(files.root / "out")), None)
     assert isinstance(e, FileNotFoundError) and e.filename == files.missing, repr(e)
 
 

@@ -342,7 +342,8 @@ _PHRASES = [("no such file", _errno.ENOENT), ("not found", _errno.ENOENT), ("is 
             ("permission denied", _errno.EACCES)]
 _MISSING = ("missing ", "neither ")  # a folder without the files it needs: the message says which
 _PATH = [_re.compile(r"^(?:cannot (?:open|read|write|create folder) )(?P<path>[^\s:][^:]*?)(?:: (?P<rest>.*))?$"),
-         _re.compile(r"^(?P<path>[^\s:\[][^:]*?): (?P<rest>.*)$")]
+         _re.compile(r"^(?P<path>[^\s:\[][^:]*?): (?P<rest>.*)$"),
+         _re.compile(r"^(?P<path>[^\s:\[]\S*) (?P<rest>is not a folder|is a directory|is not a directory)$")]
 
 
 def _os_error(code, message):
@@ -354,8 +355,9 @@ def _os_error(code, message):
         if m and ("/" in m["path"] or "." in m["path"]) and " " not in m["path"].strip():
             path, rest = m["path"].strip(), m["rest"] or ""
             break
-    if path is None:
-        return None
+    if path is None:  # no file: a socket, a pipe, ...: the errno of the message's strerror text, if any
+        err = next((e for text, e in _STRERRORS if text.lower() in body.lower()), None)
+        return OSError(err, message) if err is not None and code == IO else None
     if code == NOT_FOUND and rest.startswith(_MISSING):
         return OSError(_errno.ENOENT, rest, path)
     err = next((e for text, e in _STRERRORS if text.lower() in body.lower()), None)
