@@ -173,6 +173,7 @@ CASES = [
     ("linear_missing", lambda m: m.F.linear(m.T.ones(2, 2)), "linear() missing 1 required positional argument"),
     ("Linear_of_none", lambda m: m.nn.Linear(2, 2)(None),
      "linear(): argument 'input' (position 1) must be Tensor, not NoneType"),
+    ("abs_of_none", lambda m: m.T.abs(None), "abs(): argument 'input' (position 1) must be Tensor, not NoneType"),
     ("matmul_list", lambda m: m.T.matmul(m.T.ones(2, 2), [1, 2]),
      "matmul(): argument 'other' (position 2) must be Tensor, not list"),
     ("relu_str", lambda m: m.F.relu("x"), "relu(): argument 'input' (position 1) must be Tensor, not str"),
@@ -344,6 +345,17 @@ def test_cpp_messages_read_as_python(code, message, kind, phrase):
     e = _errors.from_code(code, message)
     assert type(e) is kind and phrase in str(e), repr(e)
     assert_clean(e)
+
+
+def test_unbound_methods_given_none_raise_instead_of_crashing():
+    """Tensor.abs(None) (what genesis.abs(None) calls) must not reach C++ with a null tensor."""
+    names = [n for n, v in vars(genesis.Tensor).items() if type(v).__name__ == "instancemethod"
+             and n not in ("__init__", "__new__", "__setstate__")]
+    assert len(names) > 100
+    for name in names:
+        e = _raised(lambda m: getattr(genesis.Tensor, name)(None), None)
+        assert isinstance(e, TypeError), (name, repr(e))
+        assert_clean(e)
 
 
 def test_genesis_errors_keep_their_code():

@@ -13,6 +13,7 @@
 #include "bind.h"
 
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <unordered_set>
 
@@ -123,7 +124,30 @@ void rewrite_call_error(PyObject* self, PyObject* args, PyObject* kwargs) {
   Py_INCREF(Py_TYPE(better));
 }
 
+// A method called unbound with None for self (genesis.abs(None) is Tensor.abs(None)): pybind11 would pass a null
+// `this` to a method bound from a member function pointer.  Sets torch's TypeError and returns true.
+bool none_for_self(PyObject* self, PyObject* args) {
+  if (!args || PyTuple_GET_SIZE(args) == 0 || PyTuple_GET_ITEM(args, 0) != Py_None) return false;
+  auto* rec = static_cast<const py::detail::function_record*>(
+      PyCapsule_GetPointer(self, py::detail::get_function_record_capsule_name()));
+  if (!rec) {
+    PyErr_Clear();
+    return false;
+  }
+  if (!rec->is_method || rec->is_constructor) return false;
+  std::string cls = "Tensor";
+  if (rec->scope && PyType_Check(rec->scope.ptr())) {
+    PyObject* name = PyObject_GetAttrString(rec->scope.ptr(), "__name__");
+    if (name && PyUnicode_Check(name)) cls = PyUnicode_AsUTF8(name);
+    Py_XDECREF(name);
+    PyErr_Clear();
+  }
+  PyErr_Format(PyExc_TypeError, "%s(): argument 'input' (position 1) must be %s, not NoneType", rec->name, cls.c_str());
+  return true;
+}
+
 PyObject* dispatch(PyObject* self, PyObject* args, PyObject* kwargs) {
+  if (none_for_self(self, args)) return nullptr;
   PyObject* result = g_pybind_dispatch(self, args, kwargs);
   if (!result && PyErr_Occurred()) rewrite_call_error(self, args, kwargs);
   return result;
