@@ -10,6 +10,8 @@ genesis._C (src/errors.cpp) calls three functions here:
 - precheck(overloads, args, kwargs): torch's rules that genesis's C++ ops relax (matmul, linear, conv2d operands of
   one dtype; class-index targets of dtype int64; cat and stack given a list, not a tensor); the exception, or None
   to go ahead.
+genesis/__init__.py calls guard_python_functions(), which gives the functions written in Python (nn.functional,
+linalg, the composed tensor functions, the modules' forward) torch's TypeError for a non-tensor argument.
 """
 import errno as _errno
 import os as _os
