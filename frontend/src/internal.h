@@ -34,7 +34,8 @@ Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in, std::init
 void call_into(const gn_op* op, std::initializer_list<const Tensor*> in, std::initializer_list<gn_attr_value> attrs,
                const Tensor& out);
 
-// Raises when t needs grad and recording is on: in-place ops are not recorded.
+// Refuses an in-place write into a leaf that requires grad (or a view of one) while recording
+// (autograd::check_inplace).
 void check_inplace(const Tensor& t, const char* op);
 // Device of opts or the CPU.
 Device device_of(const Options& o);

@@ -4,6 +4,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "autograd/inplace.h"
 #include "internal.h"
 
 namespace genesis {
@@ -125,6 +126,17 @@ const gn_op* find_op(const char* name) {
 
 namespace {
 
+// While a recording backward runs a rule: whether an op call's inputs require grad (its result
+// must then be recorded, else the rule is first-order only; autograd/higher_order.cpp).
+template <class It, class Get>
+void note(const gn_op* op, It first, It last, Get get, gn_tensor* out0) {
+  bool any = false;
+  for (It it = first; it != last && !any; ++it) any = get(*it).requires_grad();
+  autograd::detail::note_call(op, any, out0);
+}
+const Tensor& deref(const Tensor* t) { return *t; }
+const Tensor& same(const Tensor& t) { return t; }
+
 std::vector<Tensor> call_raw(const gn_op* op, gn_tensor* const* in, size_t n_in, const gn_attr_value* attrs,
                              size_t n_attrs, size_t n_out) {
   gn_tensor* out[8] = {};
@@ -143,21 +155,27 @@ std::vector<Tensor> call(const gn_op* op, std::initializer_list<const Tensor*> i
   gn_tensor* h[8];
   size_t n = 0;
   for (const Tensor* t : in) h[n++] = t->handle();
-  return call_raw(op, h, n, attrs.begin(), attrs.size(), n_out);
+  std::vector<Tensor> r = call_raw(op, h, n, attrs.begin(), attrs.size(), n_out);
+  if (autograd::detail::t_track_calls) note(op, in.begin(), in.end(), deref, r.empty() ? nullptr : r[0].handle());
+  return r;
 }
 
 std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in, std::initializer_list<gn_attr_value> attrs,
                          size_t n_out) {
   std::vector<gn_tensor*> h;
   for (const Tensor& t : in) h.push_back(t.handle());
-  return call_raw(op, h.data(), h.size(), attrs.begin(), attrs.size(), n_out);
+  std::vector<Tensor> r = call_raw(op, h.data(), h.size(), attrs.begin(), attrs.size(), n_out);
+  if (autograd::detail::t_track_calls) note(op, in.begin(), in.end(), same, r.empty() ? nullptr : r[0].handle());
+  return r;
 }
 
 std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in, const std::vector<gn_attr_value>& attrs,
                          size_t n_out) {
   std::vector<gn_tensor*> h;
   for (const Tensor& t : in) h.push_back(t.handle());
-  return call_raw(op, h.data(), h.size(), attrs.data(), attrs.size(), n_out);
+  std::vector<Tensor> r = call_raw(op, h.data(), h.size(), attrs.data(), attrs.size(), n_out);
+  if (autograd::detail::t_track_calls) note(op, in.begin(), in.end(), same, r.empty() ? nullptr : r[0].handle());
+  return r;
 }
 
 Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in, std::initializer_list<gn_attr_value> attrs) {
@@ -167,6 +185,7 @@ Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in, std::init
   for (const Tensor* t : in) h[n++] = t->handle();
   gn_tensor* out[1] = {nullptr};
   check(gn_op_call(runtime(), op, h, n, attrs.begin(), attrs.size(), out, 1), gn_op_name(op));
+  if (autograd::detail::t_track_calls) note(op, in.begin(), in.end(), deref, out[0]);
   return Tensor::adopt(out[0]);
 }
 
@@ -177,14 +196,10 @@ void call_into(const gn_op* op, std::initializer_list<const Tensor*> in, std::in
   for (const Tensor* t : in) h[n++] = t->handle();
   gn_tensor* o[1] = {out.handle()};
   check(gn_op_call(runtime(), op, h, n, attrs.begin(), attrs.size(), o, 1), gn_op_name(op));
+  if (autograd::detail::t_track_calls) note(op, in.begin(), in.end(), deref, o[0]);
 }
 
-void check_inplace(const Tensor& t, const char* op) {
-  if (t.requires_grad() && autograd::grad_enabled())
-    throw Error(
-        GN_ERR_INVALID_ARGUMENT,
-        std::string("[") + op + "] in-place operation on a tensor that requires grad (use NoGradGuard or detach())");
-}
+void check_inplace(const Tensor& t, const char* op) { autograd::check_inplace(t, op); }
 
 Device device_of(const Options& o) { return o.device ? *o.device : Device(); }
 

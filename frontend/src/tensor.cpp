@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "autograd/inplace.h"
 #include "internal.h"
 
 namespace genesis {
@@ -70,7 +71,11 @@ std::vector<double> Tensor::tolist() const {
 
 // ------------------------------------------------------------- autograd
 
-bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
+bool Tensor::requires_grad() const {
+  if (!impl_) return false;
+  if (impl_->view_base) autograd::detail::sync_view(*impl_);
+  return impl_->requires_grad;
+}
 
 Tensor& Tensor::requires_grad_(bool on) {
   if (!impl_) throw Error(GN_ERR_INVALID_ARGUMENT, "[requires_grad_] undefined tensor");
@@ -94,7 +99,11 @@ void Tensor::set_grad(const Tensor& g) const {
   impl_->grad = g.impl_;
 }
 
-std::shared_ptr<autograd::Node> Tensor::grad_fn() const { return impl_ ? impl_->grad_fn : nullptr; }
+std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
+  if (!impl_) return nullptr;
+  if (impl_->view_base) autograd::detail::sync_view(*impl_);
+  return impl_->grad_fn;
+}
 bool Tensor::is_leaf() const { return !grad_fn(); }
 
 void Tensor::retain_grad() const {
@@ -103,7 +112,7 @@ void Tensor::retain_grad() const {
   impl_->retains_grad = true;
   // Weak: the node must not keep its own output alive (that would be a cycle).
   std::weak_ptr<Impl> weak = impl_;
-  impl_->grad_fn->pre_hooks.push_back([weak](const Tensor& g) {
+  add_hook([weak](const Tensor& g) {
     if (auto self = weak.lock()) {
       Tensor cur;
       cur.impl_ = self->grad;
@@ -115,49 +124,31 @@ void Tensor::retain_grad() const {
 
 void Tensor::add_hook(Hook h) const {
   if (!requires_grad()) throw Error(GN_ERR_INVALID_ARGUMENT, "[register_hook] tensor does not require grad");
-  if (impl_->grad_fn)
+  if (!impl_->grad_fn)
+    impl_->hooks.push_back(std::move(h));
+  else if (impl_->output_nr == 0)
     impl_->grad_fn->pre_hooks.push_back(std::move(h));
   else
-    impl_->hooks.push_back(std::move(h));
+    impl_->grad_fn->output_pre_hooks.emplace_back(impl_->output_nr, std::move(h));
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   autograd::run_backward(*this, gradient, retain_graph);
 }
 
-Tensor Tensor::detach() const { return borrow(handle()); }
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph,
+                      const std::vector<Tensor>& inputs) const {
+  autograd::backward({*this}, {gradient}, retain_graph, create_graph, inputs);
+}
 
-// ------------------------------------------------------------- in place
+Tensor Tensor::detach() const {
+  Tensor d = borrow(handle());
+  d.impl_->version = impl_->version;  // the same storage, the same count
+  d.impl_->version_storage = impl_->version_storage;
+  return d;
+}
 
-Tensor& Tensor::add_(const Tensor& o, double alpha) {
-  detail::check_inplace(*this, "add_");
-  detail::call_into(GN_OP_HANDLE("add"), {this, &o}, {gn_attr_float(alpha)}, *this);
-  return *this;
-}
-Tensor& Tensor::sub_(const Tensor& o, double alpha) { return add_(o, -alpha); }
-Tensor& Tensor::mul_(const Tensor& o) {
-  detail::check_inplace(*this, "mul_");
-  detail::call_into(GN_OP_HANDLE("mul"), {this, &o}, {}, *this);
-  return *this;
-}
-Tensor& Tensor::mul_(const Scalar& s) { return mul_(wrap_scalar(s, device())); }
-Tensor& Tensor::add_(const Scalar& s) { return add_(wrap_scalar(s, device())); }
-Tensor& Tensor::zero_() { return fill_(0); }
-Tensor& Tensor::fill_(double v) {
-  detail::check_inplace(*this, "fill_");
-  gn_tensor* in[1] = {handle()};
-  gn_attr_value a = gn_attr_float(v);
-  check(gn_op_call(runtime(), GN_OP_HANDLE("fill"), in, 1, &a, 1, nullptr, 0), "fill_");
-  return *this;
-}
-Tensor& Tensor::copy_(const Tensor& src) {
-  detail::check_inplace(*this, "copy_");
-  check(gn_tensor_copy_(handle(), src.handle()), "copy_");
-  return *this;
-}
-Tensor& operator+=(Tensor& a, const Tensor& b) { return a.add_(b); }
-Tensor& operator-=(Tensor& a, const Tensor& b) { return a.sub_(b); }
-Tensor& operator*=(Tensor& a, const Tensor& b) { return a.mul_(b); }
+// In-place ops are in autograd/inplace.cpp (they record themselves).
 
 // ------------------------------------------------------------- creation
 

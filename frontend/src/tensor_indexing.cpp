@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "autograd/inplace.h"
 #include "autograd/rules.h"
 #include "internal.h"
 
@@ -142,6 +143,7 @@ std::vector<Tensor> Tensor::split_with_sizes(const std::vector<int64_t>& sizes, 
   for (gn_tensor* h : out) parts.push_back(Tensor::adopt(h));
   int64_t start = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
+    autograd::detail::mark_view(parts[i], *this);
     if (auto n = record("split", R::slice, {*this}, parts[i])) {  // the slice rule's attributes
       n->keep_attr("dim", gn_attr_int(d));
       n->keep_attr("start", gn_attr_int(start));

@@ -2,6 +2,7 @@
 // (autograd::record) with what its rule in autograd/rules.cpp reads.
 #include <algorithm>
 
+#include "autograd/inplace.h"
 #include "autograd/rules.h"
 #include "internal.h"
 
@@ -80,6 +81,7 @@ Tensor view_result(gn_status* st, gn_tensor* const& out, const char* name, const
   Tensor y = Tensor::adopt(out);
   if (auto n = record(name, rule, {x}, y))
     for (const ViewAttr& a : attrs) n->keep_attr(a.name, gn_attr_int(a.value));
+  autograd::detail::mark_view(y, x);  // a view: writes into y rewrite x's history
   return y;
 }
 

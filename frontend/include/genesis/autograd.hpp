@@ -2,10 +2,13 @@
 // gradient checker.  Rules live in frontend/src/autograd/rules.cpp.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "genesis/tensor.hpp"
@@ -17,9 +20,31 @@ struct InputMeta {
   Shape shape;
   DType dtype;
   Device device;
+  std::weak_ptr<Tensor::Impl> tensor;  ///< the input recorded (Node::save recognises it among saved tensors)
+  const gn_tensor* handle = nullptr;   ///< its handle when recorded (compared, never used)
+};
+
+/** Counts the in-place writes into one storage; every tensor viewing the storage shares it. */
+struct VersionCounter {
+  std::atomic<uint32_t> value{0};
 };
 
 struct Node;
+
+/** What a node keeps about one saved tensor besides its data: the storage version it was saved
+ * at (backward refuses a tensor written in place since) and where it came from, so that a
+ * backward that records itself (create_graph) hands rules the tensor with its history. */
+struct SavedInfo {
+  static constexpr int32_t kConstant = -1;  ///< no history: a constant to the rules
+  static constexpr int32_t kOutput = -2;    ///< the node's own output `output_nr`
+  static constexpr int32_t kOwn = -3;       ///< a tensor with a history of its own (`edge`, `output_nr`)
+  int32_t source = kConstant;               ///< an input's index, or one of the above
+  uint32_t output_nr = 0;                   ///< kOutput, kOwn: which output of the producing node
+  uint32_t version = 0;                     ///< the storage's version when saved
+  std::shared_ptr<VersionCounter> counter;  ///< the storage's counter
+  std::shared_ptr<Node> edge;               ///< kOwn: its grad_fn or its leaf's accumulator
+  std::weak_ptr<Tensor::Impl> original;     ///< inputs and kOwn: the tensor (errors name its current grad_fn)
+};
 /** A gradient rule: grads of the inputs (undefined = none) from the output's grad. */
 using Rule = std::vector<Tensor> (*)(Node& node, const Tensor& grad);
 
@@ -44,6 +69,16 @@ struct Node {
   std::shared_ptr<Tensor::Impl> leaf;  ///< AccumulateGrad: the leaf it writes
   bool released = false;               ///< saved tensors were freed by a backward
   std::function<std::vector<Tensor>(const Tensor&)> closure;  ///< the rule of a checkpointed region (see checkpoint)
+  std::vector<SavedInfo> saved_info;                          ///< per saved tensor: its version and origin
+  const gn_tensor* out_handle = nullptr;  ///< the output's handle when recorded (recognises a saved output)
+  // ---- nodes with several outputs (Python autograd.Function): `apply` replaces `rule`
+  uint32_t n_outputs = 1;         ///< outputs whose gradients the node receives
+  std::vector<uint32_t> next_nr;  ///< per input: which output of next[i] it is (empty: output 0 everywhere)
+  /** The backward of a node with several outputs: input gradients from one gradient per output (undefined = none). */
+  std::function<std::vector<Tensor>(Node& node, std::vector<Tensor>& grads)> apply;
+  std::vector<std::pair<uint32_t, Hook>> output_pre_hooks;  ///< pre_hooks of outputs other than 0
+  std::string label;                     ///< the display name when set ("MyFunctionBackward"); else it follows `name`
+  mutable std::vector<Tensor> unpacked;  ///< saved tensors with their history, while a recording backward runs
   /** Frees the chain of input nodes iteratively (deep graphs would overflow the stack). */
   ~Node();
   /** Keeps the attributes of a call of op: `given` (positional) completed with the schema's
@@ -61,10 +96,16 @@ struct Node {
   std::vector<int64_t> attr_ints(const char* attr_name) const;
   /** The attributes of `backward` taken by name from the kept ones (defaults where not kept). */
   std::vector<gn_attr_value> attrs_for(const gn_op* backward) const;
-  /** Saves t for the rule under `name`. */
+  /** Saves t for the rule under `name`: its version, and its origin (an input of the node, its
+   * output, a tensor with its own history, else a constant) for create_graph. */
   void save(const char* tensor_name, Tensor t);
-  /** The tensor saved as `name` (throws when none was, or when a backward freed it). */
+  /** Saves t as output `output_nr` of this node (nodes with several outputs). */
+  void save_output(const char* tensor_name, Tensor t, uint32_t output_nr);
+  /** The tensor saved as `name` (throws when none was, when a backward freed it, or when it was
+   * written in place since it was saved).  While a backward records itself it carries its history. */
   const Tensor& saved(const char* tensor_name) const;
+  /** The i-th saved tensor, as saved() gives it. */
+  const Tensor& saved_at(size_t i) const;
   /** Whether a tensor was saved as `name` (optional inputs: a norm's weight, an attention mask). */
   bool has_saved(const char* tensor_name) const;
 };
@@ -100,6 +141,41 @@ inline std::shared_ptr<Node> record(const char* name, Rule rule, std::initialize
 }
 /** Runs backward from root with its gradient (iterative, topological, frees saved tensors). */
 void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph);
+/** torch.autograd.backward: gradients of `tensors` (grad_tensors may hold undefined entries for
+ * one-element tensors) summed into the leaves' .grad, or only into the .grad of `inputs` when
+ * given; retain_graph defaults to create_graph, which records the backward pass. */
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors = {},
+              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+              const std::vector<Tensor>& inputs = {});
+/** torch.autograd.grad: the gradients of `outputs` (weighted by grad_outputs) with respect to
+ * `inputs`, returned rather than accumulated; an input the outputs do not reach is an error, or an
+ * undefined Tensor with allow_unused. */
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, std::optional<bool> retain_graph = std::nullopt,
+                         bool create_graph = false, bool allow_unused = false);
+
+// ---- in-place ops (frontend/src/autograd/inplace.cpp)
+
+/** The version counter of t's storage (created on first use; shared by every tensor over it). */
+std::shared_ptr<VersionCounter> version_counter(const Tensor& t);
+/** Counts one in-place write into t's storage. */
+void bump_version(const Tensor& t);
+/** Refuses an in-place write into a leaf that requires grad (or a view of one) while grad mode is
+ * on, as torch does; call before writing. */
+void check_inplace(const Tensor& self, const char* op);
+/** Makes `node`-to-be the history of self after an in-place write: records op `name` with
+ * `inputs` (inputs[0] is self as it was before the write) and self as its output; a view's write
+ * becomes part of its base's history (CopySlices).  Bumps self's version.  Returns the node to
+ * save tensors on, or null when nothing needs grad. */
+std::shared_ptr<Node> record_inplace(const char* name, Rule rule, std::initializer_list<Tensor> inputs, Tensor& self);
+/** Records a node computed outside the engine (a Python autograd.Function): each of `outputs`
+ * becomes output i of the node (a fresh alias of it, or the tensor itself where dirty[i]: an
+ * input the function wrote in place), `apply` computes the inputs' gradients. */
+std::shared_ptr<Node> record_function(std::string label, const std::vector<Tensor>& inputs,
+                                      std::vector<Tensor>& outputs, const std::vector<bool>& dirty,
+                                      std::function<std::vector<Tensor>(Node&, std::vector<Tensor>&)> apply);
+/** True while a backward that records itself (create_graph) runs on this thread. */
+bool in_create_graph();
 /** Runs fn once when the backward pass running on this thread finishes, after every gradient
  * was accumulated (torch's queue_callback; DDP waits for its all-reduces there).  Throws
  * outside a backward pass. */

@@ -143,6 +143,7 @@ struct Options {
 
 namespace autograd {
 struct Node;
+struct VersionCounter;
 }  // namespace autograd
 
 class Tensor;
@@ -233,6 +234,12 @@ class Tensor {
   void retain_grad() const;
   /** Backpropagates from this tensor; gradient defaults to ones for a one-element tensor. */
   void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  /** backward() recording the backward pass itself when create_graph (double backward), and
+   * accumulating only into the .grad of `inputs` when they are given (torch's backward(inputs=)). */
+  void backward(const Tensor& gradient, bool retain_graph, bool create_graph,
+                const std::vector<Tensor>& inputs = {}) const;
+  /** How many in-place writes the storage has seen (torch's _version; views share it). */
+  uint32_t version() const;
   /** Hook run with this tensor's gradient (leaves: when it is accumulated); may return a replacement. */
   template <class F>
   void register_hook(F f) const {
@@ -366,15 +373,24 @@ class Tensor {
   Tensor unsqueeze(int64_t dim) const;                                   ///< insert a size-1 dim
   Tensor flatten(int64_t start = 0, int64_t end = -1) const;             ///< merge dims start..end
 
-  // ---- in place (not recorded: raise when grad is needed)
-  Tensor& add_(const Tensor& o, double alpha = 1);  ///< x += alpha*o
-  Tensor& sub_(const Tensor& o, double alpha = 1);  ///< x -= alpha*o
-  Tensor& mul_(const Tensor& o);                    ///< x *= o
-  Tensor& mul_(const Scalar& s);                    ///< x *= s
-  Tensor& add_(const Scalar& s);                    ///< x += s
-  Tensor& zero_();                                  ///< x = 0
-  Tensor& fill_(double v);                          ///< x = v
-  Tensor& copy_(const Tensor& src);                 ///< x = src (broadcast, converted)
+  // ---- in place: each bumps the storage's version; on a tensor that is not a leaf requiring grad
+  // (or on any tensor, with an operand that requires grad) the op is recorded and becomes the
+  // tensor's history (a view's write becomes its base's, as torch's CopySlices); a leaf that
+  // requires grad, or a view of one, is refused while grad mode is on
+  Tensor& add_(const Tensor& o, double alpha = 1);         ///< x += alpha*o
+  Tensor& sub_(const Tensor& o, double alpha = 1);         ///< x -= alpha*o
+  Tensor& mul_(const Tensor& o);                           ///< x *= o
+  Tensor& mul_(const Scalar& s);                           ///< x *= s
+  Tensor& add_(const Scalar& s);                           ///< x += s
+  Tensor& div_(const Tensor& o);                           ///< x /= o
+  Tensor& zero_();                                         ///< x = 0
+  Tensor& fill_(double v);                                 ///< x = v
+  Tensor& copy_(const Tensor& src);                        ///< x = src (broadcast, converted)
+  Tensor& masked_fill_(const Tensor& mask, double value);  ///< x = where(mask, value, x)
+  Tensor& clamp_(double lo, double hi);                    ///< x = min(max(x, lo), hi)
+  /** x = op(x) for a one-input op of ops.def with a GN_UNARY_GRAD row (exp_, relu_, ...) or a
+   * piecewise-constant one (floor_, sign_, ...). */
+  Tensor& unary_(const std::string& op);
 
  private:
   void add_hook(Hook h) const;
@@ -436,6 +452,13 @@ struct Tensor::Impl {
   std::shared_ptr<Impl> grad;                      ///< accumulated gradient
   std::vector<Hook> hooks;                         ///< leaf hooks (non-leaves keep them on grad_fn)
   std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;  ///< leaves: run after .grad is updated
+  uint32_t output_nr = 0;  ///< which output of grad_fn this tensor is (nodes of Python Functions have several)
+  // ---- in-place bookkeeping (frontend/src/autograd/inplace.cpp)
+  std::shared_ptr<autograd::VersionCounter> version;  ///< the storage's version counter, once looked up
+  const void* version_storage = nullptr;              ///< the storage `version` was looked up for
+  std::shared_ptr<Impl> view_base;  ///< a view made by a view op: the tensor it views (never a view itself)
+  uint32_t view_gen = 0;            ///< a view: the base's history_gen its grad_fn follows
+  uint32_t history_gen = 0;         ///< bumped whenever an in-place op rewrites this tensor's history
   /** Releases h. */
   ~Impl() { gn_tensor_release(h); }
 };

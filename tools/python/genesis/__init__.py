@@ -43,6 +43,7 @@ from genesis._C import (  # noqa: F401
 from genesis import amp, cuda, data, distributed, models, nn, optim, profiler  # noqa: F401,E402
 from genesis.amp import autocast  # noqa: F401,E402
 from genesis.serialization import load, save  # noqa: F401,E402
+from genesis import autograd  # noqa: F401,E402
 from genesis import backends, multiprocessing, onnx, utils  # noqa: F401,E402 (torch's submodules)
 
 __version__ = "0.1.0"

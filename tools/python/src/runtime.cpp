@@ -33,6 +33,109 @@ struct RngFork {
   std::vector<std::unique_ptr<ForkRng>> active;
 };
 
+// ---- autograd (genesis.autograd wraps these: tools/python/genesis/autograd.py)
+
+// Python's list of tensors or Nones as Tensors (None: undefined).
+std::vector<Tensor> tensors_or_none(const std::vector<std::optional<Tensor>>& v) {
+  std::vector<Tensor> r;
+  r.reserve(v.size());
+  for (const auto& t : v) r.push_back(t ? *t : Tensor());
+  return r;
+}
+
+py::tuple tuple_or_none(const std::vector<Tensor>& v) {
+  py::tuple r(v.size());
+  for (size_t i = 0; i < v.size(); ++i) r[i] = v[i].defined() ? py::cast(v[i]) : py::none();
+  return r;
+}
+
+void bind_autograd(py::module_& m) {
+  py::module_ a = m.def_submodule("autograd", "The autograd engine's entry points (use genesis.autograd)");
+  a.def(
+      "grad",
+      [](const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+         const std::vector<std::optional<Tensor>>& grad_outputs, std::optional<bool> retain_graph, bool create_graph,
+         bool allow_unused) {
+        const std::vector<Tensor> go = tensors_or_none(grad_outputs);
+        std::vector<Tensor> r;
+        {
+          py::gil_scoped_release nogil;  // hooks and Python Functions take the GIL back
+          r = autograd::grad(outputs, inputs, go, retain_graph, create_graph, allow_unused);
+        }
+        return tuple_or_none(r);
+      },
+      py::arg("outputs"), py::arg("inputs"), py::arg("grad_outputs"), py::arg("retain_graph"), py::arg("create_graph"),
+      py::arg("allow_unused"));
+  a.def(
+      "backward",
+      [](const std::vector<Tensor>& tensors, const std::vector<std::optional<Tensor>>& grad_tensors,
+         std::optional<bool> retain_graph, bool create_graph, const std::vector<Tensor>& inputs) {
+        const std::vector<Tensor> gt = tensors_or_none(grad_tensors);
+        py::gil_scoped_release nogil;
+        autograd::backward(tensors, gt, retain_graph, create_graph, inputs);
+      },
+      py::arg("tensors"), py::arg("grad_tensors"), py::arg("retain_graph"), py::arg("create_graph"), py::arg("inputs"));
+  // A Python autograd.Function's node: `backward(grads, unpack)` gets one gradient (or None) per
+  // output and a callable giving the saved tensors; it returns one gradient (or None) per input.
+  a.def(
+      "_record_function",
+      [](const std::string& label, const std::vector<Tensor>& inputs, const std::vector<std::optional<Tensor>>& outputs,
+         const std::vector<bool>& dirty, const std::vector<std::optional<Tensor>>& to_save, py::function backward) {
+        auto fn = keep_callable(std::move(backward));
+        const size_t n_inputs = inputs.size();
+        auto apply = [fn, n_inputs, label](autograd::Node& node, std::vector<Tensor>& grads) {
+          py::gil_scoped_acquire gil;
+          auto alive = std::make_shared<bool>(true);
+          autograd::Node* np = &node;
+          py::cpp_function unpack([np, alive]() {
+            if (!*alive) throw py::value_error("saved tensors can only be read while backward runs");
+            if (np->released && !np->saved_names.empty()) (void)np->saved_at(0);  // freed: torch's error
+            py::tuple t(np->saved_tensors.size());
+            for (size_t i = 0; i < np->saved_tensors.size(); ++i) {
+              const Tensor& s = np->saved_at(i);
+              t[i] = s.defined() ? py::cast(s) : py::none();
+            }
+            return t;
+          });
+          py::object r;
+          try {
+            r = (*fn)(tuple_or_none(grads), unpack);
+          } catch (...) {
+            *alive = false;
+            throw;
+          }
+          *alive = false;
+          std::vector<Tensor> out(n_inputs);
+          size_t i = 0;
+          for (py::handle g : r) {
+            if (i >= n_inputs) break;
+            if (!g.is_none()) out[i] = g.cast<Tensor>();
+            ++i;
+          }
+          return out;
+        };
+        std::vector<Tensor> outs = tensors_or_none(outputs);
+        auto node = autograd::record_function(label, inputs, outs, dirty, std::move(apply));
+        for (const auto& t : to_save) {
+          if (!t) {
+            node->save("saved", Tensor());
+            continue;
+          }
+          bool done = false;
+          for (size_t j = 0; j < outs.size() && !done; ++j)
+            if (outs[j].defined() && outs[j].handle() == t->handle() && !t->requires_grad()) {
+              node->save_output("saved", *t, static_cast<uint32_t>(j));
+              done = true;
+            }
+          if (!done) node->save("saved", *t);
+        }
+        return py::make_tuple(node, tuple_or_none(outs));
+      },
+      py::arg("label"), py::arg("inputs"), py::arg("outputs"), py::arg("dirty"), py::arg("to_save"),
+      py::arg("backward"));
+  a.def("_in_create_graph", &autograd::in_create_graph, "True while a backward that records itself runs");
+}
+
 }  // namespace
 
 void bind_runtime(py::module_& m) {
@@ -55,6 +158,7 @@ void bind_runtime(py::module_& m) {
   // ---- grad mode
   m.def("is_grad_enabled", &autograd::grad_enabled);
   m.def("set_grad_enabled", &autograd::set_grad_enabled, py::arg("mode"));
+  bind_autograd(m);
 
   // ---- RNG
   py::class_<RngState>(m, "RngState")

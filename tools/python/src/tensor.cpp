@@ -294,7 +294,15 @@ void bind_tensor(py::module_& m) {
           },
           [](const Tensor& x, py::handle g) { x.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); })
       .def_property(
-          "data", [](const Tensor& x) { return x.detach(); },
+          "data",
+          [](const Tensor& x) {
+            // torch's .data: the same storage with a version counter of its own, so that writes
+            // through it (old-style optimizers) do not invalidate tensors saved for backward.
+            Tensor d = Tensor::borrow(x.handle());
+            d.impl()->version = std::make_shared<autograd::VersionCounter>();
+            d.impl()->version_storage = gn_tensor_storage_id(d.handle());
+            return d;
+          },
           [](const Tensor& x, const Tensor& src) {
             // Points x at src's data in place (torch's `p.data = ...`): every holder of x sees it.
             gn_tensor* h = src.handle();
@@ -309,6 +317,8 @@ void bind_tensor(py::module_& m) {
                                return py::cast(n);
                              })
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
+      .def_property_readonly("_version", &Tensor::version)
+      .def_property_readonly("retains_grad", [](const Tensor& x) { return x.impl() && x.impl()->retains_grad; })
       .def("retain_grad", &Tensor::retain_grad)
       .def("detach", &Tensor::detach)
       .def("detach_",
@@ -319,14 +329,22 @@ void bind_tensor(py::module_& m) {
            })
       .def(
           "backward",
-          [](const Tensor& x, py::handle gradient, bool retain_graph, py::handle create_graph) {
-            if (!create_graph.is_none() && create_graph.cast<bool>())
-              throw py::value_error("backward: create_graph=True is not supported (no double backward)");
+          [](const Tensor& x, py::handle gradient, std::optional<bool> retain_graph, bool create_graph,
+             py::handle inputs) {
             Tensor g = gradient.is_none() ? Tensor() : as_tensor_like(gradient, x);
+            std::vector<Tensor> in;
+            if (py::isinstance<Tensor>(inputs)) {
+              in.push_back(inputs.cast<Tensor>());
+            } else if (!inputs.is_none()) {
+              for (py::handle t : inputs) in.push_back(t.cast<Tensor>());
+              if (in.empty()) throw py::value_error("'inputs' argument to backward() cannot be empty.");
+            }
             py::gil_scoped_release nogil;  // long call; hooks take the GIL back
-            x.backward(g, retain_graph);
+            autograd::backward({x}, {g}, retain_graph, create_graph, in);
           },
-          py::arg("gradient") = py::none(), py::arg("retain_graph") = false, py::arg("create_graph") = py::none())
+          py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(), py::arg("create_graph") = false,
+          py::arg("inputs") = py::none(),
+          "Gradients of this tensor summed into the leaves' .grad (only into inputs' .grad when given)")
       .def("register_hook", [](const Tensor& x, py::function fn) {
         auto f = keep_callable(std::move(fn));
         x.register_hook([f](const Tensor& g) -> Tensor {

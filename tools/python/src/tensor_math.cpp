@@ -34,13 +34,6 @@ py::object values_indices(std::pair<Tensor, Tensor> p) {
   return type(p.first, p.second);
 }
 
-// True when x op= o would be recorded by autograd (grad mode on and an operand needs grad).
-bool records(py::handle self, py::handle o) {
-  if (!autograd::grad_enabled()) return false;
-  if (self.cast<const Tensor&>().requires_grad()) return true;
-  return py::isinstance<Tensor>(o) && o.cast<const Tensor&>().requires_grad();
-}
-
 // In-place updates return the Python object they were called on (x.add_(y) is x).
 py::object add_(py::object self, py::handle o, double alpha) {
   Tensor& x = self.cast<Tensor&>();
@@ -69,7 +62,7 @@ py::object mul_(py::object self, py::handle o) {
 py::object div_(py::object self, py::handle o) {
   Tensor& x = self.cast<Tensor&>();
   if (py::isinstance<Tensor>(o))
-    x.copy_(x / o.cast<const Tensor&>());
+    x.div_(o.cast<const Tensor&>());
   else
     x.mul_(Scalar(1.0 / to_scalar(o).value));
   return self;
@@ -188,31 +181,11 @@ void bind_operators(py::class_<Tensor>& t) {
   GN_PY_COMPARE("__gt__", >)
   GN_PY_COMPARE("__ge__", >=)
 #undef GN_PY_COMPARE
-  // x += y and friends: in place (the same Python object comes back), except where autograd records:
-  // then x is rebound to x + y, the form the graph can differentiate (h += residual in a forward).
-  t.def("__iadd__",
-        [](py::object self, py::handle o) {
-          if (records(self, o))
-            return py::cast(self.cast<const Tensor&>() + as_tensor_like(o, self.cast<const Tensor&>()));
-          return add_(self, o, 1.0);
-        })
-      .def("__isub__",
-           [](py::object self, py::handle o) {
-             if (records(self, o))
-               return py::cast(self.cast<const Tensor&>() - as_tensor_like(o, self.cast<const Tensor&>()));
-             return sub_(self, o, 1.0);
-           })
-      .def("__imul__",
-           [](py::object self, py::handle o) {
-             if (records(self, o))
-               return py::cast(self.cast<const Tensor&>() * as_tensor_like(o, self.cast<const Tensor&>()));
-             return mul_(self, o);
-           })
-      .def("__itruediv__", [](py::object self, py::handle o) {
-        if (records(self, o))
-          return py::cast(self.cast<const Tensor&>() / as_tensor_like(o, self.cast<const Tensor&>()));
-        return div_(self, o);
-      });
+  // x += y and friends: in place, as torch (the same Python object comes back; autograd records the write).
+  t.def("__iadd__", [](py::object self, py::handle o) { return add_(self, o, 1.0); })
+      .def("__isub__", [](py::object self, py::handle o) { return sub_(self, o, 1.0); })
+      .def("__imul__", [](py::object self, py::handle o) { return mul_(self, o); })
+      .def("__itruediv__", [](py::object self, py::handle o) { return div_(self, o); });
 }
 
 // ---- elementwise methods and comparison methods
@@ -443,8 +416,30 @@ void bind_views(py::class_<Tensor>& t) {
           py::arg("dim"), py::arg("index"), py::arg("source"), py::kw_only(), py::arg("alpha") = 1.0);
 }
 
-// ---- in-place methods (not recorded: they raise on tensors that need grad, as torch); they return self
+// ---- in-place methods: recorded as torch records them (a leaf that requires grad is refused); they return self
 void bind_inplace(py::class_<Tensor>& t) {
+  // x.exp_() and the other one-input ops with a gradient rule (or a zero derivative): written in place.
+  for (const char* op : {"neg", "abs", "sign", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh",
+                         "sigmoid", "relu", "reciprocal", "square", "floor", "ceil", "round"}) {
+    const std::string name = op;
+    t.def((name + "_").c_str(), [name](py::object self) {
+      self.cast<Tensor&>().unary_(name);
+      return self;
+    });
+  }
+  t.def("negative_", [](py::object self) {
+    self.cast<Tensor&>().unary_("neg");
+    return self;
+  });
+  t.def(
+      "masked_fill_",
+      [](py::object self, const Tensor& mask, py::handle value) {
+        Tensor& x = self.cast<Tensor&>();
+        x.masked_fill_(mask,
+                       py::isinstance<Tensor>(value) ? value.cast<Tensor>().item_double() : to_scalar(value).value);
+        return self;
+      },
+      py::arg("mask"), py::arg("value"));
   t.def("add_", &add_, py::arg("other"), py::arg("alpha") = 1.0)
       .def("sub_", &sub_, py::arg("other"), py::arg("alpha") = 1.0)
       .def("mul_", &mul_, py::arg("other"))
@@ -472,8 +467,7 @@ void bind_inplace(py::class_<Tensor>& t) {
           "clamp_",
           [](py::object self, std::optional<double> lo, std::optional<double> hi) {
             const double inf = std::numeric_limits<double>::infinity();
-            Tensor& x = self.cast<Tensor&>();
-            x.copy_(x.clamp(lo.value_or(-inf), hi.value_or(inf)));
+            self.cast<Tensor&>().clamp_(lo.value_or(-inf), hi.value_or(inf));
             return self;
           },
           py::arg("min") = py::none(), py::arg("max") = py::none());

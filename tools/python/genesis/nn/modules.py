@@ -79,6 +79,115 @@ def _decode_attr(v):
     return v.resolve() if isinstance(v, _BoundFunction) else v
 
 
+class _BackwardHookState:
+    """One call of a module with full backward hooks: its tensor inputs and outputs pass through identity autograd
+    Functions, whose backwards see grad_output (outputs) and grad_input (inputs) and call the hooks, as torch's
+    BackwardHook does."""
+
+    def __init__(self, module, args):
+        self.module = module
+        self.n_args = len(args)
+        self.positions = []
+        self.grad_outputs = None
+
+    def _hooks(self, table):
+        hooks = self.module.__dict__.get(table)
+        return list(hooks.values()) if hooks else []
+
+    def wrap_inputs(self, args):
+        positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        if not any(args[i].requires_grad for i in positions):
+            return args
+        self.positions = positions
+        wrapped = _hook_functions()[0].apply(self, *[args[i] for i in positions])
+        args = list(args)
+        for i, t in zip(positions, wrapped):
+            args[i] = t
+        return tuple(args)
+
+    def wrap_outputs(self, out):
+        single = isinstance(out, Tensor)
+        outs = (out,) if single else out
+        if not isinstance(outs, (tuple, list)):
+            return out
+        positions = [j for j, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
+        if not positions:
+            return out
+        wrapped = _hook_functions()[1].apply(self, *[outs[j] for j in positions])
+        new = list(outs)
+        for j, t in zip(positions, wrapped):
+            new[j] = t
+        return new[0] if single else type(outs)(new)
+
+    def outputs_backward(self, grads):
+        for hook in self._hooks("_backward_pre_hooks"):
+            result = hook(self.module, grads)
+            if result is not None:
+                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(result) != len(grads):
+                    raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output, got "
+                                       f"{len(result)}, but expected {len(grads)}")
+                grads = result
+        self.grad_outputs = grads
+        if not self.positions:  # no input needs a gradient: the hooks run now, with grad_input all None
+            grad_input = (None,) * self.n_args
+            for hook in self._hooks("_backward_hooks"):
+                result = hook(self.module, grad_input, grads)
+                if result is not None and not all(r is None for r in result):
+                    raise RuntimeError("Backward hook for Modules where no input requires gradient should always "
+                                       "return None or None for all gradients.")
+        return grads
+
+    def inputs_backward(self, grads):
+        grad_input = [None] * self.n_args
+        for i, g in zip(self.positions, grads):
+            grad_input[i] = g
+        grad_input = tuple(grad_input)
+        for hook in self._hooks("_backward_hooks"):
+            result = hook(self.module, grad_input, self.grad_outputs)
+            if result is not None:
+                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+                if len(result) != len(grad_input):
+                    raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got {len(result)}, "
+                                       f"but expected {len(grad_input)}")
+                grad_input = result
+        return tuple(grad_input[i] for i in self.positions)
+
+
+_HOOK_FUNCTIONS = []
+
+
+def _hook_functions():
+    """The identity Functions of _BackwardHookState (made on first use: genesis.autograd imports genesis)."""
+    if not _HOOK_FUNCTIONS:
+        from genesis.autograd import Function
+
+        class BackwardHookFunction(Function):
+            @staticmethod
+            def forward(ctx, state, *tensors):
+                ctx.state = state
+                ctx.mark_non_differentiable(*[t for t in tensors if not t.requires_grad])
+                return tensors
+
+            @staticmethod
+            def backward(ctx, *grads):
+                return (None,) + tuple(ctx.state.inputs_backward(grads))
+
+        class BackwardHookOutputFunction(Function):
+            @staticmethod
+            def forward(ctx, state, *tensors):
+                ctx.state = state
+                ctx.set_materialize_grads(False)
+                return tensors
+
+            @staticmethod
+            def backward(ctx, *grads):
+                return (None,) + tuple(ctx.state.outputs_backward(grads))
+
+        _HOOK_FUNCTIONS.extend([BackwardHookFunction, BackwardHookOutputFunction])
+    return _HOOK_FUNCTIONS
+
+
 class Module:
     """Base class of every layer; subclasses define forward()."""
 
@@ -95,7 +204,8 @@ class Module:
     def __call__(self, *args, **kwargs):
         d = self.__dict__
         pre, post = d.get("_forward_pre_hooks"), d.get("_forward_hooks")
-        if not pre and not post:
+        backward_hooks = d.get("_backward_hooks") or d.get("_backward_pre_hooks")
+        if not pre and not post and not backward_hooks:
             return self.forward(*args, **kwargs)
         # torch's order: pre-hooks see (module, args) and may return new args (a tuple or one value);
         # forward hooks see (module, args, output) and may return a new output.
@@ -103,12 +213,15 @@ class Module:
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
+        state = _BackwardHookState(self, args) if backward_hooks and _C.is_grad_enabled() else None
+        if state is not None:
+            args = state.wrap_inputs(args)
         out = self.forward(*args, **kwargs)
         for hook in list(post.values()) if post else ():
             result = hook(self, args, out)
             if result is not None:
                 out = result
-        return out
+        return out if state is None else state.wrap_outputs(out)
 
     def _add_hook(self, table, hook):
         hooks = self.__dict__.get(table)
@@ -126,6 +239,16 @@ class Module:
     def register_forward_hook(self, hook):
         """hook(module, args, output) runs after forward(); a non-None result replaces output. Returns a handle."""
         return self._add_hook("_forward_hooks", hook)
+
+    def register_full_backward_hook(self, hook):
+        """hook(module, grad_input, grad_output) runs when the gradients of the module's inputs are computed; a
+        non-None result replaces grad_input. Returns a handle."""
+        return self._add_hook("_backward_hooks", hook)
+
+    def register_full_backward_pre_hook(self, hook):
+        """hook(module, grad_output) runs when the gradients of the module's outputs are known; a non-None result
+        replaces grad_output. Returns a handle."""
+        return self._add_hook("_backward_pre_hooks", hook)
 
     # ---- registration through attributes
     def __setattr__(self, name, value):
