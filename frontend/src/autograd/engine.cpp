@@ -319,8 +319,8 @@ const Tensor& Node::saved_at(size_t i) const {
          << type_string(t) << " " << shape_string(t.shape()) << "]";
       if (!producer.empty()) os << ", which is output " << nr << " of " << producer << ",";
       os << " is at version " << now << "; expected version " << info.version
-         << " instead. Hint: the tensor was written in place (add_, mul_, x[...] = ..., ...) after " << name
-         << " saved it; write into a clone() instead.";
+         << " instead. Hint: the tensor was written in place (add_, mul_, x[...] = ..., ...) after "
+         << (label.empty() ? std::string(name) : label) << " saved it; write into a clone() instead.";
       throw runtime_error(os.str());
     }
   }

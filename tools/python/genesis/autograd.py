@@ -264,7 +264,10 @@ class Function:
         tensor_inputs = [args[i] for i in positions]
         _, new_outs = _C.autograd._record_function(name, tensor_inputs, diff, dirty_flags, list(ctx.to_save or ()),
                                                    run_backward)
-        ctx.to_save = None  # the node holds them now (checked for in-place writes when read)
+        # The node holds the saved tensors now (checked for in-place writes when read); the marked tensors are
+        # dropped, a dirty input's history being the node itself (the node holds ctx: no cycle through it).
+        ctx.to_save = None
+        ctx._non_differentiable, ctx._dirty = [], []
         result = tuple(o if (n is None or dirty_flags[j]) else n for j, (n, o) in enumerate(zip(new_outs, outs)))
         return result[0] if single else result
 
