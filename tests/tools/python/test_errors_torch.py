@@ -45,6 +45,12 @@ def _backward_under_no_grad(m):
         (p * 2).sum().backward()
 
 
+def _saved_then_changed(m):
+    y = _leaf(m).exp()
+    y.mul_(2)  # exp saved its output for backward
+    y.sum().backward()
+
+
 def _sgd(m, params, **kw):
     return m.optim.SGD(params, **{"lr": 0.1, **kw})
 
@@ -255,6 +261,8 @@ CASES = [
      "Mismatch in shape: grad_output[0] has a shape of"),
     ("leaf_in_place", lambda m: _leaf(m).add_(1), "a leaf Variable that requires grad is being used in an in-place "
                                                  "operation."),
+    ("saved_tensor_changed_in_place", _saved_then_changed,
+     "one of the variables needed for gradient computation has been modified by an inplace operation"),
     ("hook_without_grad", lambda m: m.T.ones(2).register_hook(lambda g: g),
      "cannot register a hook on a tensor that doesn't require gradient"),
     # ---- files
