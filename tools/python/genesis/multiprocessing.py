@@ -23,7 +23,7 @@ from multiprocessing import *  # noqa: F401,F403
 from multiprocessing.heap import Arena as _Arena
 from multiprocessing.reduction import ForkingPickler as _ForkingPickler
 
-import numpy as _np
+from genesis._numpy import np as _np
 
 from genesis import _C
 from genesis._C import Tensor as _Tensor
@@ -59,8 +59,14 @@ def set_sharing_strategy(new_strategy):
 
 # ---------------------------------------------------------------- tensors in shared memory
 
-_NP_DTYPES = {"float32": _np.float32, "float64": _np.float64, "float16": _np.float16, "int8": _np.int8,
-              "uint8": _np.uint8, "int32": _np.int32, "int64": _np.int64}
+_SHARED_DTYPES = ("float32", "float64", "float16", "int8", "uint8", "int32", "int64")  # what shared memory holds
+
+
+def _np_dtypes():
+    """Tensor dtype name -> NumPy dtype, for the dtypes shared memory holds."""
+    return {name: getattr(_np, name) for name in _SHARED_DTYPES}
+
+
 # data_ptr -> (block, offset, dtype name, shape) for every tensor this process maps in a shared block; the blocks
 # stay mapped for the life of the process
 _shared = {}
@@ -75,7 +81,7 @@ def _map(arena, offset, dtype_name, shape):
     n = 1
     for s in shape:
         n *= s
-    array = _np.frombuffer(arena.buffer, dtype=_NP_DTYPES[dtype_name], count=n, offset=offset).reshape(shape)
+    array = _np.frombuffer(arena.buffer, dtype=_np_dtypes()[dtype_name], count=n, offset=offset).reshape(shape)
     t = _C.from_dlpack(array)  # no copy
     _shared[t.data_ptr()] = (arena, offset, dtype_name, tuple(shape))
     return t
@@ -91,7 +97,7 @@ def _share_tensors(tensors):
     values, autograd flags and identity.  Others (already shared, bool, bfloat16, not on the CPU) are left alone."""
     todo, seen = [], set()
     for t in tensors:
-        if t is None or id(t) in seen or t.device.type != "cpu" or _dtype_name(t) not in _NP_DTYPES \
+        if t is None or id(t) in seen or t.device.type != "cpu" or _dtype_name(t) not in _SHARED_DTYPES \
                 or _is_shared(t):
             continue
         seen.add(id(t))

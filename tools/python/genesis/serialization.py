@@ -27,7 +27,7 @@ import pickle
 import tempfile
 from collections import OrderedDict
 
-import numpy as np
+from genesis._numpy import np as np
 
 from genesis import _C
 from genesis._C import Tensor
@@ -36,9 +36,19 @@ _KEY = "genesis.python"
 _PICKLE = "genesis.pickle"
 _DEVICES = "genesis.devices"
 DEFAULT_PROTOCOL = 2
-# NumPy dtypes stored as genesis tensors of the same type (others as their bytes)
-_NP_TENSOR_DTYPES = {np.dtype(t) for t in (np.float64, np.float32, np.float16, np.int64, np.int32, np.int8, np.uint8,
-                                           np.bool_)}
+
+
+def _builtins_type_module(x):
+    """The module of x's type's root package ("numpy" for arrays and NumPy scalars)."""
+    return type(x).__module__.split(".")[0]
+
+
+def _np_tensor_dtypes():
+    """The NumPy dtypes stored as genesis tensors of the same type (the others as their bytes)."""
+    return {np.dtype(t) for t in (np.float64, np.float32, np.float16, np.int64, np.int32, np.int8, np.uint8,
+                                  np.bool_)}
+
+
 _UNSAFE_MESSAGE = ("Weights only load failed. Re-running `genesis.load` with `weights_only` set to `False` will likely "
                    "succeed, but it can result in arbitrary code execution. Do it only if you get the file from a "
                    "trusted source. WeightsUnpickler error: ")
@@ -73,7 +83,7 @@ def _array_tensor(a):
     a = a if a.flags.c_contiguous else a.copy(order="C")
     node = {"dtype": a.dtype.str, "shape": list(a.shape)}
     native = a.dtype.newbyteorder("=")
-    if native in _NP_TENSOR_DTYPES:
+    if native in _np_tensor_dtypes():
         return _C.tensor(a.astype(native, copy=False)), node
     return _C.tensor(np.frombuffer(a.tobytes(), dtype=np.uint8)), dict(node, raw=True)
 
@@ -104,7 +114,7 @@ def _encode_data(obj, tensors, devices):
             if x.requires_grad:
                 node["requires_grad"] = True
             return node
-        if tx is np.ndarray or isinstance(x, np.generic):
+        if _builtins_type_module(x) == "numpy" and (tx is np.ndarray or isinstance(x, np.generic)):
             a = np.asarray(x)
             if a.dtype.hasobject or a.dtype.fields is not None or a.dtype.kind in "OUSVMm":
                 raise _NotData

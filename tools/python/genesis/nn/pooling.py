@@ -5,7 +5,7 @@ matmul per spatial dim with an averaging matrix (torch's start = floor(i*in/out)
 windows); adaptive maxima and pooling with return_indices gather every window with index_select and
 take the max over the window, so the indices come from the same reduction.
 """
-import numpy as np
+from genesis._numpy import np as np
 
 from genesis import _C
 from genesis.nn.modules import Module

@@ -8,7 +8,7 @@ taps, so gradients and every device come from the ops used.
 """
 import math
 
-import numpy as np
+from genesis._numpy import np as np
 
 from genesis import _C
 from genesis.nn.modules import Module
