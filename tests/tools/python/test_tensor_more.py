@@ -796,3 +796,31 @@ def test_matrix_norms_from_singular_values():
               lambda x: torch.linalg.matrix_norm(x, ord, (0, 2), keepdim=True), [(2, 3, 4)])
     check(lambda x: genesis.norm(x, "nuc"), lambda x: torch.norm(x, "nuc"), [(3, 4)])
     check(lambda x: genesis.linalg.norm(x, 2), lambda x: torch.linalg.norm(x, 2), [(3, 4)])
+
+
+def test_inplace_scatter_index_add_and_clamp_function_match_torch():
+    base = np.random.RandomState(3).randn(4, 5)
+    index = np.array([[0, 1, 2, 3, 0], [3, 2, 1, 0, 1]])
+    src = np.random.RandomState(4).randn(2, 5)
+    src2 = np.random.RandomState(5).randn(4, 2)
+    for name, args_t, args_g in [
+        ("scatter_", (0, torch.from_numpy(index), torch.from_numpy(src)),
+         (0, genesis.tensor(index), genesis.tensor(src))),
+        ("scatter_add_", (0, torch.from_numpy(index), torch.from_numpy(src)),
+         (0, genesis.tensor(index), genesis.tensor(src))),
+        ("index_add_", (1, torch.tensor([4, 0]), torch.from_numpy(src2)),
+         (1, genesis.tensor(np.array([4, 0])), genesis.tensor(src2))),
+    ]:
+        xt = torch.from_numpy(base.copy()).requires_grad_(True)
+        xg = genesis.tensor(base.copy(), requires_grad=True)
+        yt = xt * 2
+        yg = xg * 2
+        getattr(yt, name)(*args_t)
+        getattr(yg, name)(*args_g)
+        np.testing.assert_allclose(yg.detach().numpy(), yt.detach().numpy(), rtol=1e-12, atol=1e-12)
+        (yt * yt).sum().backward()
+        (yg * yg).sum().backward()
+        np.testing.assert_allclose(xg.grad.numpy(), xt.grad.numpy(), rtol=1e-10, atol=1e-10)
+    x = genesis.tensor(base.copy())
+    assert genesis.clamp_(x, -0.5, 0.5) is x
+    np.testing.assert_allclose(x.numpy(), np.clip(base, -0.5, 0.5))

@@ -1587,6 +1587,9 @@ for _name in _UNARY:
 for _name in _COMPOSED_UNARY + ["nan_to_num", "clamp", "clamp_min", "clamp_max", "lerp", "addcmul", "addcdiv", "hypot",
                                 "atan2", "arctan2", "fmod", "remainder", "floor_divide", "pow"]:
     METHODS[_name + "_"] = _inplace(METHODS.get(_name) or getattr(Tensor, _name))
+for _name in ("scatter", "scatter_add", "index_add", "masked_scatter", "index_fill", "index_copy"):
+    if hasattr(Tensor, _name):
+        METHODS[_name + "_"] = _inplace(getattr(Tensor, _name))
 METHODS["clip_"] = METHODS["clamp_"]
 del _name
 _REPLACE_METHODS = {"norm", "clamp", "clamp_"}
@@ -1602,3 +1605,6 @@ def _install(namespace):
     for name, fn in METHODS.items():
         if name in _REPLACE_METHODS or not hasattr(Tensor, name):
             setattr(Tensor, name, fn)
+    # torch's in-place function forms: genesis.clamp_(x, ...) is x.clamp_(...)
+    for name in _UNARY + ["clamp", "clip"]:
+        namespace.setdefault(name + "_", getattr(Tensor, name + "_"))
