@@ -246,7 +246,7 @@ void matmul_run(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& 
   if (split < 0) split = (M >= N || N < 2 * kMinBlock) ? (int)nb : (int)nb + 1;
   const int64_t extent = oc.dims[(size_t)split];
   const int64_t min_block = split < (int)nb ? 1 : kMinBlock;
-  const int64_t blocks = std::min<int64_t>(2 * (int64_t)threads, extent / min_block);
+  const int64_t blocks = std::min<int64_t>((int64_t)threads, extent / min_block);
   if (blocks < 2) {
     if (!matmul_block(ctx, dt, oa, ob, oc, pa, pb, po)) loops();
     return;
