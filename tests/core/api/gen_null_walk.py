@@ -21,6 +21,7 @@ NULL_IS_VALID = {
     ("gn_rng_get_state", "seed"),          # NULL = value not wanted
     ("gn_rng_get_state", "offset"),        # NULL = value not wanted
     ("gn_status_create", "msg"),           # NULL = ""
+    ("gn_runtime_set_option", "value"),    # NULL = back to the default
 }
 # Every communicator call takes NULL for the current stream.
 NULL_IS_VALID |= {(f"gn_comm_{f}", "stream") for f in (
