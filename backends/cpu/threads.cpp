@@ -202,9 +202,11 @@ struct PoolSlot {
   std::shared_ptr<Pool> pool;  // rebuilt when the thread count changes
 };
 PoolSlot*& slot_ptr() {
-  static PoolSlot* s = new PoolSlot;
+  static PoolSlot* s = nullptr;
+  if (!s) s = new PoolSlot;
   return s;
 }
+std::atomic<int> g_users{0};  // runtimes that initialised the plugin and have not shut it down
 
 // A forked child inherits the pool object but none of its threads (and maybe
 // a lock held by one): it starts over with a new slot, and the old one is
@@ -227,13 +229,20 @@ std::shared_ptr<Pool> pool() {
 }  // namespace
 
 void release_pool() {
-  std::shared_ptr<Pool> p;
-  {
-    PoolSlot& s = *slot_ptr();
-    std::lock_guard<std::mutex> lock(s.mu);
-    p.swap(s.pool);
+  // The last runtime using the plugin frees the slot too: the library may be
+  // unloaded next, and the slot would be lost with it.
+  if (g_users.fetch_sub(1) > 1) {
+    std::shared_ptr<Pool> p;
+    {
+      PoolSlot& s = *slot_ptr();
+      std::lock_guard<std::mutex> lock(s.mu);
+      p.swap(s.pool);
+    }
+    return;  // joined here, or by the last loop still holding it
   }
-  // joined here, or by the last loop still holding it
+  PoolSlot* s = slot_ptr();
+  slot_ptr() = nullptr;
+  delete s;  // joins the workers
 }
 
 int available_cores() {
@@ -260,6 +269,7 @@ std::atomic<int> g_default{0};  // default_threads() when the plugin was initial
 }
 
 void init_threads(int explicit_count) {
+  g_users.fetch_add(1);
   g_default.store(default_threads(), std::memory_order_relaxed);
   set_num_threads(explicit_count);
 }
