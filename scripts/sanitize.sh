@@ -81,10 +81,18 @@ for h in "${fuzzers[@]}"; do
 done
 
 failed=()
+# LeakSanitizer's exit-time tracer at times crashes itself on a loaded machine ("LeakSanitizer has
+# encountered a fatal error", no report): that is the tool failing, not a finding, so such a run is
+# repeated once; a leak report or any other failure is never retried.
+tracer_crashed() {  # log
+  grep -q 'LeakSanitizer has encountered a fatal error' "$1" && ! grep -q 'ERROR: LeakSanitizer: detected' "$1"
+}
 run_one() {  # name command...
   local name=$1; shift
   local t0=$SECONDS
-  if "$@" >"$logs/$name.log" 2>&1; then
+  if "$@" >"$logs/$name.log" 2>&1 ||
+     { tracer_crashed "$logs/$name.log" && echo "sanitize: $name: the leak tracer crashed, once more" &&
+       "$@" >"$logs/$name.log" 2>&1; }; then
     echo "sanitize: $name passed ($((SECONDS - t0)) s)"
   else
     echo "sanitize: $name FAILED ($((SECONDS - t0)) s)"
