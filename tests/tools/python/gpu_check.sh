@@ -37,7 +37,7 @@ case "${1:-}" in
     cp "$D/plugins/libgenesis_plugin_cuda.so" "$B/lib/genesis/plugins/"
     cd tests/tools/python
     GENESIS_BUILD_DIR=$B PYTHONPATH=$B/python "$PY" -m pytest -q -p no:cacheprovider -rs \
-      test_cuda.py test_dlpack.py test_autograd.py test_tensor.py test_nn.py test_optim.py
+      test_cuda.py test_composites_cuda.py test_dlpack.py test_autograd.py test_tensor.py test_nn.py test_optim.py
     ;;
   *)
     sed -n 2,13p "$0"
