@@ -15,7 +15,6 @@ libgenesis); genesis.init(plugins=...) chooses them before first use.
 import builtins as _builtins
 import contextlib as _contextlib
 import ctypes as _ctypes
-import functools as _functools
 import glob as _glob
 import os as _os
 
@@ -52,32 +51,7 @@ enable_autocast = False  # accepted for programs that set it; has no effect: aut
 
 
 # ---- grad mode
-class no_grad:
-    """Context manager and decorator: ops inside record no autograd graph."""
-
-    _mode = False
-
-    def __enter__(self):
-        self._prev = _C.is_grad_enabled()
-        _C.set_grad_enabled(self._mode)
-
-    def __exit__(self, *exc):
-        _C.set_grad_enabled(self._prev)
-        return False
-
-    def __call__(self, fn):
-        @_functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with type(self)():
-                return fn(*args, **kwargs)
-        return wrapper
-
-
-class enable_grad(no_grad):
-    """Turns recording back on inside a no_grad region."""
-
-    _mode = True
-
+from genesis._grad_mode import enable_grad, no_grad  # noqa: E402
 
 inference_mode = no_grad
 

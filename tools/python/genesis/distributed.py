@@ -22,7 +22,7 @@ import pickle as _pickle
 from urllib.parse import urlparse as _urlparse
 
 from genesis import _C
-from genesis.nn.modules import _C_no_grad
+from genesis._grad_mode import no_grad as _no_grad
 
 _D = _C.distributed
 ReduceOp = _D.ReduceOp
@@ -325,7 +325,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     work = _D.all_gather_into_tensor(flat, tensor, pg, async_op)
 
     def finish():
-        with _C_no_grad():
+        with _no_grad():
             for i, t in enumerate(tensor_list):
                 t.copy_(flat[i * n:(i + 1) * n].view(t.shape))
 

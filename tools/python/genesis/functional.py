@@ -22,6 +22,7 @@ import math as _math
 import numbers as _numbers
 
 from genesis import _C
+from genesis._grad_mode import no_grad as _no_grad
 
 Tensor = _C.Tensor
 _dt = _C.dtype
@@ -1407,16 +1408,6 @@ def _fmod_float(a, b):
     r = _C.where((r != 0) & ((r < 0) != (a < 0)), r + sa * ab, r)
     r = _C.where(r.abs() >= ab, r - sa * ab, r)
     return _C.where(b.isinf() & a.isfinite(), a, r)
-
-
-class _no_grad:
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C.set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C.set_grad_enabled(self.prev)
-        return False
 
 
 def _binary_setup(input, other, name, kernel):

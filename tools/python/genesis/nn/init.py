@@ -4,19 +4,11 @@ import math
 import warnings
 
 from genesis import _C
+from genesis._grad_mode import no_grad as _no_grad
 from genesis._C.nn.init import (  # noqa: F401
     _calculate_fan_in_and_fan_out, calculate_gain, constant_, kaiming_normal_, kaiming_uniform_, normal_, ones_,
     uniform_, xavier_normal_, xavier_uniform_, zeros_,
 )
-
-
-class _no_grad:
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C.set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C.set_grad_enabled(self.prev)
 
 
 def _work_dtype(t):

@@ -7,6 +7,7 @@ layers (CppLayer), whose running statistics and packed projections they share.
 import math
 
 from genesis import _C
+from genesis._grad_mode import no_grad as _no_grad
 from genesis.nn import functional as F
 from genesis.nn import init
 from genesis.nn.modules import CppLayer, Module, Parameter
@@ -80,15 +81,6 @@ class Embedding(Module):
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         return s if self.padding_idx is None else s + f", padding_idx={self.padding_idx}"
-
-
-class _no_grad:
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C.set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C.set_grad_enabled(self.prev)
 
 
 class Dropout(Module):

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 
 from genesis import _C
 from genesis._C import Tensor
+from genesis._grad_mode import no_grad as _no_grad
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -384,7 +385,7 @@ class Module:
                 p.grad.zero_()
 
     def _apply_in_place(self, fn, floating_only):
-        with _C_no_grad():
+        with _no_grad():
             for t in list(self.parameters()) + list(self.buffers()):
                 if floating_only and not t.is_floating_point():
                     continue
@@ -480,7 +481,7 @@ class Module:
                 problems.append("Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected))
         if problems:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(problems))
-        with _C_no_grad():
+        with _no_grad():
             for k, t in own.items():
                 if k in state_dict:
                     t.data.copy_(state_dict[k])
@@ -506,18 +507,6 @@ class Module:
         return head + "\n  ".join(lines) + "\n)"
 
 
-class _C_no_grad:
-    """Grad mode off inside (the same as genesis.no_grad, without importing the package)."""
-
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C.set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C.set_grad_enabled(self.prev)
-        return False
-
-
 _CPP_INTERNAL = ("_impl", "_parameters", "_buffers", "_modules", "_non_persistent", "_init_args")
 
 
@@ -527,7 +516,7 @@ def _rebuild_cpp_layer(cls, args, kwargs, state, requires_grad, training, attrs)
     with _C._RngFork(None, True):
         m = cls(*args, **kwargs)
     own = m.state_dict(keep_vars=True)
-    with _C_no_grad():
+    with _no_grad():
         for name, t in state.items():
             if name in own and own[name] is not None:
                 own[name].data = t

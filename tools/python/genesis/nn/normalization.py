@@ -4,7 +4,8 @@ import math
 
 from genesis import _C
 from genesis.nn.loss import _norm
-from genesis.nn.modules import Module, Parameter, _C_no_grad
+from genesis._grad_mode import no_grad as _no_grad
+from genesis.nn.modules import Module, Parameter
 
 
 def _factory(device, dtype):
@@ -30,7 +31,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p, eps) along dim."""
     y = input / _norm(input, p, dim, keepdim=True).clamp(min=eps)
     if out is not None:
-        with _C_no_grad():
+        with _no_grad():
             out.copy_(y)
         return out
     return y
@@ -78,7 +79,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         var = input.var(dims, unbiased=False, keepdim=True)
         if running_mean is not None or running_var is not None:
             count = math.prod(shape[2:])
-            with _C_no_grad():
+            with _no_grad():
                 if running_mean is not None:
                     batch = mean.detach().reshape(shape[0], c).mean(0).to(running_mean.dtype)
                     running_mean.copy_(running_mean * (1 - momentum) + batch * momentum)
@@ -110,7 +111,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         mean = input.mean(dims, keepdim=True)
         var = input.var(dims, unbiased=False, keepdim=True)
         count = math.prod(shape) // c
-        with _C_no_grad():
+        with _no_grad():
             if running_mean is not None:
                 running_mean.copy_(running_mean * (1 - momentum) + mean.detach().reshape(c).to(running_mean.dtype)
                                    * momentum)
@@ -176,7 +177,7 @@ class GroupNorm(Module):
 
     def reset_parameters(self):
         if self.affine:
-            with _C_no_grad():
+            with _no_grad():
                 self.weight.fill_(1.0)
                 self.bias.zero_()
 
@@ -212,7 +213,7 @@ class _InstanceNorm(Module):
 
     def reset_running_stats(self):
         if self.track_running_stats:
-            with _C_no_grad():
+            with _no_grad():
                 self.running_mean.zero_()
                 self.running_var.fill_(1.0)
                 self.num_batches_tracked.zero_()
@@ -220,7 +221,7 @@ class _InstanceNorm(Module):
     def reset_parameters(self):
         self.reset_running_stats()
         if self.affine:
-            with _C_no_grad():
+            with _no_grad():
                 self.weight.fill_(1.0)
                 self.bias.zero_()
 
