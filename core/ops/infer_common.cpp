@@ -256,6 +256,13 @@ void Args::set_out(size_t k, const gn_tensor_meta& m) const {
   r->out[k].reserved = 0;
 }
 
+void Args::set_outputs(int32_t kernel, std::initializer_list<gn_tensor_meta> outs) const {
+  set_n_out(outs.size());
+  size_t k = 0;
+  for (const gn_tensor_meta& m : outs) set_out(k++, m);
+  set_kernel(kernel);
+}
+
 gn_status* make_status(const gn_infer_ctx* ctx, int32_t code, const std::string& msg) noexcept {
   const char* op = ctx && ctx->op_name ? ctx->op_name : "?";
   try {

@@ -106,7 +106,13 @@ struct Args {
   void set_out(size_t k, const gn_tensor_meta& m) const;
   // Ask the core to cast input i to dtype before the kernel.
   void cast_input(size_t i, int32_t dtype) const { r->in_dtypes[i] = dtype; }
+  // Ask the core to cast inputs [first, first+n) to dtype.
+  void cast_inputs(size_t first, size_t n, int32_t dtype) const {
+    for (size_t i = first; i < first + n; ++i) cast_input(i, dtype);
+  }
   void set_kernel(int32_t dtype) const { r->kernel_dtype = dtype; }
+  // The usual ending: outputs `outs` (in order) and the kernel dtype.
+  void set_outputs(int32_t kernel, std::initializer_list<gn_tensor_meta> outs) const;
 
   size_t cap = 0;  // result->n_out on entry
 };

@@ -105,10 +105,8 @@ GN_DEFINE_INFER(conv2d) {
            "bias shape " + shape_str(b) + " must be (" + std::to_string(w.shape[0]) + ") for weight " + shape_str(w));
     dt = promote_types(dt, b.dtype);
   }
-  for (size_t i = 0; i < a.n_in; ++i) a.cast_input(i, dt);
-  a.set_n_out(1);
-  a.set_out(0, make_meta(dt, dims_of({x.shape[0], w.shape[0], g.ho, g.wo})));
-  a.set_kernel(dt);
+  a.cast_inputs(0, a.n_in, dt);
+  a.set_outputs(dt, {make_meta(dt, dims_of({x.shape[0], w.shape[0], g.ho, g.wo}))});
 }
 
 // conv2d_backward(grad_y, x, w) -> (grad_x, grad_w, grad_bias (O)) in promote(x, w).
@@ -125,12 +123,8 @@ GN_DEFINE_INFER(conv2d_backward) {
   if (!same_shape(gy, y))
     fail(GN_ERR_SHAPE, "grad_y shape " + shape_str(gy) + " must equal the output shape " + dims_str(y));
   const int32_t dt = promote_types(x.dtype, w.dtype);
-  for (size_t i = 0; i < 3; ++i) a.cast_input(i, dt);
-  a.set_n_out(3);
-  a.set_out(0, like(x, dt));
-  a.set_out(1, like(w, dt));
-  a.set_out(2, make_meta(dt, dims_of({w.shape[0]})));
-  a.set_kernel(dt);
+  a.cast_inputs(0, 3, dt);
+  a.set_outputs(dt, {like(x, dt), like(w, dt), make_meta(dt, dims_of({w.shape[0]}))});
 }
 
 namespace {
@@ -221,9 +215,7 @@ GN_DEFINE_INFER(pool2d_backward) {
       fail(GN_ERR_SHAPE, "indices shape " + shape_str(idx) + " must equal the pooled shape " + dims_str(g.out));
   }
   a.cast_input(0, x.dtype);
-  a.set_n_out(1);
-  a.set_out(0, like(x, x.dtype));
-  a.set_kernel(x.dtype);
+  a.set_outputs(x.dtype, {like(x, x.dtype)});
 }
 
 }  // namespace genesis::core

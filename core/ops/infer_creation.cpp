@@ -11,11 +11,7 @@ using namespace infer_detail;
 namespace {
 
 // The single output of a creation op.
-void creation_out(const Args& a, int32_t dtype, const Dims& d) {
-  a.set_n_out(1);
-  a.set_out(0, make_meta(dtype, d));
-  a.set_kernel(dtype);
-}
+void creation_out(const Args& a, int32_t dtype, const Dims& d) { a.set_outputs(dtype, {make_meta(dtype, d)}); }
 
 // [lo, hi] of the values a dtype holds exactly (floats: the integers
 // representable without rounding, torch's check for random_ bounds).

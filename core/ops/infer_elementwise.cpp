@@ -13,9 +13,7 @@ namespace {
 
 // One output shaped like x with `dtype`; kernel picked by `kernel`.
 void one_out(const Args& a, const gn_tensor_meta& shape, int32_t dtype, int32_t kernel) {
-  a.set_n_out(1);
-  a.set_out(0, like(shape, dtype));
-  a.set_kernel(kernel);
+  a.set_outputs(kernel, {like(shape, dtype)});
 }
 
 }  // namespace

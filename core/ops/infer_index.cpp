@@ -34,11 +34,7 @@ Dims with_dim_size(const gn_tensor_meta& x, int dim, int64_t len, const char* wh
   return d;
 }
 
-void one_out(const Args& a, const gn_tensor_meta& m, int32_t kernel) {
-  a.set_n_out(1);
-  a.set_out(0, m);
-  a.set_kernel(kernel);
-}
+void one_out(const Args& a, const gn_tensor_meta& m, int32_t kernel) { a.set_outputs(kernel, {m}); }
 
 }  // namespace
 
@@ -167,7 +163,7 @@ GN_DEFINE_INFER(cat) {
     total += t.shape[dim];
   }
   const int32_t dt = result_type_of(a, 0, a.n_in);
-  for (size_t i = 0; i < a.n_in; ++i) a.cast_input(i, dt);
+  a.cast_inputs(0, a.n_in, dt);
   Dims out = dims_of(x0);
   out.d[dim] = total;
   one_out(a, make_meta(dt, out), dt);
@@ -191,7 +187,7 @@ GN_DEFINE_INFER(stack) {
   out.push(static_cast<int64_t>(a.n_in));
   out.append(x0, w, x0.ndim);
   const int32_t dt = result_type_of(a, 0, a.n_in);
-  for (size_t i = 0; i < a.n_in; ++i) a.cast_input(i, dt);
+  a.cast_inputs(0, a.n_in, dt);
   one_out(a, make_meta(dt, out), dt);
 }
 
@@ -251,10 +247,7 @@ GN_DEFINE_INFER(topk) {
                                       "] for dim " + std::to_string(dim) + " of shape " + shape_str(x));
   gn_tensor_meta v = like(x, x.dtype);
   if (x.ndim > 0) v.shape[dim] = k;
-  a.set_n_out(2);
-  a.set_out(0, v);
-  a.set_out(1, like(v, GN_I64));
-  a.set_kernel(x.dtype);
+  a.set_outputs(x.dtype, {v, like(v, GN_I64)});
 }
 
 // sort(x; dim) -> (values, int64 indices); argsort -> indices only.

@@ -54,11 +54,7 @@ GN_DEFINE_INFER(lu_factor) {
   const gn_tensor_meta& A = a.at(0);
   need_matrix(A, "A");
   const int64_t m = A.shape[A.ndim - 2], n = A.shape[A.ndim - 1];
-  a.set_n_out(3);
-  a.set_out(0, like(A, A.dtype));
-  a.set_out(1, batch_meta(A, GN_I32, {std::min(m, n)}));
-  a.set_out(2, batch_meta(A, GN_I32, {}));
-  a.set_kernel(A.dtype);
+  a.set_outputs(A.dtype, {like(A, A.dtype), batch_meta(A, GN_I32, {std::min(m, n)}), batch_meta(A, GN_I32, {})});
 }
 
 // lu_solve(LU (*, n, n), pivots (*, n) int32, B (*, n, k)) -> X like B in LU's dtype.
@@ -78,9 +74,7 @@ GN_DEFINE_INFER(lu_solve) {
                            std::to_string(B.shape[B.ndim - 1]) + ")");
   same_batch(LU, 2, B, 2, "B");
   a.cast_input(2, LU.dtype);
-  a.set_n_out(1);
-  a.set_out(0, like(B, LU.dtype));
-  a.set_kernel(LU.dtype);
+  a.set_outputs(LU.dtype, {like(B, LU.dtype)});
 }
 
 // solve_triangular(A (*, n, n), B (*, n, k); upper, transpose, unitriangular) -> X like B; both
@@ -99,9 +93,7 @@ GN_DEFINE_INFER(solve_triangular) {
   const int32_t dt = promote_types(A.dtype, B.dtype);
   a.cast_input(0, dt);
   a.cast_input(1, dt);
-  a.set_n_out(1);
-  a.set_out(0, like(B, dt));
-  a.set_kernel(dt);
+  a.set_outputs(dt, {like(B, dt)});
 }
 
 // cholesky(A (*, n, n); upper) -> (L (*, n, n), info (*) int32).
@@ -109,10 +101,7 @@ GN_DEFINE_INFER(cholesky) {
   a.need_inputs(1, 1);
   const gn_tensor_meta& A = a.at(0);
   need_square(A, "A");
-  a.set_n_out(2);
-  a.set_out(0, like(A, A.dtype));
-  a.set_out(1, batch_meta(A, GN_I32, {}));
-  a.set_kernel(A.dtype);
+  a.set_outputs(A.dtype, {like(A, A.dtype), batch_meta(A, GN_I32, {})});
 }
 
 // qr(A (*, m, n); mode) -> mode 0: Q (*, m, k), R (*, k, n); mode 1: Q (*, m, m), R (*, m, n).
@@ -124,10 +113,7 @@ GN_DEFINE_INFER(qr) {
   if (mode != 0 && mode != 1)
     fail(GN_ERR_INVALID_ARGUMENT, "mode must be 0 (reduced) or 1 (complete), got " + std::to_string(mode));
   const int64_t m = A.shape[A.ndim - 2], n = A.shape[A.ndim - 1], k = mode ? m : std::min(m, n);
-  a.set_n_out(2);
-  a.set_out(0, batch_meta(A, A.dtype, {m, k}));
-  a.set_out(1, batch_meta(A, A.dtype, {k, n}));
-  a.set_kernel(A.dtype);
+  a.set_outputs(A.dtype, {batch_meta(A, A.dtype, {m, k}), batch_meta(A, A.dtype, {k, n})});
 }
 
 // svd(A (*, m, n); full_matrices, compute_uv) -> (U, S (*, k), Vh); compute_uv 0: U, Vh (0,).
@@ -137,11 +123,9 @@ GN_DEFINE_INFER(svd) {
   need_matrix(A, "A");
   const bool full = a.attr_int(0) != 0, uv = a.attr_int(1) != 0;
   const int64_t m = A.shape[A.ndim - 2], n = A.shape[A.ndim - 1], k = std::min(m, n);
-  a.set_n_out(3);
-  a.set_out(0, uv ? batch_meta(A, A.dtype, {m, full ? m : k}) : make_meta(A.dtype, dims_of({0})));
-  a.set_out(1, batch_meta(A, A.dtype, {k}));
-  a.set_out(2, uv ? batch_meta(A, A.dtype, {full ? n : k, n}) : make_meta(A.dtype, dims_of({0})));
-  a.set_kernel(A.dtype);
+  a.set_outputs(A.dtype, {uv ? batch_meta(A, A.dtype, {m, full ? m : k}) : make_meta(A.dtype, dims_of({0})),
+                          batch_meta(A, A.dtype, {k}),
+                          uv ? batch_meta(A, A.dtype, {full ? n : k, n}) : make_meta(A.dtype, dims_of({0}))});
 }
 
 // eigh(A (*, n, n); upper) -> (eigenvalues (*, n), eigenvectors (*, n, n)).
@@ -149,10 +133,7 @@ GN_DEFINE_INFER(eigh) {
   a.need_inputs(1, 1);
   const gn_tensor_meta& A = a.at(0);
   need_square(A, "A");
-  a.set_n_out(2);
-  a.set_out(0, batch_meta(A, A.dtype, {A.shape[A.ndim - 1]}));
-  a.set_out(1, like(A, A.dtype));
-  a.set_kernel(A.dtype);
+  a.set_outputs(A.dtype, {batch_meta(A, A.dtype, {A.shape[A.ndim - 1]}), like(A, A.dtype)});
 }
 
 }  // namespace genesis::core

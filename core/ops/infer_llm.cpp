@@ -31,8 +31,7 @@ GN_DEFINE_INFER(kv_cache_write) {
   if (src.dtype != cache.dtype)
     fail(GN_ERR_DTYPE,
          std::string("src dtype ") + dtype_str(src.dtype) + " must equal the cache dtype " + dtype_str(cache.dtype));
-  a.set_n_out(0);
-  a.set_kernel(cache.dtype);
+  a.set_outputs(cache.dtype, {});
 }
 
 // add_rms_norm(x (..., D), residual (x's shape and dtype), weight (D)) -> (y, h),
@@ -55,10 +54,7 @@ GN_DEFINE_INFER(add_rms_norm) {
   const double eps = a.attr_float(0);
   if (!(eps >= 0)) fail(GN_ERR_INVALID_ARGUMENT, "eps must be >= 0, got " + num_str(eps));
   a.cast_input(2, x.dtype);
-  a.set_n_out(2);
-  a.set_out(0, like(x, x.dtype));
-  a.set_out(1, like(x, x.dtype));
-  a.set_kernel(x.dtype);
+  a.set_outputs(x.dtype, {like(x, x.dtype), like(x, x.dtype)});
 }
 
 namespace {
@@ -80,9 +76,7 @@ void check_projection(const gn_tensor_meta& x, const gn_tensor_meta& w) {
 void set_projection_out(const Args& a, const gn_tensor_meta& x, int64_t n) {
   Dims d = dims_of(x, 0, x.ndim - 1);
   d.push(n);
-  a.set_n_out(1);
-  a.set_out(0, make_meta(x.dtype, d));
-  a.set_kernel(x.dtype);
+  a.set_outputs(x.dtype, {make_meta(x.dtype, d)});
 }
 }  // namespace
 

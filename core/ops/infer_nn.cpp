@@ -39,11 +39,6 @@ std::string trans_note(bool ta, bool tb) {
   return "";
 }
 
-// Cast inputs [first, first+n) to dt.
-void cast_all(const Args& a, size_t first, size_t n, int32_t dt) {
-  for (size_t i = first; i < first + n; ++i) a.cast_input(i, dt);
-}
-
 // The normalized shape x.shape[-n:] of layer_norm after checking n.
 int64_t normalized_ndim(const Args& a, size_t attr, const gn_tensor_meta& x) {
   const int64_t n = a.attr_int(attr);
@@ -105,10 +100,8 @@ GN_DEFINE_INFER(matmul) {
   if (x.ndim >= 2) out.push(m);
   if (y.ndim >= 2) out.push(n);
   const int32_t dt = promote_types(x.dtype, y.dtype);
-  cast_all(a, 0, 2, dt);
-  a.set_n_out(1);
-  a.set_out(0, make_meta(dt, out));
-  a.set_kernel(dt);
+  a.cast_inputs(0, 2, dt);
+  a.set_outputs(dt, {make_meta(dt, out)});
 }
 
 // bmm(a (B,M,K), b (B,K,N)) -> (B,M,N); trans_a: a is (B,K,M); trans_b: b is (B,N,K).
@@ -127,10 +120,8 @@ GN_DEFINE_INFER(bmm) {
   if (k1 != k2)
     fail(GN_ERR_SHAPE, "inner dimensions differ: " + shape_str(x) + " @ " + shape_str(y) + trans_note(ta, tb));
   const int32_t dt = promote_types(x.dtype, y.dtype);
-  cast_all(a, 0, 2, dt);
-  a.set_n_out(1);
-  a.set_out(0, make_meta(dt, dims_of({x.shape[0], m, n})));
-  a.set_kernel(dt);
+  a.cast_inputs(0, 2, dt);
+  a.set_outputs(dt, {make_meta(dt, dims_of({x.shape[0], m, n}))});
 }
 
 // layer_norm(x, [weight, [bias]]) -> (y, mean, rstd) over the last n dims.
@@ -145,13 +136,10 @@ GN_DEFINE_INFER(layer_norm) {
   const Dims norm = dims_of(x, lead, x.ndim);
   if (a.n_in > 1) need_shape(a.at(1), norm, "weight", "the normalized shape");
   if (a.n_in > 2) need_shape(a.at(2), norm, "bias", "the normalized shape");
-  cast_all(a, 1, a.n_in - 1, x.dtype);
+  a.cast_inputs(1, a.n_in - 1, x.dtype);
   const Dims stats = dims_of(x, 0, lead);
-  a.set_n_out(3);
-  a.set_out(0, like(x, x.dtype));
-  a.set_out(1, make_meta(stat_dtype(x.dtype), stats));
-  a.set_out(2, make_meta(stat_dtype(x.dtype), stats));
-  a.set_kernel(x.dtype);
+  a.set_outputs(x.dtype,
+                {like(x, x.dtype), make_meta(stat_dtype(x.dtype), stats), make_meta(stat_dtype(x.dtype), stats)});
 }
 
 // layer_norm_backward(grad_y, x, mean, rstd, [weight]) -> (grad_x, grad_w, grad_b).
@@ -173,11 +161,7 @@ GN_DEFINE_INFER(layer_norm_backward) {
     a.cast_input(4, x.dtype);
   }
   a.cast_input(0, x.dtype);
-  a.set_n_out(3);
-  a.set_out(0, like(x, x.dtype));
-  a.set_out(1, make_meta(x.dtype, norm));
-  a.set_out(2, make_meta(x.dtype, norm));
-  a.set_kernel(x.dtype);
+  a.set_outputs(x.dtype, {like(x, x.dtype), make_meta(x.dtype, norm), make_meta(x.dtype, norm)});
 }
 
 // rms_norm(x, [weight (D)]) -> (y, rstd (x.shape[:-1])).
@@ -192,10 +176,7 @@ GN_DEFINE_INFER(rms_norm) {
     need_shape(a.at(1), dims_of(x, x.ndim - 1, x.ndim), "weight", "the last dim of x");
     a.cast_input(1, x.dtype);
   }
-  a.set_n_out(2);
-  a.set_out(0, like(x, x.dtype));
-  a.set_out(1, make_meta(stat_dtype(x.dtype), dims_of(x, 0, x.ndim - 1)));
-  a.set_kernel(x.dtype);
+  a.set_outputs(x.dtype, {like(x, x.dtype), make_meta(stat_dtype(x.dtype), dims_of(x, 0, x.ndim - 1))});
 }
 
 // rms_norm_backward(grad_y, x, rstd, [weight]) -> (grad_x, grad_weight (D)).
@@ -214,10 +195,7 @@ GN_DEFINE_INFER(rms_norm_backward) {
     a.cast_input(3, x.dtype);
   }
   a.cast_input(0, x.dtype);
-  a.set_n_out(2);
-  a.set_out(0, like(x, x.dtype));
-  a.set_out(1, make_meta(x.dtype, last));
-  a.set_kernel(x.dtype);
+  a.set_outputs(x.dtype, {like(x, x.dtype), make_meta(x.dtype, last)});
 }
 
 // rope(x (..., D), cos, sin) and rope_backward(grad_y, cos, sin): D even,
@@ -238,9 +216,7 @@ GN_DEFINE_INFER(rope) {
                              role + " shape " + shape_str(x));
     a.cast_input(i, x.dtype);
   }
-  a.set_n_out(1);
-  a.set_out(0, like(x, x.dtype));
-  a.set_kernel(x.dtype);
+  a.set_outputs(x.dtype, {like(x, x.dtype)});
 }
 
 // swiglu(gate, up) -> silu(gate)*up: same shapes, float, promoted.
@@ -253,10 +229,8 @@ GN_DEFINE_INFER(swiglu) {
   if (!same_shape(gate, up))
     fail(GN_ERR_SHAPE, "gate shape " + shape_str(gate) + " must equal up shape " + shape_str(up));
   const int32_t dt = promote_types(gate.dtype, up.dtype);
-  cast_all(a, 0, 2, dt);
-  a.set_n_out(1);
-  a.set_out(0, like(gate, dt));
-  a.set_kernel(dt);
+  a.cast_inputs(0, 2, dt);
+  a.set_outputs(dt, {like(gate, dt)});
 }
 
 // swiglu_backward(grad, gate, up) -> (grad_gate, grad_up) in promote(gate, up);
@@ -273,11 +247,8 @@ GN_DEFINE_INFER(swiglu_backward) {
     fail(GN_ERR_SHAPE, "grad " + shape_str(g) + ", gate " + shape_str(gate) + " and up " + shape_str(up) +
                            " must have the same shape");
   const int32_t dt = promote_types(gate.dtype, up.dtype);
-  cast_all(a, 0, 3, dt);
-  a.set_n_out(2);
-  a.set_out(0, like(gate, dt));
-  a.set_out(1, like(gate, dt));
-  a.set_kernel(dt);
+  a.cast_inputs(0, 3, dt);
+  a.set_outputs(dt, {like(gate, dt), like(gate, dt)});
 }
 
 namespace {
@@ -304,10 +275,8 @@ GN_DEFINE_INFER(cross_entropy) {
   const gn_tensor_meta& target = a.at(1);
   const int64_t reduction = check_cross_entropy(a, logits, target);
   const Dims rows = dims_of(target);
-  a.set_n_out(2);
-  a.set_out(0, make_meta(logits.dtype, reduction == 0 ? rows : Dims{}));
-  a.set_out(1, make_meta(stat_dtype(logits.dtype), rows));
-  a.set_kernel(logits.dtype);
+  a.set_outputs(logits.dtype,
+                {make_meta(logits.dtype, reduction == 0 ? rows : Dims{}), make_meta(stat_dtype(logits.dtype), rows)});
 }
 
 // cross_entropy_backward(grad_loss, logits, target, lse) -> grad_logits;
@@ -327,9 +296,7 @@ GN_DEFINE_INFER(cross_entropy_backward) {
   else
     need_shape(g, Dims{}, "grad_loss", "the loss shape for a reduced loss");
   a.cast_input(0, logits.dtype);
-  a.set_n_out(1);
-  a.set_out(0, like(logits, logits.dtype));
-  a.set_kernel(logits.dtype);
+  a.set_outputs(logits.dtype, {like(logits, logits.dtype)});
 }
 
 namespace {
@@ -383,11 +350,9 @@ GN_DEFINE_INFER(sdpa) {
   const int32_t dt = check_attention(a, 0, 3);
   const gn_tensor_meta& q = a.at(0);
   const gn_tensor_meta& v = a.at(2);
-  cast_all(a, 0, 3, dt);
-  a.set_n_out(2);
-  a.set_out(0, make_meta(dt, dims_of({q.shape[0], q.shape[1], q.shape[2], v.shape[3]})));
-  a.set_out(1, make_meta(stat_dtype(dt), dims_of({q.shape[0], q.shape[1], q.shape[2]})));
-  a.set_kernel(dt);
+  a.cast_inputs(0, 3, dt);
+  a.set_outputs(dt, {make_meta(dt, dims_of({q.shape[0], q.shape[1], q.shape[2], v.shape[3]})),
+                     make_meta(stat_dtype(dt), dims_of({q.shape[0], q.shape[1], q.shape[2]}))});
 }
 
 // sdpa_backward(grad_out, q, k, v, out, lse, [mask]) -> (grad_q, grad_k, grad_v);
@@ -405,12 +370,8 @@ GN_DEFINE_INFER(sdpa_backward) {
   need_shape(a.at(0), out_shape, "grad_out", "the attention output shape");
   need_shape(a.at(4), out_shape, "out", "the attention output shape");
   need_shape(a.at(5), dims_of({q.shape[0], q.shape[1], q.shape[2]}), "lse", "(B, Hq, Sq)");
-  cast_all(a, 0, 5, dt);
-  a.set_n_out(3);
-  a.set_out(0, like(q, dt));
-  a.set_out(1, like(k, dt));
-  a.set_out(2, like(v, dt));
-  a.set_kernel(dt);
+  a.cast_inputs(0, 5, dt);
+  a.set_outputs(dt, {like(q, dt), like(k, dt), like(v, dt)});
 }
 
 }  // namespace genesis::core

@@ -61,8 +61,7 @@ GN_DEFINE_INFER(inplace) {
   } else {
     a.need_inputs(1, -1);
   }
-  a.set_n_out(0);
-  a.set_kernel(a.at(0).dtype);
+  a.set_outputs(a.at(0).dtype, {});
 }
 
 // multi_sum_sq(t0, t1, ...) -> 0-d float32 (float64 if any input is f64); inputs not cast.
@@ -75,9 +74,7 @@ GN_DEFINE_INFER(multi_sum_sq) {
       fail(GN_ERR_DTYPE, "input " + std::to_string(i) + " must be a floating-point tensor, got " + dtype_str(t));
     if (t == GN_F64) dt = GN_F64;
   }
-  a.set_n_out(1);
-  a.set_out(0, make_meta(dt, Dims{}));
-  a.set_kernel(dt);
+  a.set_outputs(dt, {make_meta(dt, Dims{})});
 }
 
 }  // namespace genesis::core

@@ -63,11 +63,7 @@ Reduction reduce_shape(const gn_tensor_meta& x, std::span<const int64_t> dims, b
   return r;
 }
 
-void one_out(const Args& a, int32_t dtype, const Dims& d) {
-  a.set_n_out(1);
-  a.set_out(0, make_meta(dtype, d));
-  a.set_kernel(dtype);
-}
+void one_out(const Args& a, int32_t dtype, const Dims& d) { a.set_outputs(dtype, {make_meta(dtype, d)}); }
 
 }  // namespace
 
@@ -141,9 +137,7 @@ GN_DEFINE_INFER(reduce_arg) {
         out.push(1);
     }
   }
-  a.set_n_out(1);
-  a.set_out(0, make_meta(GN_I64, out));
-  a.set_kernel(x.dtype);
+  a.set_outputs(x.dtype, {make_meta(GN_I64, out)});
 }
 
 // softmax, log_softmax(x; dim, dtype): dtype none keeps a float x (int -> f32);
@@ -156,9 +150,7 @@ GN_DEFINE_INFER(softmax) {
   if (dt >= 0 && !is_float(dt)) fail(GN_ERR_DTYPE, std::string("dtype must be floating point, got ") + dtype_str(dt));
   if (dt < 0) dt = is_float(x.dtype) ? x.dtype : GN_F32;
   a.cast_input(0, dt);
-  a.set_n_out(1);
-  a.set_out(0, like(x, dt));
-  a.set_kernel(dt);
+  a.set_outputs(dt, {like(x, dt)});
 }
 
 // softmax_backward, log_softmax_backward(grad_y, y): same shapes, both cast
@@ -173,9 +165,7 @@ GN_DEFINE_INFER(softmax_backward) {
   if (!is_float(dt)) dt = GN_F32;
   a.cast_input(0, dt);
   a.cast_input(1, dt);
-  a.set_n_out(1);
-  a.set_out(0, like(y, dt));
-  a.set_kernel(dt);
+  a.set_outputs(dt, {like(y, dt)});
 }
 
 }  // namespace genesis::core

@@ -22,9 +22,7 @@ GN_DEFINE_INFER(cumulative) {
     dt = is_float(x.dtype) ? x.dtype : GN_I64;
   }
   a.cast_input(0, dt);
-  a.set_n_out(1);
-  a.set_out(0, like(x, dt));
-  a.set_kernel(dt);
+  a.set_outputs(dt, {like(x, dt)});
 }
 
 // cummax, cummin(x; dim) -> (values of x's dtype, int64 indices), both of x's shape.
@@ -32,10 +30,7 @@ GN_DEFINE_INFER(cummax) {
   a.need_inputs(1, 1);
   const gn_tensor_meta& x = a.at(0);
   wrap_dim(a.attr_int(0), x.ndim);
-  a.set_n_out(2);
-  a.set_out(0, like(x, x.dtype));
-  a.set_out(1, like(x, GN_I64));
-  a.set_kernel(x.dtype);
+  a.set_outputs(x.dtype, {like(x, x.dtype), like(x, GN_I64)});
 }
 
 // searchsorted(sorted (M) or (*, M), values; right, out_int32) -> values' shape, int64 (int32).
@@ -58,9 +53,7 @@ GN_DEFINE_INFER(searchsorted) {
   if (dt == GN_F16 || dt == GN_BF16) dt = GN_F32;  // widening is exact: the same comparisons
   a.cast_input(0, dt);
   a.cast_input(1, dt);
-  a.set_n_out(1);
-  a.set_out(0, like(v, a.attr_int(1) ? GN_I32 : GN_I64));
-  a.set_kernel(dt);
+  a.set_outputs(dt, {like(v, a.attr_int(1) ? GN_I32 : GN_I64)});
 }
 
 }  // namespace genesis::core

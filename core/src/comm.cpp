@@ -99,6 +99,21 @@ Slot need_slot(const gn_comm& c, Slot slot, const char* fn, const char* what) {
   return slot;
 }
 
+// gn_comm_send (send true) and gn_comm_recv: the same checks, then the plugin's send or recv slot.
+gn_status* point_to_point(gn_comm* comm, gn_tensor* buf, int32_t peer, int32_t tag, gn_stream* stream, bool send) {
+  return guarded([&] {
+    const char* fn = send ? "gn_comm_send" : "gn_comm_recv";
+    require_non_null(fn, {{"buf", buf}});
+    gn_comm& c = live(comm, fn);
+    gn_tensor_view b = comm_view(c, buf, fn, "buf");
+    check_peer(c, peer, fn, "peer");
+    if (peer == c.rank)
+      fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": peer " + std::to_string(peer) + " is this rank");
+    auto slot = need_slot(c, send ? c.vt.send : c.vt.recv, fn, send ? "send" : "recv");
+    throw_if(slot(c.vt.ctx, c.native, &b, peer, tag, native_stream(c, stream, fn)));
+  });
+}
+
 }  // namespace
 }  // namespace genesis::core
 
@@ -247,31 +262,11 @@ gn_status* gn_comm_all_to_all(gn_comm* comm, gn_tensor* send, gn_tensor* recv, g
 }
 
 gn_status* gn_comm_send(gn_comm* comm, gn_tensor* buf, int32_t peer, int32_t tag, gn_stream* stream) {
-  return guarded([&] {
-    const char* fn = "gn_comm_send";
-    require_non_null(fn, {{"buf", buf}});
-    gn_comm& c = live(comm, fn);
-    gn_tensor_view b = comm_view(c, buf, fn, "buf");
-    check_peer(c, peer, fn, "peer");
-    if (peer == c.rank)
-      fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": peer " + std::to_string(peer) + " is this rank");
-    auto slot = need_slot(c, c.vt.send, fn, "send");
-    throw_if(slot(c.vt.ctx, c.native, &b, peer, tag, native_stream(c, stream, fn)));
-  });
+  return point_to_point(comm, buf, peer, tag, stream, true);
 }
 
 gn_status* gn_comm_recv(gn_comm* comm, gn_tensor* buf, int32_t peer, int32_t tag, gn_stream* stream) {
-  return guarded([&] {
-    const char* fn = "gn_comm_recv";
-    require_non_null(fn, {{"buf", buf}});
-    gn_comm& c = live(comm, fn);
-    gn_tensor_view b = comm_view(c, buf, fn, "buf");
-    check_peer(c, peer, fn, "peer");
-    if (peer == c.rank)
-      fail(GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": peer " + std::to_string(peer) + " is this rank");
-    auto slot = need_slot(c, c.vt.recv, fn, "recv");
-    throw_if(slot(c.vt.ctx, c.native, &b, peer, tag, native_stream(c, stream, fn)));
-  });
+  return point_to_point(comm, buf, peer, tag, stream, false);
 }
 
 gn_status* gn_comm_barrier(gn_comm* comm, gn_stream* stream) {

@@ -123,25 +123,25 @@ constexpr size_t kCommVtableSizeV1_0 = GN_STRUCT_END(gn_comm_vtable, barrier);
 
 // Copy a plugin's struct honouring its struct_size: an older (shorter) struct
 // leaves the newer fields zeroed, a newer (longer) one is read only as far as
-// this host knows.  Sizes below the minor-0 size are refused.
+// this host knows.  A NULL src (`what`, e.g. "schema") and sizes below the
+// minor-0 size of `type` are refused through reject, naming `fn`.
 template <class T>
-bool copy_sized(const T* src, size_t v1_0_size, T* dst) {
-  if (src->struct_size < v1_0_size) return false;
-  *dst = T{};
-  std::memcpy(static_cast<void*>(dst), src, std::min(src->struct_size, sizeof(T)));
-  dst->struct_size = sizeof(T);
-  return true;
+T copy_sized(Staging* s, const T* src, size_t v1_0_size, const char* fn, const char* what, const char* type) {
+  if (!src) throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, std::string(fn) + ": " + what + " is NULL"));
+  if (src->struct_size < v1_0_size)
+    throw_if(reject(s, GN_ERR_INVALID_ARGUMENT,
+                    std::string(fn) + ": " + type + ".struct_size is " + std::to_string(src->struct_size) +
+                        ", the smallest valid size (ABI 1.0) is " + std::to_string(v1_0_size)));
+  T dst{};
+  std::memcpy(static_cast<void*>(&dst), src, std::min(src->struct_size, sizeof(T)));
+  dst.struct_size = sizeof(T);
+  return dst;
 }
 
 gn_status* host_register_op(void* host_ctx, const gn_op_schema* plugin_schema) {
   return guarded([&] {
     Staging* s = staging_of(host_ctx, "register_op");
-    if (!plugin_schema) throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_op: schema is NULL"));
-    gn_op_schema copy;
-    if (!copy_sized(plugin_schema, kOpSchemaSizeV1_0, &copy))
-      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT,
-                      "register_op: gn_op_schema.struct_size is " + std::to_string(plugin_schema->struct_size) +
-                          ", the smallest valid size (ABI 1.0) is " + std::to_string(kOpSchemaSizeV1_0)));
+    const gn_op_schema copy = copy_sized(s, plugin_schema, kOpSchemaSizeV1_0, "register_op", "schema", "gn_op_schema");
     const gn_op_schema* schema = &copy;
     if (!schema->name || !*schema->name || !schema->infer)
       throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_op: schema needs a name and an infer function"));
@@ -175,12 +175,7 @@ gn_status* host_register_op(void* host_ctx, const gn_op_schema* plugin_schema) {
 gn_status* host_register_kernel(void* host_ctx, const gn_kernel_desc* desc) {
   return guarded([&] {
     Staging* s = staging_of(host_ctx, "register_kernel");
-    if (!desc) throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_kernel: kernel is NULL"));
-    gn_kernel_desc copy;
-    if (!copy_sized(desc, kKernelDescSizeV1_0, &copy))
-      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT,
-                      "register_kernel: gn_kernel_desc.struct_size is " + std::to_string(desc->struct_size) +
-                          ", the smallest valid size (ABI 1.0) is " + std::to_string(kKernelDescSizeV1_0)));
+    const gn_kernel_desc copy = copy_sized(s, desc, kKernelDescSizeV1_0, "register_kernel", "kernel", "gn_kernel_desc");
     const gn_kernel_desc* k = &copy;
     if (!k->op || !k->device_type || !k->fn)
       throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_kernel: needs op, device_type and fn"));
@@ -201,12 +196,7 @@ gn_status* host_register_kernel(void* host_ctx, const gn_kernel_desc* desc) {
 gn_status* host_register_comm(void* host_ctx, const gn_comm_vtable* c) {
   return guarded([&] {
     Staging* s = staging_of(host_ctx, "register_comm");
-    if (!c) throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_comm: vtable is NULL"));
-    gn_comm_vtable copy;
-    if (!copy_sized(c, kCommVtableSizeV1_0, &copy))
-      throw_if(reject(s, GN_ERR_INVALID_ARGUMENT,
-                      "register_comm: gn_comm_vtable.struct_size is " + std::to_string(c->struct_size) +
-                          ", the smallest valid size (ABI 1.0) is " + std::to_string(kCommVtableSizeV1_0)));
+    const gn_comm_vtable copy = copy_sized(s, c, kCommVtableSizeV1_0, "register_comm", "vtable", "gn_comm_vtable");
     if (!copy.name || !*copy.name) throw_if(reject(s, GN_ERR_INVALID_ARGUMENT, "register_comm: needs a name"));
     s->comms.push_back(copy);
   });

@@ -250,6 +250,27 @@ static void check_backends(gn_runtime* rt) {
   }
 }
 
+namespace {
+
+// gn_device_properties and gn_memory_stats_get: a T filled by the device's `query`
+// slot (left zeroed without one), copied into *out as far as out->struct_size
+// reaches (0: all of it).  `required` are the pointer arguments checked first.
+template <class T, class Query>
+gn_status* query_sized(gn_runtime* rt, gn_device dev, T* out, const char* fn,
+                       std::initializer_list<std::pair<const char*, const void*>> required,
+                       Query gn_device_vtable::*query) {
+  return guarded([&] {
+    require_non_null(fn, required);
+    DeviceType& dt = device_type_of(rt, dev, fn);
+    T v{};
+    v.struct_size = sizeof(v);
+    if (dt.vt->*query) throw_if((dt.vt->*query)(dt.vt->ctx, dev.index, &v));
+    std::memcpy(out, &v, std::min(out->struct_size ? out->struct_size : sizeof(v), sizeof(v)));
+  });
+}
+
+}  // namespace
+
 }  // namespace genesis::core
 
 using namespace genesis::core;
@@ -466,14 +487,7 @@ int32_t gn_device_count(const gn_runtime* rt, const char* type_name) {
 }
 
 gn_status* gn_device_properties(gn_runtime* rt, gn_device dev, gn_device_props* out) {
-  return guarded([&] {
-    require_non_null("gn_device_properties", {{"rt", rt}, {"out", out}});
-    DeviceType& dt = device_type_of(rt, dev, "gn_device_properties");
-    gn_device_props p{};
-    p.struct_size = sizeof(p);
-    if (dt.vt->device_props) throw_if(dt.vt->device_props(dt.vt->ctx, dev.index, &p));
-    std::memcpy(out, &p, std::min(out->struct_size ? out->struct_size : sizeof(p), sizeof(p)));
-  });
+  return query_sized(rt, dev, out, "gn_device_properties", {{"rt", rt}, {"out", out}}, &gn_device_vtable::device_props);
 }
 
 gn_status* gn_device_synchronize(gn_runtime* rt, gn_device dev) {
@@ -484,14 +498,7 @@ gn_status* gn_device_synchronize(gn_runtime* rt, gn_device dev) {
 }
 
 gn_status* gn_memory_stats_get(gn_runtime* rt, gn_device dev, gn_memory_stats* out) {
-  return guarded([&] {
-    require_non_null("gn_memory_stats_get", {{"out", out}});
-    DeviceType& dt = device_type_of(rt, dev, "gn_memory_stats_get");
-    gn_memory_stats s{};
-    s.struct_size = sizeof(s);
-    if (dt.vt->memory_stats) throw_if(dt.vt->memory_stats(dt.vt->ctx, dev.index, &s));
-    std::memcpy(out, &s, std::min(out->struct_size ? out->struct_size : sizeof(s), sizeof(s)));
-  });
+  return query_sized(rt, dev, out, "gn_memory_stats_get", {{"out", out}}, &gn_device_vtable::memory_stats);
 }
 
 gn_status* gn_memory_empty_cache(gn_runtime* rt, gn_device dev) {

@@ -15,19 +15,27 @@ Fn need(Fn fn, const DeviceType& dt, const char* what) {
   return fn;
 }
 
+// gn_stream_create and gn_event_create: a native handle from the device's `create`
+// slot (`what` names the feature in errors), wrapped as a new H.
+template <class H, class Create>
+gn_status* create_handle(gn_runtime* rt, gn_device dev, H** out, const char* fn, Create gn_device_vtable::*create,
+                         const char* what, uint32_t magic) {
+  return guarded([&] {
+    require_non_null(fn, {{"out", out}});
+    check_runtime_arg(rt, fn);
+    DeviceType& dt = device_type_of(rt, dev, fn);
+    void* native = nullptr;
+    throw_if(need(dt.vt->*create, dt, what)(dt.vt->ctx, dev.index, &native));
+    *out = new H{magic, rt, dev, native};
+  });
+}
+
 }  // namespace
 
 extern "C" {
 
 gn_status* gn_stream_create(gn_runtime* rt, gn_device dev, gn_stream** out) {
-  return guarded([&] {
-    require_non_null("gn_stream_create", {{"out", out}});
-    check_runtime_arg(rt, "gn_stream_create");
-    DeviceType& dt = device_type_of(rt, dev, "gn_stream_create");
-    void* native = nullptr;
-    throw_if(need(dt.vt->stream_create, dt, "streams")(dt.vt->ctx, dev.index, &native));
-    *out = new gn_stream{kStreamMagic, rt, dev, native};
-  });
+  return create_handle(rt, dev, out, "gn_stream_create", &gn_device_vtable::stream_create, "streams", kStreamMagic);
 }
 
 gn_status* gn_stream_destroy(gn_stream* s) {
@@ -77,14 +85,7 @@ gn_stream* gn_stream_get_current(gn_runtime* rt, gn_device dev) {
 void* gn_stream_native(const gn_stream* s) { return s ? s->native : nullptr; }
 
 gn_status* gn_event_create(gn_runtime* rt, gn_device dev, gn_event** out) {
-  return guarded([&] {
-    require_non_null("gn_event_create", {{"out", out}});
-    check_runtime_arg(rt, "gn_event_create");
-    DeviceType& dt = device_type_of(rt, dev, "gn_event_create");
-    void* native = nullptr;
-    throw_if(need(dt.vt->event_create, dt, "events")(dt.vt->ctx, dev.index, &native));
-    *out = new gn_event{kEventMagic, rt, dev, native};
-  });
+  return create_handle(rt, dev, out, "gn_event_create", &gn_device_vtable::event_create, "events", kEventMagic);
 }
 
 gn_status* gn_event_destroy(gn_event* e) {
