@@ -272,41 +272,42 @@ def _result(work, async_op, finish=None):
     return None
 
 
+def _collective(what, group, async_op, start):
+    """start(pg)'s Work as _result gives it; None, starting nothing, on a rank outside the group."""
+    pg = _pg(group, what)
+    if pg is GroupMember.NON_GROUP_MEMBER:
+        return None
+    return _result(start(pg), async_op)
+
+
 # ---- collectives
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """tensor = op over the ranks' tensors, in place. AVG needs a floating dtype."""
-    pg = _pg(group, "all_reduce")
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        return None
-    return _result(_D.all_reduce(tensor, op, pg, async_op), async_op)
+    return _collective("all_reduce", group, async_op, lambda pg: _D.all_reduce(tensor, op, pg, async_op))
 
 
 def broadcast(tensor, src, group=None, async_op=False):
     """tensor = the tensor of global rank src, in place."""
-    pg = _pg(group, "broadcast")
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        return None
-    return _result(_D.broadcast(tensor, _group_rank(pg, src, "broadcast"), pg, async_op), async_op)
+    return _collective("broadcast", group, async_op,
+                       lambda pg: _D.broadcast(tensor, _group_rank(pg, src, "broadcast"), pg, async_op))
 
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     """tensor on global rank dst = op over the ranks' tensors (an all_reduce: the other ranks get
     the result too, which torch leaves unspecified)."""
-    pg = _pg(group, "reduce")
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        return None
-    _group_rank(pg, dst, "reduce")
-    return _result(_D.all_reduce(tensor, op, pg, async_op), async_op)
+    def start(pg):
+        _group_rank(pg, dst, "reduce")
+        return _D.all_reduce(tensor, op, pg, async_op)
+
+    return _collective("reduce", group, async_op, start)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """output_tensor (world * input numel elements, e.g. shape (world * n, ...)) = the ranks'
     input tensors, in rank order."""
-    pg = _pg(group, "all_gather_into_tensor")
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        return None
-    return _result(_D.all_gather_into_tensor(output_tensor, input_tensor, pg, async_op), async_op)
+    return _collective("all_gather_into_tensor", group, async_op,
+                       lambda pg: _D.all_gather_into_tensor(output_tensor, input_tensor, pg, async_op))
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
@@ -334,10 +335,8 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """output = chunk `rank` of op over the ranks' inputs (input has world * output numel elements)."""
-    pg = _pg(group, "reduce_scatter_tensor")
-    if pg is GroupMember.NON_GROUP_MEMBER:
-        return None
-    return _result(_D.reduce_scatter_tensor(output, input, op, pg, async_op), async_op)
+    return _collective("reduce_scatter_tensor", group, async_op,
+                       lambda pg: _D.reduce_scatter_tensor(output, input, op, pg, async_op))
 
 
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None, async_op=False):

@@ -73,17 +73,24 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     return _dropout(input, p, training, inplace, "batched" if input.dim() == 3 else "unbatched")
 
 
+def _warn_unusual_dim(spatial, n):
+    """torch 1.13's deprecation warning of dropout{spatial}d for an n-D input of neither (C, ...) nor (N, C, ...)."""
+    if n in (spatial + 1, spatial + 2):
+        return
+    name = f"dropout{spatial}d"
+    warnings.warn(f"{name}: Received a {n}-D input to {name}, which is deprecated and will result in an error in a "
+                  f"future release. To retain the behavior and silence this warning, please use dropout instead. "
+                  f"Note that {name} exists to provide channel-wise dropout on inputs with {spatial} spatial "
+                  f"dimensions, a channel dimension, and an optional batch dimension (i.e. {spatial + 1}D or "
+                  f"{spatial + 2}D inputs).")
+
+
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zeroes whole channels of (N, C, H, W) input with probability p in training; 3-D input is taken as (N, C, L),
     as torch 1.13 does (with its warning)."""
     _check_p(p)
     n = input.dim()
-    if n not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {n}-D input to dropout2d, which is deprecated and will result in an "
-                      "error in a future release. To retain the behavior and silence this warning, please use "
-                      "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
-                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
-                      "inputs).")
+    _warn_unusual_dim(2, n)
     if n == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
                       "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
@@ -97,12 +104,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p in training."""
     _check_p(p)
     n = input.dim()
-    if n not in (4, 5):
-        warnings.warn(f"dropout3d: Received a {n}-D input to dropout3d, which is deprecated and will result in an "
-                      "error in a future release. To retain the behavior and silence this warning, please use "
-                      "dropout instead. Note that dropout3d exists to provide channel-wise dropout on inputs with 3 "
-                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 4D or 5D "
-                      "inputs).")
+    _warn_unusual_dim(3, n)
     return _dropout(input, p, training, inplace, "batched" if n == 5 else "unbatched")
 
 

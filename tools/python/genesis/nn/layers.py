@@ -151,28 +151,28 @@ class Sigmoid(Module):
         return F.sigmoid(x)
 
 
-class Softmax(Module):
+class _SoftmaxNd(Module):
+    """_fn(x, dim) as a module; dim None means the last dim."""
+
+    _fn = None
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = -1 if dim is None else dim
 
     def forward(self, x):
-        return F.softmax(x, self.dim)
+        return type(self)._fn(x, self.dim)
 
     def extra_repr(self):
         return f"dim={self.dim}"
 
 
-class LogSoftmax(Module):
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim = -1 if dim is None else dim
+class Softmax(_SoftmaxNd):
+    _fn = staticmethod(F.softmax)
 
-    def forward(self, x):
-        return F.log_softmax(x, self.dim)
 
-    def extra_repr(self):
-        return f"dim={self.dim}"
+class LogSoftmax(_SoftmaxNd):
+    _fn = staticmethod(F.log_softmax)
 
 
 # ---------------------------------------------------------------- normalisation

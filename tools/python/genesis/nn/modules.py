@@ -80,6 +80,18 @@ def _decode_attr(v):
     return v.resolve() if isinstance(v, _BoundFunction) else v
 
 
+def _hook_grads(result, grads, hook_kind, what):
+    """The gradients a backward hook hands on: its result (a tensor, or a tuple or list as long as grads) or, for
+    None, grads unchanged."""
+    if result is None:
+        return grads
+    result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+    if len(result) != len(grads):
+        raise RuntimeError(f"{hook_kind} returned an invalid number of {what}, got {len(result)}, but expected "
+                           f"{len(grads)}")
+    return result
+
+
 class _BackwardHookState:
     """One call of a module with full backward hooks: its tensor inputs and outputs pass through identity autograd
     Functions, whose backwards see grad_output (outputs) and grad_input (inputs) and call the hooks, as torch's
@@ -122,13 +134,7 @@ class _BackwardHookState:
 
     def outputs_backward(self, grads):
         for hook in self._hooks("_backward_pre_hooks"):
-            result = hook(self.module, grads)
-            if result is not None:
-                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
-                if len(result) != len(grads):
-                    raise RuntimeError(f"Backward pre hook returned an invalid number of grad_output, got "
-                                       f"{len(result)}, but expected {len(grads)}")
-                grads = result
+            grads = _hook_grads(hook(self.module, grads), grads, "Backward pre hook", "grad_output")
         self.grad_outputs = grads
         if not self.positions:  # no input needs a gradient: the hooks run now, with grad_input all None
             grad_input = (None,) * self.n_args
@@ -145,13 +151,8 @@ class _BackwardHookState:
             grad_input[i] = g
         grad_input = tuple(grad_input)
         for hook in self._hooks("_backward_hooks"):
-            result = hook(self.module, grad_input, self.grad_outputs)
-            if result is not None:
-                result = tuple(result) if isinstance(result, (tuple, list)) else (result,)
-                if len(result) != len(grad_input):
-                    raise RuntimeError(f"Backward hook returned an invalid number of grad_input, got {len(result)}, "
-                                       f"but expected {len(grad_input)}")
-                grad_input = result
+            grad_input = _hook_grads(hook(self.module, grad_input, self.grad_outputs), grad_input, "Backward hook",
+                                     "grad_input")
         return tuple(grad_input[i] for i in self.positions)
 
 
