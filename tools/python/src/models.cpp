@@ -124,6 +124,35 @@ void bind_models(py::module_& m) {
           },
           py::arg("input_ids"))
       .def(
+          "forward_masked",
+          [](QwenForCausalLM& model, const Tensor& ids, const Tensor& mask) {
+            if (ids.dim() != 2)
+              throw Error(GN_ERR_SHAPE, "forward expects input_ids (B, T), got rank " + std::to_string(ids.dim()));
+            py::gil_scoped_release nogil;
+            return model.logits(model.hidden_states(ids, model.attention_context(ids.size(1), nullptr, mask)));
+          },
+          py::arg("input_ids"), py::arg("mask"),
+          "Logits of ids (B, T) under a (B, 1, T, T) bool keep-mask that holds the causal rule")
+      .def_property_readonly(
+          "generation_defaults",
+          [](const QwenForCausalLM& model) {
+            const models::QwenGenerationDefaults& g = model.generation_defaults;
+            auto opt = [](const auto& v) { return v ? py::cast(*v) : py::none(); };
+            py::dict d;
+            d["eos_token_id"] = g.eos_token_ids;
+            d["bos_token_id"] = g.bos_token_id < 0 ? py::none() : py::cast(g.bos_token_id);
+            d["pad_token_id"] = g.pad_token_id < 0 ? py::none() : py::cast(g.pad_token_id);
+            d["do_sample"] = opt(g.do_sample);
+            d["temperature"] = opt(g.temperature);
+            d["top_p"] = opt(g.top_p);
+            d["top_k"] = opt(g.top_k);
+            d["min_p"] = opt(g.min_p);
+            d["repetition_penalty"] = opt(g.repetition_penalty);
+            d["max_new_tokens"] = opt(g.max_new_tokens);
+            return d;
+          },
+          "generation_config.json's fields (None where the file does not set them)")
+      .def(
           "loss",
           [](QwenForCausalLM& model, const Tensor& ids, const Tensor& labels) {
             py::gil_scoped_release nogil;
@@ -197,6 +226,10 @@ void bind_models(py::module_& m) {
       .def_readonly("bos_token_id", &Tokenizer::bos_token_id)
       .def_readonly("pad_token_id", &Tokenizer::pad_token_id)
       .def_readonly("eos_token", &Tokenizer::eos_token)
+      .def_readonly("bos_token", &Tokenizer::bos_token)
+      .def_readonly("pad_token", &Tokenizer::pad_token)
+      .def("is_special", &Tokenizer::is_special, py::arg("id"))
+      .def("is_added", &Tokenizer::is_added, py::arg("id"))
       .def(
           "apply_chat_template",
           [](const Tokenizer& t, py::handle messages, bool add_generation_prompt, bool tokenize,
@@ -208,6 +241,15 @@ void bind_models(py::module_& m) {
           },
           py::arg("messages"), py::arg("add_generation_prompt") = true, py::arg("tokenize") = false,
           py::arg("enable_thinking") = py::none());
+
+  mm.def(
+      "render_chat_template",
+      [](const std::string& source, const std::string& context_json) {
+        ChatTemplate tmpl(source);
+        py::gil_scoped_release nogil;
+        return tmpl.render(context_json);
+      },
+      py::arg("source"), py::arg("context_json"), "Renders a chat template with a JSON object as its context");
 
   py::class_<StreamDecoder>(mm, "StreamDecoder", "Incremental decoding for streaming: put(id) returns whole characters")
       .def(py::init<const Tokenizer&, bool>(), py::arg("tokenizer"), py::arg("skip_special_tokens") = false,

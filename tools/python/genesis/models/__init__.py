@@ -1,22 +1,43 @@
 """genesis.models: the Qwen causal LMs (Qwen2, Qwen2.5, Qwen3 dense) as nn.Modules, their
-tokenizer, generation with a KV cache, and supervised fine-tuning.
+tokenizer, generation with a KV cache, and supervised fine-tuning, with Hugging Face transformers' API:
 
-    model = genesis.models.QwenForCausalLM.from_pretrained("Qwen2.5-0.5B-Instruct", device="cuda")
-    tok = genesis.models.Tokenizer.from_pretrained("Qwen2.5-0.5B-Instruct")
-    ids = tok.apply_chat_template([{"role": "user", "content": "Hi"}], tokenize=True)
-    out = model.generate([ids], max_new_tokens=32)
-    print(tok.decode(out[0]))
+    tok = genesis.models.AutoTokenizer.from_pretrained("Qwen2.5-0.5B-Instruct")
+    model = genesis.models.AutoModelForCausalLM.from_pretrained("Qwen2.5-0.5B-Instruct", dtype="auto", device="cuda")
+    ids = tok.apply_chat_template([{"role": "user", "content": "Hi"}], add_generation_prompt=True,
+                                  return_tensors="gn").to(model.device)
+    out = model.generate(ids, max_new_tokens=32, streamer=genesis.models.TextStreamer(tok, skip_prompt=True))
+    print(tok.decode(out[0, ids.shape[1]:], skip_special_tokens=True))
+
+QwenForCausalLM keeps genesis' own calling conventions (forward returns the logits or the loss; generate
+takes lists of ids and returns the new ids).
 """
 from genesis import _C
-from genesis._C.models import QwenConfig, StreamDecoder, Tokenizer, read_chat_jsonl, train_tokenizer  # noqa: F401
+from genesis._C.models import QwenConfig, read_chat_jsonl, train_tokenizer  # noqa: F401
+from genesis.models.modeling import (AutoModelForCausalLM, CausalLMOutputWithPast, GenerateDecoderOnlyOutput,  # noqa
+                                     GenerationConfig, ModelOutput, QwenPart, _as_dtype, _CausalLMBase,
+                                     _generation_config_of)
+from genesis.models.streamers import BaseStreamer, TextIteratorStreamer, TextStreamer  # noqa: F401
+from genesis.models.tokenization import AutoTokenizer, BatchEncoding, Tokenizer, check_folder  # noqa: F401
 from genesis.nn.modules import CppLayer
+
+
+class StreamDecoder(_C.models.StreamDecoder):
+    """Incremental decoding for streaming: put(id) returns whole characters, flush() the rest."""
+
+    def __init__(self, tokenizer, skip_special_tokens=False):
+        super().__init__(getattr(tokenizer, "_impl", tokenizer), skip_special_tokens)
 
 
 class QwenForCausalLM(CppLayer):
     """The causal LM: parameters carry Hugging Face's names (model.layers.0.self_attn.q_proj.weight, ...)."""
 
+    _repr_prefix = ""
+
     def __init__(self, config, device=None, dtype=None, _impl=None):
         super().__init__(_impl if _impl is not None else _C.models.QwenForCausalLM(config, device, dtype))
+        eps = self._impl.config.rms_norm_eps
+        for name, child in self._impl.named_children():  # layers that print their sizes
+            self._modules[name] = QwenPart(child, self._repr_prefix, eps)
 
     @classmethod
     def from_pretrained(cls, path, device=None, dtype=None):
@@ -58,4 +79,32 @@ def train_sft(model, tokenizer, on_step=None, **options):
     SftOptions: epochs, max_steps, lr, batch_size, max_length, packing, autocast, ...).  Returns a dict
     with steps, losses, eval_loss, seconds, tokens_per_second, final_dir.  Ctrl-C interrupts."""
     impl = model._impl if isinstance(model, QwenForCausalLM) else model
-    return _C.models.train_sft(impl, tokenizer, on_step=on_step, **options)
+    return _C.models.train_sft(impl, getattr(tokenizer, "_impl", tokenizer), on_step=on_step, **options)
+
+
+class Qwen2ForCausalLM(_CausalLMBase, QwenForCausalLM):
+    """Qwen2 / Qwen2.5 with transformers' API: model(input_ids, attention_mask=, labels=) returns
+    CausalLMOutputWithPast (.logits, .loss) and generate(input_ids, ...) returns prompt + new ids."""
+
+    _repr_prefix = "Qwen2"
+
+    def __init__(self, config, device=None, dtype=None, _impl=None):
+        super().__init__(config, device=device, dtype=_as_dtype(dtype), _impl=_impl)
+        self.generation_config = _generation_config_of(self._impl)
+        self.name_or_path = ""
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, dtype=None, device=None, **kwargs):
+        """Loads a Hugging Face folder as AutoModelForCausalLM.from_pretrained does."""
+        model = AutoModelForCausalLM.from_pretrained(pretrained_model_name_or_path, dtype=dtype, device=device,
+                                                     **kwargs)
+        if type(model) is not cls:
+            raise ValueError(f"{pretrained_model_name_or_path!r} holds a {model.config.model_type} model, not "
+                             f"{cls.__name__} (use AutoModelForCausalLM)")
+        return model
+
+
+class Qwen3ForCausalLM(Qwen2ForCausalLM):
+    """Qwen3 (dense) with transformers' API (see Qwen2ForCausalLM)."""
+
+    _repr_prefix = "Qwen3"
