@@ -34,7 +34,9 @@ import re
 import struct
 import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "python"))
+from mlp_epochs import timed_epochs  # noqa: E402
 
 p = argparse.ArgumentParser()
 p.add_argument("build", nargs="?", default="build")
@@ -108,26 +110,9 @@ def torch_worker():
 
 
 def torch_epochs():
-    times = []
-    n, bs = images.shape[0], args.batch_size
-    nb = (n + bs - 1) // bs
-    for _ in range(args.epochs):
-        model.train()
-        t0 = time.perf_counter()
-        perm = torch.randperm(n, generator=gen)
-        loss_sum = torch.zeros(())
-        for b in range(nb):
-            idx = perm[b * bs:(b + 1) * bs]
-            x, y = images.index_select(0, idx), labels.index_select(0, idx)
-            opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            with torch.no_grad():
-                loss_sum += loss.detach() * y.shape[0]
-            if (b + 1) % max(1, nb // 5) == 0 or b + 1 == nb:  # the progress lines Genesis prints
-                loss_sum.item()
-        times.append(time.perf_counter() - t0)
+    # five host syncs per epoch: the progress lines Genesis prints
+    times, _ = timed_epochs(torch, F, model, opt, images, labels, args.batch_size, args.epochs,
+                            lambda n: torch.randperm(n, generator=gen), syncs_per_epoch=5)
     return times
 
 

@@ -15,14 +15,12 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import torch
 import torch.distributed as dist
-import transformers
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "llm"))
-from compare_train_hf import SHAPES  # noqa: E402  (the same shapes as the 1-GPU benchmark)
+from compare_train_hf import SHAPES, hf_model, timed_steps  # noqa: E402  (the 1-GPU benchmark's shapes and recipe)
 
 
 def main():
@@ -41,10 +39,7 @@ def main():
     dist.init_process_group("nccl", device_id=torch.device("cuda", local))
     rank, world = dist.get_rank(), dist.get_world_size()
 
-    cfg = dict(SHAPES[a.config])
-    cfg = transformers.AutoConfig.for_model(cfg.pop("model_type"), **cfg)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).cuda().train()
+    model = hf_model(a.config)
     ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local], bucket_cap_mb=25)
     if a.reduce_dtype:
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -52,19 +47,8 @@ def main():
         ddp.register_comm_hook(None, hook)
     opt = torch.optim.AdamW(ddp.parameters(), lr=1e-5)
     g = torch.Generator(device="cuda").manual_seed(1234 + rank)
-    ids = torch.randint(0, cfg.vocab_size, (a.warmup + a.steps, a.batch, a.seq), device="cuda", generator=g)
-    torch.cuda.reset_peak_memory_stats()
-    stamps = []
-    for i in range(a.warmup + a.steps):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = ddp(input_ids=ids[i], labels=ids[i]).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(ddp.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        loss.item()
-        stamps.append(time.perf_counter())
-    secs = stamps[-1] - stamps[a.warmup - 1]
+    ids = torch.randint(0, model.config.vocab_size, (a.warmup + a.steps, a.batch, a.seq), device="cuda", generator=g)
+    secs = timed_steps(ddp, opt, ids, a.warmup)
     if rank == 0:
         print(json.dumps({"framework": "pytorch-ddp", "config": a.config, "world_size": world, "batch": a.batch,
                           "reduce_dtype": a.reduce_dtype or "none",

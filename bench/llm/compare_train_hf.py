@@ -28,25 +28,36 @@ SHAPES = {  # the fields genesis' QwenConfig::preset uses
 }
 
 
-def hf(config, batch, seq, warmup, steps):
+def hf_model(config):
+    """HF transformers' model of a named shape: random weights (seed 0), float32, on the GPU, in training mode."""
     cfg = dict(SHAPES[config])
     cfg = transformers.AutoConfig.for_model(cfg.pop("model_type"), **cfg)
     torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).cuda().train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
-    ids = torch.randint(0, cfg.vocab_size, (warmup + steps, batch, seq), device="cuda")
+    return transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).cuda().train()
+
+
+def timed_steps(model, opt, ids, warmup):
+    """One training step of the recipe per batch of token ids (bf16 autocast, every position a target, clipping at
+    1.0, the loss read on the host); the seconds of the steps after the warmup ones. Peak memory counts from here."""
     torch.cuda.reset_peak_memory_stats()
     stamps = []
-    for i in range(warmup + steps):
+    for batch in ids:
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=ids[i], labels=ids[i]).loss
+            loss = model(input_ids=batch, labels=batch).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
         loss.item()
         stamps.append(time.perf_counter())
-    secs = stamps[-1] - stamps[warmup - 1]
+    return stamps[-1] - stamps[warmup - 1]
+
+
+def hf(config, batch, seq, warmup, steps):
+    model = hf_model(config)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    ids = torch.randint(0, model.config.vocab_size, (warmup + steps, batch, seq), device="cuda")
+    secs = timed_steps(model, opt, ids, warmup)
     return {"tokens_per_second": steps * batch * seq / secs, "step_ms": 1e3 * secs / steps,
             "peak_gb": torch.cuda.max_memory_allocated() / 1e9}
 

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+from mlp_epochs import timed_epochs
+
 p = argparse.ArgumentParser()
 p.add_argument("--threads", type=int, default=1)
 p.add_argument("--calls", type=int, default=200000)
@@ -110,26 +112,8 @@ def mlp_worker(framework):
 
     model = MLP()
     opt = fw.optim.Adam(model.parameters(), lr=1e-3)
-    n, bs = images.shape[0], args.batch_size
-    nb = (n + bs - 1) // bs
-    times = []
-    for _ in range(args.epochs):
-        model.train()
-        t0 = time.perf_counter()
-        perm = perm_fn(n)
-        loss_sum = fw.zeros(())
-        for b in range(nb):
-            idx = perm[b * bs:(b + 1) * bs]
-            x, y = images.index_select(0, idx), labels.index_select(0, idx)
-            opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            with fw.no_grad():
-                loss_sum += loss.detach() * y.shape[0]
-        loss_sum.item()
-        times.append(time.perf_counter() - t0)
-    print(json.dumps({"times": times, "loss": loss_sum.item() / n}))
+    times, loss_sum = timed_epochs(fw, F, model, opt, images, labels, args.batch_size, args.epochs, perm_fn)
+    print(json.dumps({"times": times, "loss": loss_sum.item() / images.shape[0]}))
 
 
 def run_worker(framework, blas_dir=""):

@@ -691,43 +691,39 @@ def test_normalization_errors_match_torch():
 
 # ---------------------------------------------------------------- containers
 
-class _GNet(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.plist = nn.ParameterList([nn.Parameter(genesis.randn(2, 3, dtype=genesis.float64)),
-                                       genesis.randn(3, dtype=genesis.float64)])
-        self.pdict = nn.ParameterDict({"b": genesis.randn(3, dtype=genesis.float64),
-                                       "a": nn.Parameter(genesis.randn(2, dtype=genesis.float64))})
-        self.unflat = nn.Unflatten(1, (3, 1))
+def _container_net(lib, make):
+    """The same net in genesis or torch (lib), parameters from make(shape): a ParameterList, a ParameterDict (keys
+    out of order) and an Unflatten."""
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.plist = lib.nn.ParameterList([lib.nn.Parameter(make((2, 3))), make((3,))])
+            self.pdict = lib.nn.ParameterDict({"b": make((3,)), "a": lib.nn.Parameter(make((2,)))})
+            self.unflat = lib.nn.Unflatten(1, (3, 1))
 
-    def forward(self, x):  # x (N, 2)
-        h = x.matmul(self.plist[0]) + self.plist[1] + self.pdict["b"]
-        return self.unflat(h * (self.pdict["a"].sum()))
+        def forward(self, x):  # x (N, 2)
+            h = x.matmul(self.plist[0]) + self.plist[1] + self.pdict["b"]
+            return self.unflat(h * (self.pdict["a"].sum()))
+    return Net()
 
 
-class _TNet(TNN.Module):
-    def __init__(self):
-        super().__init__()
-        self.plist = TNN.ParameterList([TNN.Parameter(torch.zeros(2, 3, dtype=torch.float64)),
-                                        torch.zeros(3, dtype=torch.float64)])
-        self.pdict = TNN.ParameterDict({"b": torch.zeros(3, dtype=torch.float64),
-                                        "a": TNN.Parameter(torch.zeros(2, dtype=torch.float64))})
-        self.unflat = TNN.Unflatten(1, (3, 1))
+def _gnet():
+    return _container_net(genesis, lambda shape: genesis.randn(*shape, dtype=genesis.float64))
 
-    def forward(self, x):
-        h = x.matmul(self.plist[0]) + self.plist[1] + self.pdict["b"]
-        return self.unflat(h * (self.pdict["a"].sum()))
+
+def _tnet():
+    return _container_net(torch, lambda shape: torch.zeros(*shape, dtype=torch.float64))
 
 
 def test_parameter_containers_register_with_torchs_names():
-    g, t = _GNet(), _TNet()
+    g, t = _gnet(), _tnet()
     assert list(g.state_dict()) == list(t.state_dict()) == ["plist.0", "plist.1", "pdict.a", "pdict.b"]
     assert [n for n, _ in g.named_parameters()] == [n for n, _ in t.named_parameters()]
     assert all(isinstance(p, nn.Parameter) for p in g.parameters()) and len(list(g.parameters())) == 4
     t.load_state_dict({k: to_torch(v) for k, v in g.state_dict().items()})
     gp, tp = list(g.parameters()), list(t.parameters())
     _check(g, t, [(np.random.randn(4, 2), True)], gp, tp)
-    g2 = _GNet()
+    g2 = _gnet()
     g2.load_state_dict({k: from_torch(v) for k, v in t.state_dict().items()})
     close(g2.plist[0], t.plist[0])
     assert repr(nn.Unflatten(1, (2, 3))) == repr(TNN.Unflatten(1, (2, 3)))

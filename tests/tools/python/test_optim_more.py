@@ -72,16 +72,9 @@ def _make(name, lib, params, kw):
     lr = kw.get("lr", getattr(torch.optim, name)([torch.zeros(1, requires_grad=True)]).defaults["lr"])
     return getattr(lib, name)([{"params": [params[0]]}, {"params": [params[1]], "lr": lr / 2}], **kw)
 
-
-@pytest.mark.parametrize("config", sorted(CONFIGS))
-def test_steps_match_torch_with_param_groups(config):
-    name, kw = CONFIGS[config]
-    raw, x = _problem()
-    gp = [from_torch(r, requires_grad=True) for r in raw]
-    tp = [r.clone().requires_grad_(True) for r in raw]
-    g_opt, t_opt = _make(name, optim, gp, kw), _make(name, torch.optim, tp, kw)
-    gx = from_torch(x)
-    for _ in range(STEPS):
+def _steps_match(g_opt, gp, gx, t_opt, tp, x, steps):
+    """Runs steps of both optimizers on the problem; genesis's parameters equal torch's after each."""
+    for _ in range(steps):
         g_opt.zero_grad()
         t_opt.zero_grad()
         _loss(gx, gp).backward()
@@ -90,6 +83,17 @@ def test_steps_match_torch_with_param_groups(config):
         t_opt.step()
         for g, t in zip(gp, tp):
             close(g, t, rtol=0, atol=1e-10)
+
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_steps_match_torch_with_param_groups(config):
+    name, kw = CONFIGS[config]
+    raw, x = _problem()
+    gp = [from_torch(r, requires_grad=True) for r in raw]
+    tp = [r.clone().requires_grad_(True) for r in raw]
+    g_opt, t_opt = _make(name, optim, gp, kw), _make(name, torch.optim, tp, kw)
+    _steps_match(g_opt, gp, from_torch(x), t_opt, tp, x, STEPS)
     # The state: same names and values as torch's.
     g_sd, t_sd = g_opt.state_dict(), t_opt.state_dict()
     for i in range(2):
@@ -160,15 +164,7 @@ def test_state_dict_from_torch_loads():
     gp = [from_torch(p.detach(), requires_grad=True) for p in tp]
     g_opt = optim.NAdam(gp, lr=0.01)
     g_opt.load_state_dict(g_sd)
-    for _ in range(2):
-        t_opt.zero_grad()
-        g_opt.zero_grad()
-        _loss(x, tp).backward()
-        _loss(gx, gp).backward()
-        t_opt.step()
-        g_opt.step()
-    for g, t in zip(gp, tp):
-        close(g, t, rtol=0, atol=1e-10)
+    _steps_match(g_opt, gp, gx, t_opt, tp, x, 2)
 
 
 def test_torch_group_flags():

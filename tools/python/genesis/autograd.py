@@ -489,6 +489,27 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
     return res if in_tuple else res[0][0]
 
 
+def _grad_of_pairs(pairs, wrt, create_graph):
+    """grad of the (output, grad_output) pairs with respect to wrt, unused ones None; all None for no pairs."""
+    if not pairs:
+        return (None,) * len(wrt)
+    return grad([p[0] for p in pairs], wrt, [p[1] for p in pairs], create_graph=create_graph, allow_unused=True)
+
+
+def _grad_of_differentiable(outputs, inputs, grad_outputs, create_graph):
+    """grad of the outputs that require grad (each with its grad_outputs entry) with respect to inputs."""
+    return _grad_of_pairs([(outputs[k], grad_outputs[k]) for k, o in enumerate(outputs) if o.requires_grad], inputs,
+                          create_graph)
+
+
+def _product_result(outputs, out_tuple, product, like, like_tuple, create_graph):
+    """(outputs, product) detached unless create_graph, product's None entries zeros like `like`'s, each unwrapped
+    where the function took or gave a single tensor."""
+    out = _detach(outputs, create_graph)
+    product = _detach(_fill(product, like), create_graph)
+    return (out if out_tuple else out[0]), (product if like_tuple else product[0])
+
+
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T J): the vector-Jacobian product."""
     in_tuple, inputs = _prepare(inputs, create_graph)
@@ -499,15 +520,8 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
                                "with a single element.")
         v = [None] * len(outputs)
     vs = list(_as_tuple(v))
-    diff = [k for k, o in enumerate(outputs) if o.requires_grad]
-    if diff:
-        gs = grad([outputs[k] for k in diff], inputs, [vs[k] for k in diff], create_graph=create_graph,
-                  allow_unused=True)
-    else:
-        gs = (None,) * len(inputs)
-    out = _detach(outputs, create_graph)
-    gs = _detach(_fill(gs, inputs), create_graph)
-    return (out if out_tuple else out[0]), (gs if in_tuple else gs[0])
+    gs = _grad_of_differentiable(outputs, inputs, vs, create_graph)
+    return _product_result(outputs, out_tuple, gs, inputs, in_tuple, create_graph)
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -521,17 +535,10 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         v = [_C.ones_like(x) for x in inputs]
     vs = list(_as_tuple(v))
     dummies = [_C.zeros_like(o).requires_grad_(True) for o in outputs]
-    diff = [k for k, o in enumerate(outputs) if o.requires_grad]
-    if diff:
-        gi = grad([outputs[k] for k in diff], inputs, [dummies[k] for k in diff], create_graph=True, allow_unused=True)
-        pairs = [(g, w) for g, w in zip(gi, vs) if g is not None and g.requires_grad]
-        jv = grad([p[0] for p in pairs], dummies, [p[1] for p in pairs], create_graph=create_graph,
-                  allow_unused=True) if pairs else (None,) * len(outputs)
-    else:
-        jv = (None,) * len(outputs)
-    out = _detach(outputs, create_graph)
-    jv = _detach(_fill(jv, outputs), create_graph)
-    return (out if out_tuple else out[0]), (jv if out_tuple else jv[0])
+    gi = _grad_of_differentiable(outputs, inputs, dummies, True)
+    pairs = [(g, w) for g, w in zip(gi, vs) if g is not None and g.requires_grad]
+    jv = _grad_of_pairs(pairs, dummies, create_graph)
+    return _product_result(outputs, out_tuple, jv, outputs, out_tuple, create_graph)
 
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
@@ -543,8 +550,7 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     vs = list(_as_tuple(v)) if v is not None else [_C.ones_like(x) for x in inputs]
     g1 = _fill(grad(outputs[0], inputs, create_graph=True, allow_unused=True), inputs)
     pairs = [(g, w) for g, w in zip(g1, vs) if g.requires_grad]
-    res = grad([p[0] for p in pairs], inputs, [p[1] for p in pairs], create_graph=create_graph,
-               allow_unused=True) if pairs else (None,) * len(inputs)
+    res = _grad_of_pairs(pairs, inputs, create_graph)
     res = _detach(_fill(res, inputs), create_graph)
     out = outputs[0] if create_graph else outputs[0].detach()
     return out, (res if in_tuple else res[0])

@@ -8,7 +8,6 @@ dilation * (kernel - 1) - padding (plus output_padding on the far side), with th
 channels swapped per group and its kernel flipped: the same sums torch forms, so gradients come from
 conv2d's.  Parameter shapes, names and initialisation are torch's, so state dicts load either way.
 """
-import math
 
 from genesis import _C
 from genesis.nn import init
@@ -255,12 +254,7 @@ class _ConvNd(Module):
 
     def reset_parameters(self):
         """kaiming_uniform_(a=sqrt(5)) weight, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) bias, as torch."""
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init._reset_weight_and_bias(self.weight, self.bias)
 
     def extra_repr(self):
         nd = self._nd

@@ -26,6 +26,16 @@ _C_TAIL = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+0
 _D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00, 1.0)
 
 
+def _reset_weight_and_bias(weight, bias):
+    """torch's default reset of Linear and the convolutions: kaiming_uniform_(a=sqrt(5)) weight and, when there is a
+    bias, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) bias (zeros for a weight of no elements)."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in = _calculate_fan_in_and_fan_out(weight)[0]
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)
+
+
 def _poly(coeffs, x):
     out = x * 0.0 + coeffs[0]
     for c in coeffs[1:]:

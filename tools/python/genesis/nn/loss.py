@@ -572,26 +572,29 @@ class GaussianNLLLoss(_Loss):
         return gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
 
 
-class CosineEmbeddingLoss(_Loss):
+class _PairMarginLoss(_Loss):
+    """_fn(input1, input2, target, margin) as a module."""
+
+    _fn = None
+
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return type(self)._fn(input1, input2, target, margin=self.margin, reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_PairMarginLoss):
     """cosine_embedding_loss(input1, input2, target, margin)."""
 
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
-
-    def forward(self, input1, input2, target):
-        return cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+    _fn = staticmethod(cosine_embedding_loss)
 
 
-class MarginRankingLoss(_Loss):
+class MarginRankingLoss(_PairMarginLoss):
     """margin_ranking_loss(input1, input2, target, margin)."""
 
-    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
-
-    def forward(self, input1, input2, target):
-        return margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+    _fn = staticmethod(margin_ranking_loss)
 
 
 class HingeEmbeddingLoss(_Loss):

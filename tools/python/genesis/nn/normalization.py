@@ -3,8 +3,8 @@
 import math
 
 from genesis import _C
-from genesis.nn.loss import _norm
 from genesis._grad_mode import no_grad as _no_grad
+from genesis.nn.loss import _norm
 from genesis.nn.modules import Module, Parameter
 
 
@@ -16,6 +16,24 @@ def _check_channel_vector(name, t, input, channels):
     if t is not None and (t.dim() != 1 or t.shape[0] != channels):
         raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, but got "
                            f"{name} of shape {list(t.shape)} and input of shape {list(input.shape)}")
+
+
+def _check_channel_sizes(c, **tensors):
+    """Each tensor given (None: absent) must hold c elements, one per channel."""
+    for name, t in tensors.items():
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+
+
+def _update_running(running, batch, momentum):
+    """running = (1 - momentum) * running + momentum * batch, in place (nothing when running is None)."""
+    if running is not None:
+        running.copy_(running * (1 - momentum) + batch.to(running.dtype) * momentum)
+
+
+def _running_stats(running_mean, running_var, stat_shape, dtype):
+    """The running statistics shaped to broadcast against the input, in its dtype."""
+    return running_mean.reshape(*stat_shape).to(dtype), running_var.reshape(*stat_shape).to(dtype)
 
 
 def _affine(y, weight, bias):
@@ -66,10 +84,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if use_input_stats and math.prod(shape[2:]) == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {shape}")
     c = shape[1]
-    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
-                    ("bias", bias)):
-        if t is not None and t.numel() != c:
-            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    _check_channel_sizes(c, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
     if not use_input_stats and (running_mean is None or running_var is None):
         raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
     dims = tuple(range(2, input.dim()))
@@ -80,15 +95,11 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         if running_mean is not None or running_var is not None:
             count = math.prod(shape[2:])
             with _no_grad():
-                if running_mean is not None:
-                    batch = mean.detach().reshape(shape[0], c).mean(0).to(running_mean.dtype)
-                    running_mean.copy_(running_mean * (1 - momentum) + batch * momentum)
-                if running_var is not None:
-                    batch = (var.detach() * (count / (count - 1))).reshape(shape[0], c).mean(0).to(running_var.dtype)
-                    running_var.copy_(running_var * (1 - momentum) + batch * momentum)
+                _update_running(running_mean, mean.detach().reshape(shape[0], c).mean(0), momentum)
+                _update_running(running_var, (var.detach() * (count / (count - 1))).reshape(shape[0], c).mean(0),
+                                momentum)
     else:
-        mean = running_mean.reshape(*stat_shape).to(input.dtype)
-        var = running_var.reshape(*stat_shape).to(input.dtype)
+        mean, var = _running_stats(running_mean, running_var, stat_shape, input.dtype)
     return _affine((input - mean) * (var + eps).rsqrt(), weight, bias)
 
 
@@ -99,10 +110,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     c = shape[1] if len(shape) > 1 else 1
     if training and math.prod(shape) // c == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {shape}")
-    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
-                    ("bias", bias)):
-        if t is not None and t.numel() != c:
-            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    _check_channel_sizes(c, running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean must be defined in evaluation mode")
     dims = (0,) + tuple(range(2, input.dim()))
@@ -112,15 +120,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         var = input.var(dims, unbiased=False, keepdim=True)
         count = math.prod(shape) // c
         with _no_grad():
-            if running_mean is not None:
-                running_mean.copy_(running_mean * (1 - momentum) + mean.detach().reshape(c).to(running_mean.dtype)
-                                   * momentum)
-            if running_var is not None:
-                unbiased = (var.detach() * (count / (count - 1))).reshape(c).to(running_var.dtype)
-                running_var.copy_(running_var * (1 - momentum) + unbiased * momentum)
+            _update_running(running_mean, mean.detach().reshape(c), momentum)
+            _update_running(running_var, (var.detach() * (count / (count - 1))).reshape(c), momentum)
     else:
-        mean = running_mean.reshape(*stat_shape).to(input.dtype)
-        var = running_var.reshape(*stat_shape).to(input.dtype)
+        mean, var = _running_stats(running_mean, running_var, stat_shape, input.dtype)
     return _affine((input - mean) * (var + eps).rsqrt(), weight, bias)
 
 
@@ -160,6 +163,16 @@ class LocalResponseNorm(Module):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
+def _affine_parameters(module, affine, channels, device, dtype):
+    """module.weight (ones) and module.bias (zeros), one per channel, when affine; both registered as None if not."""
+    if affine:
+        module.weight = Parameter(_C.ones(channels, **_factory(device, dtype)))
+        module.bias = Parameter(_C.zeros(channels, **_factory(device, dtype)))
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
 class GroupNorm(Module):
     """group_norm over num_groups groups of num_channels channels; weight 1 and bias 0 per channel (affine)."""
 
@@ -168,12 +181,7 @@ class GroupNorm(Module):
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(_C.ones(num_channels, **_factory(device, dtype)))
-            self.bias = Parameter(_C.zeros(num_channels, **_factory(device, dtype)))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, num_channels, device, dtype)
 
     def reset_parameters(self):
         if self.affine:
@@ -196,12 +204,7 @@ class _InstanceNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(_C.ones(num_features, **_factory(device, dtype)))
-            self.bias = Parameter(_C.zeros(num_features, **_factory(device, dtype)))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, num_features, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", _C.zeros(num_features, **_factory(device, dtype)))
             self.register_buffer("running_var", _C.ones(num_features, **_factory(device, dtype)))

@@ -48,6 +48,13 @@ def _rnn_step(mode, gi, h, c, w_hh, b_hh, w_hr):
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "GRU": 3, "LSTM": 4}
 
 
+def _reset_uniform(module):
+    """Every parameter of an RNN or cell U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as torch."""
+    stdv = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
+    for w in module.parameters():
+        init.uniform_(w, -stdv, stdv)
+
+
 class RNNBase(Module):
     """The multi-layer, optionally bidirectional recurrence shared by RNN, LSTM and GRU."""
 
@@ -98,9 +105,7 @@ class RNNBase(Module):
 
     def reset_parameters(self):
         """Every weight and bias U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as torch."""
-        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for w in self.parameters():
-            init.uniform_(w, -stdv, stdv)
+        _reset_uniform(self)
 
     def flatten_parameters(self):
         """Accepted for torch compatibility; the weights are used as they are."""
@@ -290,9 +295,7 @@ class RNNCellBase(Module):
 
     def reset_parameters(self):
         """Every weight and bias U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), as torch."""
-        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for w in self.parameters():
-            init.uniform_(w, -stdv, stdv)
+        _reset_uniform(self)
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
