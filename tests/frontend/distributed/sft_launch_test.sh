@@ -6,23 +6,8 @@
 # normaliser, so the losses of every step must agree (float32; only the order of the sums
 # differs).  Only rank 0 writes metrics, the checkpoint and the final folder, and the final model
 # loads in a single process.
-set -eu
-exe=$1
-dir=$2
-src=$3
-rm -rf "$dir"
-mkdir -p "$dir"
-cd "$dir"
-
-i=0
-: > chat.jsonl
-while [ $i -lt 120 ]; do
-  a=$((i * 7 % 50)); b=$((i * 13 % 50))
-  printf '{"messages": [{"role": "user", "content": "What is %d + %d?"}, {"role": "assistant", "content": "%d"}]}\n' \
-    $a $b $((a + b)) >> chat.jsonl
-  i=$((i + 1))
-done
-"$exe" -q train-tokenizer chat.jsonl --out tok --vocab-size 300 2> tok.log
+. "$3/tests/llm/train/sft_script_common.sh"
+sum_chat 120
 
 base="-q train-sft --config $src/examples/sft/tiny-qwen3.json --tokenizer tok --data chat.jsonl --device cpu
       --batch-size 4 --progress none --max-steps 6 --save-every 3 --lr 3e-3"

@@ -5,24 +5,8 @@
 # kill the checkpoint on disk must load and training must resume from it.  Then a negative
 # control: a checkpoint with one flipped byte is refused.  Then the main job's other commands
 # (the HF folder, eval-chat, a piped chat) on a short run.
-set -eu
-exe=$1
-dir=$2
-src=$3
-rm -rf "$dir"
-mkdir -p "$dir"
-cd "$dir"
-
-# A small chat task (sums of two numbers) and its tokenizer.
-i=0
-: > chat.jsonl
-while [ $i -lt 300 ]; do
-  a=$((i * 7 % 50)); b=$((i * 13 % 50))
-  printf '{"messages": [{"role": "user", "content": "What is %d + %d?"}, {"role": "assistant", "content": "%d"}]}\n' \
-    $a $b $((a + b)) >> chat.jsonl
-  i=$((i + 1))
-done
-"$exe" -q train-tokenizer chat.jsonl --out tok --vocab-size 300 2> tok.log
+. "$3/tests/llm/train/sft_script_common.sh"
+sum_chat 300
 
 base="-q train-sft --config $src/examples/sft/tiny-qwen3.json --tokenizer tok --data chat.jsonl --device cpu
       --batch-size 8 --progress none"
