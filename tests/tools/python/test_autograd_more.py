@@ -565,6 +565,19 @@ def test_custom_function_double_backward_dirty_and_saved_version():
         assert kind is RuntimeError and "modified by an inplace operation" in msg
 
 
+def _doubling(lib, backward):
+    """A lib.autograd.Function whose forward doubles its input and whose backward(ctx, g) is backward(g)."""
+    class Doubling(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return backward(g)
+    return Doubling
+
+
 def test_custom_function_errors():
     class Wrong(genesis.autograd.Function):
         @staticmethod
@@ -579,17 +592,10 @@ def test_custom_function_errors():
                                                      "gradients (expected 2, got 1)")):
         Wrong.apply(a, a).sum().backward()
 
-    class BadShape(genesis.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            return a * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return genesis.ones(3, dtype=genesis.float64)
+    bad_shape = _doubling(genesis, lambda g: genesis.ones(3, dtype=genesis.float64))
     with pytest.raises(RuntimeError, match=re.escape("returned an invalid gradient at index 0 - got [3] but expected "
                                                      "shape compatible with [2]")):
-        BadShape.apply(a).sum().backward()
+        bad_shape.apply(a).sum().backward()
 
 
 # ------------------------------------------------------------------------------------------------ gradcheck
@@ -602,14 +608,7 @@ def test_gradcheck_and_gradgradcheck_pass_and_fail_like_torch():
     t = torch.randn(3, dtype=torch.float64, requires_grad=True)
     y = from_torch(t.detach(), requires_grad=True)
     for lib, inp in ((genesis, y), (torch, t)):
-        class Off(lib.autograd.Function):
-            @staticmethod
-            def forward(ctx, a):
-                return a * 2
-
-            @staticmethod
-            def backward(ctx, g):
-                return g * 2.5
-        assert lib.autograd.gradcheck(Off.apply, (inp,), raise_exception=False) is False
+        off = _doubling(lib, lambda g: g * 2.5)  # a wrong derivative
+        assert lib.autograd.gradcheck(off.apply, (inp,), raise_exception=False) is False
         with pytest.raises(RuntimeError, match="Jacobian mismatch for output 0 with respect to input 0"):
-            lib.autograd.gradcheck(Off.apply, (inp,))
+            lib.autograd.gradcheck(off.apply, (inp,))
