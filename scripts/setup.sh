@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the build needs (README "Dependencies").
-pkgs=(g++ cmake ninja-build ccache python3 libboost-dev nlohmann-json3-dev libcli11-dev
+pkgs=(g++ cmake ninja-build ccache python3 libboost-dev nlohmann-json3-dev libcli11-dev libedit-dev
       libgtest-dev libbenchmark-dev libdnnl-dev zlib1g-dev dataset-fashion-mnist binutils
       libpcre2-dev libutf8proc-dev pkg-config clang libclang-rt-14-dev libgloo-dev
       python3-dev pybind11-dev python3-numpy python3-pytest python3-torch python3-venv)

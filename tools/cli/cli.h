@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "genesis/genesis.h"
+#include "genesis/models/qwen.hpp"
 #include "genesis/tensor.hpp"
 
 namespace CLI {
 class App;
+class Option;
 }  // namespace CLI
 
 namespace genesis::cli {
@@ -115,8 +117,31 @@ struct DeviceFlags {
 inline constexpr const char* kDeviceHelp =
     "device (default: cuda when available, else cpu; under genesis launch cuda is cuda:$LOCAL_RANK)";
 
-// Adds --device (help device_help) and, when dtype_help is given, --dtype to cmd.
+// The dtype names every command takes (--dtype, --autocast), in any letter case.
+inline constexpr const char* kDtypeNames = "float32 (fp32, f32, float), bfloat16 (bf16) or float16 (fp16, f16, half)";
+
+// The floating dtype a name of kDtypeNames means (any case); nullopt for anything else.
+std::optional<DType> float_dtype_from_name(std::string name);
+
+// Adds --device (help device_help) and, when dtype_help is given, --dtype to cmd; --dtype is
+// checked while parsing (kDtypeNames) and kept as the dtype's full name (float16, ...).
 void add_device_options(CLI::App& cmd, DeviceFlags& f, const char* device_help, const char* dtype_help = nullptr);
+
+// Adds --autocast: none, or bfloat16 / float16 in any spelling of kDtypeNames; stored as "" (none),
+// "bf16" or "fp16".
+void add_autocast_option(CLI::App& cmd, std::string& autocast, const char* help);
+
+// Requires an option's value to be an existing folder ("folder 'x' does not exist").
+CLI::Option* existing_folder(CLI::Option* opt);
+
+// The help of --config everywhere it is taken.
+inline constexpr const char* kConfigHelp =
+    "a config.json file, a model folder holding one, or a named shape (qwen2.5-0.5b, "
+    "qwen2.5-1.5b, qwen3-0.6b, ...)";
+
+// The shape --config names: a config.json file, a folder holding config.json, or a preset name;
+// an Error saying which of them was tried for anything else.
+models::QwenConfig config_from_name_or_file(const std::string& what);
 
 // The device --device names, else `fallback` ("": cuda when available, else cpu).  Under
 // `genesis launch` (LOCAL_RANK set), "cuda" is this rank's GPU: cuda:$LOCAL_RANK.  Needs

@@ -2,13 +2,21 @@
 // Face folders (or a named config shape with random weights) on the C++ frontend.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#ifdef GENESIS_CLI_LINE_EDITING
+#include <editline/readline.h>
+#endif
 
 #include "cli.h"
 #include "genesis/chat_template.hpp"
@@ -40,6 +48,7 @@ struct LlmState {
   // generate
   std::string prompt, prompt_ids, system;
   bool print_ids = false, use_chat_template = false;
+  CLI::Option* prompt_opt = nullptr;  // --prompt given (an empty text is still given)
   // chat
   bool no_thinking = false, thinking = false;
   // bench
@@ -60,10 +69,16 @@ void add_sampling_options(CLI::App& c, LlmState& s) {
   c.add_option("--max-new-tokens", s.max_new_tokens, "new tokens at most")->check(CLI::NonNegativeNumber);
   c.add_option("--temperature", s.temperature, "0 = greedy (default: generation_config.json, else greedy)")
       ->check(CLI::NonNegativeNumber);
-  c.add_option("--top-k", s.top_k, "keep the k most likely tokens (0 = off)")->check(CLI::NonNegativeNumber);
-  c.add_option("--top-p", s.top_p, "nucleus sampling mass in (0, 1]")->check(CLI::Range(0.0, 1.0));
-  c.add_option("--min-p", s.min_p, "drop tokens below min-p times the top probability")->check(CLI::Range(0.0, 1.0));
-  c.add_option("--repetition-penalty", s.repetition_penalty, "> 1 discourages repeats")->check(CLI::PositiveNumber);
+  c.add_option("--top-k", s.top_k, "keep the k most likely tokens, 0 = off (default: generation_config.json, else 0)")
+      ->check(CLI::NonNegativeNumber);
+  c.add_option("--top-p", s.top_p, "nucleus sampling mass in (0, 1] (default: generation_config.json, else 1)")
+      ->check(CLI::Range(0.0, 1.0));
+  c.add_option("--min-p", s.min_p,
+               "drop tokens below min-p times the top probability (default: generation_config.json, else 0)")
+      ->check(CLI::Range(0.0, 1.0));
+  c.add_option("--repetition-penalty", s.repetition_penalty,
+               "> 1 discourages repeats (default: generation_config.json, else 1)")
+      ->check(CLI::PositiveNumber);
   c.add_option("--seed", s.seed, "sampling seed (same seed, same tokens)");
   c.add_option("--stop", s.stop_strings, "stop when this text appears (repeatable)");
   c.add_option("--stop-id", s.stop_ids, "stop at this token id (repeatable)");
@@ -136,12 +151,37 @@ std::vector<int64_t> parse_ids(const std::string& text) {
 }
 
 void print_stats(const M::GenerationResult& r) {
+  std::fflush(stdout);  // the text first: the stats go to stderr, on a line of their own
   const double pre = r.prefill_seconds > 0 ? static_cast<double>(r.prompt_tokens) / r.prefill_seconds : 0;
-  const int64_t steps_tokens = r.generated_tokens - static_cast<int64_t>(r.tokens.size());
+  if (r.generated_tokens == 0) {
+    std::fprintf(stderr, "prompt %lld tokens; no new tokens generated\n", static_cast<long long>(r.prompt_tokens));
+    return;
+  }
+  // The first new token of each row comes out of the prefill; the decode steps make the rest.
+  const int64_t steps_tokens = std::max<int64_t>(0, r.generated_tokens - static_cast<int64_t>(r.tokens.size()));
   const double dec = r.decode_seconds > 0 ? static_cast<double>(steps_tokens) / r.decode_seconds : 0;
   std::fprintf(stderr, "prefill %lld tokens in %.3f s (%.1f tok/s); decode %lld tokens in %.3f s (%.1f tok/s%s)\n",
                static_cast<long long>(r.prompt_tokens), r.prefill_seconds, pre, static_cast<long long>(steps_tokens),
                r.decode_seconds, dec, r.used_cuda_graph ? ", CUDA graph" : "");
+}
+
+// Warns when a prompt and its new tokens do not fit the model's context (max_position_embeddings).
+void check_context(const M::QwenForCausalLM& m, size_t prompt_tokens, int64_t max_new_tokens) {
+  const int64_t ctx = m.config.max_position_embeddings, n = static_cast<int64_t>(prompt_tokens);
+  if (n + max_new_tokens <= ctx) return;
+  std::fprintf(stderr,
+               "warning: the prompt (%lld tokens) and --max-new-tokens %lld exceed the model's context of %lld "
+               "tokens (max_position_embeddings): positions past it were never trained\n",
+               static_cast<long long>(n), static_cast<long long>(max_new_tokens), static_cast<long long>(ctx));
+}
+
+// Prompt ids must name tokens of the model's vocabulary.
+void check_ids(const M::QwenForCausalLM& m, const std::vector<int64_t>& ids) {
+  for (int64_t id : ids)
+    if (id >= m.config.vocab_size)
+      throw Error(GN_ERR_INVALID_ARGUMENT, "--prompt-ids: token id " + std::to_string(id) +
+                                               " is out of range: the model's vocabulary has ids 0 to " +
+                                               std::to_string(m.config.vocab_size - 1));
 }
 
 // Adds the tokenizer's end-of-turn tokens (<|im_end|>, <|endoftext|>, its eos) to the stop ids.
@@ -155,17 +195,27 @@ int run_generate(const GlobalOptions& go, LlmState& s) {
   init_frontend(go);
   const Device d = pick_device(s.dev);
   const bool has_tok = exists(s.model_dir + "/tokenizer.json");
-  if (s.prompt.empty() == s.prompt_ids.empty())
+  const bool has_prompt = s.prompt_opt && s.prompt_opt->count() > 0;
+  if (has_prompt == !s.prompt_ids.empty())
     throw Error(GN_ERR_INVALID_ARGUMENT, "give exactly one of --prompt TEXT and --prompt-ids 1,2,3");
-  if (!s.prompt.empty() && !has_tok)
-    throw Error(GN_ERR_NOT_FOUND, s.model_dir + " has no tokenizer.json: use --prompt-ids");
+  if (has_prompt && s.prompt.empty() && !s.use_chat_template)
+    throw Error(GN_ERR_INVALID_ARGUMENT,
+                "--prompt is empty: give some text to continue (with --chat an empty user message is sent)");
+  if (has_prompt && !has_tok) throw Error(GN_ERR_NOT_FOUND, s.model_dir + " has no tokenizer.json: use --prompt-ids");
   std::optional<Tokenizer> tok;
   if (has_tok) tok = Tokenizer::from_pretrained(s.model_dir);
+  if (has_prompt && !s.use_chat_template && !tok->chat_template().empty() && !go.quiet)
+    std::fprintf(stderr,
+                 "note: %s has a chat template (an instruct model): --chat sends the prompt through it as a user "
+                 "message; without --chat the text is continued as it is\n",
+                 s.model_dir.c_str());
   auto model = load_model(s, d);
   M::GenerationConfig g = sampling(s, *model);
   std::vector<int64_t> prompt;
   if (!s.prompt_ids.empty()) {
     prompt = parse_ids(s.prompt_ids);
+    if (prompt.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "--prompt-ids holds no token id");
+    check_ids(*model, prompt);
   } else if (s.use_chat_template) {
     if (tok->chat_template().empty()) throw Error(GN_ERR_NOT_FOUND, "the tokenizer has no chat_template");
     std::vector<ChatMessage> msgs;
@@ -175,6 +225,7 @@ int run_generate(const GlobalOptions& go, LlmState& s) {
   } else {
     prompt = tok->encode(s.prompt, false);
   }
+  check_context(*model, prompt.size(), g.max_new_tokens);
   if (tok) {
     if (!s.ignore_eos) add_tokenizer_stops(*tok, g);
     g.decode = [&](const std::vector<int64_t>& ids) { return tok->decode(ids); };
@@ -199,6 +250,102 @@ int run_generate(const GlobalOptions& go, LlmState& s) {
   return 0;
 }
 
+// Reads the chat's lines: with line editing and history (libedit) when both ends are a
+// terminal and the tool was built with it, else plain lines from standard input.
+class LineReader {
+ public:
+  LineReader() {
+#ifdef GENESIS_CLI_LINE_EDITING
+    editing_ = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+    if (!editing_) return;
+    if (const char* f = std::getenv("GENESIS_CHAT_HISTORY"))
+      history_ = f;
+    else if (const char* home = std::getenv("HOME"))
+      history_ = std::string(home) + "/.genesis_chat_history";
+    using_history();
+    stifle_history(1000);
+    if (!history_.empty()) read_history(history_.c_str());
+#endif
+  }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+  ~LineReader() {
+#ifdef GENESIS_CLI_LINE_EDITING
+    if (editing_ && !history_.empty()) write_history(history_.c_str());
+#endif
+  }
+
+  // Shows `prompt` and reads a line; false at the end of the input.
+  bool read(const char* prompt, std::string& line) {
+#ifdef GENESIS_CLI_LINE_EDITING
+    if (editing_) {
+      std::fflush(stdout);
+      char* got = readline(prompt);
+      if (!got) return false;
+      line = got;
+      std::free(got);
+      if (!line.empty()) add_history(line.c_str());
+      return true;
+    }
+#endif
+    std::fputs(prompt, stdout);
+    std::fflush(stdout);
+    if (!std::getline(std::cin, line)) return false;
+    if (!isatty(STDIN_FILENO)) std::printf("%s\n", line.c_str());  // piped input: show what was asked
+    return true;
+  }
+
+ private:
+  bool editing_ = false;
+  std::string history_;
+};
+
+constexpr const char* kChatHelp =
+    "/help           this list\n"
+    "/system TEXT    set the system prompt (and start over); /system alone removes it\n"
+    "/save FILE      write the conversation as JSON ({\"messages\": [{\"role\", \"content\"}, ...]})\n"
+    "/load FILE      continue a conversation saved by /save (or a JSON list of messages)\n"
+    "/clear          start over (/reset too)\n"
+    "/exit           quit (/quit, or the end of the input)\n"
+    "//TEXT          send a line that starts with '/'\n";
+
+// The messages of a JSON conversation: {"messages": [...]} or a bare list of {"role", "content"}.
+std::vector<ChatMessage> read_conversation(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(GN_ERR_IO, "cannot open " + path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const std::exception& e) {
+    throw Error(GN_ERR_INVALID_ARGUMENT, path + " is not JSON: " + e.what());
+  }
+  if (j.is_object() && j.contains("messages")) j = j["messages"];
+  if (!j.is_array())
+    throw Error(GN_ERR_INVALID_ARGUMENT, path + ": expected {\"messages\": [...]} or a list of messages");
+  std::vector<ChatMessage> msgs;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const nlohmann::json& m = j[i];
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+        !m["content"].is_string())
+      throw Error(GN_ERR_INVALID_ARGUMENT,
+                  path + ": message " + std::to_string(i) + " needs a string \"role\" and a string \"content\"");
+    const std::string role = m["role"].get<std::string>();
+    if (role != "system" && role != "user" && role != "assistant")
+      throw Error(GN_ERR_INVALID_ARGUMENT,
+                  path + ": message " + std::to_string(i) + " has role '" + role + "' (system, user or assistant)");
+    msgs.push_back({role, m["content"].get<std::string>()});
+  }
+  return msgs;
+}
+
+void write_conversation(const std::string& path, const std::vector<ChatMessage>& msgs) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const ChatMessage& m : msgs) list.push_back({{"role", m.role}, {"content", m.content}});
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << nlohmann::json{{"messages", list}}.dump(2) << "\n";
+  if (!f.flush()) throw Error(GN_ERR_IO, "cannot write " + path);
+}
+
 int run_chat(const GlobalOptions& go, LlmState& s) {
   init_frontend(go);
   const Device d = pick_device(s.dev);
@@ -218,22 +365,56 @@ int run_chat(const GlobalOptions& go, LlmState& s) {
     if (!s.system.empty()) msgs.push_back({"system", s.system});
   };
   reset();
-  std::fprintf(stderr, "chat with %s: /reset starts over, /exit (or end of input) quits\n", s.model_dir.c_str());
+  std::fprintf(stderr, "chat with %s: /help lists the commands, /exit (or end of input) quits\n", s.model_dir.c_str());
+  LineReader reader;
   std::string line;
   while (true) {
-    std::fputs("\n>>> ", stdout);
-    std::fflush(stdout);
-    if (!std::getline(std::cin, line)) break;
-    if (!isatty(STDIN_FILENO)) std::printf("%s\n", line.c_str());  // piped input: show what was asked
-    if (line == "/exit" || line == "/quit") break;
-    if (line == "/reset") {
-      reset();
-      std::fputs("(conversation cleared)\n", stdout);
+    std::fputs("\n", stdout);
+    if (!reader.read(">>> ", line)) break;
+    // "/word rest": a command; "//text" sends "/text".
+    const std::string word = line.substr(0, line.find(' '));
+    const std::string arg = word.size() < line.size() ? line.substr(word.size() + 1) : "";
+    if (line.rfind("//", 0) == 0) {
+      line.erase(0, 1);
+    } else if (!line.empty() && line[0] == '/') {
+      if (word == "/exit" || word == "/quit") break;
+      if (word == "/help") {
+        std::fputs(kChatHelp, stdout);
+      } else if (word == "/reset" || word == "/clear") {
+        reset();
+        std::fputs("(conversation cleared)\n", stdout);
+      } else if (word == "/system") {
+        s.system = arg;
+        reset();
+        std::fputs(arg.empty() ? "(system prompt removed; conversation cleared)\n"
+                               : "(system prompt set; conversation cleared)\n",
+                   stdout);
+      } else if (word == "/save" || word == "/load") {
+        if (arg.empty()) {
+          std::printf("(%s needs a file name)\n", word.c_str());
+          continue;
+        }
+        try {
+          if (word == "/save") {
+            write_conversation(arg, msgs);
+            std::printf("(saved %zu messages to %s)\n", msgs.size(), arg.c_str());
+          } else {
+            msgs = read_conversation(arg);
+            s.system = !msgs.empty() && msgs[0].role == "system" ? msgs[0].content : "";
+            std::printf("(loaded %zu messages from %s)\n", msgs.size(), arg.c_str());
+          }
+        } catch (const std::exception& e) {
+          std::printf("(%s failed: %s)\n", word.c_str(), e.what());
+        }
+      } else {
+        std::printf("(unknown command %s: /help lists them; //TEXT sends a line starting with '/')\n", word.c_str());
+      }
       continue;
     }
     if (line.empty()) continue;
     msgs.push_back({"user", line});
     const std::vector<int64_t> prompt = tok.encode(tmpl.apply(msgs, true, thinking), false);
+    check_context(*model, prompt.size(), g.max_new_tokens);
     StreamDecoder stream(tok, true);
     auto r = M::generate(*model, {prompt}, g, [&](size_t, int64_t id) {
       std::fputs(stream.put(id).c_str(), stdout);
@@ -242,6 +423,7 @@ int run_chat(const GlobalOptions& go, LlmState& s) {
     });
     std::fputs(stream.flush().c_str(), stdout);
     std::fputs("\n", stdout);
+    std::fflush(stdout);  // the reply ends its line before the stats (stderr) start theirs
     const double secs = r.prefill_seconds + r.decode_seconds;
     std::fprintf(stderr, "[%lld tokens, %.1f tok/s, prompt %lld tokens]\n", static_cast<long long>(r.generated_tokens),
                  secs > 0 ? static_cast<double>(r.generated_tokens) / secs : 0.0,
@@ -256,12 +438,26 @@ int run_bench_llm(const GlobalOptions& go, LlmState& s) {
   const Device d = pick_device(s.dev);
   std::unique_ptr<M::QwenForCausalLM> model;
   std::string what;
+  if (!s.model_dir.empty() && !s.config_name.empty())
+    throw Error(GN_ERR_INVALID_ARGUMENT, "give --model (trained weights) or --config (random weights), not both");
+  const int64_t ctx =
+      !s.model_dir.empty()
+          ? M::QwenConfig::from_file(s.model_dir + "/config.json").max_position_embeddings
+          : config_from_name_or_file(s.config_name.empty() ? "qwen2.5-0.5b" : s.config_name).max_position_embeddings;
+  // Positions past the context were never trained (and rotary tables end there): refuse, before loading.
+  if (s.prompt_len + s.new_tokens > ctx || s.prefill_len + 1 > ctx)
+    throw Error(
+        GN_ERR_INVALID_ARGUMENT,
+        "the model's context is " + std::to_string(ctx) + " tokens (max_position_embeddings), but --prompt-len " +
+            std::to_string(s.prompt_len) + " + --new-tokens " + std::to_string(s.new_tokens) + " = " +
+            std::to_string(s.prompt_len + s.new_tokens) + " and --prefill-len " + std::to_string(s.prefill_len) +
+            " + 1 = " + std::to_string(s.prefill_len + 1) + ": lower them to fit");
   if (!s.model_dir.empty()) {
     model = load_model(s, d);
     what = s.model_dir;
   } else {
     const std::string name = s.config_name.empty() ? "qwen2.5-0.5b" : s.config_name;
-    M::QwenConfig c = M::QwenConfig::preset(name);
+    M::QwenConfig c = config_from_name_or_file(name);
     const DType dt = model_dtype(s, d).value_or(DType::bf16);
     manual_seed(0);
     model = std::make_unique<M::QwenForCausalLM>(c, Options{.dtype = dt, .device = d});
@@ -283,12 +479,23 @@ int run_bench_llm(const GlobalOptions& go, LlmState& s) {
   bool graph = false;
   reset_peak_memory_stats(d);
   for (int64_t rep = 0; rep <= s.repeats; ++rep) {  // rep 0 warms up
+    if (rep == 0)
+      std::fprintf(stderr, "bench llm: warm-up ...\n");
+    else
+      std::fprintf(stderr, "bench llm: repeat %lld/%lld ...", static_cast<long long>(rep),
+                   static_cast<long long>(s.repeats));
     g.max_new_tokens = 1;
     auto r = M::generate(*model, random_prompts(s.prefill_len, 100 + static_cast<uint64_t>(rep)), g);
-    if (rep > 0) prefill = std::min(prefill, r.prefill_seconds);
+    const double prefill_s = r.prefill_seconds;
+    if (rep > 0) prefill = std::min(prefill, prefill_s);
     g.max_new_tokens = s.new_tokens;
     r = M::generate(*model, random_prompts(s.prompt_len, 200 + static_cast<uint64_t>(rep)), g);
-    if (rep > 0) decode = std::min(decode, r.decode_seconds / static_cast<double>(r.decode_steps));
+    const double step = r.decode_seconds / static_cast<double>(std::max<int64_t>(1, r.decode_steps));
+    if (rep > 0) {
+      decode = std::min(decode, step);
+      std::fprintf(stderr, " prefill %.1f tok/s, decode %.1f tok/s\n",
+                   static_cast<double>(s.batch * s.prefill_len) / prefill_s, static_cast<double>(s.batch) / step);
+    }
     graph = r.used_cuda_graph;
   }
   if (s.profile) {  // per-op host times of a short eager decode (with CUDA_LAUNCH_BLOCKING=1: device times)
@@ -350,12 +557,44 @@ int64_t parse_size(const std::string& text) {
   return static_cast<int64_t>(v * mult);
 }
 
+// What a model folder holds beside the weights and config.json that a converted copy keeps as
+// they are: the tokenizer (every format transformers reads), the chat template, the generation
+// defaults (all their fields, also those genesis does not use) and the licence and model card.
+constexpr const char* kCopiedFiles[] = {"tokenizer.json",
+                                        "tokenizer_config.json",
+                                        "special_tokens_map.json",
+                                        "added_tokens.json",
+                                        "vocab.json",
+                                        "merges.txt",
+                                        "tokenizer.model",
+                                        "chat_template.jinja",
+                                        "chat_template.json",
+                                        "generation_config.json",
+                                        "LICENSE",
+                                        "README.md"};
+
 int run_convert(const GlobalOptions& go, LlmState& s) {
+  namespace fs = std::filesystem;
+  const int64_t shard = parse_size(s.max_shard_size);
   init_frontend(go);
   const Device d = pick_device(s.dev, "cpu");
   auto model = load_model(s, d, true);
-  model->save_pretrained(s.out_dir, parse_size(s.max_shard_size));
-  std::fprintf(stderr, "wrote %s\n", s.out_dir.c_str());
+  model->save_pretrained(s.out_dir, shard);
+  std::error_code ec;
+  std::string copied;
+  if (!fs::equivalent(s.model_dir, s.out_dir, ec)) {
+    for (const char* name : kCopiedFiles) {
+      const fs::path from = fs::path(s.model_dir) / name;
+      if (!fs::is_regular_file(from, ec)) continue;
+      fs::copy_file(from, fs::path(s.out_dir) / name, fs::copy_options::overwrite_existing);
+      copied += std::string(copied.empty() ? "" : ", ") + name;
+    }
+  }
+  std::fprintf(stderr, "wrote %s (weights and config.json%s%s)\n", s.out_dir.c_str(), copied.empty() ? "" : "; copied ",
+               copied.c_str());
+  if (!fs::exists(fs::path(s.out_dir) / "tokenizer.json", ec))
+    std::fprintf(stderr, "note: %s has no tokenizer.json, so neither has the copy (generate needs --prompt-ids)\n",
+                 s.model_dir.c_str());
   return 0;
 }
 
@@ -363,12 +602,13 @@ int run_convert(const GlobalOptions& go, LlmState& s) {
 
 CommandRun setup_generate(CLI::App& c) {
   auto s = std::make_shared<LlmState>();
-  c.add_option("--model", s->model_dir, "Hugging Face model folder")->required();
-  c.add_option("--prompt", s->prompt, "prompt text (needs tokenizer.json)");
-  c.add_option("--prompt-ids", s->prompt_ids, "prompt token ids, e.g. 1,2,3");
+  existing_folder(c.add_option("--model", s->model_dir, "Hugging Face model folder"))->required();
+  s->prompt_opt =
+      c.add_option("--prompt", s->prompt, "prompt text (needs tokenizer.json; one of --prompt and --prompt-ids)");
+  c.add_option("--prompt-ids", s->prompt_ids, "prompt token ids, e.g. 1,2,3 (one of --prompt and --prompt-ids)");
   c.add_flag("--print-ids", s->print_ids, "print the generated ids space-separated on one line");
   c.add_flag("--chat", s->use_chat_template, "wrap the prompt as a user message with the chat template");
-  c.add_option("--system", s->system, "system prompt (with --chat)");
+  c.add_option("--system", s->system, "system prompt (with --chat; default: none)");
   add_model_options(c, *s);
   add_sampling_options(c, *s);
   c.fallthrough();
@@ -377,8 +617,8 @@ CommandRun setup_generate(CLI::App& c) {
 
 CommandRun setup_chat(CLI::App& c) {
   auto s = std::make_shared<LlmState>();
-  c.add_option("--model", s->model_dir, "Hugging Face model folder with tokenizer files")->required();
-  c.add_option("--system", s->system, "system prompt");
+  existing_folder(c.add_option("--model", s->model_dir, "Hugging Face model folder with tokenizer files"))->required();
+  c.add_option("--system", s->system, "system prompt (default: none)");
   c.add_flag("--no-thinking", s->no_thinking, "enable_thinking=false in the template (Qwen3)");
   c.add_flag("--thinking", s->thinking, "enable_thinking=true in the template (Qwen3)");
   add_model_options(c, *s);
@@ -389,9 +629,10 @@ CommandRun setup_chat(CLI::App& c) {
 
 CommandRun setup_convert(CLI::App& c) {
   auto s = std::make_shared<LlmState>();
-  c.add_option("--model", s->model_dir, "Hugging Face model folder")->required();
+  existing_folder(c.add_option("--model", s->model_dir, "Hugging Face model folder"))->required();
   c.add_option("--out", s->out_dir, "output folder (created when missing)")->required();
   c.add_option("--max-shard-size", s->max_shard_size, "shard the weights above this size (5GB, 500MB, 64KB)");
+  c.footer("The copy keeps the tokenizer files, the chat template, generation_config.json, LICENSE and README.md.");
   add_device_options(c, s->dev, "device used while converting (default: cpu)",
                      "float32, bfloat16 or float16 (default: the config's)");
   c.fallthrough();
@@ -400,9 +641,10 @@ CommandRun setup_convert(CLI::App& c) {
 
 CommandRun setup_bench_llm(CLI::App& c) {
   auto s = std::make_shared<LlmState>();
-  c.add_option("--model", s->model_dir, "Hugging Face model folder (default: a named config, random weights)");
+  existing_folder(
+      c.add_option("--model", s->model_dir, "Hugging Face model folder (default: --config, random weights)"));
   c.add_option("--config", s->config_name,
-               "named shape with random weights: qwen2.5-0.5b (default), qwen2.5-1.5b, qwen3-0.6b, ...");
+               std::string("random weights of this shape (default: qwen2.5-0.5b): ") + kConfigHelp);
   c.add_option("--batch", s->batch, "sequences per batch")->check(CLI::PositiveNumber);
   c.add_option("--prompt-len", s->prompt_len, "prompt tokens before decoding")->check(CLI::PositiveNumber);
   c.add_option("--new-tokens", s->new_tokens, "tokens decoded")->check(CLI::Range(int64_t{2}, int64_t{1} << 20));

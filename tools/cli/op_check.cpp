@@ -460,7 +460,7 @@ CommandRun setup_op_check(CLI::App& cmd) {
   auto opts = std::make_shared<OpCheckOptions>();
   cmd.fallthrough();
   cmd.add_option("--backend", opts->backend, "plugin under test (cpu, cuda, reference, an op plugin)")->required();
-  cmd.add_option("--op", opts->op, "only this op");
+  cmd.add_option("--op", opts->op, "only this op (default: every op)");
   cmd.add_option("--mode", opts->mode,
                  "test (compare with reference), perf (time the backend) or grad (gradients against finite "
                  "differences)")

@@ -72,9 +72,7 @@ std::unique_ptr<M::QwenForCausalLM> make_model(TrainState& s, const Tokenizer& t
   }
   if (s.config.empty())
     throw Error(GN_ERR_INVALID_ARGUMENT, "give --model DIR (fine-tune) or --config FILE|NAME (new model)");
-  struct stat st {};
-  M::QwenConfig c =
-      ::stat(s.config.c_str(), &st) == 0 ? M::QwenConfig::from_file(s.config) : M::QwenConfig::preset(s.config);
+  M::QwenConfig c = config_from_name_or_file(s.config);
   c.vocab_size = tok.vocab_size();
   c.eos_token_ids.clear();
   if (tok.eos_token_id >= 0) c.eos_token_ids.push_back(tok.eos_token_id);
@@ -156,9 +154,7 @@ int run_eval_chat(const GlobalOptions& go, TrainState& s) {
 int run_bench_train(const GlobalOptions& go, TrainState& s) {
   init_frontend(go);
   const Device d = pick_device(s.dev);
-  struct stat st {};
-  M::QwenConfig c = ::stat(s.bench_config.c_str(), &st) == 0 ? M::QwenConfig::from_file(s.bench_config)
-                                                             : M::QwenConfig::preset(s.bench_config);
+  M::QwenConfig c = config_from_name_or_file(s.bench_config);
   manual_seed(0);
   M::QwenForCausalLM model(c, Options{.dtype = DType::f32, .device = d});
   std::vector<T::ChatExample> rows;
@@ -234,11 +230,14 @@ CommandRun setup_train_tokenizer(CLI::App& c) {
 CommandRun setup_train_sft(CLI::App& c) {
   auto s = std::make_shared<TrainState>();
   T::SftOptions& o = s->sft_opts;
-  c.add_option("--model", s->model_dir, "Hugging Face model folder to fine-tune");
-  c.add_option("--config", s->config, "train a new model: a config.json file or a named shape (qwen3-0.6b, ...)");
-  c.add_option("--tokenizer", s->tokenizer_dir, "folder with tokenizer.json (default: --model)");
+  existing_folder(
+      c.add_option("--model", s->model_dir, "Hugging Face model folder to fine-tune (default: none, see --config)"));
+  c.add_option("--config", s->config,
+               std::string("train a new model of this shape (default: none, see --model): ") + kConfigHelp);
+  existing_folder(c.add_option("--tokenizer", s->tokenizer_dir, "folder with tokenizer.json (default: --model)"));
   c.add_option("--data", o.train_file, "training conversations (JSONL)")->required()->check(CLI::ExistingFile);
-  c.add_option("--eval-data", o.eval_file, "held-out conversations (JSONL)")->check(CLI::ExistingFile);
+  c.add_option("--eval-data", o.eval_file, "held-out conversations (JSONL; default: none, see --eval-fraction)")
+      ->check(CLI::ExistingFile);
   c.add_option("--eval-fraction", o.eval_fraction, "hold out this share of --data when --eval-data is not given")
       ->check(CLI::Range(0.0, 0.9));
   c.add_option("--out", o.output_dir, "output folder: checkpoint, metrics.jsonl, final/ (HF folder)");
@@ -255,13 +254,13 @@ CommandRun setup_train_sft(CLI::App& c) {
   c.add_option("--warmup-steps", o.warmup_steps, "warm-up steps (overrides --warmup-ratio)")
       ->check(CLI::NonNegativeNumber);
   c.add_option("--max-grad-norm", o.max_grad_norm, "clip the gradient norm (0 = off)")->check(CLI::NonNegativeNumber);
-  c.add_option("--autocast", o.autocast, "none, bf16 or fp16 mixed precision");
+  add_autocast_option(c, o.autocast, "mixed precision: none, bfloat16 (bf16) or float16 (fp16, half)");
   c.add_flag("--activation-checkpointing", o.activation_checkpointing, "recompute decoder layers in backward");
   c.add_option("--eval-every", o.eval_every, "steps between evaluations (0 = at the end)")
       ->check(CLI::NonNegativeNumber);
   c.add_option("--save-every", o.save_every, "steps between checkpoints (0 = none)")->check(CLI::NonNegativeNumber);
   c.add_option("--log-every", o.log_every, "steps between metrics.jsonl lines")->check(CLI::PositiveNumber);
-  c.add_option("--resume", o.resume, "checkpoint to continue from")->check(CLI::ExistingFile);
+  c.add_option("--resume", o.resume, "checkpoint to continue from (default: none)")->check(CLI::ExistingFile);
   c.add_option("--stop-after", o.stop_after, "end after this many steps with a checkpoint (resume later)")
       ->check(CLI::NonNegativeNumber);
   c.add_option("--progress", o.progress, "auto, bar, lines or none");
@@ -281,12 +280,12 @@ CommandRun setup_train_sft(CLI::App& c) {
 CommandRun setup_bench_train(CLI::App& c) {
   auto s = std::make_shared<TrainState>();
   T::SftOptions& o = s->sft_opts;
-  c.add_option("--config", s->bench_config, "named shape (qwen2.5-0.5b, ...) or config.json");
+  c.add_option("--config", s->bench_config, std::string("model shape: ") + kConfigHelp);
   c.add_option("--batch", s->bench_batch, "rows per step")->check(CLI::PositiveNumber);
   c.add_option("--seq", s->bench_seq, "tokens per row")->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   c.add_option("--steps", s->bench_steps, "timed steps")->check(CLI::PositiveNumber);
   c.add_option("--warmup", s->bench_warmup, "untimed steps first")->check(CLI::PositiveNumber);
-  c.add_option("--autocast", o.autocast, "none, bf16 or fp16");
+  add_autocast_option(c, o.autocast, "mixed precision: none, bfloat16 (bf16) or float16 (fp16, half)");
   c.add_flag("--activation-checkpointing", o.activation_checkpointing, "recompute decoder layers in backward");
   add_device_options(c, s->dev, kDeviceHelp);
   c.add_flag("--json", s->bench_json, "one JSON line");
@@ -297,12 +296,13 @@ CommandRun setup_bench_train(CLI::App& c) {
 
 CommandRun setup_eval_chat(CLI::App& c) {
   auto s = std::make_shared<TrainState>();
-  c.add_option("--model", s->model_dir, "Hugging Face model folder with tokenizer files")->required();
+  existing_folder(c.add_option("--model", s->model_dir, "Hugging Face model folder with tokenizer files"))->required();
   c.add_option("--data", s->data, "conversations (JSONL)")->required()->check(CLI::ExistingFile);
   c.add_option("--limit", s->exact_match, "score at most this many (0 = all)")->check(CLI::NonNegativeNumber);
   c.add_option("--max-new-tokens", s->max_new_tokens, "answer length limit")->check(CLI::PositiveNumber);
   c.add_option("--show", s->show, "print this many misses")->check(CLI::NonNegativeNumber);
-  c.add_option("--logits-out", s->logits_out, "also write the first conversation's ids and logits (safetensors)");
+  c.add_option("--logits-out", s->logits_out,
+               "also write the first conversation's ids and logits (safetensors; default: none)");
   add_device_options(c, s->dev, kDeviceHelp, "float32, bfloat16 or float16 (default: the config's)");
   c.fallthrough();
   return bind_command(s, run_eval_chat);

@@ -3,8 +3,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include "common.h"
 
@@ -82,6 +84,53 @@ TEST_F(TokenizerCli, TextOptionAndBadInput) {
   EXPECT_NE(rc, 0);
   EXPECT_NE(run_cli("", rc).find("one of --text, --file or --decode"), std::string::npos);
   EXPECT_NE(rc, 0);
+#endif
+}
+
+// --decode refuses ids outside the vocabulary (it printed nothing and succeeded before).
+TEST_F(TokenizerCli, DecodeRefusesIdsOutsideTheVocabulary) {
+#ifdef GENESIS_CLI_PATH
+  int rc = 0;
+  const std::string last = std::to_string(qwen3().vocab_size() - 1);
+  EXPECT_EQ(run_cli("--decode " + last, rc), qwen3().decode({qwen3().vocab_size() - 1}) + "\n");
+  EXPECT_EQ(rc, 0);
+  for (const std::string& bad : {std::to_string(qwen3().vocab_size()), std::string("99999999"), std::string("-7")}) {
+    const std::string out = run_cli("--decode '9707 " + bad + "'", rc);
+    EXPECT_NE(out.find("token id " + bad + " is out of range: the vocabulary has ids 0 to " + last), std::string::npos)
+        << out;
+    EXPECT_EQ(rc, 2);
+  }
+#endif
+}
+
+// --file - reads standard input; --show-pieces prints one line per token: the oracle's id, a
+// tab, and the token's bytes (printable ones as they are).
+TEST_F(TokenizerCli, StdinAndShowPieces) {
+#ifdef GENESIS_CLI_PATH
+  const auto& cases = oracle();
+  size_t i = 0;
+  while (i < cases.size() && cases[i].input.find("\xE4\xBD\xA0") == std::string::npos) ++i;
+  ASSERT_LT(i, cases.size());
+  const std::string tmp =
+      (std::filesystem::temp_directory_path() / ("genesis_tok_cli_stdin_" + std::to_string(::getpid()))).string();
+  write_file(tmp, cases[i].input);
+  int rc = 0;
+  EXPECT_EQ(run_cli("--file - < '" + tmp + "'", rc), ids_line(cases[i].ids));
+  EXPECT_EQ(rc, 0);
+  std::istringstream lines(run_cli("--file - --show-pieces < '" + tmp + "'", rc));
+  EXPECT_EQ(rc, 0);
+  size_t k = 0;
+  for (std::string line; std::getline(lines, line); ++k) {
+    ASSERT_LT(k, cases[i].ids.size()) << line;
+    const size_t tab = line.find('\t');
+    ASSERT_NE(tab, std::string::npos) << line;
+    EXPECT_EQ(line.substr(0, tab), std::to_string(cases[i].ids[k]));
+    const std::string& bytes = qwen3().token_bytes(cases[i].ids[k]);
+    if (std::all_of(bytes.begin(), bytes.end(), [](char c) { return c >= 0x20 && c < 0x7F && c != '\\'; }))
+      EXPECT_EQ(line.substr(tab + 1), bytes);
+  }
+  EXPECT_EQ(k, cases[i].ids.size());
+  std::filesystem::remove(tmp);
 #endif
 }
 
