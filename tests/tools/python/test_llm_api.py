@@ -336,6 +336,35 @@ def test_streamers_give_the_decoded_text(tok, capsys):
         assert c.endswith((" ", "\n")) or ord(c[-1]) >= 0x3400, repr(c)
 
 
+def test_a_failing_generation_still_ends_the_stream(tok):
+    model = load("qwen3-tiny", genesis.float32)
+
+    class Failing(M.TextIteratorStreamer):
+        puts = 0
+
+        def put(self, value):
+            self.puts += 1
+            if self.puts > 3:  # the prompt and two new tokens, then a failure
+                raise RuntimeError("consumer went away")
+            super().put(value)
+
+    streamer = Failing(tok, timeout=60)
+    errors = []
+
+    def run():
+        try:
+            model.generate(genesis.tensor([[64, 65, 66]]), max_new_tokens=30, streamer=streamer)
+        except RuntimeError as e:
+            errors.append(str(e))
+
+    th = threading.Thread(target=run)
+    th.start()
+    text = "".join(streamer)  # ends instead of waiting forever
+    th.join()
+    first = model.generate(genesis.tensor([[64, 65, 66]]), max_new_tokens=2)
+    assert errors == ["consumer went away"] and text == tok.decode(first[0])
+
+
 def test_reprs_show_sizes_like_transformers():
     model = load("qwen2-tiny", genesis.float32)
     c = model.config
@@ -350,11 +379,13 @@ def test_reprs_show_sizes_like_transformers():
     layer = "\n".join([
         "Qwen2DecoderLayer(", "  (self_attn): Qwen2Attention(", f"    (q_proj): {lin(h, q, True)}",
         f"    (k_proj): {lin(h, kv, True)}", f"    (v_proj): {lin(h, kv, True)}", f"    (o_proj): {lin(q, h, False)}",
-        "  )", "  (mlp): Qwen2MLP(", f"    (gate_proj): {lin(h, inter, False)}", f"    (up_proj): {lin(h, inter, False)}",
+        "  )", "  (mlp): Qwen2MLP(", f"    (gate_proj): {lin(h, inter, False)}",
+        f"    (up_proj): {lin(h, inter, False)}",
         f"    (down_proj): {lin(inter, h, False)}", "  )", f"  (input_layernorm): Qwen2RMSNorm(({h},), eps={eps})",
         f"  (post_attention_layernorm): Qwen2RMSNorm(({h},), eps={eps})", ")"])
-    want = "\n".join(["Qwen2ForCausalLM(", "  (model): Qwen2Model(", f"    (embed_tokens): Embedding({c.vocab_size}, {h})",
-                      "    (layers): ModuleList(", f"      (0-{n - 1}): {n} x " + layer.replace("\n", "\n      "),
+    want = "\n".join(["Qwen2ForCausalLM(", "  (model): Qwen2Model(",
+                      f"    (embed_tokens): Embedding({c.vocab_size}, {h})", "    (layers): ModuleList(",
+                      f"      (0-{n - 1}): {n} x " + layer.replace("\n", "\n      "),
                       "    )", f"    (norm): Qwen2RMSNorm(({h},), eps={eps})", "  )", ")"])
     assert repr(model) == want
     assert len(model.model.layers) == n and repr(model.model.layers[0]) == layer
@@ -446,7 +477,7 @@ def test_errors_for_bad_input(tok, tmp_path):
         model([[1, 2, 3]])
     with pytest.raises(ValueError, match="must be 2-D"):
         model(genesis.tensor([1, 2, 3]))
-    with pytest.raises(TypeError, match="integer ids"):
+    with pytest.raises(TypeError, match="must hold integers"):
         model(genesis.tensor([[1.0, 2.0]]))
     with pytest.raises(IndexError, match="outside the vocabulary"):
         model(genesis.tensor([[1, model.config.vocab_size]]))
@@ -478,5 +509,10 @@ def test_errors_for_bad_input(tok, tmp_path):
         model.generate(ids, num_return_sequences=2)
     with pytest.raises(NotImplementedError, match="beam search"):
         model.generate(ids, num_beams=4)
+    with pytest.raises(TypeError, match="must be a GenerationConfig"):
+        model.generate(ids, generation_config={"max_new_tokens": 2})
+    with pytest.warns(UserWarning, match="max_position_embeddings"):
+        out = model.generate(ids, max_new_tokens=model.config.max_position_embeddings)
+    assert out.shape[1] == model.config.max_position_embeddings
     with pytest.raises(ValueError, match="at least one token"):
         model.generate(ids, attention_mask=genesis.tensor([[0, 0, 0]]))

@@ -165,7 +165,7 @@ def _as_ids(x, what):
     if x.dim() != 2:
         raise ValueError(f"{what} must be 2-D (batch, sequence), got shape {tuple(x.shape)}")
     if x.dtype not in (genesis.int64, genesis.int32):
-        raise TypeError(f"{what} must hold integer ids (int64), got {x.dtype}")
+        raise TypeError(f"{what} must hold integers (int64), got {x.dtype}")
     return x.long() if x.dtype != genesis.int64 else x
 
 
@@ -306,6 +306,8 @@ class _CausalLMBase:
         for k in ("use_cache", "output_scores", "output_logits", "output_attentions", "output_hidden_states"):
             if kwargs.pop(k, None) and k != "use_cache":
                 raise NotImplementedError(f"{k}=True is not supported")
+        if generation_config is not None and not isinstance(generation_config, GenerationConfig):
+            raise TypeError(f"generation_config must be a GenerationConfig, got {type(generation_config).__name__}")
         cfg = GenerationConfig(**(generation_config or self.generation_config).to_dict())
         gen_keys = set(cfg.to_dict())
         unknown = [k for k in kwargs if k not in gen_keys]
@@ -353,6 +355,10 @@ class _CausalLMBase:
             raise TypeError(f"`max_new_tokens` must be an int, got {type(max_new).__name__}")
         if max_new <= 0:
             raise ValueError(f"`max_new_tokens` must be greater than 0, but is {max_new}.")
+        limit = self.config.max_position_embeddings
+        if T + max_new > limit:
+            warnings.warn(f"the prompt ({T} tokens) and max_new_tokens ({max_new}) run past the model's "
+                          f"max_position_embeddings ({limit}): generation stops at {limit} positions", stacklevel=2)
         if cfg.num_beams != 1:
             raise NotImplementedError("beam search (num_beams > 1) is not supported; use greedy or sampling")
         n_ret = cfg.num_return_sequences
