@@ -501,6 +501,8 @@ def test_errors_for_bad_input(tok, tmp_path):
         model.generate(ids, do_sample=True, top_k=-2)
     with pytest.raises(ValueError, match=r"not used by the model: \['max_tokens'\]"):
         model.generate(ids, max_tokens=5)
+    with pytest.raises(NotImplementedError, match="min_new_tokens is not supported"):
+        model.generate(ids, min_new_tokens=3)
     with pytest.raises(ValueError, match="needs input_ids"):
         model.generate()
     with pytest.raises(ValueError, match="only supports batch size 1"):

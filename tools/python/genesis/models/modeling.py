@@ -205,6 +205,11 @@ def _as_device(device, device_map):
     return device
 
 
+_UNSUPPORTED_GENERATE_KWARGS = ("min_new_tokens", "min_length", "no_repeat_ngram_size", "bad_words_ids", "stop_strings",
+                                "typical_p", "epsilon_cutoff", "eta_cutoff", "length_penalty", "early_stopping",
+                                "num_beam_groups", "diversity_penalty", "penalty_alpha", "guidance_scale",
+                                "assistant_model", "prefix_allowed_tokens_fn", "logits_processor", "stopping_criteria",
+                                "force_words_ids", "constraints", "sequence_bias", "suppress_tokens")
 _IGNORED_LOAD_KWARGS = ("trust_remote_code", "attn_implementation", "low_cpu_mem_usage", "revision",
                         "local_files_only", "cache_dir", "use_safetensors")
 
@@ -310,6 +315,11 @@ class _CausalLMBase:
             raise TypeError(f"generation_config must be a GenerationConfig, got {type(generation_config).__name__}")
         cfg = GenerationConfig(**(generation_config or self.generation_config).to_dict())
         gen_keys = set(cfg.to_dict())
+        for k in _UNSUPPORTED_GENERATE_KWARGS:
+            if kwargs.get(k) is not None:
+                raise NotImplementedError(f"generate(): {k} is not supported (genesis has greedy and sampling with "
+                                          "temperature, top_k, top_p, min_p and repetition_penalty)")
+            kwargs.pop(k, None)
         unknown = [k for k in kwargs if k not in gen_keys]
         if unknown:
             raise ValueError(f"The following `model_kwargs` are not used by the model: {unknown} (note: typos in the "
