@@ -333,6 +333,27 @@ const Tol kAlphaF32{1e-6, 1e-6};
 const Tol kEltF32{1e-5, 1e-6};
 const Tol kNormF32{1e-5, 1e-5};
 const Tol kBf16{1e-2, 1e-2};
+const Tol kExact{0.0, 0.0};
+
+// An input shape, the dimension an op works along, and the input's layout.
+struct ShapeDim {
+  std::vector<int64_t> shape;
+  int64_t dim;
+  Layout layout;
+};
+
+// A case of op on these inputs and attributes.
+inline Case make_case(std::string name, const char* op, std::vector<Input> ins, std::vector<gn_attr_value> attrs,
+                      Tol tol = kExact, size_t n_out = 1) {
+  Case c;
+  c.name = std::move(name);
+  c.op = op;
+  c.inputs = std::move(ins);
+  c.attrs = std::move(attrs);
+  c.tol = tol;
+  c.n_out = n_out;
+  return c;
+}
 
 inline Tol matmul_tol(int32_t dtype, int64_t K) {
   const double s = std::sqrt((double)std::max<int64_t>(K, 1));

@@ -38,36 +38,24 @@
 
 namespace {
 
-const Tol kExact{0.0, 0.0};
 const Tol kF32Once{1e-6, 1e-6};
 
+// make_case with the output count before the tolerance.
 Case mk(std::string name, const char* op, std::vector<Input> ins, std::vector<gn_attr_value> attrs, size_t n_out,
         Tol tol) {
-  Case c;
-  c.name = std::move(name);
-  c.op = op;
-  c.inputs = std::move(ins);
-  c.attrs = std::move(attrs);
-  c.n_out = n_out;
-  c.tol = tol;
-  return c;
+  return make_case(std::move(name), op, std::move(ins), std::move(attrs), tol, n_out);
 }
 
 // ---------------------------------------------------------------- sort family
 
 std::vector<Case> sort_cases() {
   std::vector<Case> cs;
-  struct S {
-    std::vector<int64_t> shape;
-    int64_t dim;
-    Layout layout;
-  };
-  const std::vector<S> ss = {{{1000}, 0, kContig},    {{7, 33}, -1, kContig},   {{33, 7}, 0, kContig},
-                             {{4, 5, 6}, 1, kContig}, {{3, 5000}, -1, kContig}, {{9, 12}, -1, kTransposed},
-                             {{0, 5}, -1, kContig},   {{6, 1}, 1, kContig},     {{2, 70000}, -1, kContig}};
+  const std::vector<ShapeDim> ss = {{{1000}, 0, kContig},    {{7, 33}, -1, kContig},   {{33, 7}, 0, kContig},
+                                    {{4, 5, 6}, 1, kContig}, {{3, 5000}, -1, kContig}, {{9, 12}, -1, kTransposed},
+                                    {{0, 5}, -1, kContig},   {{6, 1}, 1, kContig},     {{2, 70000}, -1, kContig}};
   const int32_t dts[] = {GN_F32, GN_BF16, GN_F16, GN_F64, GN_I64, GN_I32, GN_I8, GN_U8, GN_BOOL};
   for (int32_t dt : dts)
-    for (const S& s : ss) {
+    for (const ShapeDim& s : ss) {
       const bool is_int = dt == GN_I64 || dt == GN_I32 || dt == GN_I8;
       const double lo = dt == GN_U8 ? 0 : is_int ? -3 : -1, hi = dt == GN_U8 || is_int ? 4 : 1;
       const Input x{s.shape, dt, s.layout, lo, hi};

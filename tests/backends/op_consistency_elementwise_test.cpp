@@ -18,8 +18,6 @@
 
 namespace {
 
-const Tol kExact{0.0, 0.0};
-
 std::vector<Case> elementwise_cases() {
   struct U {
     const char* op;

@@ -18,21 +18,7 @@
 
 namespace {
 
-const Tol kExact{0.0, 0.0};
-
 bool is_float(int32_t dt) { return dt == GN_F32 || dt == GN_F64 || dt == GN_F16 || dt == GN_BF16; }
-
-Case make(std::string name, const char* op, std::vector<Input> ins, std::vector<gn_attr_value> attrs, Tol tol = kExact,
-          size_t n_out = 1) {
-  Case c;
-  c.name = std::move(name);
-  c.op = op;
-  c.inputs = std::move(ins);
-  c.attrs = std::move(attrs);
-  c.tol = tol;
-  c.n_out = n_out;
-  return c;
-}
 
 Tol float_tol(int32_t dt, double f32, double f64) {
   return dt == GN_F64 ? Tol{f64, f64} : dt == GN_F32 ? Tol{f32, f32} : kBf16;
@@ -40,14 +26,9 @@ Tol float_tol(int32_t dt, double f32, double f64) {
 
 std::vector<Case> scan_cases() {
   std::vector<Case> cs;
-  struct L {
-    std::vector<int64_t> shape;
-    int64_t dim;
-    Layout layout;
-  };
-  const std::vector<L> ls = {{{300, 257}, -1, kContig},  {{300, 257}, 0, kContig}, {{4, 33, 5}, 1, kContig},
-                             {{9, 11}, -1, kTransposed}, {{0, 5}, -1, kContig},    {{}, 0, kContig}};
-  for (const L& l : ls) {
+  const std::vector<ShapeDim> ls = {{{300, 257}, -1, kContig},  {{300, 257}, 0, kContig}, {{4, 33, 5}, 1, kContig},
+                                    {{9, 11}, -1, kTransposed}, {{0, 5}, -1, kContig},    {{}, 0, kContig}};
+  for (const ShapeDim& l : ls) {
     const std::string shape = sname(l.shape) + lname(l.layout) + "_d" + std::to_string(l.dim < 0 ? 9 : l.dim);
     for (int32_t dt : {GN_F32, GN_F64, GN_BF16, GN_F16, GN_I64, GN_I32, GN_I8, GN_U8, GN_BOOL})
       for (int rev : {0, 1}) {
@@ -55,43 +36,45 @@ std::vector<Case> scan_cases() {
         const double lo = dt == GN_U8 ? 0 : -4, hi = 4;
         if (dt != GN_BOOL || !rev) {
           const Input x{l.shape, dt, l.layout, lo, hi};
-          cs.push_back(
-              make("cumsum_" + tag, "cumsum", {x}, {gn_attr_int(l.dim), gn_attr_int(GN_DIM_NONE), gn_attr_int(rev)}));
+          cs.push_back(make_case("cumsum_" + tag, "cumsum", {x},
+                                 {gn_attr_int(l.dim), gn_attr_int(GN_DIM_NONE), gn_attr_int(rev)}));
           // products of values near 1 stay finite over 300 terms
           const Input p{l.shape, dt, l.layout, is_float(dt) ? 0.9 : -2, is_float(dt) ? 1.1 : 2};
-          cs.push_back(
-              make("cumprod_" + tag, "cumprod", {p}, {gn_attr_int(l.dim), gn_attr_int(GN_DIM_NONE), gn_attr_int(rev)}));
+          cs.push_back(make_case("cumprod_" + tag, "cumprod", {p},
+                                 {gn_attr_int(l.dim), gn_attr_int(GN_DIM_NONE), gn_attr_int(rev)}));
         }
         if (is_float(dt))
-          cs.push_back(make("logcumsumexp_" + tag, "logcumsumexp", {{l.shape, dt, l.layout, -30, 30}},
-                            {gn_attr_int(l.dim), gn_attr_int(GN_DIM_NONE), gn_attr_int(rev)},
-                            float_tol(dt, 1e-6, 1e-13)));
+          cs.push_back(make_case("logcumsumexp_" + tag, "logcumsumexp", {{l.shape, dt, l.layout, -30, 30}},
+                                 {gn_attr_int(l.dim), gn_attr_int(GN_DIM_NONE), gn_attr_int(rev)},
+                                 float_tol(dt, 1e-6, 1e-13)));
         if (rev) continue;
         for (const char* op : {"cummax", "cummin"})  // ties on purpose: integers from [-4, 4]
-          cs.push_back(make(std::string(op) + "_" + tag, op, {{l.shape, dt, l.layout, lo, dt == GN_BF16 ? -3.9 : hi}},
-                            {gn_attr_int(l.dim)}, kExact, 2));
+          cs.push_back(make_case(std::string(op) + "_" + tag, op,
+                                 {{l.shape, dt, l.layout, lo, dt == GN_BF16 ? -3.9 : hi}}, {gn_attr_int(l.dim)}, kExact,
+                                 2));
       }
   }
   // cumsum with a dtype: int8 summed as int32, float32 as float64
-  cs.push_back(make("cumsum_i8_as_i32", "cumsum", {{{50, 7}, GN_I8, kContig, -100, 100}},
-                    {gn_attr_int(0), gn_attr_int(GN_I32), gn_attr_int(0)}));
-  cs.push_back(
-      make("cumsum_f32_as_f64", "cumsum", {{{50, 7}, GN_F32}}, {gn_attr_int(0), gn_attr_int(GN_F64), gn_attr_int(0)}));
+  cs.push_back(make_case("cumsum_i8_as_i32", "cumsum", {{{50, 7}, GN_I8, kContig, -100, 100}},
+                         {gn_attr_int(0), gn_attr_int(GN_I32), gn_attr_int(0)}));
+  cs.push_back(make_case("cumsum_f32_as_f64", "cumsum", {{{50, 7}, GN_F32}},
+                         {gn_attr_int(0), gn_attr_int(GN_F64), gn_attr_int(0)}));
   // searchsorted: the same binary search on every backend, so unsorted sequences agree too
   for (int32_t dt : {GN_F32, GN_F64, GN_I64, GN_I32})
     for (int right : {0, 1}) {
       const std::string tag = dname(dt) + (right ? "_right" : "");
-      cs.push_back(make("searchsorted_1d_" + tag, "searchsorted",
-                        {{{37}, dt, kContig, -4, 4}, {{6, 50}, dt, kContig, -5, 5}},
-                        {gn_attr_int(right), gn_attr_int(0)}));
-      cs.push_back(make("searchsorted_nd_" + tag, "searchsorted",
-                        {{{3, 4, 9}, dt, kContig, -4, 4}, {{3, 4, 6}, dt, kTransposed, -5, 5}},
-                        {gn_attr_int(right), gn_attr_int(1)}));
+      cs.push_back(make_case("searchsorted_1d_" + tag, "searchsorted",
+                             {{{37}, dt, kContig, -4, 4}, {{6, 50}, dt, kContig, -5, 5}},
+                             {gn_attr_int(right), gn_attr_int(0)}));
+      cs.push_back(make_case("searchsorted_nd_" + tag, "searchsorted",
+                             {{{3, 4, 9}, dt, kContig, -4, 4}, {{3, 4, 6}, dt, kTransposed, -5, 5}},
+                             {gn_attr_int(right), gn_attr_int(1)}));
     }
-  cs.push_back(make("searchsorted_i64_f32", "searchsorted",
-                    {{{9}, GN_I64, kContig, -4, 4}, {{20}, GN_F32, kContig, -5, 5}}, {gn_attr_int(0), gn_attr_int(0)}));
-  cs.push_back(make("searchsorted_bad_rank", "searchsorted", {{{2, 9}, GN_F32}, {{20}, GN_F32}},
-                    {gn_attr_int(0), gn_attr_int(0)}));
+  cs.push_back(make_case("searchsorted_i64_f32", "searchsorted",
+                         {{{9}, GN_I64, kContig, -4, 4}, {{20}, GN_F32, kContig, -5, 5}},
+                         {gn_attr_int(0), gn_attr_int(0)}));
+  cs.push_back(make_case("searchsorted_bad_rank", "searchsorted", {{{2, 9}, GN_F32}, {{20}, GN_F32}},
+                         {gn_attr_int(0), gn_attr_int(0)}));
   // scatter_reduce: every reduction, with and without x's values, repeated targets
   struct S {
     std::vector<int64_t> x, ix;
@@ -108,7 +91,7 @@ std::vector<Case> scan_cases() {
           const std::string tag = dname(dt) + "_" + sname(s.x) + "_i" + sname(s.ix) + "_r" + std::to_string(reduce) +
                                   (self ? "" : "_noself") + (s.range > s.x[0] ? "_oob" : "");
           const double lo = reduce == 1 ? 0.8 : -4, hi = reduce == 1 ? 1.2 : 4;
-          cs.push_back(make(
+          cs.push_back(make_case(
               "scatter_reduce_" + tag, "scatter_reduce",
               {{s.x, dt, kContig, lo, hi}, {s.ix, GN_I64, kContig, 0, (double)s.range}, {s.ix, dt, kContig, lo, hi}},
               {gn_attr_int(s.dim), gn_attr_int(reduce), gn_attr_int(self)}));
@@ -118,22 +101,22 @@ std::vector<Case> scan_cases() {
     const Tol t = float_tol(dt, 1e-4, 1e-10);
     for (const std::vector<int64_t>& shape :
          std::vector<std::vector<int64_t>>{{5, 5}, {3, 4, 4}, {4, 6}, {6, 4}, {0, 3}}) {
-      Case c =
-          make("lu_factor_" + dname(dt) + "_" + sname(shape), "lu_factor", {{shape, dt, kContig, -1, 1}}, {}, t, 3);
+      Case c = make_case("lu_factor_" + dname(dt) + "_" + sname(shape), "lu_factor", {{shape, dt, kContig, -1, 1}}, {},
+                         t, 3);
       cs.push_back(c);
     }
     for (int adj : {0, 1})
-      cs.push_back(
-          make("lu_solve_" + dname(dt) + (adj ? "_adjoint" : ""), "lu_solve",
-               {{{2, 4, 4}, dt, kContig, 1, 2}, {{2, 4}, GN_I32, kContig, 4, 4.5}, {{2, 4, 3}, dt, kTransposed, -1, 1}},
-               {gn_attr_int(adj)}, float_tol(dt, 1e-3, 1e-9)));
+      cs.push_back(make_case(
+          "lu_solve_" + dname(dt) + (adj ? "_adjoint" : ""), "lu_solve",
+          {{{2, 4, 4}, dt, kContig, 1, 2}, {{2, 4}, GN_I32, kContig, 4, 4.5}, {{2, 4, 3}, dt, kTransposed, -1, 1}},
+          {gn_attr_int(adj)}, float_tol(dt, 1e-3, 1e-9)));
     for (int mode : {0, 1})
       for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{5, 3}, {3, 5}, {2, 4, 4}})
-        cs.push_back(make("qr_" + dname(dt) + "_" + sname(shape) + (mode ? "_complete" : ""), "qr",
-                          {{shape, dt, kContig, -1, 1}}, {gn_attr_int(mode)}, float_tol(dt, 1e-4, 1e-10), 2));
+        cs.push_back(make_case("qr_" + dname(dt) + "_" + sname(shape) + (mode ? "_complete" : ""), "qr",
+                               {{shape, dt, kContig, -1, 1}}, {gn_attr_int(mode)}, float_tol(dt, 1e-4, 1e-10), 2));
   }
-  cs.push_back(make("lu_factor_i64_refused", "lu_factor", {{{3, 3}, GN_I64}}, {}, kExact, 3));
-  cs.push_back(make("cholesky_not_square", "cholesky", {{{3, 4}, GN_F32}}, {gn_attr_int(0)}, kExact, 2));
+  cs.push_back(make_case("lu_factor_i64_refused", "lu_factor", {{{3, 3}, GN_I64}}, {}, kExact, 3));
+  cs.push_back(make_case("cholesky_not_square", "cholesky", {{{3, 4}, GN_F32}}, {gn_attr_int(0)}, kExact, 2));
   return cs;
 }
 

@@ -14,18 +14,7 @@
 
 namespace {
 
-const Tol kExact{0.0, 0.0};
 const int32_t kAllDt[] = {GN_F32, GN_F64, GN_BF16, GN_F16, GN_I64, GN_I32, GN_I8, GN_U8, GN_BOOL};
-
-Case make(std::string name, const char* op, std::vector<Input> ins, std::vector<gn_attr_value> attrs) {
-  Case c;
-  c.name = std::move(name);
-  c.op = op;
-  c.inputs = std::move(ins);
-  c.attrs = std::move(attrs);
-  c.tol = kExact;
-  return c;
-}
 
 std::vector<Case> shape_cases() {
   std::vector<Case> cs;
@@ -47,15 +36,15 @@ std::vector<Case> shape_cases() {
       const std::string tag = dname(dt) + "_" + sname(g.x) + lname(g.lx) + "_i" + sname(g.ix) + "_d" +
                               std::to_string(g.dim < 0 ? 9 : g.dim) + (g.range > g.x[0] && g.dim == 0 ? "_oob" : "");
       const Input x{g.x, dt, g.lx, -4, 4}, ix{g.ix, GN_I64, kContig, 0, (double)g.range};
-      cs.push_back(make("gather_" + tag, "gather", {x, ix}, {gn_attr_int(g.dim)}));
-      cs.push_back(make("scatter_" + tag, "scatter", {x, ix, {g.ix, dt, kContig, -4, 4}}, {gn_attr_int(g.dim)}));
+      cs.push_back(make_case("gather_" + tag, "gather", {x, ix}, {gn_attr_int(g.dim)}));
+      cs.push_back(make_case("scatter_" + tag, "scatter", {x, ix, {g.ix, dt, kContig, -4, 4}}, {gn_attr_int(g.dim)}));
       if (dt != GN_BOOL && dt != GN_BF16)
         cs.push_back(
-            make("scatter_add_" + tag, "scatter_add", {x, ix, {g.ix, dt, kContig, -4, 4}}, {gn_attr_int(g.dim)}));
+            make_case("scatter_add_" + tag, "scatter_add", {x, ix, {g.ix, dt, kContig, -4, 4}}, {gn_attr_int(g.dim)}));
     }
   // scatter with a 0-d src, int32 index
-  cs.push_back(make("scatter_scalar_src_f32", "scatter",
-                    {{{8, 5}, GN_F32}, {{3, 5}, GN_I32, kContig, 0, 8}, {{}, GN_F32}}, {gn_attr_int(0)}));
+  cs.push_back(make_case("scatter_scalar_src_f32", "scatter",
+                         {{{8, 5}, GN_F32}, {{3, 5}, GN_I32, kContig, 0, 8}, {{}, GN_F32}}, {gn_attr_int(0)}));
   // index_select / index_add: 1-D index along dim
   struct I {
     std::vector<int64_t> x;
@@ -72,19 +61,20 @@ std::vector<Case> shape_cases() {
       const std::string tag = dname(dt) + "_" + sname(i.x) + lname(i.lx) + "_k" + std::to_string(i.k) + "_d" +
                               std::to_string(i.dim < 0 ? 9 : i.dim) + (i.range > i.x[0] && i.dim == 0 ? "_oob" : "");
       const Input x{i.x, dt, i.lx, -4, 4}, ix{{i.k}, GN_I64, kContig, 0, (double)i.range};
-      cs.push_back(make("index_select_" + tag, "index_select", {x, ix}, {gn_attr_int(i.dim)}));
+      cs.push_back(make_case("index_select_" + tag, "index_select", {x, ix}, {gn_attr_int(i.dim)}));
       std::vector<int64_t> sshape = i.x;
       sshape[(size_t)(i.dim < 0 ? i.dim + (int64_t)i.x.size() : i.dim)] = i.k;
       for (double alpha : {1.0, -2.0}) {
         if (dt == GN_U8 && alpha < 0) continue;
-        cs.push_back(make("index_add_" + tag + (alpha == 1.0 ? "" : "_am2"), "index_add",
-                          {x, ix, {sshape, dt, kContig, -4, 4}}, {gn_attr_int(i.dim), gn_attr_float(alpha)}));
+        cs.push_back(make_case("index_add_" + tag + (alpha == 1.0 ? "" : "_am2"), "index_add",
+                               {x, ix, {sshape, dt, kContig, -4, 4}}, {gn_attr_int(i.dim), gn_attr_float(alpha)}));
       }
     }
   // index_add: non-integral alpha into ints is an error for both
-  cs.push_back(make("index_add_i64_alpha_half", "index_add",
-                    {{{5, 3}, GN_I64, kContig, -4, 4}, {{2}, GN_I64, kContig, 0, 5}, {{2, 3}, GN_I64, kContig, -4, 4}},
-                    {gn_attr_int(0), gn_attr_float(0.5)}));
+  cs.push_back(
+      make_case("index_add_i64_alpha_half", "index_add",
+                {{{5, 3}, GN_I64, kContig, -4, 4}, {{2}, GN_I64, kContig, 0, 5}, {{2, 3}, GN_I64, kContig, -4, 4}},
+                {gn_attr_int(0), gn_attr_float(0.5)}));
   // masked_fill: broadcast mask, non-contiguous x, 0-d
   struct M {
     std::vector<int64_t> x, m;
@@ -99,24 +89,24 @@ std::vector<Case> shape_cases() {
     for (int32_t dt : kAllDt)
       for (double v : {-2.5, 3.0}) {
         if (dt == GN_U8 && v < 0) continue;
-        cs.push_back(make(
+        cs.push_back(make_case(
             "masked_fill_" + dname(dt) + "_" + sname(m.x) + lname(m.lx) + "_m" + sname(m.m) + (v < 0 ? "_neg" : ""),
             "masked_fill", {{m.x, dt, m.lx, -4, 4}, {m.m, GN_BOOL, kContig, -1, 1}}, {gn_attr_float(v)}));
       }
   // cat / stack
   for (int32_t dt : kAllDt) {
     const std::string d = dname(dt);
-    cs.push_back(
-        make("cat3_d0_" + d, "cat", {{{300, 40}, dt}, {{1, 40}, dt}, {{57, 40}, dt, kTransposed}}, {gn_attr_int(0)}));
-    cs.push_back(make("cat2_d1_" + d, "cat", {{{3, 4, 5}, dt}, {{3, 7, 5}, dt, kSliced}}, {gn_attr_int(1)}));
-    cs.push_back(make("cat2_dlast_" + d, "cat", {{{6, 5}, dt}, {{6, 0}, dt}, {{6, 2}, dt}}, {gn_attr_int(-1)}));
-    cs.push_back(make("cat_legacy_empty_" + d, "cat", {{{2, 3}, dt}, {{0}, dt}, {{4, 3}, dt}}, {gn_attr_int(0)}));
-    cs.push_back(make("cat_bad_shapes_" + d, "cat", {{{2, 3}, dt}, {{2, 4}, dt}}, {gn_attr_int(0)}));
-    cs.push_back(make("stack3_d0_" + d, "stack", {{{200, 30}, dt}, {{200, 30}, dt}, {{200, 30}, dt, kTransposed}},
-                      {gn_attr_int(0)}));
-    cs.push_back(make("stack2_d1_" + d, "stack", {{{4, 5}, dt}, {{4, 5}, dt}}, {gn_attr_int(1)}));
-    cs.push_back(make("stack2_dlast_" + d, "stack", {{{4, 5}, dt}, {{4, 5}, dt, kSliced}}, {gn_attr_int(-1)}));
-    cs.push_back(make("stack_scalars_" + d, "stack", {{{}, dt}, {{}, dt}}, {gn_attr_int(0)}));
+    cs.push_back(make_case("cat3_d0_" + d, "cat", {{{300, 40}, dt}, {{1, 40}, dt}, {{57, 40}, dt, kTransposed}},
+                           {gn_attr_int(0)}));
+    cs.push_back(make_case("cat2_d1_" + d, "cat", {{{3, 4, 5}, dt}, {{3, 7, 5}, dt, kSliced}}, {gn_attr_int(1)}));
+    cs.push_back(make_case("cat2_dlast_" + d, "cat", {{{6, 5}, dt}, {{6, 0}, dt}, {{6, 2}, dt}}, {gn_attr_int(-1)}));
+    cs.push_back(make_case("cat_legacy_empty_" + d, "cat", {{{2, 3}, dt}, {{0}, dt}, {{4, 3}, dt}}, {gn_attr_int(0)}));
+    cs.push_back(make_case("cat_bad_shapes_" + d, "cat", {{{2, 3}, dt}, {{2, 4}, dt}}, {gn_attr_int(0)}));
+    cs.push_back(make_case("stack3_d0_" + d, "stack", {{{200, 30}, dt}, {{200, 30}, dt}, {{200, 30}, dt, kTransposed}},
+                           {gn_attr_int(0)}));
+    cs.push_back(make_case("stack2_d1_" + d, "stack", {{{4, 5}, dt}, {{4, 5}, dt}}, {gn_attr_int(1)}));
+    cs.push_back(make_case("stack2_dlast_" + d, "stack", {{{4, 5}, dt}, {{4, 5}, dt, kSliced}}, {gn_attr_int(-1)}));
+    cs.push_back(make_case("stack_scalars_" + d, "stack", {{{}, dt}, {{}, dt}}, {gn_attr_int(0)}));
   }
   // triu / tril
   for (int32_t dt : kAllDt)
@@ -127,7 +117,7 @@ std::vector<Case> shape_cases() {
                                                                                               {{0, 4}, kContig},
                                                                                               {{4, 0}, kContig}})
         for (const char* op : {"triu", "tril"})
-          cs.push_back(make(
+          cs.push_back(make_case(
               std::string(op) + "_" + dname(dt) + "_" + sname(shape) + lname(layout) + "_g" + std::to_string(diag + 5),
               op, {{shape, dt, layout, -4, 4}}, {gn_attr_int(diag)}));
   // one_hot
@@ -135,8 +125,8 @@ std::vector<Case> shape_cases() {
     for (const auto& [shape, C, range] : std::vector<std::tuple<std::vector<int64_t>, int64_t, double>>{
              {{1000}, 37, 37}, {{4, 5}, 6, 6}, {{0}, 3, 3}, {{}, 4, 4}, {{5}, 3, 5}})
       cs.push_back(
-          make("one_hot_" + dname(dt) + "_" + sname(shape) + "_C" + std::to_string(C) + (range > C ? "_oob" : ""),
-               "one_hot", {{shape, dt, kContig, 0, range}}, {gn_attr_int(C)}));
+          make_case("one_hot_" + dname(dt) + "_" + sname(shape) + "_C" + std::to_string(C) + (range > C ? "_oob" : ""),
+                    "one_hot", {{shape, dt, kContig, 0, range}}, {gn_attr_int(C)}));
   // arange / full (device attribute at 4 / 3)
   struct A {
     double start, end, step;
@@ -144,17 +134,17 @@ std::vector<Case> shape_cases() {
   for (int32_t dt : {GN_F32, GN_F64, GN_BF16, GN_I64, GN_I32, GN_I8})
     for (const A& a : std::vector<A>{{0, 100000, 1}, {-3, 7.5, 0.25}, {10, -5, -3}, {0, 0, 1}, {2, 40, 7}}) {
       if (dt == GN_I8 && a.end > 200) continue;
-      Case c =
-          make("arange_" + dname(dt) + "_" + std::to_string((int)a.start) + "_" + std::to_string((int)a.end) + "_" +
-                   std::to_string((int)(a.step * 100)),
-               "arange", {}, {gn_attr_float(a.start), gn_attr_float(a.end), gn_attr_float(a.step), gn_attr_int(dt)});
+      Case c = make_case("arange_" + dname(dt) + "_" + std::to_string((int)a.start) + "_" + std::to_string((int)a.end) +
+                             "_" + std::to_string((int)(a.step * 100)),
+                         "arange", {},
+                         {gn_attr_float(a.start), gn_attr_float(a.end), gn_attr_float(a.step), gn_attr_int(dt)});
       c.device_attr = 4;
       cs.push_back(c);
     }
   for (int32_t dt : kAllDt)
     for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{300, 257}, {0, 3}, {}, {7}}) {
-      Case c = make("full_" + dname(dt) + "_" + sname(shape), "full", {},
-                    {gn_attr_float(0), gn_attr_float(-1.75), gn_attr_int(dt)});
+      Case c = make_case("full_" + dname(dt) + "_" + sname(shape), "full", {},
+                         {gn_attr_float(0), gn_attr_float(-1.75), gn_attr_int(dt)});
       c.ints = {{0, shape}};
       c.device_attr = 3;
       cs.push_back(c);
@@ -176,24 +166,25 @@ std::vector<Case> shape_cases() {
                                 std::to_string(o.dim < 0 ? 9 : o.dim) + (desc ? "_desc" : "");
         const double lo = dt == GN_U8 ? 0 : -4, hi = dt == GN_BF16 ? -3.9 : 4;
         const Input x{o.shape, dt, o.layout, lo, hi};
-        Case c = make("sort_" + tag, "sort", {x}, {gn_attr_int(o.dim), gn_attr_int(desc), gn_attr_int(1)});
+        Case c = make_case("sort_" + tag, "sort", {x}, {gn_attr_int(o.dim), gn_attr_int(desc), gn_attr_int(1)});
         c.n_out = 2;
         cs.push_back(c);
-        cs.push_back(make("argsort_" + tag, "argsort", {x}, {gn_attr_int(o.dim), gn_attr_int(desc), gn_attr_int(1)}));
+        cs.push_back(
+            make_case("argsort_" + tag, "argsort", {x}, {gn_attr_int(o.dim), gn_attr_int(desc), gn_attr_int(1)}));
         if (dt == GN_BOOL) continue;
         const int64_t L = o.shape.empty() ? 1 : o.shape[(size_t)(o.dim < 0 ? o.dim + (int64_t)o.shape.size() : o.dim)];
         // (k = 0 of a 0-d input: inference gives a 0-d output that no backend
         // writes - left out)
         for (int64_t k : std::set<int64_t>{o.shape.empty() ? 1 : 0, std::min<int64_t>(L, 3), L}) {
-          Case t = make("topk" + std::to_string(k) + "_" + tag, "topk", {x},
-                        {gn_attr_int(k), gn_attr_int(o.dim), gn_attr_int(!desc), gn_attr_int(1)});
+          Case t = make_case("topk" + std::to_string(k) + "_" + tag, "topk", {x},
+                             {gn_attr_int(k), gn_attr_int(o.dim), gn_attr_int(!desc), gn_attr_int(1)});
           t.n_out = 2;
           cs.push_back(t);
         }
       }
   // topk with k > L: an error for both
-  Case bad = make("topk_k_too_large", "topk", {{{4, 5}, GN_F32}},
-                  {gn_attr_int(6), gn_attr_int(-1), gn_attr_int(1), gn_attr_int(1)});
+  Case bad = make_case("topk_k_too_large", "topk", {{{4, 5}, GN_F32}},
+                       {gn_attr_int(6), gn_attr_int(-1), gn_attr_int(1), gn_attr_int(1)});
   bad.n_out = 2;
   cs.push_back(bad);
   return cs;
