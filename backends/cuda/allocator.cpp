@@ -255,22 +255,23 @@ void DeviceAllocator::free_block(Block* b) {
   b->allocated = false;
   // Merge with free neighbours (never with blocks waiting on events).
   auto mergeable = [&](Block* n) { return n && !n->allocated && n->pending_events == 0 && !n->deferred && !n->quick; };
+  // a takes over its next neighbour c (out of every pool), which goes back to the spare blocks.
+  auto merge_next = [&](Block* a, Block* c) {
+    a->size += c->size;
+    a->next = c->next;
+    if (c->next) c->next->prev = a;
+    recycle_block(c);
+  };
   if (mergeable(b->prev)) {
     Block* p = b->prev;
     pool_remove(p);
-    p->size += b->size;
-    p->next = b->next;
-    if (b->next) b->next->prev = p;
-    recycle_block(b);
+    merge_next(p, b);
     b = p;
   }
   if (mergeable(b->next)) {
     Block* n = b->next;
     pool_remove(n);
-    b->size += n->size;
-    b->next = n->next;
-    if (n->next) n->next->prev = b;
-    recycle_block(n);
+    merge_next(b, n);
   }
   pool_insert(b);
 }

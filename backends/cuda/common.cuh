@@ -101,6 +101,16 @@ inline constexpr int32_t kIntDtypes[] = {GN_I8, GN_U8, GN_I32, GN_I64};
 // After a launch: catches bad configurations without synchronising.
 #define GN_CUDA_CHECK_LAUNCH() GN_CUDA_CHECK(cudaGetLastError())
 
+// Throw for a failed library call (cuBLAS, cuSOLVER): st is the status of expression expr, ok
+// the library's success; out of memory (alloc_failed) keeps its code, anything else is a device
+// error.  where names the op and library: "[linalg] cuSOLVER".
+template <class Status>
+void check_library(Status st, Status ok, Status alloc_failed, const char* where, const char* expr) {
+  if (st != ok)
+    fail(st == alloc_failed ? GN_ERR_OUT_OF_MEMORY : GN_ERR_DEVICE,
+         std::string(where) + " call failed (status " + std::to_string((int)st) + "): " + expr);
+}
+
 // "[op] message" errors.
 [[noreturn]] inline void fail_op(int32_t code, const char* op, const std::string& msg) {
   fail(code, std::string("[") + (op ? op : "cuda") + "] " + msg);
@@ -286,54 +296,19 @@ struct Tag {
   using type = T;
 };
 
-// Accumulation type: float for the 16-bit floats, double for double, int64
-// for integers (sums), bool stays bool-ish via int64.
-template <class T>
-struct AccOf {
-  using type = T;
-};
-template <>
-struct AccOf<__half> {
-  using type = float;
-};
-template <>
-struct AccOf<__nv_bfloat16> {
-  using type = float;
-};
-template <>
-struct AccOf<float> {
-  using type = float;
-};
-template <>
-struct AccOf<double> {
-  using type = double;
-};
-template <>
-struct AccOf<int8_t> {
-  using type = int64_t;
-};
-template <>
-struct AccOf<uint8_t> {
-  using type = int64_t;
-};
-template <>
-struct AccOf<int32_t> {
-  using type = int64_t;
-};
-template <>
-struct AccOf<int64_t> {
-  using type = int64_t;
-};
-template <>
-struct AccOf<bool> {
-  using type = int64_t;
-};
-template <class T>
-using acc_t = typename AccOf<T>::type;
-
 template <class T>
 constexpr bool is_float_v = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
                             std::is_same_v<T, __nv_bfloat16>;
+template <class T>
+constexpr bool is_int_or_bool_v = std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t> ||
+                                  std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> || std::is_same_v<T, bool>;
+
+// Accumulation type: float for the 16-bit floats and float, double for double,
+// int64 for the integers and bool (sums); any other type accumulates in itself.
+template <class T>
+using acc_t =
+    std::conditional_t<std::is_same_v<T, double>, double,
+                       std::conditional_t<is_float_v<T>, float, std::conditional_t<is_int_or_bool_v<T>, int64_t, T>>>;
 
 // Conversions between element types through float/double/int64 (bool: != 0).
 template <class To, class From>
@@ -392,45 +367,44 @@ __device__ __forceinline__ T round_checked(float r, Slow&& slow) {
 
 #endif  // __CUDACC__
 
-// Call f(Tag<T>{}) for the C++ type of dtype.  The *_float variant covers
-// f32/f16/bf16/f64; the *_all variant every gn_dtype.  Unlisted dtypes fail
+// The C++ element types of kAllDtypes, position for position.
+template <class... Ts>
+struct TypeList {};
+using AllTypes = TypeList<float, __half, __nv_bfloat16, double, int8_t, uint8_t, int32_t, int64_t, bool>;
+
+template <class T, class... Ts>
+constexpr int32_t dtype_in(TypeList<Ts...>) {
+  int32_t found = -1, i = 0;
+  ((found = std::is_same_v<T, Ts> ? kAllDtypes[i] : found, ++i), ...);
+  return found;
+}
+// The gn_dtype of a C++ element type (-1 for a type of no dtype).
+template <class T>
+constexpr int32_t dtype_of() {
+  return dtype_in<T>(AllTypes{});
+}
+
+// Call f(Tag<T>{}) for the T of Ts whose dtype is dtype; any other dtype fails
 // with GN_ERR_DTYPE naming the op.
+template <class... Ts, class F>
+void dispatch_types(int32_t dtype, const char* op, F&& f) {
+  const bool found = ((dtype == dtype_of<Ts>() && (f(Tag<Ts>{}), true)) || ...);
+  if (!found) fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(dtype) + " is not supported on cuda");
+}
+
+// Call f(Tag<T>{}) for the C++ type of dtype.  The *_float variant covers
+// f32/f16/bf16/f64, *_int the integers, *_all every gn_dtype.
 template <class F>
 void dispatch_float(int32_t dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case GN_F32: f(Tag<float>{}); break;
-    case GN_F16: f(Tag<__half>{}); break;
-    case GN_BF16: f(Tag<__nv_bfloat16>{}); break;
-    case GN_F64: f(Tag<double>{}); break;
-    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(dtype) + " is not supported on cuda");
-  }
+  dispatch_types<float, __half, __nv_bfloat16, double>(dtype, op, f);
 }
-
 template <class F>
 void dispatch_int(int32_t dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case GN_I8: f(Tag<int8_t>{}); break;
-    case GN_U8: f(Tag<uint8_t>{}); break;
-    case GN_I32: f(Tag<int32_t>{}); break;
-    case GN_I64: f(Tag<int64_t>{}); break;
-    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(dtype) + " is not supported on cuda");
-  }
+  dispatch_types<int8_t, uint8_t, int32_t, int64_t>(dtype, op, f);
 }
-
 template <class F>
 void dispatch_all(int32_t dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case GN_F32: f(Tag<float>{}); break;
-    case GN_F16: f(Tag<__half>{}); break;
-    case GN_BF16: f(Tag<__nv_bfloat16>{}); break;
-    case GN_F64: f(Tag<double>{}); break;
-    case GN_I8: f(Tag<int8_t>{}); break;
-    case GN_U8: f(Tag<uint8_t>{}); break;
-    case GN_I32: f(Tag<int32_t>{}); break;
-    case GN_I64: f(Tag<int64_t>{}); break;
-    case GN_BOOL: f(Tag<bool>{}); break;
-    default: fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(dtype) + " is not supported on cuda");
-  }
+  dispatch_types<float, __half, __nv_bfloat16, double, int8_t, uint8_t, int32_t, int64_t, bool>(dtype, op, f);
 }
 
 // ----------------------------------------------------------------------------

@@ -61,17 +61,22 @@ DeviceGuard::DeviceGuard(int index) {
 
 int current_device_index() { return t_current_device; }
 
+// The driver's entry point `name` (CUDA 12.0 version), or null where there is none.
+static void* driver_entry(const char* name) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult q{};
+  if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+
 DriverLaunchFn driver_launch() {
   static const DriverLaunchFn fn = [] {
     if (std::getenv("GENESIS_CUDA_RUNTIME_LAUNCH")) return DriverLaunchFn(nullptr);  // A/B switch (bench)
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return DriverLaunchFn(nullptr);
-    }
-    return reinterpret_cast<DriverLaunchFn>(p);
+    return reinterpret_cast<DriverLaunchFn>(driver_entry("cuLaunchKernel"));
   }();
   return fn;
 }
@@ -87,14 +92,7 @@ bool pdl_enabled() {
 DriverLaunchExFn driver_launch_ex() {
   static const DriverLaunchExFn fn = [] {
     if (!pdl_enabled() || !driver_launch()) return DriverLaunchExFn(nullptr);
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuLaunchKernelEx", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return DriverLaunchExFn(nullptr);
-    }
-    return reinterpret_cast<DriverLaunchExFn>(p);
+    return reinterpret_cast<DriverLaunchExFn>(driver_entry("cuLaunchKernelEx"));
   }();
   return fn;
 }
@@ -178,6 +176,15 @@ const gn_host_api* host() { return gn::sdk::host_ref(); }
 template <class F>
 gn_status* guarded(F&& f) {
   return gn::sdk::guard(host(), std::forward<F>(f));
+}
+
+// guarded(f) with device `index` current while f runs.
+template <class F>
+gn_status* guarded_on(int32_t index, F&& f) {
+  return guarded([&] {
+    DeviceGuard g(index);
+    f();
+  });
 }
 
 // ----------------------------------------------------------------------------
@@ -336,10 +343,7 @@ gn_status* dev_memory_stats(void*, int32_t index, gn_memory_stats* stats) {
 }
 
 gn_status* dev_empty_cache(void*, int32_t index) {
-  return guarded([&] {
-    DeviceGuard g(index);
-    device_allocator(index).empty_cache();
-  });
+  return guarded_on(index, [&] { device_allocator(index).empty_cache(); });
 }
 
 gn_status* dev_reset_peak(void*, int32_t index) {
@@ -347,8 +351,7 @@ gn_status* dev_reset_peak(void*, int32_t index) {
 }
 
 gn_status* stream_create(void*, int32_t index, void** s) {
-  return guarded([&] {
-    DeviceGuard g(index);
+  return guarded_on(index, [&] {
     cudaStream_t st;
     GN_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     *s = st;
@@ -364,15 +367,11 @@ gn_status* stream_destroy(void*, int32_t index, void* s) {
 }
 
 gn_status* stream_sync(void*, int32_t index, void* s) {
-  return guarded([&] {
-    DeviceGuard g(index);
-    GN_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
-  });
+  return guarded_on(index, [&] { GN_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s))); });
 }
 
 gn_status* event_create(void*, int32_t index, void** e) {
-  return guarded([&] {
-    DeviceGuard g(index);
+  return guarded_on(index, [&] {
     cudaEvent_t ev;
     GN_CUDA_CHECK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     *e = ev;
@@ -380,29 +379,21 @@ gn_status* event_create(void*, int32_t index, void** e) {
 }
 
 gn_status* event_destroy(void*, int32_t index, void* e) {
-  return guarded([&] {
-    DeviceGuard g(index);
-    GN_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(e)));
-  });
+  return guarded_on(index, [&] { GN_CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(e))); });
 }
 
 gn_status* event_record(void*, int32_t index, void* e, void* s) {
-  return guarded([&] {
-    DeviceGuard g(index);
-    GN_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(e), static_cast<cudaStream_t>(s)));
-  });
+  return guarded_on(index,
+                    [&] { GN_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(e), static_cast<cudaStream_t>(s))); });
 }
 
 gn_status* stream_wait_event(void*, int32_t index, void* s, void* e) {
-  return guarded([&] {
-    DeviceGuard g(index);
-    GN_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(s), static_cast<cudaEvent_t>(e), 0));
-  });
+  return guarded_on(
+      index, [&] { GN_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(s), static_cast<cudaEvent_t>(e), 0)); });
 }
 
 gn_status* event_query(void*, int32_t index, void* e, int32_t* done) {
-  return guarded([&] {
-    DeviceGuard g(index);
+  return guarded_on(index, [&] {
     cudaError_t q = cudaEventQuery(static_cast<cudaEvent_t>(e));
     if (q == cudaErrorNotReady) {
       (void)cudaGetLastError();
@@ -415,17 +406,11 @@ gn_status* event_query(void*, int32_t index, void* e, int32_t* done) {
 }
 
 gn_status* event_sync(void*, int32_t index, void* e) {
-  return guarded([&] {
-    DeviceGuard g(index);
-    GN_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(e)));
-  });
+  return guarded_on(index, [&] { GN_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(e))); });
 }
 
 gn_status* device_sync(void*, int32_t index) {
-  return guarded([&] {
-    DeviceGuard g(index);
-    GN_CUDA_CHECK(cudaDeviceSynchronize());
-  });
+  return guarded_on(index, [&] { GN_CUDA_CHECK(cudaDeviceSynchronize()); });
 }
 
 gn_status* dev_copy(void*, int32_t index, void* dst, const void* src, size_t bytes, int32_t kind, void* stream) {
@@ -495,8 +480,7 @@ gn_status* graph_begin(void*, int32_t index, void* stream) {
 }
 
 gn_status* graph_end(void*, int32_t index, void* stream, void** out) {
-  return guarded([&] {
-    DeviceGuard g(index);
+  return guarded_on(index, [&] {
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     auto* gr = new Graph;
     gr->device = index;

@@ -62,45 +62,43 @@ inline const gn_op* op(const char* name) {
   return o;
 }
 
-inline gn_attr_value ai(int64_t v) {
+// Attribute values: an attribute of `kind` whose value set(a.u) writes.
+template <class Set>
+inline gn_attr_value attr(int32_t kind, Set&& set) {
   gn_attr_value a{};
-  a.kind = GN_ATTR_INT;
-  a.u.i = v;
+  a.kind = kind;
+  set(a.u);
   return a;
+}
+inline gn_attr_value ai(int64_t v) {
+  return attr(GN_ATTR_INT, [&](auto& u) { u.i = v; });
 }
 inline gn_attr_value af(double v) {
-  gn_attr_value a{};
-  a.kind = GN_ATTR_FLOAT;
-  a.u.f = v;
-  return a;
+  return attr(GN_ATTR_FLOAT, [&](auto& u) { u.f = v; });
 }
 inline gn_attr_value aints(const std::vector<int64_t>& v) {
-  gn_attr_value a{};
-  a.kind = GN_ATTR_INTS;
-  a.u.ints.data = v.data();
-  a.u.ints.size = v.size();
-  return a;
+  return attr(GN_ATTR_INTS, [&](auto& u) {
+    u.ints.data = v.data();
+    u.ints.size = v.size();
+  });
 }
 inline gn_attr_value adev(gn_device d) {
-  gn_attr_value a{};
-  a.kind = GN_ATTR_DEVICE;
-  a.u.device = d;
-  return a;
+  return attr(GN_ATTR_DEVICE, [&](auto& u) { u.device = d; });
 }
 
+// The output of the creation op `name` (no inputs) called with attributes at.
+inline gn_tensor* create(const char* name, const std::vector<gn_attr_value>& at) {
+  gn_tensor* t = nullptr;
+  check(gn_op_call(rt, op(name), nullptr, 0, at.data(), at.size(), &t, 1), name);
+  return t;
+}
 // randn(shape) on the device in dtype.
 inline gn_tensor* randn(std::vector<int64_t> shape, int32_t dtype) {
-  gn_attr_value at[3] = {aints(shape), ai(dtype), adev(dev)};
-  gn_tensor* t = nullptr;
-  check(gn_op_call(rt, op("randn"), nullptr, 0, at, 3, &t, 1), "randn");
-  return t;
+  return create("randn", {aints(shape), ai(dtype), adev(dev)});
 }
 // randint in [lo, hi) as int64 on the device.
 inline gn_tensor* randint(int64_t lo, int64_t hi, std::vector<int64_t> shape) {
-  gn_attr_value at[5] = {ai(lo), ai(hi), aints(shape), ai(GN_I64), adev(dev)};
-  gn_tensor* t = nullptr;
-  check(gn_op_call(rt, op("randint"), nullptr, 0, at, 5, &t, 1), "randint");
-  return t;
+  return create("randint", {ai(lo), ai(hi), aints(shape), ai(GN_I64), adev(dev)});
 }
 
 // Calls o; releases the outputs (or hands them to `keep`).

@@ -132,19 +132,7 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
     float st[BM / 8][4];
 #pragma unroll
     for (int j = 0; j < BM / 8; ++j) st[j][0] = st[j][1] = st[j][2] = st[j][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t a[4];
-      ldsm_x4(a[0], a[1], a[2], a[3], smem_u32(sK + swz<D>(kw + (lane & 15), kk * 16 + (lane >> 4) * 8)));
-#pragma unroll
-      for (int j = 0; j < BM / 8; j += 2) {
-        int q = j * 8 + (lane & 7) + ((lane >> 4) << 3), col = kk * 16 + ((lane >> 3) & 1) * 8;
-        uint32_t b0, b1, b2, b3;
-        ldsm_x4(b0, b1, b2, b3, smem_u32(cQ + swz<D>(q, col)));
-        mma16816<T>(st[j], a, b0, b1);
-        mma16816<T>(st[j + 1], a, b2, b3);
-      }
-    }
+    mma_rows_bt<T, D, BM>(st, sK, kw, cQ, lane);
     // P^T = exp2(S^T * scale*log2e - lse2[q]); masked entries 0
     const bool need_mask = n0 + BN > p.Sk || (p.causal && n0 + BN - 1 > m0 + p.causal_off);
 #pragma unroll
@@ -159,56 +147,20 @@ __global__ void __launch_bounds__(128) flash_bwd_kernel(Params p) {
         }
         st[j][e] = pv;
       }
-      // dV += P^T dO  (k = the 64 queries)
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) {
-      uint32_t a[4] = {pack2<T>(st[2 * kk][0], st[2 * kk][1]), pack2<T>(st[2 * kk][2], st[2 * kk][3]),
-                       pack2<T>(st[2 * kk + 1][0], st[2 * kk + 1][1]), pack2<T>(st[2 * kk + 1][2], st[2 * kk + 1][3])};
-#pragma unroll
-      for (int j = 0; j < D / 8; j += 2) {
-        int q = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
-        uint32_t b0, b1, b2, b3;
-        ldsm_x4_t(b0, b1, b2, b3, smem_u32(cdO + swz<D>(q, col)));
-        mma16816<T>(dv[j], a, b0, b1);
-        mma16816<T>(dv[j + 1], a, b2, b3);
-      }
-    }
+    // dV += P^T dO  (k = the 64 queries)
+    mma_acc_b<T, D, BM>(dv, st, cdO, lane);
     // dP^T (16 keys x 64 queries) = V_w dO^T
     float dp[BM / 8][4];
 #pragma unroll
     for (int j = 0; j < BM / 8; ++j) dp[j][0] = dp[j][1] = dp[j][2] = dp[j][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t a[4];
-      ldsm_x4(a[0], a[1], a[2], a[3], smem_u32(sV + swz<D>(kw + (lane & 15), kk * 16 + (lane >> 4) * 8)));
-#pragma unroll
-      for (int j = 0; j < BM / 8; j += 2) {
-        int q = j * 8 + (lane & 7) + ((lane >> 4) << 3), col = kk * 16 + ((lane >> 3) & 1) * 8;
-        uint32_t b0, b1, b2, b3;
-        ldsm_x4(b0, b1, b2, b3, smem_u32(cdO + swz<D>(q, col)));
-        mma16816<T>(dp[j], a, b0, b1);
-        mma16816<T>(dp[j + 1], a, b2, b3);
-      }
-    }
+    mma_rows_bt<T, D, BM>(dp, sV, kw, cdO, lane);
     // dS^T = P^T (dP^T - delta), kept in st
 #pragma unroll
     for (int j = 0; j < BM / 8; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) st[j][e] = st[j][e] * (dp[j][e] - cDl[j * 8 + 2 * t4 + (e & 1)]);
-        // dK += dS^T Q  (scale applied at the end)
-#pragma unroll
-    for (int kk = 0; kk < BM / 16; ++kk) {
-      uint32_t a[4] = {pack2<T>(st[2 * kk][0], st[2 * kk][1]), pack2<T>(st[2 * kk][2], st[2 * kk][3]),
-                       pack2<T>(st[2 * kk + 1][0], st[2 * kk + 1][1]), pack2<T>(st[2 * kk + 1][2], st[2 * kk + 1][3])};
-#pragma unroll
-      for (int j = 0; j < D / 8; j += 2) {
-        int q = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
-        uint32_t b0, b1, b2, b3;
-        ldsm_x4_t(b0, b1, b2, b3, smem_u32(cQ + swz<D>(q, col)));
-        mma16816<T>(dk[j], a, b0, b1);
-        mma16816<T>(dk[j + 1], a, b2, b3);
-      }
-    }
+    // dK += dS^T Q  (scale applied at the end)
+    mma_acc_b<T, D, BM>(dk, st, cQ, lane);
     __syncthreads();  // this Q/dO buffer is refilled next iteration
   }
   // write dK (scaled) and dV for this warp's keys
@@ -245,19 +197,13 @@ __global__ void __launch_bounds__(128) flash_bwd_dq_kernel(Params p) {
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t4 = lane & 3;
-  int bh, m_block;  // heaviest (causal) query tiles first
-  block_coords((p.Sq + BM - 1) / BM, p.B * p.Hq, true, bh, m_block);
-  const int b = bh / p.Hq, h = bh % p.Hq, hk = h / (p.Hq / p.Hkv);
-  const int m0 = m_block * BM;
+  const auto [b, h, hk, m0] = query_block<BM>(p);
   const T* gq = static_cast<const T*>(p.q) + b * p.q_sb + h * p.q_sh;
   const T* gdo = static_cast<const T*>(p.dout) + b * p.do_sb + h * p.do_sh;
   const T* gk = static_cast<const T*>(p.k) + b * p.k_sb + hk * p.k_sh;
   const T* gv = static_cast<const T*>(p.v) + b * p.v_sb + hk * p.v_sh;
 
-  const int last_row = min(m0 + BM, p.Sq) - 1;
-  int n_end = p.Sk;
-  if (p.causal) n_end = max(0, min(p.Sk, last_row + p.causal_off + 1));
-  const int n_tiles = (n_end + BN - 1) / BN;
+  const int n_tiles = visible_key_tiles<BM, BN>(p, m0);
   const float sl2 = p.scale * kLog2e;
 
   // rows g and g+8 of this warp: lse (log2 units, +inf = no visible key) and delta
@@ -283,21 +229,11 @@ __global__ void __launch_bounds__(128) flash_bwd_dq_kernel(Params p) {
   if (n_tiles > 0) {
     load_tile_async<BM, D, NT>(sQ, gq, p.q_ss, m0, p.Sq, tid);
     load_tile_async<BM, D, NT>(sdO, gdo, p.do_ss, m0, p.Sq, tid);
-    load_tile_async<BN, D, NT>(sK, gk, p.k_ss, 0, p.Sk, tid);
-    load_tile_async<BN, D, NT>(sV, gv, p.v_ss, 0, p.Sk, tid);
+    load_kv_async<BN, D, NT>(sK, sV, gk, gv, p, 0, 0, tid);
     cp_async_commit();
   }
   for (int t = 0; t < n_tiles; ++t) {
-    const int buf = t & 1;
-    if (t + 1 < n_tiles) {
-      load_tile_async<BN, D, NT>(sK + (buf ^ 1) * BN * D, gk, p.k_ss, (t + 1) * BN, p.Sk, tid);
-      load_tile_async<BN, D, NT>(sV + (buf ^ 1) * BN * D, gv, p.v_ss, (t + 1) * BN, p.Sk, tid);
-    }
-    cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();
-    const T* cK = sK + buf * BN * D;
-    const T* cV = sV + buf * BN * D;
+    const KvTiles<T> kv = kv_pipeline_step<BN, D, NT>(sK, sV, gk, gv, p, t, n_tiles, tid);
     // S = Q_w K^T and dP = dO_w V^T (16 queries x 64 keys each)
     float s[BN / 8][4], dp[BN / 8][4];
 #pragma unroll
@@ -314,10 +250,10 @@ __global__ void __launch_bounds__(128) flash_bwd_dq_kernel(Params p) {
       for (int j = 0; j < BN / 8; j += 2) {
         const int key = j * 8 + (lane & 7) + ((lane >> 4) << 3), kc = kk * 16 + ((lane >> 3) & 1) * 8;
         uint32_t b0, b1, b2, b3;
-        ldsm_x4(b0, b1, b2, b3, smem_u32(cK + swz<D>(key, kc)));
+        ldsm_x4(b0, b1, b2, b3, smem_u32(kv.k + swz<D>(key, kc)));
         mma16816<T>(s[j], qf, b0, b1);
         mma16816<T>(s[j + 1], qf, b2, b3);
-        ldsm_x4(b0, b1, b2, b3, smem_u32(cV + swz<D>(key, kc)));
+        ldsm_x4(b0, b1, b2, b3, smem_u32(kv.v + swz<D>(key, kc)));
         mma16816<T>(dp[j], df, b0, b1);
         mma16816<T>(dp[j + 1], df, b2, b3);
       }
@@ -337,21 +273,8 @@ __global__ void __launch_bounds__(128) flash_bwd_dq_kernel(Params p) {
         }
         s[j][e] = pv * (dp[j][e] - dl[r]);
       }
-      // dQ += dS K (dS straight from the accumulators, as P in the forward)
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      const uint32_t a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                             pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                             pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-#pragma unroll
-      for (int j = 0; j < D / 8; j += 2) {
-        const int key = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
-        uint32_t b0, b1, b2, b3;
-        ldsm_x4_t(b0, b1, b2, b3, smem_u32(cK + swz<D>(key, col)));
-        mma16816<T>(dq[j], a, b0, b1);
-        mma16816<T>(dq[j + 1], a, b2, b3);
-      }
-    }
+    // dQ += dS K (dS straight from the accumulators, as P in the forward)
+    mma_acc_b<T, D, BN>(dq, s, kv.k, lane);
     __syncthreads();  // this K/V buffer is refilled next iteration
   }
   // write dQ (scaled); rows with no visible key get 0

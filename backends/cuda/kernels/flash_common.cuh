@@ -109,6 +109,44 @@ __device__ __forceinline__ void load_tile_async(T* smem, const T* g, int64_t ld,
   }
 }
 
+// acc (16 x N: N/8 C tiles) += A B^T, A = rows a_row.. a_row+15 of the swizzled tile sA and B =
+// rows 0..N-1 of the swizzled tile sB, both D wide (the contraction runs over D).
+template <class T, int D, int N>
+__device__ __forceinline__ void mma_rows_bt(float (&acc)[N / 8][4], const T* sA, int a_row, const T* sB, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk) {
+    uint32_t a[4];
+    ldsm_x4(a[0], a[1], a[2], a[3], smem_u32(sA + swz<D>(a_row + (lane & 15), kk * 16 + (lane >> 4) * 8)));
+#pragma unroll
+    for (int j = 0; j < N / 8; j += 2) {
+      int row = j * 8 + (lane & 7) + ((lane >> 4) << 3), col = kk * 16 + ((lane >> 3) & 1) * 8;
+      uint32_t b0, b1, b2, b3;
+      ldsm_x4(b0, b1, b2, b3, smem_u32(sB + swz<D>(row, col)));
+      mma16816<T>(acc[j], a, b0, b1);
+      mma16816<T>(acc[j + 1], a, b2, b3);
+    }
+  }
+}
+
+// acc (16 x D: D/8 C tiles) += P B, P = the f32 accumulators p (16 x K: K/8 C tiles) rounded to T
+// and fed back as A fragments, B = rows 0..K-1 of the swizzled tile sB (D wide).
+template <class T, int D, int K>
+__device__ __forceinline__ void mma_acc_b(float (&acc)[D / 8][4], const float (&p)[K / 8][4], const T* sB, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk) {
+    const uint32_t a[4] = {pack2<T>(p[2 * kk][0], p[2 * kk][1]), pack2<T>(p[2 * kk][2], p[2 * kk][3]),
+                           pack2<T>(p[2 * kk + 1][0], p[2 * kk + 1][1]), pack2<T>(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+#pragma unroll
+    for (int j = 0; j < D / 8; j += 2) {
+      int row = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
+      uint32_t b0, b1, b2, b3;
+      ldsm_x4_t(b0, b1, b2, b3, smem_u32(sB + swz<D>(row, col)));
+      mma16816<T>(acc[j], a, b0, b1);
+      mma16816<T>(acc[j + 1], a, b2, b3);
+    }
+  }
+}
+
 // Parameters of one attention call.  Element strides; the last dim is contiguous.
 struct Params {
   const void *q, *k, *v, *o, *dout;

@@ -27,6 +27,74 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
+// The batch, query head, KV head and first row of the BM-row query block a CTA owns
+// (heaviest causal tiles first, see block_coords).
+struct QueryBlock {
+  int b, h, hk, m0;
+};
+template <int BM>
+__device__ __forceinline__ QueryBlock query_block(const Params& p) {
+  int bh, m_block;
+  block_coords((p.Sq + BM - 1) / BM, p.B * p.Hq, true, bh, m_block);
+  const int h = bh % p.Hq;
+  return {bh / p.Hq, h, h / (p.Hq / p.Hkv), m_block * BM};
+}
+
+// Key tiles of BN keys that query rows m0..m0+BM-1 can see: keys j < Sk and, causal,
+// j <= i + off for the block's last row i.
+template <int BM, int BN>
+__device__ __forceinline__ int visible_key_tiles(const Params& p, int m0) {
+  const int last_row = min(m0 + BM, p.Sq) - 1;
+  int n_end = p.Sk;
+  if (p.causal) n_end = max(0, min(p.Sk, last_row + p.causal_off + 1));
+  return (n_end + BN - 1) / BN;
+}
+
+// Async copy of key/value tile `tile` (BN rows from tile * BN) into buffer `buf` of the
+// double-buffered sK / sV.
+template <int BN, int D, int NT, class T>
+__device__ __forceinline__ void load_kv_async(T* sK, T* sV, const T* gk, const T* gv, const Params& p, int tile,
+                                              int buf, int tid) {
+  load_tile_async<BN, D, NT>(sK + buf * BN * D, gk, p.k_ss, tile * BN, p.Sk, tid);
+  load_tile_async<BN, D, NT>(sV + buf * BN * D, gv, p.v_ss, tile * BN, p.Sk, tid);
+}
+
+// The key and value tiles of one pipeline step in shared memory.
+template <class T>
+struct KvTiles {
+  const T* k;
+  const T* v;
+};
+
+// Step t of the K/V pipeline: start tile t+1 into the other buffer, wait for tile t
+// (committed one step earlier) and return it.
+template <int BN, int D, int NT, class T>
+__device__ __forceinline__ KvTiles<T> kv_pipeline_step(T* sK, T* sV, const T* gk, const T* gv, const Params& p, int t,
+                                                       int n_tiles, int tid) {
+  const int buf = t & 1;
+  if (t + 1 < n_tiles) load_kv_async<BN, D, NT>(sK, sV, gk, gv, p, t + 1, buf ^ 1, tid);
+  cp_async_commit();
+  cp_async_wait<1>();
+  __syncthreads();
+  return {sK + buf * BN * D, sV + buf * BN * D};
+}
+
+// c[mt][j] and c[mt][j + 1] += a[mt] times the two 8-column B tiles one ldmatrix (.trans
+// with kTrans) loads at addr, for each of the MT m-tiles: one B load feeds MT mma pairs.
+template <class T, bool kTrans, int MT, int NJ>
+__device__ __forceinline__ void mma_mtiles_x2(float (&c)[MT][NJ][4], int j, const uint32_t (&a)[MT][4], uint32_t addr) {
+  uint32_t b0, b1, b2, b3;
+  if constexpr (kTrans)
+    ldsm_x4_t(b0, b1, b2, b3, addr);
+  else
+    ldsm_x4(b0, b1, b2, b3, addr);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    mma16816<T>(c[mt][j], a[mt], b0, b1);
+    mma16816<T>(c[mt][j + 1], a[mt], b2, b3);
+  }
+}
+
 // MT m-tiles (16 rows each) per warp: every K/V fragment read from shared memory
 // feeds MT tensor-core ops (shared-memory bandwidth is the limit at MT = 1).
 template <class T, int D, int NW, int MT, int BN>
@@ -39,21 +107,14 @@ __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
   T* sV = sK + 2 * BN * D;                 // 2 x BN x D
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  int bh, m_block;  // heaviest (causal) query tiles first
-  block_coords((p.Sq + BM - 1) / BM, p.B * p.Hq, true, bh, m_block);
-  const int b = bh / p.Hq, h = bh % p.Hq, hk = h / (p.Hq / p.Hkv);
-  const int m0 = m_block * BM;
+  const auto [b, h, hk, m0] = query_block<BM>(p);
   const T* gq = static_cast<const T*>(p.q) + b * p.q_sb + h * p.q_sh;
   const T* gk = static_cast<const T*>(p.k) + b * p.k_sb + hk * p.k_sh;
   const T* gv = static_cast<const T*>(p.v) + b * p.v_sb + hk * p.v_sh;
   T* go = static_cast<T*>(p.out) + b * p.o_sb + h * p.o_sh;
   float* glse = p.lse + ((int64_t)b * p.Hq + h) * p.Sq;
 
-  // Keys this block can see: j < Sk and, causal, j <= i + off for its last row i.
-  const int last_row = min(m0 + BM, p.Sq) - 1;
-  int n_end = p.Sk;
-  if (p.causal) n_end = max(0, min(p.Sk, last_row + p.causal_off + 1));
-  const int n_tiles = (n_end + BN - 1) / BN;
+  const int n_tiles = visible_key_tiles<BM, BN>(p, m0);
 
   const int g = lane >> 2, t4 = lane & 3;
   const int wr0 = m0 + warp * WR;  // this warp's first row
@@ -69,21 +130,11 @@ __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
 
   if (n_tiles > 0) {
     load_tile_async<BM, D, NT>(sQ, gq, p.q_ss, m0, p.Sq, tid);
-    load_tile_async<BN, D, NT>(sK, gk, p.k_ss, 0, p.Sk, tid);
-    load_tile_async<BN, D, NT>(sV, gv, p.v_ss, 0, p.Sk, tid);
+    load_kv_async<BN, D, NT>(sK, sV, gk, gv, p, 0, 0, tid);
     cp_async_commit();
   }
   for (int t = 0; t < n_tiles; ++t) {
-    const int buf = t & 1;
-    if (t + 1 < n_tiles) {
-      load_tile_async<BN, D, NT>(sK + (buf ^ 1) * BN * D, gk, p.k_ss, (t + 1) * BN, p.Sk, tid);
-      load_tile_async<BN, D, NT>(sV + (buf ^ 1) * BN * D, gv, p.v_ss, (t + 1) * BN, p.Sk, tid);
-    }
-    cp_async_commit();
-    cp_async_wait<1>();
-    __syncthreads();
-    const T* cK = sK + buf * BN * D;
-    const T* cV = sV + buf * BN * D;
+    const KvTiles<T> kv = kv_pipeline_step<BN, D, NT>(sK, sV, gk, gv, p, t, n_tiles, tid);
     // S = Q K^T for this warp's WR rows x BN keys (Q fragments re-read from smem)
     float s[MT][BN / 8][4];
 #pragma unroll
@@ -101,13 +152,7 @@ __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
 #pragma unroll
       for (int j = 0; j < BN / 8; j += 2) {
         int key = j * 8 + (lane & 7) + ((lane >> 4) << 3), col = kk * 16 + ((lane >> 3) & 1) * 8;
-        uint32_t b0, b1, b2, b3;
-        ldsm_x4(b0, b1, b2, b3, smem_u32(cK + swz<D>(key, col)));
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          mma16816<T>(s[mt][j], qf[mt], b0, b1);
-          mma16816<T>(s[mt][j + 1], qf[mt], b2, b3);
-        }
+        mma_mtiles_x2<T, false>(s, j, qf, smem_u32(kv.k + swz<D>(key, col)));
       }
     }
     // mask keys past the end or above the causal diagonal (raw scores; the scale
@@ -167,13 +212,7 @@ __global__ void __launch_bounds__(NW * 32) flash_fwd_kernel(Params p) {
 #pragma unroll
       for (int j = 0; j < D / 8; j += 2) {
         int key = kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3), col = j * 8 + (lane >> 4) * 8;
-        uint32_t b0, b1, b2, b3;
-        ldsm_x4_t(b0, b1, b2, b3, smem_u32(cV + swz<D>(key, col)));
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          mma16816<T>(o[mt][j], a[mt], b0, b1);
-          mma16816<T>(o[mt][j + 1], a[mt], b2, b3);
-        }
+        mma_mtiles_x2<T, true>(o, j, a, smem_u32(kv.v + swz<D>(key, col)));
       }
     }
     __syncthreads();  // this buffer is refilled two iterations on

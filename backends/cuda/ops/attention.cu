@@ -77,6 +77,62 @@ Str4 mask_str(const char* op, const gn_tensor_view& m, const AttnDims& d) {
   return r;
 }
 
+// Strides into a kernel's field: a Str4 or a plain int64_t[4].
+void put_str4(Str4& dst, const Str4& s) { dst = s; }
+void put_str4(int64_t (&dst)[4], const Str4& s) {
+  for (int i = 0; i < 4; ++i) dst[i] = s.s[i];
+}
+
+// q, k and v pointers and broadcast strides of a kernel's arguments (GenericArgs, decode::Params).
+template <class P>
+void set_qkv(P& p, const gn_tensor_view& q, const gn_tensor_view& k, const gn_tensor_view& v) {
+  p.q = gn_view_ptr(&q);
+  p.k = gn_view_ptr(&k);
+  p.v = gn_view_ptr(&v);
+  put_str4(p.sq, str4(q));
+  put_str4(p.sk, str4(k));
+  put_str4(p.sv, str4(v));
+}
+
+// The mask fields of a kernel's arguments: none (mask_dtype -1) when m is null, else a bool or
+// floating-point mask broadcast to (B,Hq,Sq,Sk).
+template <class P>
+void set_mask(const char* op, P& p, const gn_tensor_view* m, const AttnDims& d) {
+  p.mask_dtype = -1;
+  if (!m) return;
+  if (m->dtype != GN_BOOL && !gn_dtype_is_float(m->dtype))
+    fail_op(GN_ERR_DTYPE, op, "mask must be bool or floating point");
+  p.mask = gn_view_ptr(m);
+  p.mask_dtype = m->dtype;
+  p.mask_esize = (int32_t)gn_dtype_size(m->dtype);
+  put_str4(p.sm, mask_str(op, *m, d));
+}
+
+// The (B,Hq,Sq) lse output of a kernel's arguments: f32 or f64, strided.
+void set_lse(const char* op, const gn_tensor_view& t, void*& lse, int& lse_f64, int64_t (&s)[3]) {
+  if (t.dtype != GN_F32 && t.dtype != GN_F64) fail_op(GN_ERR_DTYPE, op, "lse must be f32 or f64");
+  lse = gn_view_ptr(&t);
+  lse_f64 = t.dtype == GN_F64;
+  for (int i = 0; i < 3; ++i) s[i] = t.strides[i];
+}
+
+// B, Hq, Hkv, Sq and Sk of a kernel's arguments (flash::Params, decode::Params).
+template <class P>
+void set_dims(P& p, const AttnDims& d) {
+  p.B = (int)d.B;
+  p.Hq = (int)d.Hq;
+  p.Hkv = (int)d.Hkv;
+  p.Sq = (int)d.Sq;
+  p.Sk = (int)d.Sk;
+}
+
+// Batch, head and row strides of one flash operand.
+void flash_strides(const gn_tensor_view& t, int64_t& sb, int64_t& sh, int64_t& ss) {
+  sb = t.strides[0];
+  sh = t.strides[1];
+  ss = t.strides[2];
+}
+
 // ----------------------------------------------------------------------------
 // generic path
 
@@ -348,20 +404,10 @@ flash::Params flash_params(const AttnDims& d, const gn_tensor_view& q, const gn_
   p.q = gn_view_ptr(&q);
   p.k = gn_view_ptr(&k);
   p.v = gn_view_ptr(&v);
-  p.q_sb = q.strides[0];
-  p.q_sh = q.strides[1];
-  p.q_ss = q.strides[2];
-  p.k_sb = k.strides[0];
-  p.k_sh = k.strides[1];
-  p.k_ss = k.strides[2];
-  p.v_sb = v.strides[0];
-  p.v_sh = v.strides[1];
-  p.v_ss = v.strides[2];
-  p.B = (int)d.B;
-  p.Hq = (int)d.Hq;
-  p.Hkv = (int)d.Hkv;
-  p.Sq = (int)d.Sq;
-  p.Sk = (int)d.Sk;
+  flash_strides(q, p.q_sb, p.q_sh, p.q_ss);
+  flash_strides(k, p.k_sb, p.k_sh, p.k_ss);
+  flash_strides(v, p.v_sb, p.v_sh, p.v_ss);
+  set_dims(p, d);
   p.causal = causal != 0;
   p.causal_off = causal == 2 ? (int)(d.Sk - d.Sq) : 0;
   p.scale = (float)scale;
@@ -405,38 +451,12 @@ void decode_fwd(const gn_kernel_ctx* ctx, const gn_tensor_view* in, bool has_mas
   const char* op = "scaled_dot_product_attention";
   const int32_t dt = out[0].dtype;
   decode::Params p{};
-  p.q = gn_view_ptr(&in[0]);
-  p.k = gn_view_ptr(&in[1]);
-  p.v = gn_view_ptr(&in[2]);
+  set_qkv(p, in[0], in[1], in[2]);
   p.out = gn_view_ptr(&out[0]);
-  const Str4 sq = str4(in[0]), sk = str4(in[1]), sv = str4(in[2]), so = str4(out[0]);
-  for (int i = 0; i < 4; ++i) {
-    p.sq[i] = sq.s[i];
-    p.sk[i] = sk.s[i];
-    p.sv[i] = sv.s[i];
-    p.so[i] = so.s[i];
-  }
-  p.mask_dtype = -1;
-  if (has_mask) {
-    if (in[3].dtype != GN_BOOL && !gn_dtype_is_float(in[3].dtype))
-      fail_op(GN_ERR_DTYPE, op, "mask must be bool or floating point");
-    p.mask = gn_view_ptr(&in[3]);
-    p.mask_dtype = in[3].dtype;
-    p.mask_esize = (int)gn_dtype_size(in[3].dtype);
-    const Str4 sm = mask_str(op, in[3], d);
-    for (int i = 0; i < 4; ++i) p.sm[i] = sm.s[i];
-  }
-  if (has_lse) {
-    if (out[1].dtype != GN_F32 && out[1].dtype != GN_F64) fail_op(GN_ERR_DTYPE, op, "lse must be f32 or f64");
-    p.lse = gn_view_ptr(&out[1]);
-    p.lse_f64 = out[1].dtype == GN_F64;
-    for (int i = 0; i < 3; ++i) p.slse[i] = out[1].strides[i];
-  }
-  p.B = (int)d.B;
-  p.Hq = (int)d.Hq;
-  p.Hkv = (int)d.Hkv;
-  p.Sq = (int)d.Sq;
-  p.Sk = (int)d.Sk;
+  put_str4(p.so, str4(out[0]));
+  set_mask(op, p, has_mask ? &in[3] : nullptr, d);
+  if (has_lse) set_lse(op, out[1], p.lse, p.lse_f64, p.slse);
+  set_dims(p, d);
   p.D = (int)d.D;
   p.Dv = (int)d.Dv;
   p.causal = causal;
@@ -532,9 +552,7 @@ GN_SDK_KERNEL(sdpa_kernel) {
       rows_aligned(out[0]) && (!has_lse || lse_dense_f32(out[1])) && d.Sk > 0) {
     flash::Params p = flash_params(d, in[0], in[1], in[2], (int)causal, scale);
     p.out = gn_view_ptr(&out[0]);
-    p.o_sb = out[0].strides[0];
-    p.o_sh = out[0].strides[1];
-    p.o_ss = out[0].strides[2];
+    flash_strides(out[0], p.o_sb, p.o_sh, p.o_ss);
     p.lse = has_lse ? data_ptr<float>(out[1])
                     : static_cast<float*>(workspace(ctx, (size_t)(d.B * d.Hq * d.Sq) * sizeof(float)));
     GN_CUDA_CHECK(flash::flash_fwd(p, dt == GN_BF16 ? flash::Half16::bf16 : flash::Half16::f16, (int)d.D, st));
@@ -543,29 +561,11 @@ GN_SDK_KERNEL(sdpa_kernel) {
   if (d.D > 32 * kMaxPerLane || d.Dv > 32 * kMaxPerLane)
     fail_op(GN_ERR_UNSUPPORTED, op, "head dims above 512 are not supported on cuda");
   GenericArgs g{};
-  g.q = gn_view_ptr(&in[0]);
-  g.k = gn_view_ptr(&in[1]);
-  g.v = gn_view_ptr(&in[2]);
-  g.sq = str4(in[0]);
-  g.sk = str4(in[1]);
-  g.sv = str4(in[2]);
+  set_qkv(g, in[0], in[1], in[2]);
   g.out = gn_view_ptr(&out[0]);
   g.so = str4(out[0]);
-  g.mask_dtype = -1;
-  if (has_mask) {
-    if (in[3].dtype != GN_BOOL && !gn_dtype_is_float(in[3].dtype))
-      fail_op(GN_ERR_DTYPE, op, "mask must be bool or floating point");
-    g.mask = gn_view_ptr(&in[3]);
-    g.mask_dtype = in[3].dtype;
-    g.mask_esize = (int32_t)gn_dtype_size(in[3].dtype);
-    g.sm = mask_str(op, in[3], d);
-  }
-  if (has_lse) {
-    if (out[1].dtype != GN_F32 && out[1].dtype != GN_F64) fail_op(GN_ERR_DTYPE, op, "lse must be f32 or f64");
-    g.lse = gn_view_ptr(&out[1]);
-    g.lse_f64 = out[1].dtype == GN_F64;
-    for (int i = 0; i < 3; ++i) g.lse_s[i] = out[1].strides[i];
-  }
+  set_mask(op, g, has_mask ? &in[3] : nullptr, d);
+  if (has_lse) set_lse(op, out[1], g.lse, g.lse_f64, g.lse_s);
   g.d = d;
   g.causal = (int)causal;
   g.scale = scale;
@@ -604,26 +604,16 @@ GN_SDK_KERNEL(sdpa_backward_kernel) {
       rows_aligned(out[0]) && rows_aligned(out[1]) && rows_aligned(out[2])) {
     flash::Params p = flash_params(d, in[1], in[2], in[3], (int)causal, scale);
     p.dout = gn_view_ptr(&in[0]);
-    p.do_sb = in[0].strides[0];
-    p.do_sh = in[0].strides[1];
-    p.do_ss = in[0].strides[2];
+    flash_strides(in[0], p.do_sb, p.do_sh, p.do_ss);
     p.o = gn_view_ptr(&in[4]);
-    p.o_sb = in[4].strides[0];
-    p.o_sh = in[4].strides[1];
-    p.o_ss = in[4].strides[2];
+    flash_strides(in[4], p.o_sb, p.o_sh, p.o_ss);
     p.lse = const_cast<float*>(data_ptr<const float>(in[5]));
     p.dq = gn_view_ptr(&out[0]);
-    p.dq_sb = out[0].strides[0];
-    p.dq_sh = out[0].strides[1];
-    p.dq_ss = out[0].strides[2];
+    flash_strides(out[0], p.dq_sb, p.dq_sh, p.dq_ss);
     p.dk = gn_view_ptr(&out[1]);
-    p.dk_sb = out[1].strides[0];
-    p.dk_sh = out[1].strides[1];
-    p.dk_ss = out[1].strides[2];
+    flash_strides(out[1], p.dk_sb, p.dk_sh, p.dk_ss);
     p.dv = gn_view_ptr(&out[2]);
-    p.dv_sb = out[2].strides[0];
-    p.dv_sh = out[2].strides[1];
-    p.dv_ss = out[2].strides[2];
+    flash_strides(out[2], p.dv_sb, p.dv_sh, p.dv_ss);
     p.delta = static_cast<float*>(workspace(ctx, (size_t)nq * sizeof(float)));
     GN_CUDA_CHECK(flash::flash_bwd(p, dt == GN_BF16 ? flash::Half16::bf16 : flash::Half16::f16, (int)d.D, st));
     return;
@@ -633,23 +623,10 @@ GN_SDK_KERNEL(sdpa_backward_kernel) {
   GenericArgs g{};
   g.dout = gn_view_ptr(&in[0]);
   g.sdo = str4(in[0]);
-  g.q = gn_view_ptr(&in[1]);
-  g.k = gn_view_ptr(&in[2]);
-  g.v = gn_view_ptr(&in[3]);
-  g.sq = str4(in[1]);
-  g.sk = str4(in[2]);
-  g.sv = str4(in[3]);
+  set_qkv(g, in[1], in[2], in[3]);
   g.dq = gn_view_ptr(&out[0]);
   g.sdq = str4(out[0]);
-  g.mask_dtype = -1;
-  if (has_mask) {
-    if (in[6].dtype != GN_BOOL && !gn_dtype_is_float(in[6].dtype))
-      fail_op(GN_ERR_DTYPE, op, "mask must be bool or floating point");
-    g.mask = gn_view_ptr(&in[6]);
-    g.mask_dtype = in[6].dtype;
-    g.mask_esize = (int32_t)gn_dtype_size(in[6].dtype);
-    g.sm = mask_str(op, in[6], d);
-  }
+  set_mask(op, g, has_mask ? &in[6] : nullptr, d);
   g.d = d;
   g.causal = (int)causal;
   g.scale = scale;

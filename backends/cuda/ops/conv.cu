@@ -263,13 +263,8 @@ __global__ void bias_grad_kernel(const T* __restrict__ dy, T* __restrict__ db, i
 constexpr int kMaxBlasGroups = 8;
 constexpr size_t kColBudget = size_t{512} << 20;  // bytes of col (+ dcol) per chunk
 
-#define GN_CUBLAS_CHECK(expr)                                                                             \
-  do {                                                                                                    \
-    cublasStatus_t st_ = (expr);                                                                          \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                     \
-      fail(st_ == CUBLAS_STATUS_ALLOC_FAILED ? GN_ERR_OUT_OF_MEMORY : GN_ERR_DEVICE,                      \
-           std::string("[conv2d] cuBLAS call failed (status ") + std::to_string((int)st_) + "): " #expr); \
-  } while (0)
+#define GN_CUBLAS_CHECK(expr) \
+  check_library<cublasStatus_t>((expr), CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_ALLOC_FAILED, "[conv2d] cuBLAS", #expr)
 
 // A cuBLAS handle per (thread, device), bound to the call's stream and a
 // workspace from the call (capture-safe: no allocation inside cuBLAS).

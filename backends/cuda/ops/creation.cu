@@ -63,52 +63,62 @@ __global__ void arange_impl(int64_t n, OutRef o, double start, double step, bool
 
 __global__ void full_impl(int64_t n, OutRef o, double v) { GRID_LOOP(i, n) gn::sdk::store(o.at(i), o.dtype, v); }
 
-// kind 0 rand, 1 randint, 2 bernoulli (p read through pref): block c covers 4c..4c+3.
-__global__ void uniform_impl(int64_t n, OutRef o, uint64_t seed, uint64_t offset, int kind, int64_t low, int64_t high,
-                             OutRef p) {
-  const int64_t blocks = (n + 3) / 4;
+// Philox block c (grid-stride over the blocks) covers elements PER*c .. PER*c+PER-1 of n:
+// f(i, k, block) for each such element i = PER*c + k below n.
+template <int PER, class F>
+__device__ __forceinline__ void philox_blocks(int64_t n, uint64_t seed, uint64_t offset, F&& f) {
+  const int64_t blocks = (n + PER - 1) / PER;
   GRID_LOOP(c, blocks) {
     const gn::sdk::PhiloxBlock b = gn::sdk::philox4x32_10(offset + (uint64_t)c, seed);
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int64_t i = c * 4 + k;
+    for (int k = 0; k < PER; ++k) {
+      const int64_t i = c * PER + k;
       if (i >= n) break;
-      const uint32_t w = b.w[k];
-      if (kind == 0) {
-        double u;
-        if (o.dtype == GN_F16)
-          u = (double)(w >> 21) * (1.0 / 2048.0);
-        else if (o.dtype == GN_BF16)
-          u = (double)(w >> 24) * (1.0 / 256.0);
-        else
-          u = (double)(w >> 8) * (1.0 / 16777216.0);
-        gn::sdk::store(o.at(i), o.dtype, u);
-      } else if (kind == 1) {
-        const uint64_t range = (uint64_t)(high - low);
-        gn::sdk::store_int(o.at(i), o.dtype, low + (int64_t)(((uint64_t)w * range) >> 32));
-      } else {
-        const double u = (double)(w >> 8) * (1.0 / 16777216.0);
-        const double prob = gn::sdk::load(p.at(i), p.dtype);
-        gn::sdk::store(o.at(i), o.dtype, u < prob ? 1.0 : 0.0);
-      }
+      f(i, k, b);
     }
   }
 }
 
+// kind 0 rand, 1 randint, 2 bernoulli (p read through pref): block c covers 4c..4c+3.
+__global__ void uniform_impl(int64_t n, OutRef o, uint64_t seed, uint64_t offset, int kind, int64_t low, int64_t high,
+                             OutRef p) {
+  philox_blocks<4>(n, seed, offset, [&](int64_t i, int k, const gn::sdk::PhiloxBlock& b) {
+    const uint32_t w = b.w[k];
+    if (kind == 0) {
+      double u;
+      if (o.dtype == GN_F16)
+        u = (double)(w >> 21) * (1.0 / 2048.0);
+      else if (o.dtype == GN_BF16)
+        u = (double)(w >> 24) * (1.0 / 256.0);
+      else
+        u = (double)(w >> 8) * (1.0 / 16777216.0);
+      gn::sdk::store(o.at(i), o.dtype, u);
+    } else if (kind == 1) {
+      const uint64_t range = (uint64_t)(high - low);
+      gn::sdk::store_int(o.at(i), o.dtype, low + (int64_t)(((uint64_t)w * range) >> 32));
+    } else {
+      const double u = (double)(w >> 8) * (1.0 / 16777216.0);
+      const double prob = gn::sdk::load(p.at(i), p.dtype);
+      gn::sdk::store(o.at(i), o.dtype, u < prob ? 1.0 : 0.0);
+    }
+  });
+}
+
 // randn: block c covers elements 2c (words 0,1) and 2c+1 (words 2,3).
 __global__ void normal_impl(int64_t n, OutRef o, uint64_t seed, uint64_t offset) {
-  const int64_t blocks = (n + 1) / 2;
-  GRID_LOOP(c, blocks) {
-    const gn::sdk::PhiloxBlock b = gn::sdk::philox4x32_10(offset + (uint64_t)c, seed);
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-      const int64_t i = c * 2 + k;
-      if (i >= n) break;
-      const double u1 = (double)((b.w[2 * k] >> 8) + 1) * (1.0 / 16777216.0);
-      const double u2 = (double)(b.w[2 * k + 1] >> 8) * (1.0 / 16777216.0);
-      gn::sdk::store(o.at(i), o.dtype, sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-    }
-  }
+  philox_blocks<2>(n, seed, offset, [&](int64_t i, int k, const gn::sdk::PhiloxBlock& b) {
+    const double u1 = (double)((b.w[2 * k] >> 8) + 1) * (1.0 / 16777216.0);
+    const double u2 = (double)(b.w[2 * k + 1] >> 8) * (1.0 / 16777216.0);
+    gn::sdk::store(o.at(i), o.dtype, sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+  });
+}
+
+// uniform_impl over o (kind, low, high, p as there) with the call's seed and offset.
+void launch_uniform(const gn_kernel_ctx* ctx, const gn_tensor_view& o, int kind, int64_t low, int64_t high, OutRef p) {
+  const int64_t n = numel(o);
+  uniform_impl<<<grid(ctx, (n + 3) / 4), kThreads, 0, stream(ctx)>>>(n, out_ref(o), ctx->seed, ctx->offset, kind, low,
+                                                                     high, p);
+  GN_CUDA_CHECK_LAUNCH();
 }
 
 GN_SDK_KERNEL(arange_kernel) {
@@ -143,11 +153,8 @@ GN_SDK_KERNEL(full_kernel) {
 GN_SDK_KERNEL(rand_kernel) {
   need_io("rand", n_in, 0, n_out, 1);
   DeviceGuard g(ctx);
-  const int64_t n = numel(out[0]);
-  if (!n) return;
-  uniform_impl<<<grid(ctx, (n + 3) / 4), kThreads, 0, stream(ctx)>>>(n, out_ref(out[0]), ctx->seed, ctx->offset, 0, 0,
-                                                                     0, OutRef{});
-  GN_CUDA_CHECK_LAUNCH();
+  if (!numel(out[0])) return;
+  launch_uniform(ctx, out[0], 0, 0, 0, OutRef{});
 }
 
 GN_SDK_KERNEL(randint_kernel) {
@@ -159,11 +166,8 @@ GN_SDK_KERNEL(randint_kernel) {
     fail_op(
         GN_ERR_INVALID_ARGUMENT, "randint",
         "needs low < high and high - low <= 2^32, got low " + std::to_string(low) + ", high " + std::to_string(high));
-  const int64_t n = numel(out[0]);
-  if (!n) return;
-  uniform_impl<<<grid(ctx, (n + 3) / 4), kThreads, 0, stream(ctx)>>>(n, out_ref(out[0]), ctx->seed, ctx->offset, 1, low,
-                                                                     high, OutRef{});
-  GN_CUDA_CHECK_LAUNCH();
+  if (!numel(out[0])) return;
+  launch_uniform(ctx, out[0], 1, low, high, OutRef{});
 }
 
 GN_SDK_KERNEL(bernoulli_kernel) {
@@ -174,10 +178,7 @@ GN_SDK_KERNEL(bernoulli_kernel) {
   if (!n) return;
   if (numel(p) != n) fail_op(GN_ERR_SHAPE, "bernoulli", "p and out must have the same shape");
   // p read in out's row-major order through its own strides.
-  OutRef pr = out_ref(p);
-  uniform_impl<<<grid(ctx, (n + 3) / 4), kThreads, 0, stream(ctx)>>>(n, out_ref(o), ctx->seed, ctx->offset, 2, 0, 0,
-                                                                     pr);
-  GN_CUDA_CHECK_LAUNCH();
+  launch_uniform(ctx, o, 2, 0, 0, out_ref(p));
 }
 
 GN_SDK_KERNEL(randn_kernel) {

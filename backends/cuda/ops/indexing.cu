@@ -35,12 +35,16 @@
 
 #include "common.cuh"
 #include "kernels/nn_common/nn_common.cuh"
+#include "indexing.cuh"
 
 namespace gn::cuda {
 namespace {
 
+using indexing::dim_geom;
+using indexing::DimGeom;
 using nn::BadIndex;
 using nn::IndexPtr;
+using nn::wrap_dim_checked;
 
 // ----------------------------------------------------------------------------
 // embedding forward
@@ -116,19 +120,48 @@ GN_SDK_KERNEL(embedding_kernel) {
 }
 
 // ----------------------------------------------------------------------------
+// deterministic accumulation: a stable radix sort of (target, position) pairs
+
+// Stable sort of n (uint32 key, int32 value) pairs over key bits [0, end_bit):
+// returns the sorted arrays (in workspace).
+struct Sorted {
+  uint32_t* keys;
+  int32_t* vals;
+};
+template <class MakeKeys>
+Sorted sort_pairs(const gn_kernel_ctx* ctx, int64_t n, uint64_t max_key, MakeKeys&& make_keys) {
+  int end_bit = 1;
+  while (end_bit < 32 && ((uint64_t)1 << end_bit) <= max_key) ++end_bit;
+  size_t temp = 0;
+  GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp, (const uint32_t*)nullptr, (uint32_t*)nullptr,
+                                                (const int32_t*)nullptr, (int32_t*)nullptr, (int)n, 0, end_bit,
+                                                stream(ctx)));
+  nn::Carver cv;
+  const size_t o_kin = cv.add(n * 4), o_kout = cv.add(n * 4), o_vin = cv.add(n * 4), o_vout = cv.add(n * 4),
+               o_tmp = cv.add(temp);
+  char* ws = static_cast<char*>(workspace(ctx, cv.total));
+  uint32_t *kin = (uint32_t*)(ws + o_kin), *kout = (uint32_t*)(ws + o_kout);
+  int32_t *vin = (int32_t*)(ws + o_vin), *vout = (int32_t*)(ws + o_vout);
+  make_keys(kin, vin);
+  GN_CUDA_CHECK(
+      cub::DeviceRadixSort::SortPairs(ws + o_tmp, temp, kin, kout, vin, vout, (int)n, 0, end_bit, stream(ctx)));
+  return {kout, vout};
+}
+
+// ----------------------------------------------------------------------------
 // embedding backward
 
 // keys[i] = ids[i] (out of range: reported, key V so it sorts last and is
 // skipped), pos[i] = i.
-__global__ void embedding_keys_kernel(nn::IndexPtr ids, int32_t* __restrict__ keys, int32_t* __restrict__ pos,
+__global__ void embedding_keys_kernel(nn::IndexPtr ids, uint32_t* __restrict__ keys, int32_t* __restrict__ pos,
                                       int64_t n, int64_t V, nn::BadIndex bad) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t id = ids[i];
     if (id < 0 || id >= V) {
       bad.report(id);
-      keys[i] = (int32_t)V;
+      keys[i] = (uint32_t)V;
     } else {
-      keys[i] = (int32_t)id;
+      keys[i] = (uint32_t)id;
     }
     pos[i] = (int32_t)i;
   }
@@ -137,12 +170,12 @@ __global__ void embedding_keys_kernel(nn::IndexPtr ids, int32_t* __restrict__ ke
 // Block x walks sorted positions; at the start of each run of equal keys it
 // sums the run's grad rows (original order) for its slab of columns.
 template <class T>
-__global__ void embedding_bwd_runs_kernel(const T* __restrict__ g, const int32_t* __restrict__ keys,
+__global__ void embedding_bwd_runs_kernel(const T* __restrict__ g, const uint32_t* __restrict__ keys,
                                           const int32_t* __restrict__ pos, T* __restrict__ out, int64_t n, int64_t D,
                                           int64_t V) {
   using A = double;  // the reference's sum, in its order: bit-identical
   for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
-    const int32_t key = keys[i];
+    const uint32_t key = keys[i];
     if ((i > 0 && keys[i - 1] == key) || key >= V) continue;
     for (int64_t col = blockIdx.y * (int64_t)blockDim.x + threadIdx.x; col < D;
          col += (int64_t)gridDim.y * blockDim.x) {
@@ -172,22 +205,10 @@ GN_SDK_KERNEL(embedding_backward_kernel) {
   if (n == 0) return;
   nn::IndexCheck check(ctx);
   // Sort (key, position) pairs over the bits that V needs (the sentinel V included).
-  int end_bit = 1;
-  while (end_bit < 32 && ((int64_t)1 << end_bit) <= V) ++end_bit;
-  size_t temp_bytes = 0;
-  GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, (const int32_t*)nullptr, (int32_t*)nullptr,
-                                                (const int32_t*)nullptr, (int32_t*)nullptr, (int)n, 0, end_bit,
-                                                stream(ctx)));
-  nn::Carver cv;
-  const size_t o_kin = cv.add(n * 4), o_kout = cv.add(n * 4), o_vin = cv.add(n * 4), o_vout = cv.add(n * 4),
-               o_tmp = cv.add(temp_bytes);
-  char* ws = static_cast<char*>(workspace(ctx, cv.total));
-  int32_t *kin = (int32_t*)(ws + o_kin), *kout = (int32_t*)(ws + o_kout);
-  int32_t *vin = (int32_t*)(ws + o_vin), *vout = (int32_t*)(ws + o_vout);
-  embedding_keys_kernel<<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(ip, kin, vin, n, V, check.dev);
-  GN_CUDA_CHECK_LAUNCH();
-  GN_CUDA_CHECK(
-      cub::DeviceRadixSort::SortPairs(ws + o_tmp, temp_bytes, kin, kout, vin, vout, (int)n, 0, end_bit, stream(ctx)));
+  const Sorted st = sort_pairs(ctx, n, (uint64_t)V, [&](uint32_t* keys, int32_t* pos) {
+    embedding_keys_kernel<<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(ip, keys, pos, n, V, check.dev);
+    GN_CUDA_CHECK_LAUNCH();
+  });
   if (D > 0) {
     const int threads = D >= 256 ? 256 : (int)((D + 31) / 32 * 32);
     const unsigned slabs = (unsigned)std::min<int64_t>((D + threads - 1) / threads, 65535);
@@ -195,90 +216,18 @@ GN_SDK_KERNEL(embedding_backward_kernel) {
     dispatch_float(g.dtype, op, [&](auto tag) {
       using T = typename decltype(tag)::type;
       embedding_bwd_runs_kernel<T>
-          <<<grid, threads, 0, stream(ctx)>>>(data_ptr<const T>(g), kout, vout, data_ptr<T>(o), n, D, V);
+          <<<grid, threads, 0, stream(ctx)>>>(data_ptr<const T>(g), st.keys, st.vals, data_ptr<T>(o), n, D, V);
     });
     GN_CUDA_CHECK_LAUNCH();
   }
   check.finish(op, V);
 }
 
+using indexing::dim_geom;
+using indexing::DimGeom;
 using nn::BadIndex;
 using nn::IndexPtr;
-
-// ----------------------------------------------------------------------------
-// gather / scatter geometry: coordinates of an element of index (shape ishape)
-// give the offset into a dense target (strides tstride) with coordinate `dim`
-// replaced by the index value, and the offset into src (strides sstride).
-
-struct DimGeom {
-  int ndim = 0, dim = 0;
-  int64_t ishape[GN_MAX_DIMS] = {};
-  int64_t tstride[GN_MAX_DIMS] = {};
-  int64_t sstride[GN_MAX_DIMS] = {};
-  int64_t dim_size = 1;
-
-  // Offset in the target without dim's contribution, and the src offset.
-  __device__ __forceinline__ void offsets(int64_t i, int64_t& t, int64_t& s) const {
-    t = 0;
-    s = 0;
-    for (int d = ndim - 1; d >= 0; --d) {
-      const int64_t c = i % ishape[d];
-      i /= ishape[d];
-      s += c * sstride[d];
-      if (d != dim) t += c * tstride[d];
-    }
-  }
-};
-
-// Dense row-major strides of a view's shape.
-void dense_strides(const gn_tensor_view& v, int64_t* out) {
-  int64_t acc = 1;
-  for (int d = v.ndim - 1; d >= 0; --d) {
-    out[d] = acc;
-    acc *= v.shape[d] > 0 ? v.shape[d] : 1;
-  }
-}
-
-// Geometry for gather/scatter: index of x's rank (or any 1-element index of a
-// 0-d target), index.shape[d] <= target.shape[d] for d != dim.
-DimGeom dim_geom(const char* op, const gn_tensor_view& target, const gn_tensor_view& index, int32_t dim,
-                 const gn_tensor_view* src) {
-  DimGeom g;
-  if (target.ndim == 0) {
-    if (numel(index) > 1) fail_op(GN_ERR_SHAPE, op, "index " + shape_str(index) + " is too large for a 0-d input");
-    g.ndim = index.ndim;
-    for (int d = 0; d < index.ndim; ++d) g.ishape[d] = index.shape[d];
-    g.dim = -1;
-    g.dim_size = 1;
-    return g;
-  }
-  bool ok = index.ndim == target.ndim;
-  for (int32_t d = 0; ok && d < target.ndim; ++d) ok = d == dim || index.shape[d] <= target.shape[d];
-  if (!ok)
-    fail_op(
-        GN_ERR_SHAPE, op,
-        "index " + shape_str(index) + " does not fit input " + shape_str(target) + " at dim " + std::to_string(dim));
-  g.ndim = index.ndim;
-  g.dim = dim;
-  g.dim_size = target.shape[dim];
-  for (int d = 0; d < index.ndim; ++d) g.ishape[d] = index.shape[d];
-  dense_strides(target, g.tstride);
-  if (src && src->ndim > 0) {
-    bool sok = src->ndim == index.ndim;
-    for (int32_t d = 0; sok && d < src->ndim; ++d) sok = index.shape[d] <= src->shape[d];
-    if (!sok) fail_op(GN_ERR_SHAPE, op, "src " + shape_str(*src) + " is smaller than index " + shape_str(index));
-    dense_strides(*src, g.sstride);
-  }
-  return g;
-}
-
-int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
-  const int64_t n = ndim > 0 ? ndim : 1;
-  if (dim == GN_DIM_NONE || dim < -n || dim >= n)
-    fail_op(GN_ERR_INDEX, op,
-            "dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
-  return ndim > 0 ? (int32_t)(dim < 0 ? dim + n : dim) : 0;
-}
+using nn::wrap_dim_checked;
 
 // ----------------------------------------------------------------------------
 // the reference's accumulation step: dst = T(dst + alpha*src)
@@ -305,32 +254,6 @@ __device__ __forceinline__ T add_ref(T dst, T src, double alpha, int64_t ialpha)
   }
 }
 
-// Stable sort of n (uint32 key, int32 value) pairs over key bits [0, end_bit):
-// returns the sorted arrays (in workspace).
-struct Sorted {
-  uint32_t* keys;
-  int32_t* vals;
-};
-template <class MakeKeys>
-Sorted sort_pairs(const gn_kernel_ctx* ctx, int64_t n, uint64_t max_key, MakeKeys&& make_keys) {
-  int end_bit = 1;
-  while (end_bit < 32 && ((uint64_t)1 << end_bit) <= max_key) ++end_bit;
-  size_t temp = 0;
-  GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, temp, (const uint32_t*)nullptr, (uint32_t*)nullptr,
-                                                (const int32_t*)nullptr, (int32_t*)nullptr, (int)n, 0, end_bit,
-                                                stream(ctx)));
-  nn::Carver cv;
-  const size_t o_kin = cv.add(n * 4), o_kout = cv.add(n * 4), o_vin = cv.add(n * 4), o_vout = cv.add(n * 4),
-               o_tmp = cv.add(temp);
-  char* ws = static_cast<char*>(workspace(ctx, cv.total));
-  uint32_t *kin = (uint32_t*)(ws + o_kin), *kout = (uint32_t*)(ws + o_kout);
-  int32_t *vin = (int32_t*)(ws + o_vin), *vout = (int32_t*)(ws + o_vout);
-  make_keys(kin, vin);
-  GN_CUDA_CHECK(
-      cub::DeviceRadixSort::SortPairs(ws + o_tmp, temp, kin, kout, vin, vout, (int)n, 0, end_bit, stream(ctx)));
-  return {kout, vout};
-}
-
 // ----------------------------------------------------------------------------
 // gather
 
@@ -338,14 +261,10 @@ template <class U>
 __global__ void gather_kernel(const U* __restrict__ x, IndexPtr idx, U* __restrict__ out, DimGeom g, int64_t n,
                               BadIndex bad) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t v = idx[i];
-    if (v < 0 || v >= g.dim_size) {
-      bad.report(v);
-      continue;
-    }
+    const int64_t v = g.checked_index(idx, i, bad);
+    if (v < 0) continue;
     int64_t t, s;
-    g.offsets(i, t, s);
-    if (g.dim >= 0) t += v * g.tstride[g.dim];
+    g.target_offsets(i, v, t, s);
     out[i] = x[t];
   }
 }
@@ -379,14 +298,10 @@ GN_SDK_KERNEL(gather_kernel_fn) {
 __global__ void scatter_claim_kernel(IndexPtr idx, DimGeom g, int64_t n, unsigned long long* __restrict__ winner,
                                      BadIndex bad) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t v = idx[i];
-    if (v < 0 || v >= g.dim_size) {
-      bad.report(v);
-      continue;
-    }
+    const int64_t v = g.checked_index(idx, i, bad);
+    if (v < 0) continue;
     int64_t t, s;
-    g.offsets(i, t, s);
-    if (g.dim >= 0) t += v * g.tstride[g.dim];
+    g.target_offsets(i, v, t, s);
     atomicMax(winner + t, (unsigned long long)(i + 1));  // 0 = unclaimed
   }
 }
@@ -399,8 +314,7 @@ __global__ void scatter_write_kernel(IndexPtr idx, const U* __restrict__ src, U*
     const int64_t v = idx[i];
     if (v < 0 || v >= g.dim_size) continue;
     int64_t t, s;
-    g.offsets(i, t, s);
-    if (g.dim >= 0) t += v * g.tstride[g.dim];
+    g.target_offsets(i, v, t, s);
     if (winner[t] == (unsigned long long)(i + 1)) out[t] = src[s];
   }
 }
@@ -417,8 +331,7 @@ __global__ void scatter_add_keys_kernel(IndexPtr idx, DimGeom g, int64_t n, uint
       continue;
     }
     int64_t t, s;
-    g.offsets(i, t, s);
-    if (g.dim >= 0) t += v * g.tstride[g.dim];
+    g.target_offsets(i, v, t, s);
     keys[i] = (uint32_t)t;
   }
 }
@@ -723,149 +636,6 @@ GN_SDK_KERNEL(one_hot_fn) {
   check.finish(op, C);
 }
 
-// ----------------------------------------------------------------------------
-// scatter_reduce: one thread per fiber (the index positions that differ only along dim, which
-// never share a target with another fiber), walked in increasing order along dim: the
-// reference's order and arithmetic (floats combined in double and rounded to the dtype after
-// every step; integers exact, wrapping), deterministic, no atomics.  count[t] (workspace)
-// counts the values each target received; mean divides at the end (integers with floor).
-
-struct FiberGeom {
-  int ndim = 0, dim = 0;
-  int64_t ishape[GN_MAX_DIMS] = {};
-  int64_t istride[GN_MAX_DIMS] = {};
-  // Index position of fiber f's first element.
-  __device__ __forceinline__ int64_t first(int64_t f) const {
-    int64_t i = 0;
-    for (int d = ndim - 1; d >= 0; --d) {
-      if (d == dim) continue;
-      i += (f % ishape[d]) * istride[d];
-      f /= ishape[d];
-    }
-    return i;
-  }
-};
-
-template <class T>
-__global__ void scatter_reduce_kernel(IndexPtr idx, const T* __restrict__ src, T* __restrict__ out, DimGeom g,
-                                      FiberGeom fg, int64_t fibers, int64_t K, int64_t step, int reduce,
-                                      int include_self, int64_t* __restrict__ count, BadIndex bad) {
-  for (int64_t f = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; f < fibers; f += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t i0 = fg.first(f);
-    for (int64_t kk = 0; kk < K; ++kk) {
-      const int64_t i = i0 + kk * step, v = idx[i];
-      if (v < 0 || v >= g.dim_size) {
-        bad.report(v);
-        return;
-      }
-      int64_t t, s;
-      g.offsets(i, t, s);
-      if (g.dim >= 0) t += v * g.tstride[g.dim];
-      const bool first = !include_self && count[t] == 0;
-      ++count[t];
-      if constexpr (std::is_integral_v<T>) {
-        const int64_t b = (int64_t)src[s], a = first ? (reduce == 1 ? 1 : 0) : (int64_t)out[t];
-        int64_t r;
-        if (reduce == 0 || reduce == 2)
-          r = (int64_t)((unsigned long long)a + (unsigned long long)b);
-        else if (reduce == 1)
-          r = (int64_t)((unsigned long long)a * (unsigned long long)b);
-        else if (reduce == 3)
-          r = first ? b : (a > b ? a : b);
-        else
-          r = first ? b : (a < b ? a : b);
-        out[t] = (T)r;
-      } else {
-        const double b = convert<double>(src[s]);
-        const double a = first ? (reduce == 1   ? 1.0
-                                  : reduce == 3 ? -INFINITY
-                                  : reduce == 4 ? INFINITY
-                                                : 0.0)
-                               : convert<double>(out[t]);
-        double r;
-        if (reduce == 0 || reduce == 2)
-          r = __dadd_rn(a, b);
-        else if (reduce == 1)
-          r = __dmul_rn(a, b);
-        else if (a != a || b != b)
-          r = NAN;
-        else
-          r = reduce == 3 ? (a < b ? b : a) : (b < a ? b : a);  // std::max / std::min
-        out[t] = convert<T>(r);
-      }
-    }
-  }
-}
-
-template <class T>
-__global__ void scatter_mean_kernel(T* __restrict__ out, const int64_t* __restrict__ count, int64_t n,
-                                    int include_self) {
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t c = count[e] + (include_self ? 1 : 0);
-    if (c <= 1) continue;
-    if constexpr (std::is_integral_v<T>) {
-      const int64_t a = (int64_t)out[e];
-      int64_t r = a / c;
-      if (a % c != 0 && a < 0) --r;  // floor
-      out[e] = (T)r;
-    } else {
-      out[e] = convert<T>(convert<double>(out[e]) / (double)c);
-    }
-  }
-}
-
-GN_SDK_KERNEL(scatter_reduce_fn) {
-  const char* op = "scatter_reduce";
-  need_io(op, n_in, 3, n_out, 1);
-  DeviceGuard dg(ctx);
-  const gn_tensor_view &x = in[0], &index = in[1], &src = in[2], &o = out[0];
-  const int32_t dim = wrap_dim_checked(op, attr_int(op, attrs, n_attrs, 0), x.ndim);
-  const int64_t reduce = attr_int(op, attrs, n_attrs, 1);
-  const int include_self = attr_int(op, attrs, n_attrs, 2) != 0;
-  if (reduce < 0 || reduce > 4)
-    fail_op(GN_ERR_INVALID_ARGUMENT, op,
-            "reduce must be 0 (sum), 1 (prod), 2 (mean), 3 (amax) or 4 (amin), got " + std::to_string(reduce));
-  const DimGeom g = dim_geom(op, o, index, dim, &src);
-  const IndexPtr ip = nn::index_ptr(op, index);
-  if (numel(o) != numel(x) || o.dtype != x.dtype || src.dtype != x.dtype)
-    fail_op(GN_ERR_SHAPE, op, "output and src must have x's dtype, output x's shape");
-  if (x.dtype == GN_BOOL) fail_op(GN_ERR_DTYPE, op, "bool tensors are not supported");
-  const size_t bytes = (size_t)numel(x) * gn_dtype_size(x.dtype);
-  if (bytes)
-    GN_CUDA_CHECK(cudaMemcpyAsync(gn_view_ptr(&o), gn_view_ptr(&x), bytes, cudaMemcpyDeviceToDevice, stream(ctx)));
-  const int64_t n = numel(index);
-  if (n == 0) return;
-  FiberGeom fg;
-  fg.ndim = index.ndim;
-  fg.dim = g.dim;
-  int64_t acc = 1;
-  for (int d = index.ndim - 1; d >= 0; --d) {
-    fg.ishape[d] = index.shape[d];
-    fg.istride[d] = acc;
-    acc *= index.shape[d];
-  }
-  const int64_t K = g.dim >= 0 ? index.shape[g.dim] : n, step = g.dim >= 0 ? fg.istride[g.dim] : 1;
-  const int64_t fibers = K ? n / K : 0;
-  auto* count = static_cast<int64_t*>(workspace(ctx, (size_t)numel(o) * sizeof(int64_t)));
-  GN_CUDA_CHECK(cudaMemsetAsync(count, 0, (size_t)numel(o) * sizeof(int64_t), stream(ctx)));
-  nn::IndexCheck check(ctx);
-  dispatch_all(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) {
-      scatter_reduce_kernel<T><<<nn::grid_for(ctx, fibers), kThreads, 0, stream(ctx)>>>(
-          ip, data_ptr<const T>(src), data_ptr<T>(o), g, fg, fibers, K, step, (int)reduce, include_self, count,
-          check.dev);
-      GN_CUDA_CHECK_LAUNCH();
-      if (reduce == 2) {
-        scatter_mean_kernel<T>
-            <<<nn::grid_for(ctx, numel(o)), kThreads, 0, stream(ctx)>>>(data_ptr<T>(o), count, numel(o), include_self);
-        GN_CUDA_CHECK_LAUNCH();
-      }
-    }
-  });
-  check.finish(op, g.dim_size);
-}
-
 }  // namespace
 
 GN_CUDA_FAMILY(indexing) {
@@ -878,7 +648,6 @@ GN_CUDA_FAMILY(indexing) {
   r.kernel("index_add", kNumericDtypes, index_add_kernel_fn, GN_KERNEL_CONTIGUOUS);
   r.kernel("masked_fill", kAllDtypes, masked_fill_fn, GN_KERNEL_CONTIGUOUS);
   r.kernel("one_hot", kIntDtypes, one_hot_fn, GN_KERNEL_CONTIGUOUS);
-  r.kernel("scatter_reduce", kNumericDtypes, scatter_reduce_fn, GN_KERNEL_CONTIGUOUS);
 }
 
 }  // namespace gn::cuda

@@ -103,19 +103,6 @@ __device__ __forceinline__ void batch_offsets(const Batch& b, int64_t i, int64_t
   }
 }
 
-template <class T>
-struct GemmAcc {
-  using type = double;
-};
-template <>
-struct GemmAcc<int32_t> {
-  using type = int64_t;
-};
-template <>
-struct GemmAcc<int64_t> {
-  using type = int64_t;
-};
-
 // out[b][m][n] = sum_k a[b][m][k] * b[b][k][n]; one thread per output element.
 // Integer accumulation wraps in uint64 like torch; floats accumulate in double.
 template <class T>
@@ -134,23 +121,9 @@ __global__ void gemm_naive(const T* a, const T* bm, T* o, Batch bt, int64_t nbat
       o[oo + m * ors + n * ocs] = (T)(int64_t)acc;
     } else {
       double acc = 0;
-      for (int64_t k = 0; k < K; ++k) acc += (double)(float)pa[k * acs] * (double)(float)pb[k * brs];
+      for (int64_t k = 0; k < K; ++k) acc += convert<double>(pa[k * acs]) * convert<double>(pb[k * brs]);
       o[oo + m * ors + n * ocs] = convert<T>(acc);
     }
-  }
-}
-template <>
-__global__ void gemm_naive<double>(const double* a, const double* bm, double* o, Batch bt, int64_t nbatch, int64_t M,
-                                   int64_t N, int64_t K, int64_t ars, int64_t acs, int64_t brs, int64_t bcs,
-                                   int64_t ors, int64_t ocs) {
-  const int64_t total = nbatch * M * N;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t n = i % N, m = (i / N) % M, bi = i / (M * N);
-    int64_t oa, ob, oo;
-    batch_offsets(bt, bi, oa, ob, oo);
-    double acc = 0;
-    for (int64_t k = 0; k < K; ++k) acc += a[oa + m * ars + k * acs] * bm[ob + k * brs + n * bcs];
-    o[oo + m * ors + n * ocs] = acc;
   }
 }
 
@@ -353,6 +326,18 @@ bool try_gemv(const gn_kernel_ctx* ctx, const Mat& a, const Mat& b, T* o, const 
   return true;
 }
 
+// m's rows, cols and strides from the last two dims of v (at least 2-D), swapped when transposed.
+static void set_matrix(Mat& m, const gn_tensor_view& v, bool transposed) {
+  m.rows = v.shape[v.ndim - 2];
+  m.cols = v.shape[v.ndim - 1];
+  m.rs = v.strides[v.ndim - 2];
+  m.cs = v.strides[v.ndim - 1];
+  if (transposed) {
+    std::swap(m.rows, m.cols);
+    std::swap(m.rs, m.cs);
+  }
+}
+
 template <class T>
 void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view& av, const gn_tensor_view& bv,
                   const gn_tensor_view& ov, bool ta, bool tb, const T* bias, bool* bias_done) {
@@ -372,14 +357,7 @@ void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view
     a.cs = av.strides[0];
     a.rs = a.cols * a.cs;
   } else {
-    a.rows = av.shape[av.ndim - 2];
-    a.cols = av.shape[av.ndim - 1];
-    a.rs = av.strides[av.ndim - 2];
-    a.cs = av.strides[av.ndim - 1];
-    if (ta) {
-      std::swap(a.rows, a.cols);
-      std::swap(a.rs, a.cs);
-    }
+    set_matrix(a, av, ta);
   }
   if (bv.ndim == 1) {
     b.rows = bv.shape[0];
@@ -387,14 +365,7 @@ void matmul_typed(const char* op, const gn_kernel_ctx* ctx, const gn_tensor_view
     b.rs = bv.strides[0];
     b.cs = 1;
   } else {
-    b.rows = bv.shape[bv.ndim - 2];
-    b.cols = bv.shape[bv.ndim - 1];
-    b.rs = bv.strides[bv.ndim - 2];
-    b.cs = bv.strides[bv.ndim - 1];
-    if (tb) {
-      std::swap(b.rows, b.cols);
-      std::swap(b.rs, b.cs);
-    }
+    set_matrix(b, bv, tb);
   }
   const int64_t M = a.rows, K = a.cols, N = b.cols;
   if (b.rows != K)

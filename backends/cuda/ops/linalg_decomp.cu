@@ -24,20 +24,11 @@
 namespace gn::cuda {
 namespace {
 
-#define GN_SOLVER_CHECK(expr)                                                                               \
-  do {                                                                                                      \
-    cusolverStatus_t st_ = (expr);                                                                          \
-    if (st_ != CUSOLVER_STATUS_SUCCESS)                                                                     \
-      fail(st_ == CUSOLVER_STATUS_ALLOC_FAILED ? GN_ERR_OUT_OF_MEMORY : GN_ERR_DEVICE,                      \
-           std::string("[linalg] cuSOLVER call failed (status ") + std::to_string((int)st_) + "): " #expr); \
-  } while (0)
-#define GN_BLAS_CHECK(expr)                                                                               \
-  do {                                                                                                    \
-    cublasStatus_t st_ = (expr);                                                                          \
-    if (st_ != CUBLAS_STATUS_SUCCESS)                                                                     \
-      fail(st_ == CUBLAS_STATUS_ALLOC_FAILED ? GN_ERR_OUT_OF_MEMORY : GN_ERR_DEVICE,                      \
-           std::string("[linalg] cuBLAS call failed (status ") + std::to_string((int)st_) + "): " #expr); \
-  } while (0)
+#define GN_SOLVER_CHECK(expr)                                                                                         \
+  check_library<cusolverStatus_t>((expr), CUSOLVER_STATUS_SUCCESS, CUSOLVER_STATUS_ALLOC_FAILED, "[linalg] cuSOLVER", \
+                                  #expr)
+#define GN_BLAS_CHECK(expr) \
+  check_library<cublasStatus_t>((expr), CUBLAS_STATUS_SUCCESS, CUBLAS_STATUS_ALLOC_FAILED, "[linalg] cuBLAS", #expr)
 
 // Handles per (thread, device), bound to the call's stream.
 cusolverDnHandle_t solver(const gn_kernel_ctx* ctx) {
@@ -145,111 +136,88 @@ __global__ void sign_kernel(T* __restrict__ u, T* __restrict__ vh, int64_t B, in
 template <class T>
 constexpr bool kF32 = std::is_same_v<T, float>;
 
+// GN_SOLVER_CALL(T, getrf, args...) calls cusolverDnSgetrf(args...) for float and
+// cusolverDnDgetrf(args...) for double, checked.
+#define GN_SOLVER_CALL(T, fn, ...)                   \
+  do {                                               \
+    if constexpr (kF32<T>)                           \
+      GN_SOLVER_CHECK(cusolverDnS##fn(__VA_ARGS__)); \
+    else                                             \
+      GN_SOLVER_CHECK(cusolverDnD##fn(__VA_ARGS__)); \
+  } while (0)
+
 template <class T>
 int getrf_lwork(cusolverDnHandle_t h, int m, int n, T* a) {
   int lw = 0;
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSgetrf_bufferSize(h, m, n, a, m, &lw));
-  else
-    GN_SOLVER_CHECK(cusolverDnDgetrf_bufferSize(h, m, n, a, m, &lw));
+  GN_SOLVER_CALL(T, getrf_bufferSize, h, m, n, a, m, &lw);
   return lw;
 }
 template <class T>
 void getrf(cusolverDnHandle_t h, int m, int n, T* a, T* work, int* piv, int* info) {
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSgetrf(h, m, n, a, m, work, piv, info));
-  else
-    GN_SOLVER_CHECK(cusolverDnDgetrf(h, m, n, a, m, work, piv, info));
+  GN_SOLVER_CALL(T, getrf, h, m, n, a, m, work, piv, info);
 }
 template <class T>
 void getrs(cusolverDnHandle_t h, bool trans, int n, int k, const T* a, const int* piv, T* b, int* info) {
   const cublasOperation_t op = trans ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSgetrs(h, op, n, k, a, n, piv, b, n, info));
-  else
-    GN_SOLVER_CHECK(cusolverDnDgetrs(h, op, n, k, a, n, piv, b, n, info));
+  GN_SOLVER_CALL(T, getrs, h, op, n, k, a, n, piv, b, n, info);
 }
 template <class T>
 int potrf_lwork(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, T* a) {
   int lw = 0;
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSpotrf_bufferSize(h, uplo, n, a, n, &lw));
-  else
-    GN_SOLVER_CHECK(cusolverDnDpotrf_bufferSize(h, uplo, n, a, n, &lw));
+  GN_SOLVER_CALL(T, potrf_bufferSize, h, uplo, n, a, n, &lw);
   return lw;
 }
 template <class T>
 void potrf(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, T* a, T* work, int lw, int* info) {
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSpotrf(h, uplo, n, a, n, work, lw, info));
-  else
-    GN_SOLVER_CHECK(cusolverDnDpotrf(h, uplo, n, a, n, work, lw, info));
+  GN_SOLVER_CALL(T, potrf, h, uplo, n, a, n, work, lw, info);
 }
 template <class T>
 int geqrf_lwork(cusolverDnHandle_t h, int m, int n, T* a) {
   int lw = 0;
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSgeqrf_bufferSize(h, m, n, a, m, &lw));
-  else
-    GN_SOLVER_CHECK(cusolverDnDgeqrf_bufferSize(h, m, n, a, m, &lw));
+  GN_SOLVER_CALL(T, geqrf_bufferSize, h, m, n, a, m, &lw);
   return lw;
 }
 template <class T>
 void geqrf(cusolverDnHandle_t h, int m, int n, T* a, T* tau, T* work, int lw, int* info) {
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSgeqrf(h, m, n, a, m, tau, work, lw, info));
-  else
-    GN_SOLVER_CHECK(cusolverDnDgeqrf(h, m, n, a, m, tau, work, lw, info));
+  GN_SOLVER_CALL(T, geqrf, h, m, n, a, m, tau, work, lw, info);
 }
 template <class T>
 int orgqr_lwork(cusolverDnHandle_t h, int m, int n, int k, T* a, T* tau) {
   int lw = 0;
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSorgqr_bufferSize(h, m, n, k, a, m, tau, &lw));
-  else
-    GN_SOLVER_CHECK(cusolverDnDorgqr_bufferSize(h, m, n, k, a, m, tau, &lw));
+  GN_SOLVER_CALL(T, orgqr_bufferSize, h, m, n, k, a, m, tau, &lw);
   return lw;
 }
 template <class T>
 void orgqr(cusolverDnHandle_t h, int m, int n, int k, T* a, T* tau, T* work, int lw, int* info) {
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSorgqr(h, m, n, k, a, m, tau, work, lw, info));
-  else
-    GN_SOLVER_CHECK(cusolverDnDorgqr(h, m, n, k, a, m, tau, work, lw, info));
+  GN_SOLVER_CALL(T, orgqr, h, m, n, k, a, m, tau, work, lw, info);
 }
 template <class T>
 int gesvdj_lwork(cusolverDnHandle_t h, cusolverEigMode_t jobz, int econ, int m, int n, T* a, T* s, T* u, int ldu, T* v,
                  int ldv, gesvdjInfo_t p) {
   int lw = 0;
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSgesvdj_bufferSize(h, jobz, econ, m, n, a, m, s, u, ldu, v, ldv, &lw, p));
-  else
-    GN_SOLVER_CHECK(cusolverDnDgesvdj_bufferSize(h, jobz, econ, m, n, a, m, s, u, ldu, v, ldv, &lw, p));
+  GN_SOLVER_CALL(T, gesvdj_bufferSize, h, jobz, econ, m, n, a, m, s, u, ldu, v, ldv, &lw, p);
   return lw;
 }
 template <class T>
 void gesvdj(cusolverDnHandle_t h, cusolverEigMode_t jobz, int econ, int m, int n, T* a, T* s, T* u, int ldu, T* v,
             int ldv, T* work, int lw, int* info, gesvdjInfo_t p) {
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSgesvdj(h, jobz, econ, m, n, a, m, s, u, ldu, v, ldv, work, lw, info, p));
-  else
-    GN_SOLVER_CHECK(cusolverDnDgesvdj(h, jobz, econ, m, n, a, m, s, u, ldu, v, ldv, work, lw, info, p));
+  GN_SOLVER_CALL(T, gesvdj, h, jobz, econ, m, n, a, m, s, u, ldu, v, ldv, work, lw, info, p);
 }
 template <class T>
 int syevd_lwork(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, T* a, T* w) {
   int lw = 0;
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSsyevd_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, uplo, n, a, n, w, &lw));
-  else
-    GN_SOLVER_CHECK(cusolverDnDsyevd_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, uplo, n, a, n, w, &lw));
+  GN_SOLVER_CALL(T, syevd_bufferSize, h, CUSOLVER_EIG_MODE_VECTOR, uplo, n, a, n, w, &lw);
   return lw;
 }
 template <class T>
 void syevd(cusolverDnHandle_t h, cublasFillMode_t uplo, int n, T* a, T* w, T* work, int lw, int* info) {
-  if constexpr (kF32<T>)
-    GN_SOLVER_CHECK(cusolverDnSsyevd(h, CUSOLVER_EIG_MODE_VECTOR, uplo, n, a, n, w, work, lw, info));
-  else
-    GN_SOLVER_CHECK(cusolverDnDsyevd(h, CUSOLVER_EIG_MODE_VECTOR, uplo, n, a, n, w, work, lw, info));
+  GN_SOLVER_CALL(T, syevd, h, CUSOLVER_EIG_MODE_VECTOR, uplo, n, a, n, w, work, lw, info);
+}
+
+// The work buffer of lw elements a cuSOLVER call asked for (at least one).
+template <class T>
+T* solver_work(const gn_kernel_ctx* ctx, int lw) {
+  return static_cast<T*>(workspace(ctx, (size_t)std::max(lw, 1) * sizeof(T)));
 }
 
 // ----------------------------------------------------------------------------
@@ -301,7 +269,7 @@ GN_SDK_KERNEL(lu_factor_fn) {
     T* w = static_cast<T*>(workspace(ctx, (size_t)(B * m * n) * sizeof(T)));
     transpose(ctx, data_ptr<const T>(A), w, B, m, n);  // column-major copies
     const int lw = getrf_lwork<T>(h, (int)m, (int)n, w);
-    T* work = static_cast<T*>(workspace(ctx, (size_t)std::max(lw, 1) * sizeof(T)));
+    T* work = solver_work<T>(ctx, lw);
     for (int64_t b = 0; b < B; ++b)
       getrf<T>(h, (int)m, (int)n, w + b * m * n, work, data_ptr<int>(P) + b * k, info + b);
     transpose(ctx, (const T*)w, data_ptr<T>(LU), B, n, m);
@@ -387,7 +355,7 @@ GN_SDK_KERNEL(cholesky_fn) {
     const cublasFillMode_t uplo = upper ? CUBLAS_FILL_MODE_LOWER : CUBLAS_FILL_MODE_UPPER;
     cusolverDnHandle_t h = solver(ctx);
     const int lw = potrf_lwork<T>(h, uplo, (int)n, l);
-    T* work = static_cast<T*>(workspace(ctx, (size_t)std::max(lw, 1) * sizeof(T)));
+    T* work = solver_work<T>(ctx, lw);
     for (int64_t b = 0; b < B; ++b) potrf<T>(h, uplo, (int)n, l + b * n * n, work, lw, info + b);
     zero_triangle_kernel<T><<<nn::grid_for(ctx, B * n * n), kThreads, 0, stream(ctx)>>>(l, B, n, upper ? 0 : 1);
     GN_CUDA_CHECK_LAUNCH();
@@ -421,7 +389,7 @@ GN_SDK_KERNEL(qr_fn) {
     int* dinfo = carve<int>(ws, o_i);
     transpose(ctx, data_ptr<const T>(A), w, B, m, n);  // column-major (m x n, ld m)
     const int lw = std::max(geqrf_lwork<T>(h, (int)m, (int)n, w), orgqr_lwork<T>(h, (int)m, (int)qc, (int)k, q, tau));
-    T* work = static_cast<T*>(workspace(ctx, (size_t)std::max(lw, 1) * sizeof(T)));
+    T* work = solver_work<T>(ctx, lw);
     for (int64_t b = 0; b < B; ++b) geqrf<T>(h, (int)m, (int)n, w + b * m * n, tau + b * k, work, lw, dinfo);
     extract_r_kernel<T><<<nn::grid_for(ctx, B * qc * n), kThreads, 0, stream(ctx)>>>(w, data_ptr<T>(R), B, m, n, qc, k);
     GN_CUDA_CHECK_LAUNCH();
@@ -471,7 +439,7 @@ GN_SDK_KERNEL(svd_fn) {
     GN_CUDA_CHECK(cudaMemcpyAsync(a, data_ptr<const T>(A), (size_t)(B * m * n) * sizeof(T), cudaMemcpyDeviceToDevice,
                                   stream(ctx)));
     const int lw = gesvdj_lwork<T>(h, jobz, econ, (int)n, (int)m, a, data_ptr<T>(S), up, (int)n, v, (int)m, params);
-    T* work = static_cast<T*>(workspace(ctx, (size_t)std::max(lw, 1) * sizeof(T)));
+    T* work = solver_work<T>(ctx, lw);
     for (int64_t b = 0; b < B; ++b)
       gesvdj<T>(h, jobz, econ, (int)n, (int)m, a + b * m * n, data_ptr<T>(S) + b * k, uv ? up + b * vr * n : up, (int)n,
                 v + b * m * uc, (int)m, work, lw, dinfo, params);
@@ -504,7 +472,7 @@ GN_SDK_KERNEL(eigh_fn) {
     GN_CUDA_CHECK(cudaMemcpyAsync(a, data_ptr<const T>(A), (size_t)(B * n * n) * sizeof(T), cudaMemcpyDeviceToDevice,
                                   stream(ctx)));
     const int lw = syevd_lwork<T>(h, uplo, (int)n, a, data_ptr<T>(W));
-    T* work = static_cast<T*>(workspace(ctx, (size_t)std::max(lw, 1) * sizeof(T)));
+    T* work = solver_work<T>(ctx, lw);
     for (int64_t b = 0; b < B; ++b)
       syevd<T>(h, uplo, (int)n, a + b * n * n, data_ptr<T>(W) + b * n, work, lw, carve<int>(ws, o_i) + b);
     transpose(ctx, (const T*)a, data_ptr<T>(V), B, n, n);  // column j (column-major) is eigenvector j

@@ -39,22 +39,6 @@ using nn::block_sum;
 // ----------------------------------------------------------------------------
 // kv_cache_write_
 
-// Raw element bits of a dtype of kBytes bytes.
-template <int kBytes>
-struct Bits;
-template <>
-struct Bits<2> {
-  using type = uint16_t;
-};
-template <>
-struct Bits<4> {
-  using type = uint32_t;
-};
-template <>
-struct Bits<8> {
-  using type = uint64_t;
-};
-
 struct SrcStrides {
   int64_t b, h, t, d;  // elements
 };
@@ -133,9 +117,9 @@ GN_SDK_KERNEL(kv_cache_write_op) {
             std::string("expected int64 pos and src of the cache's dtype, got ") + gn_dtype_name(pos.dtype) + " and " +
                 gn_dtype_name(src.dtype));
   switch (gn_dtype_size(cache.dtype)) {
-    case 2: launch_kv_cache_write<Bits<2>::type>(ctx, cache, src, pos); break;
-    case 4: launch_kv_cache_write<Bits<4>::type>(ctx, cache, src, pos); break;
-    case 8: launch_kv_cache_write<Bits<8>::type>(ctx, cache, src, pos); break;
+    case 2: launch_kv_cache_write<nn::RawOf<2>::type>(ctx, cache, src, pos); break;
+    case 4: launch_kv_cache_write<nn::RawOf<4>::type>(ctx, cache, src, pos); break;
+    case 8: launch_kv_cache_write<nn::RawOf<8>::type>(ctx, cache, src, pos); break;
     default:
       fail_op(GN_ERR_DTYPE, op, std::string("dtype ") + gn_dtype_name(cache.dtype) + " is not supported on cuda");
   }

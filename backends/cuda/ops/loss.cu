@@ -22,15 +22,6 @@ namespace {
 
 constexpr int kUnroll = 4;  // 16-byte loads in flight per thread
 
-template <class T>
-struct XentAcc {
-  using type = float;
-};
-template <>
-struct XentAcc<double> {
-  using type = double;
-};
-
 __device__ __forceinline__ float fast_exp(float x) { return exp2f(x * 1.4426950408889634f); }
 __device__ __forceinline__ double fast_exp(double x) { return exp(x); }
 
@@ -136,10 +127,9 @@ __device__ __forceinline__ void row_stats(const T* x, int64_t C, int lane, A& m_
 // for reduction 0 it is written straight to out (dtype T) instead.
 template <int TPR, class T, class TI, class L>
 __global__ void xent_fwd_kernel(const T* __restrict__ logits, const TI* __restrict__ target, int64_t R, int64_t C,
-                                int64_t ignore, typename XentAcc<T>::type ls, L* __restrict__ lse_out,
-                                typename XentAcc<T>::type* __restrict__ loss_row, T* __restrict__ loss_out,
-                                nn::BadIndex bad) {
-  using A = typename XentAcc<T>::type;
+                                int64_t ignore, acc_t<T> ls, L* __restrict__ lse_out, acc_t<T>* __restrict__ loss_row,
+                                T* __restrict__ loss_out, nn::BadIndex bad) {
+  using A = acc_t<T>;
   constexpr int RPB = TPR == 32 ? 8 : 1;  // rows per 256/TPR-thread block
   const int lane = TPR == 32 ? (threadIdx.x & 31) : threadIdx.x;
   const int64_t r = (int64_t)blockIdx.x * RPB + (TPR == 32 ? threadIdx.x / 32 : 0);
@@ -242,9 +232,9 @@ constexpr float lse_trust_tol<__half>() {
 template <int TPR, class T, class TI, class L>
 __global__ void __launch_bounds__(TPR == 32 ? 256 : TPR)
     xent_bwd_kernel(const T* __restrict__ grad_loss, const T* __restrict__ logits, const TI* __restrict__ target,
-                    const L* __restrict__ lse_in, int64_t R, int64_t C, int64_t ignore, typename XentAcc<T>::type ls,
-                    int reduction, const double* __restrict__ count, T* __restrict__ dx, nn::BadIndex bad) {
-  using A = typename XentAcc<T>::type;
+                    const L* __restrict__ lse_in, int64_t R, int64_t C, int64_t ignore, acc_t<T> ls, int reduction,
+                    const double* __restrict__ count, T* __restrict__ dx, nn::BadIndex bad) {
+  using A = acc_t<T>;
   constexpr int RPB = TPR == 32 ? 8 : 1;
   constexpr int VW = 16 / sizeof(T);
   constexpr float tol = lse_trust_tol<T>();
@@ -344,6 +334,36 @@ void dispatch_target(int32_t dtype, const char* op, F&& f) {
     fail_op(GN_ERR_DTYPE, op, std::string("target must be int32 or int64, got ") + gn_dtype_name(dtype));
 }
 
+// f(Tag<T>{}, Tag<TI>{}) for the logits' float dtype and the target's int32 / int64.
+template <class F>
+void dispatch_xent(int32_t logits, int32_t target, const char* op, F&& f) {
+  dispatch_float(logits, op, [&](auto tag) { dispatch_target<int>(target, op, [&](auto ttag) { f(tag, ttag); }); });
+}
+
+// f(Tag<L>{}) for the dtype of lse: float32 or float64.
+template <class F>
+void dispatch_lse(int32_t dtype, const char* op, F&& f) {
+  if (dtype == GN_F64)
+    f(Tag<double>{});
+  else if (dtype == GN_F32)
+    f(Tag<float>{});
+  else
+    fail_op(GN_ERR_DTYPE, op, "lse must be float32 or float64");
+}
+
+// The attributes of cross_entropy and its backward.
+struct XentAttrs {
+  int64_t ignore;     // ignore_index
+  double ls;          // label_smoothing
+  int64_t reduction;  // 0 none, 1 mean, 2 sum
+};
+XentAttrs xent_attrs(const char* op, const gn_attr_value* attrs, size_t n_attrs) {
+  const XentAttrs a{attr_int(op, attrs, n_attrs, 0), attr_float(op, attrs, n_attrs, 1),
+                    attr_int(op, attrs, n_attrs, 2)};
+  if (a.reduction < 0 || a.reduction > 2) fail_op(GN_ERR_INVALID_ARGUMENT, op, "reduction must be 0, 1 or 2");
+  return a;
+}
+
 struct XentShape {
   int64_t R, C;
 };
@@ -366,46 +386,36 @@ GN_SDK_KERNEL(cross_entropy_kernel) {
   const char* op = "cross_entropy";
   need_io(op, n_in, 2, n_out, 2);
   DeviceGuard guard(ctx);
-  const int64_t ignore = attr_int(op, attrs, n_attrs, 0);
-  const double ls = attr_float(op, attrs, n_attrs, 1);
-  const int64_t reduction = attr_int(op, attrs, n_attrs, 2);
-  if (reduction < 0 || reduction > 2) fail_op(GN_ERR_INVALID_ARGUMENT, op, "reduction must be 0, 1 or 2");
+  const XentAttrs at = xent_attrs(op, attrs, n_attrs);
   const XentShape s = xent_shape(op, in[0], in[1]);
   cudaStream_t st = stream(ctx);
   nn::IndexCheck check(ctx);
-  dispatch_float(in[0].dtype, op, [&](auto tag) {
+  dispatch_xent(in[0].dtype, in[1].dtype, op, [&](auto tag, auto ttag) {
     using T = typename decltype(tag)::type;
-    using A = typename XentAcc<T>::type;
-    dispatch_target<int>(in[1].dtype, op, [&](auto ttag) {
-      using TI = typename decltype(ttag)::type;
-      const T* x = data_ptr<const T>(in[0]);
-      const TI* t = data_ptr<const TI>(in[1]);
-      A* rows = reduction == 0 ? nullptr : static_cast<A*>(workspace(ctx, std::max<int64_t>(s.R, 1) * sizeof(A)));
-      T* loss_out = reduction == 0 ? data_ptr<T>(out[0]) : nullptr;
-      auto launch = [&](auto lse_tag) {
-        using L = typename decltype(lse_tag)::type;
-        L* lse = data_ptr<L>(out[1]);
-        if (s.R == 0) return;
-        if (s.C >= kWideRow)
-          xent_fwd_kernel<512, T, TI, L>
-              <<<(unsigned)s.R, 512, 0, st>>>(x, t, s.R, s.C, ignore, (A)ls, lse, rows, loss_out, check.dev);
-        else
-          xent_fwd_kernel<32, T, TI, L><<<(unsigned)((s.R + 7) / 8), 256, 0, st>>>(x, t, s.R, s.C, ignore, (A)ls, lse,
-                                                                                   rows, loss_out, check.dev);
-        GN_CUDA_CHECK_LAUNCH();
-      };
-      if (out[1].dtype == GN_F64)
-        launch(Tag<double>{});
-      else if (out[1].dtype == GN_F32)
-        launch(Tag<float>{});
+    using A = acc_t<T>;
+    using TI = typename decltype(ttag)::type;
+    const T* x = data_ptr<const T>(in[0]);
+    const TI* t = data_ptr<const TI>(in[1]);
+    A* rows = at.reduction == 0 ? nullptr : static_cast<A*>(workspace(ctx, std::max<int64_t>(s.R, 1) * sizeof(A)));
+    T* loss_out = at.reduction == 0 ? data_ptr<T>(out[0]) : nullptr;
+    auto launch = [&](auto lse_tag) {
+      using L = typename decltype(lse_tag)::type;
+      L* lse = data_ptr<L>(out[1]);
+      if (s.R == 0) return;
+      if (s.C >= kWideRow)
+        xent_fwd_kernel<512, T, TI, L>
+            <<<(unsigned)s.R, 512, 0, st>>>(x, t, s.R, s.C, at.ignore, (A)at.ls, lse, rows, loss_out, check.dev);
       else
-        fail_op(GN_ERR_DTYPE, op, "lse must be float32 or float64");
-      if (reduction != 0) {
-        xent_reduce_kernel<T, TI, A>
-            <<<1, 1024, 0, st>>>(rows, t, s.R, ignore, (int)reduction, data_ptr<T>(out[0]), nullptr);
-        GN_CUDA_CHECK_LAUNCH();
-      }
-    });
+        xent_fwd_kernel<32, T, TI, L><<<(unsigned)((s.R + 7) / 8), 256, 0, st>>>(x, t, s.R, s.C, at.ignore, (A)at.ls,
+                                                                                 lse, rows, loss_out, check.dev);
+      GN_CUDA_CHECK_LAUNCH();
+    };
+    dispatch_lse(out[1].dtype, op, launch);
+    if (at.reduction != 0) {
+      xent_reduce_kernel<T, TI, A>
+          <<<1, 1024, 0, st>>>(rows, t, s.R, at.ignore, (int)at.reduction, data_ptr<T>(out[0]), nullptr);
+      GN_CUDA_CHECK_LAUNCH();
+    }
   });
   check.finish(op, s.C);
 }
@@ -415,48 +425,38 @@ GN_SDK_KERNEL(cross_entropy_backward_kernel) {
   const char* op = "cross_entropy_backward";
   need_io(op, n_in, 4, n_out, 1);
   DeviceGuard guard(ctx);
-  const int64_t ignore = attr_int(op, attrs, n_attrs, 0);
-  const double ls = attr_float(op, attrs, n_attrs, 1);
-  const int64_t reduction = attr_int(op, attrs, n_attrs, 2);
-  if (reduction < 0 || reduction > 2) fail_op(GN_ERR_INVALID_ARGUMENT, op, "reduction must be 0, 1 or 2");
+  const XentAttrs at = xent_attrs(op, attrs, n_attrs);
   const XentShape s = xent_shape(op, in[1], in[2]);
   if (in[0].dtype != in[1].dtype) fail_op(GN_ERR_DTYPE, op, "grad_loss must have the logits dtype");
   cudaStream_t st = stream(ctx);
   nn::IndexCheck check(ctx);
-  dispatch_float(in[1].dtype, op, [&](auto tag) {
+  dispatch_xent(in[1].dtype, in[2].dtype, op, [&](auto tag, auto ttag) {
     using T = typename decltype(tag)::type;
-    using A = typename XentAcc<T>::type;
-    dispatch_target<int>(in[2].dtype, op, [&](auto ttag) {
-      using TI = typename decltype(ttag)::type;
-      const TI* t = data_ptr<const TI>(in[2]);
-      if (s.R == 0) return;
-      double* count = nullptr;
-      if (reduction == 1) {
-        count = static_cast<double*>(workspace(ctx, sizeof(double)));
-        xent_reduce_kernel<T, TI, A><<<1, 1024, 0, st>>>(nullptr, t, s.R, ignore, 1, nullptr, count);
-        GN_CUDA_CHECK_LAUNCH();
-      }
-      auto launch = [&](auto lse_tag) {
-        using L = typename decltype(lse_tag)::type;
-        const L* lse = data_ptr<const L>(in[3]);
-        const T* g = data_ptr<const T>(in[0]);
-        const T* x = data_ptr<const T>(in[1]);
-        T* dx = data_ptr<T>(out[0]);
-        if (s.C >= kWideRow)
-          xent_bwd_kernel<512, T, TI, L><<<(unsigned)s.R, 512, 0, st>>>(g, x, t, lse, s.R, s.C, ignore, (A)ls,
-                                                                        (int)reduction, count, dx, check.dev);
-        else
-          xent_bwd_kernel<32, T, TI, L><<<(unsigned)((s.R + 7) / 8), 256, 0, st>>>(
-              g, x, t, lse, s.R, s.C, ignore, (A)ls, (int)reduction, count, dx, check.dev);
-        GN_CUDA_CHECK_LAUNCH();
-      };
-      if (in[3].dtype == GN_F64)
-        launch(Tag<double>{});
-      else if (in[3].dtype == GN_F32)
-        launch(Tag<float>{});
+    using A = acc_t<T>;
+    using TI = typename decltype(ttag)::type;
+    const TI* t = data_ptr<const TI>(in[2]);
+    if (s.R == 0) return;
+    double* count = nullptr;
+    if (at.reduction == 1) {
+      count = static_cast<double*>(workspace(ctx, sizeof(double)));
+      xent_reduce_kernel<T, TI, A><<<1, 1024, 0, st>>>(nullptr, t, s.R, at.ignore, 1, nullptr, count);
+      GN_CUDA_CHECK_LAUNCH();
+    }
+    auto launch = [&](auto lse_tag) {
+      using L = typename decltype(lse_tag)::type;
+      const L* lse = data_ptr<const L>(in[3]);
+      const T* g = data_ptr<const T>(in[0]);
+      const T* x = data_ptr<const T>(in[1]);
+      T* dx = data_ptr<T>(out[0]);
+      if (s.C >= kWideRow)
+        xent_bwd_kernel<512, T, TI, L><<<(unsigned)s.R, 512, 0, st>>>(g, x, t, lse, s.R, s.C, at.ignore, (A)at.ls,
+                                                                      (int)at.reduction, count, dx, check.dev);
       else
-        fail_op(GN_ERR_DTYPE, op, "lse must be float32 or float64");
-    });
+        xent_bwd_kernel<32, T, TI, L><<<(unsigned)((s.R + 7) / 8), 256, 0, st>>>(
+            g, x, t, lse, s.R, s.C, at.ignore, (A)at.ls, (int)at.reduction, count, dx, check.dev);
+      GN_CUDA_CHECK_LAUNCH();
+    };
+    dispatch_lse(in[3].dtype, op, launch);
   });
   check.finish(op, s.C);
 }

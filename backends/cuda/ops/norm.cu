@@ -340,35 +340,72 @@ void same_dtype(const char* op, const char* what, const gn_tensor_view& v) {
     fail_op(GN_ERR_DTYPE, op, std::string(what) + " has dtype " + gn_dtype_name(v.dtype) + ", expected the input's");
 }
 
+// views[i] when i < n, else null (an optional input or output).
+const gn_tensor_view* optional(const gn_tensor_view* views, size_t n, size_t i) { return i < n ? &views[i] : nullptr; }
+
+// layer_norm (kRms false) and rms_norm over rows of N elements of x; w, b, mean and rstd may be null.
+template <bool kRms>
+void norm_forward(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& x, int64_t N, double eps,
+                  const gn_tensor_view& y, const gn_tensor_view* w, const gn_tensor_view* b, const gn_tensor_view* mean,
+                  const gn_tensor_view* rstd) {
+  const int64_t R = N ? numel(x) / N : 0;
+  check_numel(op, "y", y, numel(x));
+  if (w) check_numel(op, "weight", *w, N);
+  if (b) check_numel(op, "bias", *b, N);
+  if (mean) check_numel(op, "mean", *mean, R);
+  if (rstd) check_numel(op, "rstd", *rstd, R);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (w) same_dtype<T>(op, "weight", *w);
+    if (b) same_dtype<T>(op, "bias", *b);
+    acc_t<T>* mean_p = mean ? stat_ptr<T>(op, "mean", *mean) : nullptr;
+    acc_t<T>* rstd_p = rstd ? stat_ptr<T>(op, "rstd", *rstd) : nullptr;
+    if (R == 0) return;
+    if (N == 0) {  // statistics of nothing: NaN, as 0/0 in the reference
+      for (acc_t<T>* p : {mean_p, rstd_p})
+        if (p) fill_nan_kernel<<<blocks_for(R), kThreads, 0, stream(ctx)>>>(p, R);
+      GN_CUDA_CHECK_LAUNCH();
+      return;
+    }
+    launch_fwd<T, kRms>(ctx, data_ptr<const T>(x), w ? data_ptr<const T>(*w) : nullptr,
+                        b ? data_ptr<const T>(*b) : nullptr, data_ptr<T>(y), mean_p, rstd_p, R, N, eps);
+  });
+}
+
+// The backward of norm_forward: grad_x from grad_y (gy); mean (layer_norm), w, dw and db may be null.
+template <bool kRms>
+void norm_backward(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& gy, const gn_tensor_view& x,
+                   int64_t N, const gn_tensor_view* mean, const gn_tensor_view& rstd, const gn_tensor_view* w,
+                   const gn_tensor_view& dx, const gn_tensor_view* dw, const gn_tensor_view* db) {
+  const int64_t R = N ? numel(x) / N : 0;
+  check_numel(op, "grad_y", gy, numel(x));
+  if (mean) check_numel(op, "mean", *mean, R);
+  check_numel(op, "rstd", rstd, R);
+  check_numel(op, "grad_x", dx, numel(x));
+  if (w) check_numel(op, "weight", *w, N);
+  if (dw) check_numel(op, "grad_weight", *dw, N);
+  if (db) check_numel(op, "grad_bias", *db, N);
+  dispatch_float(x.dtype, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    same_dtype<T>(op, "grad_y", gy);
+    if (w) same_dtype<T>(op, "weight", *w);
+    if (N == 0) return;
+    launch_bwd<T, kRms>(ctx, data_ptr<const T>(gy), data_ptr<const T>(x),
+                        mean ? stat_ptr<T>(op, "mean", *mean) : nullptr, stat_ptr<T>(op, "rstd", rstd),
+                        w ? data_ptr<const T>(*w) : nullptr, data_ptr<T>(dx), dw ? data_ptr<T>(*dw) : nullptr,
+                        db ? data_ptr<T>(*db) : nullptr, R, N);
+  });
+}
+
 // in: x, [weight, [bias]]; out: y, mean, rstd; attrs: normalized_ndim, eps
 GN_SDK_KERNEL(layer_norm_kernel) {
   const char* op = "layer_norm";
   need_io(op, n_in, 1, n_out, 1);
   DeviceGuard dg(ctx);
-  const gn_tensor_view& x = in[0];
-  const int64_t N = trailing(op, x, attr_int(op, attrs, n_attrs, 0));
+  const int64_t N = trailing(op, in[0], attr_int(op, attrs, n_attrs, 0));
   const double eps = attr_float(op, attrs, n_attrs, 1);
-  const int64_t R = N ? numel(x) / N : 0;
-  check_numel(op, "y", out[0], numel(x));
-  if (n_in > 1) check_numel(op, "weight", in[1], N);
-  if (n_in > 2) check_numel(op, "bias", in[2], N);
-  if (n_out > 1) check_numel(op, "mean", out[1], R);
-  if (n_out > 2) check_numel(op, "rstd", out[2], R);
-  dispatch_float(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    for (size_t i = 1; i < n_in; ++i) same_dtype<T>(op, i == 1 ? "weight" : "bias", in[i]);
-    acc_t<T>* mean = n_out > 1 ? stat_ptr<T>(op, "mean", out[1]) : nullptr;
-    acc_t<T>* rstd = n_out > 2 ? stat_ptr<T>(op, "rstd", out[2]) : nullptr;
-    if (R == 0) return;
-    if (N == 0) {  // statistics of nothing: NaN, as 0/0 in the reference
-      for (acc_t<T>* p : {mean, rstd})
-        if (p) fill_nan_kernel<<<blocks_for(R), kThreads, 0, stream(ctx)>>>(p, R);
-      GN_CUDA_CHECK_LAUNCH();
-      return;
-    }
-    launch_fwd<T, false>(ctx, data_ptr<const T>(x), n_in > 1 ? data_ptr<const T>(in[1]) : nullptr,
-                         n_in > 2 ? data_ptr<const T>(in[2]) : nullptr, data_ptr<T>(out[0]), mean, rstd, R, N, eps);
-  });
+  norm_forward<false>(ctx, op, in[0], N, eps, out[0], optional(in, n_in, 1), optional(in, n_in, 2),
+                      optional(out, n_out, 1), optional(out, n_out, 2));
 }
 
 // in: grad_y, x, mean, rstd, [weight]; out: grad_x, grad_weight, grad_bias; attrs: normalized_ndim
@@ -376,26 +413,9 @@ GN_SDK_KERNEL(layer_norm_backward_kernel) {
   const char* op = "layer_norm_backward";
   need_io(op, n_in, 4, n_out, 1);
   DeviceGuard dg(ctx);
-  const gn_tensor_view& x = in[1];
-  const int64_t N = trailing(op, x, attr_int(op, attrs, n_attrs, 0));
-  const int64_t R = N ? numel(x) / N : 0;
-  check_numel(op, "grad_y", in[0], numel(x));
-  check_numel(op, "mean", in[2], R);
-  check_numel(op, "rstd", in[3], R);
-  check_numel(op, "grad_x", out[0], numel(x));
-  if (n_in > 4) check_numel(op, "weight", in[4], N);
-  if (n_out > 1) check_numel(op, "grad_weight", out[1], N);
-  if (n_out > 2) check_numel(op, "grad_bias", out[2], N);
-  dispatch_float(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    same_dtype<T>(op, "grad_y", in[0]);
-    if (n_in > 4) same_dtype<T>(op, "weight", in[4]);
-    if (N == 0) return;
-    launch_bwd<T, false>(ctx, data_ptr<const T>(in[0]), data_ptr<const T>(x), stat_ptr<T>(op, "mean", in[2]),
-                         stat_ptr<T>(op, "rstd", in[3]), n_in > 4 ? data_ptr<const T>(in[4]) : nullptr,
-                         data_ptr<T>(out[0]), n_out > 1 ? data_ptr<T>(out[1]) : nullptr,
-                         n_out > 2 ? data_ptr<T>(out[2]) : nullptr, R, N);
-  });
+  const int64_t N = trailing(op, in[1], attr_int(op, attrs, n_attrs, 0));
+  norm_backward<false>(ctx, op, in[0], in[1], N, &in[2], in[3], optional(in, n_in, 4), out[0], optional(out, n_out, 1),
+                       optional(out, n_out, 2));
 }
 
 // in: x, [weight]; out: y, rstd; attrs: eps
@@ -403,26 +423,9 @@ GN_SDK_KERNEL(rms_norm_kernel) {
   const char* op = "rms_norm";
   need_io(op, n_in, 1, n_out, 1);
   DeviceGuard dg(ctx);
-  const gn_tensor_view& x = in[0];
-  const int64_t N = trailing(op, x, 1);
-  const int64_t R = N ? numel(x) / N : 0;
+  const int64_t N = trailing(op, in[0], 1);
   const double eps = attr_float(op, attrs, n_attrs, 0);
-  check_numel(op, "y", out[0], numel(x));
-  if (n_in > 1) check_numel(op, "weight", in[1], N);
-  if (n_out > 1) check_numel(op, "rstd", out[1], R);
-  dispatch_float(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (n_in > 1) same_dtype<T>(op, "weight", in[1]);
-    acc_t<T>* rstd = n_out > 1 ? stat_ptr<T>(op, "rstd", out[1]) : nullptr;
-    if (R == 0) return;
-    if (N == 0) {
-      if (rstd) fill_nan_kernel<<<blocks_for(R), kThreads, 0, stream(ctx)>>>(rstd, R);
-      GN_CUDA_CHECK_LAUNCH();
-      return;
-    }
-    launch_fwd<T, true>(ctx, data_ptr<const T>(x), n_in > 1 ? data_ptr<const T>(in[1]) : nullptr, nullptr,
-                        data_ptr<T>(out[0]), nullptr, rstd, R, N, eps);
-  });
+  norm_forward<true>(ctx, op, in[0], N, eps, out[0], optional(in, n_in, 1), nullptr, nullptr, optional(out, n_out, 1));
 }
 
 // in: grad_y, x, rstd, [weight]; out: grad_x, grad_weight
@@ -430,23 +433,9 @@ GN_SDK_KERNEL(rms_norm_backward_kernel) {
   const char* op = "rms_norm_backward";
   need_io(op, n_in, 3, n_out, 1);
   DeviceGuard dg(ctx);
-  const gn_tensor_view& x = in[1];
-  const int64_t N = trailing(op, x, 1);
-  const int64_t R = N ? numel(x) / N : 0;
-  check_numel(op, "grad_y", in[0], numel(x));
-  check_numel(op, "rstd", in[2], R);
-  check_numel(op, "grad_x", out[0], numel(x));
-  if (n_in > 3) check_numel(op, "weight", in[3], N);
-  if (n_out > 1) check_numel(op, "grad_weight", out[1], N);
-  dispatch_float(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    same_dtype<T>(op, "grad_y", in[0]);
-    if (n_in > 3) same_dtype<T>(op, "weight", in[3]);
-    if (N == 0) return;
-    launch_bwd<T, true>(ctx, data_ptr<const T>(in[0]), data_ptr<const T>(x), nullptr, stat_ptr<T>(op, "rstd", in[2]),
-                        n_in > 3 ? data_ptr<const T>(in[3]) : nullptr, data_ptr<T>(out[0]),
-                        n_out > 1 ? data_ptr<T>(out[1]) : nullptr, nullptr, R, N);
-  });
+  const int64_t N = trailing(op, in[1], 1);
+  norm_backward<true>(ctx, op, in[0], in[1], N, nullptr, in[2], optional(in, n_in, 3), out[0], optional(out, n_out, 1),
+                      nullptr);
 }
 
 }  // namespace

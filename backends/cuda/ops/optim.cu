@@ -361,34 +361,30 @@ GN_SDK_KERNEL(multi_sum_sq_kernel) {
   GN_CUDA_CHECK_LAUNCH();
 }
 
-// in: scale (one element), t1, t2, ...: ti *= scale in place
-GN_SDK_KERNEL(multi_scale_kernel) {
-  const char* op = "multi_scale_";
-  need_io(op, n_in, 1, n_out, 0);
+// multi_scale_ (check_inf false) and multi_unscale_check_ (true).
+// multi_scale_ in: scale (one element), t1, t2, ...: ti *= scale in place.
+// multi_unscale_check_ in: inv_scale (one element), found_inf (one f32), t2, ...: ti *= inv_scale;
+// found_inf = 1 when any element of any ti is inf/NaN (else unchanged).
+void multi_scale(const gn_kernel_ctx* ctx, const char* op, bool check_inf, const gn_tensor_view* in, size_t n_in,
+                 size_t n_out) {
+  const size_t first = check_inf ? 2 : 1;  // the first scaled tensor
+  need_io(op, n_in, first, n_out, 0);
   DeviceGuard dg(ctx);
-  if (numel(in[0]) != 1) fail_op(GN_ERR_SHAPE, op, "scale must have one element, got " + shape_str(in[0]));
-  const AnyFloat s = any_float(op, "scale", in[0]);
-  for_each_list(op, in, 1, n_in, [&](const TensorList& tl, int64_t nb) {
-    scale_kernel<<<(unsigned)nb, kThreads, 0, stream(ctx)>>>(tl, s, nullptr);
-    GN_CUDA_CHECK_LAUNCH();
-  });
-}
-
-// in: inv_scale (one element), found_inf (one f32), t2, ...: ti *= inv_scale;
-// found_inf = 1 when any element of any ti is inf/NaN (else unchanged)
-GN_SDK_KERNEL(multi_unscale_check_kernel) {
-  const char* op = "multi_unscale_check_";
-  need_io(op, n_in, 2, n_out, 0);
-  DeviceGuard dg(ctx);
-  if (numel(in[0]) != 1) fail_op(GN_ERR_SHAPE, op, "inv_scale must have one element, got " + shape_str(in[0]));
-  if (numel(in[1]) != 1 || in[1].dtype != GN_F32) fail_op(GN_ERR_DTYPE, op, "found_inf must be one float32 element");
-  const AnyFloat s = any_float(op, "inv_scale", in[0]);
-  float* found = data_ptr<float>(in[1]);
-  for_each_list(op, in, 2, n_in, [&](const TensorList& tl, int64_t nb) {
+  const char* scale_name = check_inf ? "inv_scale" : "scale";
+  if (numel(in[0]) != 1)
+    fail_op(GN_ERR_SHAPE, op, std::string(scale_name) + " must have one element, got " + shape_str(in[0]));
+  if (check_inf && (numel(in[1]) != 1 || in[1].dtype != GN_F32))
+    fail_op(GN_ERR_DTYPE, op, "found_inf must be one float32 element");
+  const AnyFloat s = any_float(op, scale_name, in[0]);
+  float* found = check_inf ? data_ptr<float>(in[1]) : nullptr;
+  for_each_list(op, in, first, n_in, [&](const TensorList& tl, int64_t nb) {
     scale_kernel<<<(unsigned)nb, kThreads, 0, stream(ctx)>>>(tl, s, found);
     GN_CUDA_CHECK_LAUNCH();
   });
 }
+
+GN_SDK_KERNEL(multi_scale_kernel) { multi_scale(ctx, "multi_scale_", false, in, n_in, n_out); }
+GN_SDK_KERNEL(multi_unscale_check_kernel) { multi_scale(ctx, "multi_unscale_check_", true, in, n_in, n_out); }
 
 }  // namespace
 

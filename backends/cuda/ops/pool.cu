@@ -228,24 +228,31 @@ void expect(const char* op, const char* what, const gn_tensor_view& v, int64_t n
             std::string(what) + " " + shape_str(v) + " " + gn_dtype_name(v.dtype) + " has the wrong size or dtype");
 }
 
-// in: x; out: y, indices (int64)
-GN_SDK_KERNEL(max_pool2d_fn) {
-  const char* op = "max_pool2d";
+// max_pool2d (is_max) and avg_pool2d.  in: x; out: y, [indices (int64, max_pool2d)]
+void pool2d_forward(const gn_kernel_ctx* ctx, const char* op, bool is_max, const gn_tensor_view* in, size_t n_in,
+                    const gn_tensor_view* out, size_t n_out, const gn_attr_value* attrs, size_t n_attrs) {
   need_io(op, n_in, 1, n_out, 1);
   DeviceGuard dg(ctx);
   const gn_tensor_view& x = in[0];
-  const PoolGeom g = pool_geom(op, x, attrs, n_attrs, true);
+  const PoolGeom g = pool_geom(op, x, attrs, n_attrs, is_max);
   const int64_t n = g.P * g.Ho * g.Wo;
   expect(op, "y", out[0], n, x.dtype);
-  if (n_out > 1) expect(op, "indices", out[1], n, GN_I64);
+  if (is_max && n_out > 1) expect(op, "indices", out[1], n, GN_I64);
   if (n == 0) return;
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    max_pool_fwd_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(
-        data_ptr<const T>(x), data_ptr<T>(out[0]), n_out > 1 ? data_ptr<int64_t>(out[1]) : nullptr, g);
+    if (is_max)
+      max_pool_fwd_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(
+          data_ptr<const T>(x), data_ptr<T>(out[0]), n_out > 1 ? data_ptr<int64_t>(out[1]) : nullptr, g);
+    else
+      avg_pool_fwd_kernel<T>
+          <<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), data_ptr<T>(out[0]), g);
   });
   GN_CUDA_CHECK_LAUNCH();
 }
+
+GN_SDK_KERNEL(max_pool2d_fn) { pool2d_forward(ctx, "max_pool2d", true, in, n_in, out, n_out, attrs, n_attrs); }
+GN_SDK_KERNEL(avg_pool2d_fn) { pool2d_forward(ctx, "avg_pool2d", false, in, n_in, out, n_out, attrs, n_attrs); }
 
 // in: grad_y, x, indices; out: grad_x
 GN_SDK_KERNEL(max_pool2d_backward_fn) {
@@ -282,24 +289,6 @@ GN_SDK_KERNEL(max_pool2d_backward_fn) {
     auto k = irregular ? max_pool_bwd_kernel<T, false> : max_pool_bwd_kernel<T, true>;
     k<<<nn::grid_for(ctx, ni), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(dy), data_ptr<const int64_t>(idx),
                                                            data_ptr<T>(out[0]), g);
-  });
-  GN_CUDA_CHECK_LAUNCH();
-}
-
-// in: x; out: y
-GN_SDK_KERNEL(avg_pool2d_fn) {
-  const char* op = "avg_pool2d";
-  need_io(op, n_in, 1, n_out, 1);
-  DeviceGuard dg(ctx);
-  const gn_tensor_view& x = in[0];
-  const PoolGeom g = pool_geom(op, x, attrs, n_attrs, false);
-  const int64_t n = g.P * g.Ho * g.Wo;
-  expect(op, "y", out[0], n, x.dtype);
-  if (n == 0) return;
-  dispatch_float(x.dtype, op, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    avg_pool_fwd_kernel<T>
-        <<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), data_ptr<T>(out[0]), g);
   });
   GN_CUDA_CHECK_LAUNCH();
 }

@@ -15,13 +15,7 @@
 namespace gn::cuda {
 namespace {
 
-int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
-  const int64_t n = ndim > 0 ? ndim : 1;
-  if (dim == GN_DIM_NONE || dim < -n || dim >= n)
-    fail_op(GN_ERR_INDEX, op,
-            "dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
-  return ndim > 0 ? (int32_t)(dim < 0 ? dim + n : dim) : 0;
-}
+using nn::wrap_dim_checked;
 
 // ----------------------------------------------------------------------------
 // cat / stack

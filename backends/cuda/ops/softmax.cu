@@ -246,15 +246,29 @@ void row_geometry(int64_t nvec, int max_per_thread, dim3* block) {
   *block = dim3((unsigned)t, 1);
 }
 
+// The lines of v along dim: their length L and their count; false when v is empty.
+bool line_shape(const gn_tensor_view& v, int dim, int64_t& L, int64_t& rows) {
+  const int64_t n = numel(v);
+  if (!n) return false;
+  L = v.ndim ? v.shape[dim] : 1;
+  rows = n / L;
+  return true;
+}
+
+// Blocks for the strided (lines) kernels: one line per thread, at most 16 blocks per SM.
+unsigned line_blocks(const gn_kernel_ctx* ctx, int64_t lines) {
+  unsigned b = blocks_for(lines);
+  if (b > (unsigned)sm_count(ctx) * 16) b = sm_count(ctx) * 16;
+  return b;
+}
+
 void softmax_forward(const gn_kernel_ctx* ctx, const char* op, bool log, const gn_tensor_view& x,
                      const gn_tensor_view& y, int64_t dim_attr) {
   const int dim = wrap_dim(op, dim_attr, x.ndim);
   check_same_shape(op, y, x);
   if (x.dtype != y.dtype) fail_op(GN_ERR_DTYPE, op, "x and y must share a dtype (the core casts x)");
-  const int64_t n = numel(x);
-  if (!n) return;
-  const int64_t L = x.ndim ? x.shape[dim] : 1;
-  const int64_t rows = n / L;
+  int64_t L, rows;
+  if (!line_shape(x, dim, L, rows)) return;
   cudaStream_t st = stream(ctx);
   dispatch_float(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -282,9 +296,7 @@ void softmax_forward(const gn_kernel_ctx* ctx, const char* op, bool log, const g
       int64_t lines = 0;
       OffsetCalc<2> oc = line_calc<2>(views, dim, &lines);
       const int64_t sx = x.ndim ? x.strides[dim] : 0, sy = y.ndim ? y.strides[dim] : 0;
-      unsigned b = blocks_for(lines);
-      if (b > (unsigned)sm_count(ctx) * 16) b = sm_count(ctx) * 16;
-      softmax_lines_kernel<T><<<b, kThreads, 0, st>>>(xp, yp, lines, L, oc, sx, sy, log);
+      softmax_lines_kernel<T><<<line_blocks(ctx, lines), kThreads, 0, st>>>(xp, yp, lines, L, oc, sx, sy, log);
     }
   });
   GN_CUDA_CHECK_LAUNCH();
@@ -296,10 +308,8 @@ void softmax_backward(const gn_kernel_ctx* ctx, const char* op, bool log, const 
   check_same_shape(op, g, y);
   check_same_shape(op, gx, y);
   if (g.dtype != y.dtype || gx.dtype != y.dtype) fail_op(GN_ERR_DTYPE, op, "grad_y, y and grad_x must share a dtype");
-  const int64_t n = numel(y);
-  if (!n) return;
-  const int64_t L = y.ndim ? y.shape[dim] : 1;
-  const int64_t rows = n / L;
+  int64_t L, rows;
+  if (!line_shape(y, dim, L, rows)) return;
   cudaStream_t st = stream(ctx);
   dispatch_float(y.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -318,9 +328,8 @@ void softmax_backward(const gn_kernel_ctx* ctx, const char* op, bool log, const 
       int64_t lines = 0;
       OffsetCalc<3> oc = line_calc<3>(views, dim, &lines);
       auto sd = [&](const gn_tensor_view& v) { return v.ndim ? v.strides[dim] : (int64_t)0; };
-      unsigned b = blocks_for(lines);
-      if (b > (unsigned)sm_count(ctx) * 16) b = sm_count(ctx) * 16;
-      softmax_bwd_lines_kernel<T><<<b, kThreads, 0, st>>>(gp, yp, op_, lines, L, oc, sd(g), sd(y), sd(gx), log);
+      softmax_bwd_lines_kernel<T>
+          <<<line_blocks(ctx, lines), kThreads, 0, st>>>(gp, yp, op_, lines, L, oc, sd(g), sd(y), sd(gx), log);
     }
   });
   GN_CUDA_CHECK_LAUNCH();

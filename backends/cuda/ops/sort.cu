@@ -21,6 +21,8 @@
 namespace gn::cuda {
 namespace {
 
+using nn::wrap_dim_checked;
+
 // Scratch of one sort pass in one workspace block: keys and positions in and
 // out (n each), S+1 segment offsets, and cub's temporary storage.
 template <class K>
@@ -191,39 +193,43 @@ __global__ void __launch_bounds__(kSelThreads)
   }
 }
 
+// Temporary bytes of CUB's stable segmented sort of n (K, position) pairs in S segments.
+template <class K>
+size_t segmented_sort_temp(const gn_kernel_ctx* ctx, int64_t n, int64_t S) {
+  size_t temp = 0;
+  GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(
+      nullptr, temp, (const K*)nullptr, (K*)nullptr, (const int32_t*)nullptr, (int32_t*)nullptr, n, S,
+      (const int64_t*)nullptr, (const int64_t*)nullptr, stream(ctx)));
+  return temp;
+}
+
+// Stable sort of sc's n (key, position) pairs (kin, pin -> kout, pout) in S segments of seg
+// pairs each; temp: segmented_sort_temp's bytes.
+template <class K>
+void segmented_sort(const gn_kernel_ctx* ctx, const SortScratch<K>& sc, size_t temp, int64_t n, int64_t S,
+                    int64_t seg) {
+  seg_offsets_kernel<<<nn::grid_for(ctx, S + 1), kThreads, 0, stream(ctx)>>>(sc.off, S, seg);
+  GN_CUDA_CHECK_LAUNCH();
+  GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(sc.tmp, temp, sc.kin, sc.kout, sc.pin, sc.pout, n, S, sc.off,
+                                                          sc.off + 1, stream(ctx)));
+}
+
 void topk_select(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& x, int64_t outer, int64_t L,
                  int64_t inner, int64_t k, bool largest, const gn_tensor_view& values, const gn_tensor_view& indices) {
   const int64_t S = outer * inner, n = S * k;
   dispatch_all(x.dtype, op, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using K = typename KeyOf<T>::type;
-    size_t temp = 0;
-    GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(
-        nullptr, temp, (const K*)nullptr, (K*)nullptr, (const int32_t*)nullptr, (int32_t*)nullptr, n, S,
-        (const int64_t*)nullptr, (const int64_t*)nullptr, stream(ctx)));
+    const size_t temp = segmented_sort_temp<K>(ctx, n, S);
     const SortScratch<K> sc = sort_scratch<K>(ctx, n, S, temp);
-    K *kin = sc.kin, *kout = sc.kout;
-    int32_t *pin = sc.pin, *pout = sc.pout;
-    int64_t* off = sc.off;
     topk_select_kernel<T>
-        <<<(unsigned)S, kSelThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), L, inner, k, largest, kin, pin);
+        <<<(unsigned)S, kSelThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), L, inner, k, largest, sc.kin, sc.pin);
     GN_CUDA_CHECK_LAUNCH();
-    seg_offsets_kernel<<<nn::grid_for(ctx, S + 1), kThreads, 0, stream(ctx)>>>(off, S, k);
-    GN_CUDA_CHECK_LAUNCH();
-    GN_CUDA_CHECK(
-        cub::DeviceSegmentedSort::StableSortPairs(sc.tmp, temp, kin, kout, pin, pout, n, S, off, off + 1, stream(ctx)));
+    segmented_sort(ctx, sc, temp, n, S, k);
     sort_out_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(
-        data_ptr<const T>(x), pout, data_ptr<T>(values), data_ptr<int64_t>(indices), L, k, inner, n, k);
+        data_ptr<const T>(x), sc.pout, data_ptr<T>(values), data_ptr<int64_t>(indices), L, k, inner, n, k);
     GN_CUDA_CHECK_LAUNCH();
   });
-}
-
-int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
-  const int64_t n = ndim > 0 ? ndim : 1;
-  if (dim == GN_DIM_NONE || dim < -n || dim >= n)
-    fail_op(GN_ERR_INDEX, op,
-            "dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
-  return ndim > 0 ? (int32_t)(dim < 0 ? dim + n : dim) : 0;
 }
 
 // Sort every line of x along dim; write the first k: values (optional) and
@@ -265,30 +271,22 @@ void sort_lines(const gn_kernel_ctx* ctx, const char* op, const gn_tensor_view& 
                                                     (const int32_t*)nullptr, (int32_t*)nullptr, L, 0,
                                                     (int)(8 * sizeof(K)), stream(ctx)));
     else
-      GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(
-          nullptr, temp, (const K*)nullptr, (K*)nullptr, (const int32_t*)nullptr, (int32_t*)nullptr, n, S,
-          (const int64_t*)nullptr, (const int64_t*)nullptr, stream(ctx)));
+      temp = segmented_sort_temp<K>(ctx, n, S);
     const SortScratch<K> sc = sort_scratch<K>(ctx, n, S, temp);
-    K *kin = sc.kin, *kout = sc.kout;
-    int32_t *pin = sc.pin, *pout = sc.pout;
-    int64_t* off = sc.off;
-    sort_keys_kernel<T>
-        <<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), kin, pin, L, inner, n, descending);
+    sort_keys_kernel<T><<<nn::grid_for(ctx, n), kThreads, 0, stream(ctx)>>>(data_ptr<const T>(x), sc.kin, sc.pin, L,
+                                                                            inner, n, descending);
     GN_CUDA_CHECK_LAUNCH();
     if (per_line) {
       for (int64_t sg = 0; sg < S; ++sg) {
         size_t t = temp;
-        GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sc.tmp, t, kin + sg * L, kout + sg * L, pin + sg * L,
-                                                      pout + sg * L, L, 0, (int)(8 * sizeof(K)), stream(ctx)));
+        GN_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sc.tmp, t, sc.kin + sg * L, sc.kout + sg * L, sc.pin + sg * L,
+                                                      sc.pout + sg * L, L, 0, (int)(8 * sizeof(K)), stream(ctx)));
       }
     } else {
-      seg_offsets_kernel<<<nn::grid_for(ctx, S + 1), kThreads, 0, stream(ctx)>>>(off, S, L);
-      GN_CUDA_CHECK_LAUNCH();
-      GN_CUDA_CHECK(cub::DeviceSegmentedSort::StableSortPairs(sc.tmp, temp, kin, kout, pin, pout, n, S, off, off + 1,
-                                                              stream(ctx)));
+      segmented_sort(ctx, sc, temp, n, S, L);
     }
     sort_out_kernel<T><<<nn::grid_for(ctx, n_out), kThreads, 0, stream(ctx)>>>(
-        data_ptr<const T>(x), pout, values ? data_ptr<T>(*values) : nullptr,
+        data_ptr<const T>(x), sc.pout, values ? data_ptr<T>(*values) : nullptr,
         indices ? data_ptr<int64_t>(*indices) : nullptr, L, k, inner, n_out, L);
     GN_CUDA_CHECK_LAUNCH();
   });

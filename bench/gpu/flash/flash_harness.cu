@@ -7,36 +7,28 @@
 
 using namespace gn::cuda::flash;
 
+// Row, head and batch strides of a contiguous (B, H, S, D) tensor.
+static void dense_strides(int64_t& ss, int64_t& sh, int64_t& sb, int H, int S, int D) {
+  ss = D;
+  sh = (int64_t)S * D;
+  sb = (int64_t)H * S * D;
+}
+
 static Params make(const void* q, const void* k, const void* v, int B, int Hq, int Hkv, int Sq, int Sk, int D,
                    int causal, float scale) {
   Params p{};
   p.q = q;
   p.k = k;
   p.v = v;
-  p.q_ss = D;
-  p.q_sh = (int64_t)Sq * D;
-  p.q_sb = (int64_t)Hq * Sq * D;
-  p.k_ss = D;
-  p.k_sh = (int64_t)Sk * D;
-  p.k_sb = (int64_t)Hkv * Sk * D;
-  p.v_ss = p.k_ss;
-  p.v_sh = p.k_sh;
-  p.v_sb = p.k_sb;
-  p.o_ss = p.q_ss;
-  p.o_sh = p.q_sh;
-  p.o_sb = p.q_sb;
-  p.do_ss = p.q_ss;
-  p.do_sh = p.q_sh;
-  p.do_sb = p.q_sb;
-  p.dq_ss = p.q_ss;
-  p.dq_sh = p.q_sh;
-  p.dq_sb = p.q_sb;
-  p.dk_ss = p.k_ss;
-  p.dk_sh = p.k_sh;
-  p.dk_sb = p.k_sb;
-  p.dv_ss = p.k_ss;
-  p.dv_sh = p.k_sh;
-  p.dv_sb = p.k_sb;
+  // dense (B, H, S, D) operands: q, o, dout and dq are (B, Hq, Sq, D), k, v, dk and dv (B, Hkv, Sk, D)
+  dense_strides(p.q_ss, p.q_sh, p.q_sb, Hq, Sq, D);
+  dense_strides(p.k_ss, p.k_sh, p.k_sb, Hkv, Sk, D);
+  dense_strides(p.v_ss, p.v_sh, p.v_sb, Hkv, Sk, D);
+  dense_strides(p.o_ss, p.o_sh, p.o_sb, Hq, Sq, D);
+  dense_strides(p.do_ss, p.do_sh, p.do_sb, Hq, Sq, D);
+  dense_strides(p.dq_ss, p.dq_sh, p.dq_sb, Hq, Sq, D);
+  dense_strides(p.dk_ss, p.dk_sh, p.dk_sb, Hkv, Sk, D);
+  dense_strides(p.dv_ss, p.dv_sh, p.dv_sb, Hkv, Sk, D);
   p.B = B;
   p.Hq = Hq;
   p.Hkv = Hkv;

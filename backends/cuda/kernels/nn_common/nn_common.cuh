@@ -1,6 +1,6 @@
 // backends/cuda/kernels/nn_common/nn_common.cuh - helpers shared by the nn,
 // indexing, sort, conv/pool and optimizer families (ops/norm.cu, ops/rope.cu,
-// ops/activation.cu, ops/loss.cu, ops/indexing.cu, ops/shape.cu, ops/sort.cu,
+// ops/activation.cu, ops/loss.cu, ops/indexing.cu, ops/scatter.cu, ops/shape.cu, ops/sort.cu,
 // ops/conv.cu, ops/pool.cu, ops/optim.cu, ops/llm.cu): deterministic block reductions,
 // the device-side out-of-range index flag, raw element copies and a
 // workspace carver.
@@ -13,28 +13,7 @@
 
 namespace gn::cuda::nn {
 
-// gn_dtype of a C++ element type.
-template <class T>
-constexpr int32_t dtype_of() {
-  if constexpr (std::is_same_v<T, float>)
-    return GN_F32;
-  else if constexpr (std::is_same_v<T, __half>)
-    return GN_F16;
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return GN_BF16;
-  else if constexpr (std::is_same_v<T, double>)
-    return GN_F64;
-  else if constexpr (std::is_same_v<T, int8_t>)
-    return GN_I8;
-  else if constexpr (std::is_same_v<T, uint8_t>)
-    return GN_U8;
-  else if constexpr (std::is_same_v<T, int32_t>)
-    return GN_I32;
-  else if constexpr (std::is_same_v<T, int64_t>)
-    return GN_I64;
-  else
-    return GN_BOOL;
-}
+using gn::cuda::dtype_of;
 
 // "op math": the type sums and fused expressions are computed in.  double
 // for f32 (and f64): the reference computes in double and rounds once, and the
@@ -43,19 +22,7 @@ constexpr int32_t dtype_of() {
 // memory-bound, so the double arithmetic is hidden behind the loads.  float
 // for the 16-bit types.
 template <class T>
-struct OpMathOf {
-  using type = float;
-};
-template <>
-struct OpMathOf<float> {
-  using type = double;
-};
-template <>
-struct OpMathOf<double> {
-  using type = double;
-};
-template <class T>
-using opmath_t = typename OpMathOf<T>::type;
+using opmath_t = std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, double>, double, float>;
 
 // ----------------------------------------------------------------------------
 // reductions (deterministic: fixed shuffle tree, then every thread adds the
@@ -124,6 +91,15 @@ inline int row_threads_for(int64_t n_items, int64_t rows, int max_threads = 512)
   if (t < 32) t = 32;
   if (t > max_threads) t = max_threads;
   return (int)t;
+}
+
+// dim wrapped into [0, ndim) (a 0-d tensor takes dim 0 or -1); out of range fails with GN_ERR_INDEX.
+inline int32_t wrap_dim_checked(const char* op, int64_t dim, int32_t ndim) {
+  const int64_t n = ndim > 0 ? ndim : 1;
+  if (dim == GN_DIM_NONE || dim < -n || dim >= n)
+    fail_op(GN_ERR_INDEX, op,
+            "dim " + std::to_string(dim) + " is out of range for a tensor of rank " + std::to_string(ndim));
+  return ndim > 0 ? (int32_t)(dim < 0 ? dim + n : dim) : 0;
 }
 
 // ----------------------------------------------------------------------------
@@ -197,23 +173,13 @@ struct IndexCheck {
 // ----------------------------------------------------------------------------
 // raw elements: exact copies by element size (dtype-agnostic gathers)
 
+// The unsigned integer of BYTES bytes (1, 2, 4 or 8).
 template <int BYTES>
-struct RawOf;
-template <>
-struct RawOf<1> {
-  using type = uint8_t;
-};
-template <>
-struct RawOf<2> {
-  using type = uint16_t;
-};
-template <>
-struct RawOf<4> {
-  using type = uint32_t;
-};
-template <>
-struct RawOf<8> {
-  using type = uint64_t;
+struct RawOf {
+  static_assert(BYTES == 1 || BYTES == 2 || BYTES == 4 || BYTES == 8, "RawOf: 1, 2, 4 or 8 bytes");
+  using type =
+      std::conditional_t<BYTES == 1, uint8_t,
+                         std::conditional_t<BYTES == 2, uint16_t, std::conditional_t<BYTES == 4, uint32_t, uint64_t>>>;
 };
 
 // Call f(Tag<uintN_t>{}) for an element size of 1, 2, 4 or 8 bytes.
