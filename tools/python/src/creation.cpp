@@ -163,22 +163,18 @@ void bind_creation(py::module_& m) {
   GN_PY_SIZED(empty, empty(s, o))
 #undef GN_PY_SIZED
   // rand/randn take generator= as torch
-  m.def(
-      "rand",
-      [](const py::args& size, Generator* gen, py::handle dtype, py::handle device, bool requires_grad) {
-        Options o = make_options(dtype, device, requires_grad);
-        return gen ? rand(shape_from_args(size), *gen, o) : rand(shape_from_args(size), o);
-      },
-      py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+#define GN_PY_RANDOM(name)                                                                                          \
+  m.def(                                                                                                            \
+      #name,                                                                                                        \
+      [](const py::args& size, Generator* gen, py::handle dtype, py::handle device, bool requires_grad) {           \
+        Options o = make_options(dtype, device, requires_grad);                                                     \
+        return gen ? name(shape_from_args(size), *gen, o) : name(shape_from_args(size), o);                         \
+      },                                                                                                            \
+      py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(), py::arg("device") = py::none(), \
       py::arg("requires_grad") = false);
-  m.def(
-      "randn",
-      [](const py::args& size, Generator* gen, py::handle dtype, py::handle device, bool requires_grad) {
-        Options o = make_options(dtype, device, requires_grad);
-        return gen ? randn(shape_from_args(size), *gen, o) : randn(shape_from_args(size), o);
-      },
-      py::kw_only(), py::arg("generator") = nullptr, py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-      py::arg("requires_grad") = false);
+  GN_PY_RANDOM(rand)
+  GN_PY_RANDOM(randn)
+#undef GN_PY_RANDOM
   m.def(
       "randint",
       [](int64_t a, py::handle b, py::handle size, Generator* gen, py::handle dtype, py::handle device) {

@@ -284,63 +284,43 @@ void bind_distributed(py::module_& m) {
       py::arg("ranks"), "A group of these global ranks (every rank calls it); None where not a member");
 
   // ---- collectives (group ranks)
+  // (the GIL released while they run: a collective waits for the other ranks)
   using PG = dist::ProcessGroup;
+  const auto nogil = py::call_guard<py::gil_scoped_release>();
   d.def(
       "all_reduce",
-      [](Tensor& t, dist::ReduceOp op, PG* g, bool async_op) {
-        py::gil_scoped_release nogil;
-        return group_or_world(g).all_reduce(t, op, async_op);
-      },
-      py::arg("tensor"), py::arg("op"), py::arg("group"), py::arg("async_op"));
+      [](Tensor& t, dist::ReduceOp op, PG* g, bool async_op) { return group_or_world(g).all_reduce(t, op, async_op); },
+      py::arg("tensor"), py::arg("op"), py::arg("group"), py::arg("async_op"), nogil);
   d.def(
       "broadcast",
-      [](Tensor& t, int src, PG* g, bool async_op) {
-        py::gil_scoped_release nogil;
-        return group_or_world(g).broadcast(t, src, async_op);
-      },
-      py::arg("tensor"), py::arg("src"), py::arg("group"), py::arg("async_op"));
+      [](Tensor& t, int src, PG* g, bool async_op) { return group_or_world(g).broadcast(t, src, async_op); },
+      py::arg("tensor"), py::arg("src"), py::arg("group"), py::arg("async_op"), nogil);
   d.def(
       "all_gather_into_tensor",
       [](Tensor& out, const Tensor& in, PG* g, bool async_op) {
-        py::gil_scoped_release nogil;
         return group_or_world(g).all_gather_into_tensor(out, in, async_op);
       },
-      py::arg("output"), py::arg("input"), py::arg("group"), py::arg("async_op"));
+      py::arg("output"), py::arg("input"), py::arg("group"), py::arg("async_op"), nogil);
   d.def(
       "reduce_scatter_tensor",
       [](Tensor& out, const Tensor& in, dist::ReduceOp op, PG* g, bool async_op) {
-        py::gil_scoped_release nogil;
         return group_or_world(g).reduce_scatter_tensor(out, in, op, async_op);
       },
-      py::arg("output"), py::arg("input"), py::arg("op"), py::arg("group"), py::arg("async_op"));
+      py::arg("output"), py::arg("input"), py::arg("op"), py::arg("group"), py::arg("async_op"), nogil);
   d.def(
       "all_to_all_single",
       [](Tensor& out, const Tensor& in, PG* g, bool async_op) {
-        py::gil_scoped_release nogil;
         return group_or_world(g).all_to_all_single(out, in, async_op);
       },
-      py::arg("output"), py::arg("input"), py::arg("group"), py::arg("async_op"));
+      py::arg("output"), py::arg("input"), py::arg("group"), py::arg("async_op"), nogil);
   d.def(
-      "send",
-      [](const Tensor& t, int dst, PG* g, int tag) {
-        py::gil_scoped_release nogil;
-        group_or_world(g).send(t, dst, tag);
-      },
-      py::arg("tensor"), py::arg("dst"), py::arg("group"), py::arg("tag"));
+      "send", [](const Tensor& t, int dst, PG* g, int tag) { group_or_world(g).send(t, dst, tag); }, py::arg("tensor"),
+      py::arg("dst"), py::arg("group"), py::arg("tag"), nogil);
   d.def(
-      "recv",
-      [](Tensor& t, int src, PG* g, int tag) {
-        py::gil_scoped_release nogil;
-        group_or_world(g).recv(t, src, tag);
-      },
-      py::arg("tensor"), py::arg("src"), py::arg("group"), py::arg("tag"));
+      "recv", [](Tensor& t, int src, PG* g, int tag) { group_or_world(g).recv(t, src, tag); }, py::arg("tensor"),
+      py::arg("src"), py::arg("group"), py::arg("tag"), nogil);
   d.def(
-      "barrier",
-      [](PG* g) {
-        py::gil_scoped_release nogil;
-        group_or_world(g).barrier();
-      },
-      py::arg("group"));
+      "barrier", [](PG* g) { group_or_world(g).barrier(); }, py::arg("group"), nogil);
   d.def(
       "group_rank", [](PG* g) { return group_or_world(g).rank(); }, py::arg("group"));
   d.def(

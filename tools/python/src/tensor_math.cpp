@@ -34,6 +34,19 @@ py::object values_indices(std::pair<Tensor, Tensor> p) {
   return type(p.first, p.second);
 }
 
+// x.max()/x.min(): the value over everything; with a dim, (values, indices) as torch; with a tensor, the elementwise
+// maximum/minimum.
+py::object max_or_min(const Tensor& x, py::handle dim, bool keepdim, bool is_max) {
+  if (dim.is_none()) return py::cast(is_max ? x.max() : x.min());
+  if (py::isinstance<Tensor>(dim)) {
+    const Tensor& other = dim.cast<const Tensor&>();
+    return py::cast(is_max ? x.maximum(other) : x.minimum(other));
+  }
+  const int64_t d = dim.cast<int64_t>();
+  if (is_max) return values_indices({x.max(d, keepdim), x.argmax(d, keepdim)});
+  return values_indices({x.min(d, keepdim), x.argmin(d, keepdim)});
+}
+
 // In-place updates return the Python object they were called on (x.add_(y) is x).
 py::object add_(py::object self, py::handle o, double alpha) {
   Tensor& x = self.cast<Tensor&>();
@@ -70,88 +83,28 @@ py::object div_(py::object self, py::handle o) {
 
 // ---- Tensor's operators (+ - * / ** @, comparisons, x += y)
 void bind_operators(py::class_<Tensor>& t) {
+  // x op y with a Tensor or a Python number on the other side (NotImplemented for anything else)
+#define GN_PY_BINARY(py_name, with_tensor, with_scalar)                         \
+  t.def(                                                                        \
+      py_name,                                                                  \
+      [](const Tensor& a, py::handle o) {                                       \
+        return binary(                                                          \
+            a, o, [](const Tensor& x, const Tensor& y) { return with_tensor; }, \
+            [](const Tensor& x, const Scalar& s) { return with_scalar; });      \
+      },                                                                        \
+      py::is_operator());
+  GN_PY_BINARY("__add__", x + y, x + s)
+  GN_PY_BINARY("__radd__", y + x, s + x)
+  GN_PY_BINARY("__sub__", x - y, x - s)
+  GN_PY_BINARY("__rsub__", y - x, s - x)
+  GN_PY_BINARY("__mul__", x * y, x * s)
+  GN_PY_BINARY("__rmul__", y * x, s * x)
+  GN_PY_BINARY("__truediv__", x / y, x / s)
+  GN_PY_BINARY("__rtruediv__", y / x, s / x)
+  GN_PY_BINARY("__pow__", x.pow(y), x.pow(s))
+  GN_PY_BINARY("__rpow__", y.pow(x), wrap_scalar(s, x.device()).pow(x))
   t.def(
-       "__add__",
-       [](const Tensor& a, py::handle o) {
-         return binary(
-             a, o, [](const Tensor& x, const Tensor& y) { return x + y; },
-             [](const Tensor& x, const Scalar& s) { return x + s; });
-       },
-       py::is_operator())
-      .def(
-          "__radd__",
-          [](const Tensor& a, py::handle o) {
-            return binary(
-                a, o, [](const Tensor& x, const Tensor& y) { return y + x; },
-                [](const Tensor& x, const Scalar& s) { return s + x; });
-          },
-          py::is_operator())
-      .def(
-          "__sub__",
-          [](const Tensor& a, py::handle o) {
-            return binary(
-                a, o, [](const Tensor& x, const Tensor& y) { return x - y; },
-                [](const Tensor& x, const Scalar& s) { return x - s; });
-          },
-          py::is_operator())
-      .def(
-          "__rsub__",
-          [](const Tensor& a, py::handle o) {
-            return binary(
-                a, o, [](const Tensor& x, const Tensor& y) { return y - x; },
-                [](const Tensor& x, const Scalar& s) { return s - x; });
-          },
-          py::is_operator())
-      .def(
-          "__mul__",
-          [](const Tensor& a, py::handle o) {
-            return binary(
-                a, o, [](const Tensor& x, const Tensor& y) { return x * y; },
-                [](const Tensor& x, const Scalar& s) { return x * s; });
-          },
-          py::is_operator())
-      .def(
-          "__rmul__",
-          [](const Tensor& a, py::handle o) {
-            return binary(
-                a, o, [](const Tensor& x, const Tensor& y) { return y * x; },
-                [](const Tensor& x, const Scalar& s) { return s * x; });
-          },
-          py::is_operator())
-      .def(
-          "__truediv__",
-          [](const Tensor& a, py::handle o) {
-            return binary(
-                a, o, [](const Tensor& x, const Tensor& y) { return x / y; },
-                [](const Tensor& x, const Scalar& s) { return x / s; });
-          },
-          py::is_operator())
-      .def(
-          "__rtruediv__",
-          [](const Tensor& a, py::handle o) {
-            return binary(
-                a, o, [](const Tensor& x, const Tensor& y) { return y / x; },
-                [](const Tensor& x, const Scalar& s) { return s / x; });
-          },
-          py::is_operator())
-      .def(
-          "__pow__",
-          [](const Tensor& a, py::handle o) {
-            return binary(
-                a, o, [](const Tensor& x, const Tensor& y) { return x.pow(y); },
-                [](const Tensor& x, const Scalar& s) { return x.pow(s); });
-          },
-          py::is_operator())
-      .def(
-          "__rpow__",
-          [](const Tensor& a, py::handle o) {
-            return binary(
-                a, o, [](const Tensor& x, const Tensor& y) { return y.pow(x); },
-                [](const Tensor& x, const Scalar& s) { return wrap_scalar(s, x.device()).pow(x); });
-          },
-          py::is_operator())
-      .def(
-          "__matmul__", [](const Tensor& a, const Tensor& b) { return a.matmul(b); }, py::is_operator())
+       "__matmul__", [](const Tensor& a, const Tensor& b) { return a.matmul(b); }, py::is_operator())
       .def(
           "__rmatmul__", [](const Tensor& a, const Tensor& b) { return b.matmul(a); }, py::is_operator())
       .def("__neg__", [](const Tensor& a) { return -a; })
@@ -165,22 +118,13 @@ void bind_operators(py::class_<Tensor>& t) {
           "__or__", [](const Tensor& a, py::handle o) { return call_plain("logical_or", a, as_tensor_like(o, a)); },
           py::is_operator());
   // comparisons: always a bool tensor (never NotImplemented for numbers)
-#define GN_PY_COMPARE(py_name, op)                                         \
-  t.def(                                                                   \
-      py_name,                                                             \
-      [](const Tensor& a, py::handle o) {                                  \
-        return binary(                                                     \
-            a, o, [](const Tensor& x, const Tensor& y) { return x op y; }, \
-            [](const Tensor& x, const Scalar& s) { return x op s; });      \
-      },                                                                   \
-      py::is_operator());
-  GN_PY_COMPARE("__eq__", ==)
-  GN_PY_COMPARE("__ne__", !=)
-  GN_PY_COMPARE("__lt__", <)
-  GN_PY_COMPARE("__le__", <=)
-  GN_PY_COMPARE("__gt__", >)
-  GN_PY_COMPARE("__ge__", >=)
-#undef GN_PY_COMPARE
+  GN_PY_BINARY("__eq__", x == y, x == s)
+  GN_PY_BINARY("__ne__", x != y, x != s)
+  GN_PY_BINARY("__lt__", x < y, x < s)
+  GN_PY_BINARY("__le__", x <= y, x <= s)
+  GN_PY_BINARY("__gt__", x > y, x > s)
+  GN_PY_BINARY("__ge__", x >= y, x >= s)
+#undef GN_PY_BINARY
   // x += y and friends: in place, as torch (the same Python object comes back; autograd records the write).
   t.def("__iadd__", [](py::object self, py::handle o) { return add_(self, o, 1.0); })
       .def("__isub__", [](py::object self, py::handle o) { return sub_(self, o, 1.0); })
@@ -270,22 +214,10 @@ void bind_reductions(py::class_<Tensor>& t) {
           py::arg("dim") = py::none(), py::arg("keepdim") = false)
       // max()/min(): the value over everything; max(dim)/min(dim): (values, indices) as torch
       .def(
-          "max",
-          [](const Tensor& x, py::handle dim, bool keepdim) -> py::object {
-            if (dim.is_none()) return py::cast(x.max());
-            if (py::isinstance<Tensor>(dim)) return py::cast(x.maximum(dim.cast<const Tensor&>()));
-            const int64_t d = dim.cast<int64_t>();
-            return values_indices({x.max(d, keepdim), x.argmax(d, keepdim)});
-          },
+          "max", [](const Tensor& x, py::handle dim, bool keepdim) { return max_or_min(x, dim, keepdim, true); },
           py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def(
-          "min",
-          [](const Tensor& x, py::handle dim, bool keepdim) -> py::object {
-            if (dim.is_none()) return py::cast(x.min());
-            if (py::isinstance<Tensor>(dim)) return py::cast(x.minimum(dim.cast<const Tensor&>()));
-            const int64_t d = dim.cast<int64_t>();
-            return values_indices({x.min(d, keepdim), x.argmin(d, keepdim)});
-          },
+          "min", [](const Tensor& x, py::handle dim, bool keepdim) { return max_or_min(x, dim, keepdim, false); },
           py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def("argmax", &Tensor::argmax, py::arg("dim") = py::none(), py::arg("keepdim") = false)
       .def("argmin", &Tensor::argmin, py::arg("dim") = py::none(), py::arg("keepdim") = false)
