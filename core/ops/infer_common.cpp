@@ -98,14 +98,21 @@ bool broadcast_shapes(const gn_tensor_meta& a, const gn_tensor_meta& b, gn_tenso
   return true;
 }
 
-std::string shape_str(const gn_tensor_meta& m) {
-  std::string s = "(";
-  for (int32_t i = 0; i < m.ndim && i < GN_MAX_DIMS; ++i) {
+namespace {
+
+// "(2, 3)" or "[2, 3]": the first n of v, comma separated, between open and close.
+std::string joined(const int64_t* v, int32_t n, const char* open, const char* close) {
+  std::string s = open;
+  for (int32_t i = 0; i < n; ++i) {
     if (i) s += ", ";
-    s += std::to_string(m.shape[i]);
+    s += std::to_string(v[i]);
   }
-  return s + ")";
+  return s + close;
 }
+
+}  // namespace
+
+std::string shape_str(const gn_tensor_meta& m) { return joined(m.shape, std::min(m.ndim, GN_MAX_DIMS), "(", ")"); }
 
 namespace infer_detail {
 
@@ -163,23 +170,9 @@ bool same_shape(const gn_tensor_meta& a, const Dims& d) {
   return a.ndim == d.n && std::equal(a.shape, a.shape + a.ndim, d.d);
 }
 
-std::string dims_str(const Dims& d) {
-  std::string s = "(";
-  for (int32_t i = 0; i < d.n && i < GN_MAX_DIMS; ++i) {
-    if (i) s += ", ";
-    s += std::to_string(d.d[i]);
-  }
-  return s + ")";
-}
+std::string dims_str(const Dims& d) { return joined(d.d, std::min(d.n, GN_MAX_DIMS), "(", ")"); }
 
-std::string ints_str(std::span<const int64_t> v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(v[i]);
-  }
-  return s + "]";
-}
+std::string ints_str(std::span<const int64_t> v) { return joined(v.data(), (int32_t)v.size(), "[", "]"); }
 
 const char* dtype_str(int32_t dtype) { return gn_dtype_name(dtype); }
 

@@ -99,6 +99,20 @@ Slot need_slot(const gn_comm& c, Slot slot, const char* fn, const char* what) {
   return slot;
 }
 
+// The collectives from send into recv (all_reduce, all_gather, reduce_scatter, all_to_all):
+// the communicator and both views, after the checks all of them make.
+struct SendRecv {
+  gn_comm& c;
+  gn_tensor_view s, r;
+};
+SendRecv send_recv(gn_comm* comm, gn_tensor* send, gn_tensor* recv, const char* fn) {
+  require_non_null(fn, {{"send", send}, {"recv", recv}});
+  gn_comm& c = live(comm, fn);
+  gn_tensor_view s = comm_view(c, send, fn, "send"), r = comm_view(c, recv, fn, "recv");
+  same_dtype(send, recv, fn);
+  return {c, s, r};
+}
+
 // gn_comm_send (send true) and gn_comm_recv: the same checks, then the plugin's send or recv slot.
 gn_status* point_to_point(gn_comm* comm, gn_tensor* buf, int32_t peer, int32_t tag, gn_stream* stream, bool send) {
   return guarded([&] {
@@ -199,10 +213,7 @@ const char* gn_comm_backend(const gn_comm* comm) { return comm ? comm->backend.c
 gn_status* gn_comm_all_reduce(gn_comm* comm, gn_tensor* send, gn_tensor* recv, int32_t op, gn_stream* stream) {
   return guarded([&] {
     const char* fn = "gn_comm_all_reduce";
-    require_non_null(fn, {{"send", send}, {"recv", recv}});
-    gn_comm& c = live(comm, fn);
-    gn_tensor_view s = comm_view(c, send, fn, "send"), r = comm_view(c, recv, fn, "recv");
-    same_dtype(send, recv, fn);
+    auto [c, s, r] = send_recv(comm, send, recv, fn);
     numel_is(recv, tensor_numel(send), fn, "recv", "the size of send");
     check_op(op, fn);
     throw_if(c.vt.all_reduce(c.vt.ctx, c.native, &s, &r, op, native_stream(c, stream, fn)));
@@ -223,10 +234,7 @@ gn_status* gn_comm_broadcast(gn_comm* comm, gn_tensor* buf, int32_t root, gn_str
 gn_status* gn_comm_all_gather(gn_comm* comm, gn_tensor* send, gn_tensor* recv, gn_stream* stream) {
   return guarded([&] {
     const char* fn = "gn_comm_all_gather";
-    require_non_null(fn, {{"send", send}, {"recv", recv}});
-    gn_comm& c = live(comm, fn);
-    gn_tensor_view s = comm_view(c, send, fn, "send"), r = comm_view(c, recv, fn, "recv");
-    same_dtype(send, recv, fn);
+    auto [c, s, r] = send_recv(comm, send, recv, fn);
     numel_is(recv, tensor_numel(send) * c.world_size, fn, "recv", "world_size * numel(send)");
     throw_if(c.vt.all_gather(c.vt.ctx, c.native, &s, &r, native_stream(c, stream, fn)));
   });
@@ -235,10 +243,7 @@ gn_status* gn_comm_all_gather(gn_comm* comm, gn_tensor* send, gn_tensor* recv, g
 gn_status* gn_comm_reduce_scatter(gn_comm* comm, gn_tensor* send, gn_tensor* recv, int32_t op, gn_stream* stream) {
   return guarded([&] {
     const char* fn = "gn_comm_reduce_scatter";
-    require_non_null(fn, {{"send", send}, {"recv", recv}});
-    gn_comm& c = live(comm, fn);
-    gn_tensor_view s = comm_view(c, send, fn, "send"), r = comm_view(c, recv, fn, "recv");
-    same_dtype(send, recv, fn);
+    auto [c, s, r] = send_recv(comm, send, recv, fn);
     numel_is(send, tensor_numel(recv) * c.world_size, fn, "send", "world_size * numel(recv)");
     check_op(op, fn);
     throw_if(c.vt.reduce_scatter(c.vt.ctx, c.native, &s, &r, op, native_stream(c, stream, fn)));
@@ -248,10 +253,7 @@ gn_status* gn_comm_reduce_scatter(gn_comm* comm, gn_tensor* send, gn_tensor* rec
 gn_status* gn_comm_all_to_all(gn_comm* comm, gn_tensor* send, gn_tensor* recv, gn_stream* stream) {
   return guarded([&] {
     const char* fn = "gn_comm_all_to_all";
-    require_non_null(fn, {{"send", send}, {"recv", recv}});
-    gn_comm& c = live(comm, fn);
-    gn_tensor_view s = comm_view(c, send, fn, "send"), r = comm_view(c, recv, fn, "recv");
-    same_dtype(send, recv, fn);
+    auto [c, s, r] = send_recv(comm, send, recv, fn);
     numel_is(recv, tensor_numel(send), fn, "recv", "the size of send");
     if (tensor_numel(send) % c.world_size)
       fail(GN_ERR_SHAPE, std::string(fn) + ": send has " + std::to_string(tensor_numel(send)) +

@@ -252,6 +252,20 @@ static void check_backends(gn_runtime* rt) {
 
 namespace {
 
+// *out = v as far as out->struct_size reaches (0: all of it): a caller built for an
+// older minor gets the fields it knows.
+template <class T>
+void copy_out(const T& v, T* out) {
+  std::memcpy(out, &v, std::min(out->struct_size ? out->struct_size : sizeof(v), sizeof(v)));
+}
+
+// GN_ERR_INDEX "<fn>: index i is out of range for n <what>" unless i < n.
+void check_index(const char* fn, size_t i, size_t n, const char* what) {
+  if (i >= n)
+    fail(GN_ERR_INDEX,
+         std::string(fn) + ": index " + std::to_string(i) + " is out of range for " + std::to_string(n) + " " + what);
+}
+
 // gn_device_properties and gn_memory_stats_get: a T filled by the device's `query`
 // slot (left zeroed without one), copied into *out as far as out->struct_size
 // reaches (0: all of it).  `required` are the pointer arguments checked first.
@@ -265,7 +279,7 @@ gn_status* query_sized(gn_runtime* rt, gn_device dev, T* out, const char* fn,
     T v{};
     v.struct_size = sizeof(v);
     if (dt.vt->*query) throw_if((dt.vt->*query)(dt.vt->ctx, dev.index, &v));
-    std::memcpy(out, &v, std::min(out->struct_size ? out->struct_size : sizeof(v), sizeof(v)));
+    copy_out(v, out);
   });
 }
 
@@ -392,9 +406,7 @@ size_t gn_runtime_plugin_count(const gn_runtime* rt) { return rt ? rt->plugins.s
 gn_status* gn_runtime_plugin_get(const gn_runtime* rt, size_t i, gn_plugin_record* out) {
   return guarded([&] {
     require_non_null("gn_runtime_plugin_get", {{"rt", rt}, {"out", out}});
-    if (i >= rt->plugins.size())
-      fail(GN_ERR_INDEX, "gn_runtime_plugin_get: index " + std::to_string(i) + " is out of range for " +
-                             std::to_string(rt->plugins.size()) + " plugin(s)");
+    check_index("gn_runtime_plugin_get", i, rt->plugins.size(), "plugin(s)");
     const PluginRecord& p = rt->plugins[i];
     gn_plugin_record r{};
     r.struct_size = sizeof(r);
@@ -407,7 +419,7 @@ gn_status* gn_runtime_plugin_get(const gn_runtime* rt, size_t i, gn_plugin_recor
     r.negotiated_minor = p.negotiated_minor;
     r.loaded = p.loaded;
     r.error = p.error.c_str();
-    std::memcpy(out, &r, std::min(out->struct_size ? out->struct_size : sizeof(r), sizeof(r)));
+    copy_out(r, out);
   });
 }
 
@@ -416,9 +428,7 @@ size_t gn_device_type_count(const gn_runtime* rt) { return rt ? rt->device_types
 gn_status* gn_device_type_get(const gn_runtime* rt, size_t i, gn_device_type_record* out) {
   return guarded([&] {
     require_non_null("gn_device_type_get", {{"rt", rt}, {"out", out}});
-    if (i >= rt->device_types.size())
-      fail(GN_ERR_INDEX, "gn_device_type_get: index " + std::to_string(i) + " is out of range for " +
-                             std::to_string(rt->device_types.size()) + " device type(s)");
+    check_index("gn_device_type_get", i, rt->device_types.size(), "device type(s)");
     const DeviceType& dt = rt->device_types[i];
     static thread_local std::string providers;  // valid until the next call on this thread
     providers.clear();
@@ -436,7 +446,7 @@ gn_status* gn_device_type_get(const gn_runtime* rt, size_t i, gn_device_type_rec
     r.flags = dt.vt ? dt.vt->flags : 0;
     r.note = dt.note.c_str();
     r.providers = providers.c_str();
-    std::memcpy(out, &r, std::min(out->struct_size ? out->struct_size : sizeof(r), sizeof(r)));
+    copy_out(r, out);
   });
 }
 

@@ -30,6 +30,32 @@ gn_status* create_handle(gn_runtime* rt, gn_device dev, H** out, const char* fn,
   });
 }
 
+// gn_event_record and gn_stream_wait_event: e's device type, after the checks both make;
+// *stream is s's native stream (NULL s: the current stream of e's device).
+DeviceType& event_and_stream(gn_event* e, gn_stream* s, const char* fn, void** stream) {
+  require_non_null(fn, {{"e", e}});
+  check_live(e, kEventMagic, fn, "event");
+  check_live(s, kStreamMagic, fn, "stream");
+  DeviceType& dt = device_type_of(e->rt, e->device, fn);
+  *stream = s ? s->native : current_stream(e->rt, e->device);
+  return dt;
+}
+
+// gn_stream_destroy and gn_event_destroy: NULL is a no-op; `refuse` may fail (the
+// current stream), else the device's `destroy` slot (if any) and the handle retires.
+template <class H, class Destroy, class Refuse>
+gn_status* destroy_handle(H* h, uint32_t magic, const char* fn, const char* kind, Destroy gn_device_vtable::*destroy,
+                          Refuse refuse) {
+  return guarded([&] {
+    if (!h) return;
+    check_live(h, magic, fn, kind);
+    DeviceType& dt = device_type_of(h->rt, h->device, fn);
+    refuse();
+    if (dt.vt->*destroy) throw_if((dt.vt->*destroy)(dt.vt->ctx, h->device.index, h->native));
+    retire(h);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -39,14 +65,9 @@ gn_status* gn_stream_create(gn_runtime* rt, gn_device dev, gn_stream** out) {
 }
 
 gn_status* gn_stream_destroy(gn_stream* s) {
-  return guarded([&] {
-    if (!s) return;
-    check_live(s, kStreamMagic, "gn_stream_destroy", "stream");
-    DeviceType& dt = device_type_of(s->rt, s->device, "gn_stream_destroy");
+  return destroy_handle(s, kStreamMagic, "gn_stream_destroy", "stream", &gn_device_vtable::stream_destroy, [&] {
     if (device_state(s->rt, s->device).current == s)
       fail(GN_ERR_INVALID_ARGUMENT, "gn_stream_destroy: the stream is current; set another first");
-    if (dt.vt->stream_destroy) throw_if(dt.vt->stream_destroy(dt.vt->ctx, s->device.index, s->native));
-    retire(s);
   });
 }
 
@@ -89,33 +110,21 @@ gn_status* gn_event_create(gn_runtime* rt, gn_device dev, gn_event** out) {
 }
 
 gn_status* gn_event_destroy(gn_event* e) {
-  return guarded([&] {
-    if (!e) return;
-    check_live(e, kEventMagic, "gn_event_destroy", "event");
-    DeviceType& dt = device_type_of(e->rt, e->device, "gn_event_destroy");
-    if (dt.vt->event_destroy) throw_if(dt.vt->event_destroy(dt.vt->ctx, e->device.index, e->native));
-    retire(e);
-  });
+  return destroy_handle(e, kEventMagic, "gn_event_destroy", "event", &gn_device_vtable::event_destroy, [] {});
 }
 
 gn_status* gn_event_record(gn_event* e, gn_stream* s) {
   return guarded([&] {
-    require_non_null("gn_event_record", {{"e", e}});
-    check_live(e, kEventMagic, "gn_event_record", "event");
-    check_live(s, kStreamMagic, "gn_event_record", "stream");
-    DeviceType& dt = device_type_of(e->rt, e->device, "gn_event_record");
-    void* stream = s ? s->native : current_stream(e->rt, e->device);
+    void* stream = nullptr;
+    DeviceType& dt = event_and_stream(e, s, "gn_event_record", &stream);
     throw_if(need(dt.vt->event_record, dt, "events")(dt.vt->ctx, e->device.index, e->native, stream));
   });
 }
 
 gn_status* gn_stream_wait_event(gn_stream* s, gn_event* e) {
   return guarded([&] {
-    require_non_null("gn_stream_wait_event", {{"e", e}});
-    check_live(e, kEventMagic, "gn_stream_wait_event", "event");
-    check_live(s, kStreamMagic, "gn_stream_wait_event", "stream");
-    DeviceType& dt = device_type_of(e->rt, e->device, "gn_stream_wait_event");
-    void* stream = s ? s->native : current_stream(e->rt, e->device);
+    void* stream = nullptr;
+    DeviceType& dt = event_and_stream(e, s, "gn_stream_wait_event", &stream);
     throw_if(need(dt.vt->stream_wait_event, dt, "events")(dt.vt->ctx, e->device.index, stream, e->native));
   });
 }

@@ -148,6 +148,17 @@ static void check_tensor(const gn_tensor* t, const char* fn, const char* name = 
   check_live(t, kTensorMagic, fn, "tensor");
 }
 
+// f(), dropping t's reference if it throws (the exception then propagates).
+template <class F>
+static void released_on_throw(gn_tensor* t, F f) {
+  try {
+    f();
+  } catch (...) {
+    tensor_release(t);
+    throw;
+  }
+}
+
 }  // namespace genesis::core
 
 using namespace genesis::core;
@@ -178,12 +189,7 @@ gn_status* gn_tensor_from_host(gn_runtime* rt, const void* data, const int64_t* 
       tensor_release(t);
       fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_from_host: data is NULL");
     }
-    try {
-      copy_sync(rt, dev, t->storage->data, data, bytes, GN_COPY_HOST_TO_DEVICE);
-    } catch (...) {
-      tensor_release(t);
-      throw;
-    }
+    released_on_throw(t, [&] { copy_sync(rt, dev, t->storage->data, data, bytes, GN_COPY_HOST_TO_DEVICE); });
     *out = t;
   });
 }
@@ -196,12 +202,7 @@ gn_status* gn_tensor_scalar(gn_runtime* rt, double value, int32_t dtype, gn_devi
     if (dtype < 0 || dtype >= GN_DTYPE_COUNT) fail(GN_ERR_DTYPE, "gn_tensor_scalar: invalid dtype");
     gn::sdk::store(buf, dtype, value);
     gn_tensor* t = tensor_empty(rt, 0, nullptr, dtype, dev);
-    try {
-      copy_sync(rt, dev, t->storage->data, buf, elem_size(dtype), GN_COPY_HOST_TO_DEVICE);
-    } catch (...) {
-      tensor_release(t);
-      throw;
-    }
+    released_on_throw(t, [&] { copy_sync(rt, dev, t->storage->data, buf, elem_size(dtype), GN_COPY_HOST_TO_DEVICE); });
     t->flags |= GN_META_WRAPPED_SCALAR;
     *out = t;
   });
@@ -247,12 +248,8 @@ gn_status* gn_tensor_to_host(const gn_tensor* t, void* dst, size_t bytes) {
     if (!need) return;
     if (!dst) fail(GN_ERR_INVALID_ARGUMENT, "gn_tensor_to_host: dst is NULL");
     gn_tensor* c = make_contiguous(const_cast<gn_tensor*>(t));
-    try {
-      copy_sync(c->storage->rt, c->storage->device, dst, tensor_ptr(c), need, GN_COPY_DEVICE_TO_HOST);
-    } catch (...) {
-      tensor_release(c);
-      throw;
-    }
+    released_on_throw(
+        c, [&] { copy_sync(c->storage->rt, c->storage->device, dst, tensor_ptr(c), need, GN_COPY_DEVICE_TO_HOST); });
     tensor_release(c);
   });
 }
