@@ -66,15 +66,17 @@ ConvParams conv_params(const char* op, const gn_tensor_view& x, const gn_tensor_
 // ----------------------------------------------------------------------------
 // forward
 
-// x (N,C,H,W), w (O,Cg,KH,KW), b (O) or empty -> y (N,O,Ho,Wo)
-void conv2d_forward(double* y, const double* x, const double* w, const double* b, const ConvParams& p) {
+// The loops of conv2d_forward and conv2d_backward: for every output element yi =
+// (n, o, oh, ow), start(yi, o), then tap(xi, wi) for every product x[xi] * w[wi] of it.
+template <class Start, class Tap>
+void for_each_tap(const ConvParams& p, Start start, Tap tap) {
   int64_t Og = p.O / p.G;
   for (int64_t n = 0; n < p.N; ++n)
     for (int64_t o = 0; o < p.O; ++o) {
       int64_t c0 = (o / Og) * p.Cg;  // first input channel of o's group
       for (int64_t oh = 0; oh < p.Ho; ++oh)
         for (int64_t ow = 0; ow < p.Wo; ++ow) {
-          double acc = b ? b[o] : 0.0;
+          start(((n * p.O + o) * p.Ho + oh) * p.Wo + ow, o);
           for (int64_t c = 0; c < p.Cg; ++c)
             for (int64_t i = 0; i < p.KH; ++i) {
               int64_t ih = oh * p.stride.h - p.pad.h + i * p.dil.h;
@@ -82,12 +84,23 @@ void conv2d_forward(double* y, const double* x, const double* w, const double* b
               for (int64_t j = 0; j < p.KW; ++j) {
                 int64_t iw = ow * p.stride.w - p.pad.w + j * p.dil.w;
                 if (iw < 0 || iw >= p.W) continue;
-                acc += x[((n * p.C + c0 + c) * p.H + ih) * p.W + iw] * w[((o * p.Cg + c) * p.KH + i) * p.KW + j];
+                tap(((n * p.C + c0 + c) * p.H + ih) * p.W + iw, ((o * p.Cg + c) * p.KH + i) * p.KW + j);
               }
             }
-          y[((n * p.O + o) * p.Ho + oh) * p.Wo + ow] = acc;
         }
     }
+}
+
+// x (N,C,H,W), w (O,Cg,KH,KW), b (O) or empty -> y (N,O,Ho,Wo)
+void conv2d_forward(double* y, const double* x, const double* w, const double* b, const ConvParams& p) {
+  double* acc = nullptr;  // the output element being summed
+  for_each_tap(
+      p,
+      [&](int64_t yi, int64_t o) {
+        acc = &y[yi];
+        *acc = b ? b[o] : 0.0;
+      },
+      [&](int64_t xi, int64_t wi) { *acc += x[xi] * w[wi]; });
 }
 
 // in: x, weight, [bias]; out: y; attrs: stride, padding, dilation, groups
@@ -113,32 +126,20 @@ GN_SDK_KERNEL(conv2d_kernel) {
 // the transpose of conv2d_forward's loop: every product x*w sends dy to both sides
 void conv2d_backward(double* dx, double* dw, double* db, const double* dy, const double* x, const double* w,
                      const ConvParams& p) {
-  int64_t Og = p.O / p.G;
   for (int64_t i = 0; i < p.N * p.C * p.H * p.W; ++i) dx[i] = 0.0;
   for (int64_t i = 0; i < p.O * p.Cg * p.KH * p.KW; ++i) dw[i] = 0.0;
   for (int64_t o = 0; o < p.O; ++o) db[o] = 0.0;
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t o = 0; o < p.O; ++o) {
-      int64_t c0 = (o / Og) * p.Cg;
-      for (int64_t oh = 0; oh < p.Ho; ++oh)
-        for (int64_t ow = 0; ow < p.Wo; ++ow) {
-          double g = dy[((n * p.O + o) * p.Ho + oh) * p.Wo + ow];
-          db[o] += g;
-          for (int64_t c = 0; c < p.Cg; ++c)
-            for (int64_t i = 0; i < p.KH; ++i) {
-              int64_t ih = oh * p.stride.h - p.pad.h + i * p.dil.h;
-              if (ih < 0 || ih >= p.H) continue;
-              for (int64_t j = 0; j < p.KW; ++j) {
-                int64_t iw = ow * p.stride.w - p.pad.w + j * p.dil.w;
-                if (iw < 0 || iw >= p.W) continue;
-                int64_t xi = ((n * p.C + c0 + c) * p.H + ih) * p.W + iw;
-                int64_t wi = ((o * p.Cg + c) * p.KH + i) * p.KW + j;
-                dx[xi] += g * w[wi];
-                dw[wi] += g * x[xi];
-              }
-            }
-        }
-    }
+  double g = 0.0;  // dy of the output element being visited
+  for_each_tap(
+      p,
+      [&](int64_t yi, int64_t o) {
+        g = dy[yi];
+        db[o] += g;
+      },
+      [&](int64_t xi, int64_t wi) {
+        dx[xi] += g * w[wi];
+        dw[wi] += g * x[xi];
+      });
 }
 
 // in: grad_y, x, weight; out: grad_x, grad_weight, grad_bias; attrs as conv2d

@@ -116,6 +116,22 @@ GN_SDK_KERNEL(embedding_backward_kernel) {
 // ----------------------------------------------------------------------------
 // gather / scatter
 
+// gather, scatter and scatter_reduce: f(i, p, q) for every position p of index (the
+// i-th), where q is p with q[dim] = index[p], checked against t's size at dim (a 0-d
+// t keeps q).
+template <class F>
+void for_each_index(const char* op, const gn_tensor_view& index, const gn_tensor_view& t, int32_t dim, F f) {
+  const int64_t n = numel(index);
+  std::vector<int64_t> p((size_t)index.ndim + 1, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = checked_index(op, elem_ptr_at(index, p.data()), index.dtype, dim_size(t, dim));
+    std::vector<int64_t> q(p);
+    if (t.ndim > 0) q[(size_t)dim] = v;
+    f(i, p.data(), q.data());
+    next_index(p.data(), index.shape, index.ndim);
+  }
+}
+
 // gather(x, index; dim) -> out (index's shape): out[p] = x[p with p[dim] = index[p]].
 GN_SDK_KERNEL(gather_kernel) {
   const char* op = "gather";
@@ -125,15 +141,18 @@ GN_SDK_KERNEL(gather_kernel) {
   check_index_shape(op, index, x, dim);
   if (numel(o) != numel(index))
     fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " must have index's shape " + shape_str(index));
-  const int64_t n = numel(index);
-  std::vector<int64_t> p((size_t)index.ndim + 1, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t v = checked_index(op, elem_ptr_at(index, p.data()), index.dtype, dim_size(x, dim));
-    std::vector<int64_t> q(p);
-    if (x.ndim > 0) q[(size_t)dim] = v;
-    convert_elem(elem_ptr(o, i), o.dtype, elem_ptr_at(x, q.data()), x.dtype);
-    next_index(p.data(), index.shape, index.ndim);
-  }
+  for_each_index(op, index, x, dim, [&](int64_t i, const int64_t*, const int64_t* q) {
+    convert_elem(elem_ptr(o, i), o.dtype, elem_ptr_at(x, q), x.dtype);
+  });
+}
+
+// scatter and scatter_reduce: a src that is not 0-d has index's rank and is at least
+// as large as index in every dim.
+void check_scatter_src(const char* op, const gn_tensor_view& src, const gn_tensor_view& index) {
+  if (src.ndim == 0) return;
+  bool ok = src.ndim == index.ndim;
+  for (int32_t d = 0; ok && d < src.ndim; ++d) ok = index.shape[d] <= src.shape[d];
+  if (!ok) fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " is smaller than index " + shape_str(index));
 }
 
 // scatter / scatter_add(x, index, src; dim) -> out = copy of x, then for every
@@ -145,26 +164,16 @@ void scatter_impl(const char* op, bool add, const gn_tensor_view* in, size_t n_i
   const int32_t dim = wrap_dim_checked(op, attr_int(op, attrs, n_attrs, 0), x.ndim);
   check_index_shape(op, index, o, dim);
   const bool scalar_src = src.ndim == 0;
-  if (!scalar_src) {
-    bool ok = src.ndim == index.ndim;
-    for (int32_t d = 0; ok && d < src.ndim; ++d) ok = index.shape[d] <= src.shape[d];
-    if (!ok) fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " is smaller than index " + shape_str(index));
-  }
+  check_scatter_src(op, src, index);
   copy_convert(op, o, x);
-  const int64_t n = numel(index);
-  std::vector<int64_t> p((size_t)index.ndim + 1, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t v = checked_index(op, elem_ptr_at(index, p.data()), index.dtype, dim_size(o, dim));
-    std::vector<int64_t> q(p);
-    if (o.ndim > 0) q[(size_t)dim] = v;
-    char* dst = elem_ptr_at(o, q.data());
-    const char* s = scalar_src ? base_ptr(src) : elem_ptr_at(src, p.data());
+  for_each_index(op, index, o, dim, [&](int64_t, const int64_t* p, const int64_t* q) {
+    char* dst = elem_ptr_at(o, q);
+    const char* s = scalar_src ? base_ptr(src) : elem_ptr_at(src, p);
     if (add)
       add_elem(dst, o.dtype, s, src.dtype, 1.0);
     else
       convert_elem(dst, o.dtype, s, src.dtype);
-    next_index(p.data(), index.shape, index.ndim);
-  }
+  });
 }
 
 GN_SDK_KERNEL(scatter_kernel) { scatter_impl("scatter", false, in, n_in, out, n_out, attrs, n_attrs); }
@@ -172,6 +181,27 @@ GN_SDK_KERNEL(scatter_add_kernel) { scatter_impl("scatter_add", true, in, n_in, 
 
 // ----------------------------------------------------------------------------
 // index_select / index_add
+
+// Shared by index_select and index_add past their 0-d case: `t` (named `role`) must have
+// x's shape but ids.size() at dim; then f(p, q) for every index p of t, where q is p with
+// q[dim] = ids[p[dim]].
+template <class F>
+void along_index(const char* op, const char* role, const gn_tensor_view& t, const gn_tensor_view& x, int32_t dim,
+                 const std::vector<int64_t>& ids, F f) {
+  bool ok = t.ndim == x.ndim;
+  for (int32_t d = 0; ok && d < x.ndim; ++d) ok = t.shape[d] == (d == dim ? (int64_t)ids.size() : x.shape[d]);
+  if (!ok)
+    fail_op(GN_ERR_SHAPE, op,
+            std::string(role) + " " + shape_str(t) + " does not match input " + shape_str(x) + " and the index");
+  const int64_t n = numel(t);
+  std::vector<int64_t> p((size_t)t.ndim, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int64_t> q(p);
+    q[(size_t)dim] = ids[(size_t)p[(size_t)dim]];
+    f(p.data(), q.data());
+    next_index(p.data(), t.shape, t.ndim);
+  }
+}
 
 // index_select(x, index (k); dim) -> out: out[p] = x[p with p[dim] = index[p[dim]]].
 GN_SDK_KERNEL(index_select_kernel) {
@@ -186,18 +216,9 @@ GN_SDK_KERNEL(index_select_kernel) {
     for (int64_t i = 0; i < numel(o); ++i) convert_elem(elem_ptr(o, i), o.dtype, base_ptr(x), x.dtype);
     return;
   }
-  bool ok = o.ndim == x.ndim;
-  for (int32_t d = 0; ok && d < x.ndim; ++d) ok = o.shape[d] == (d == dim ? (int64_t)ids.size() : x.shape[d]);
-  if (!ok)
-    fail_op(GN_ERR_SHAPE, op, "output " + shape_str(o) + " does not match input " + shape_str(x) + " and the index");
-  const int64_t n = numel(o);
-  std::vector<int64_t> p((size_t)o.ndim, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    std::vector<int64_t> q(p);
-    q[(size_t)dim] = ids[(size_t)p[(size_t)dim]];
-    convert_elem(elem_ptr_at(o, p.data()), o.dtype, elem_ptr_at(x, q.data()), x.dtype);
-    next_index(p.data(), o.shape, o.ndim);
-  }
+  along_index(op, "output", o, x, dim, ids, [&](const int64_t* p, const int64_t* q) {
+    convert_elem(elem_ptr_at(o, p), o.dtype, elem_ptr_at(x, q), x.dtype);
+  });
 }
 
 // index_add(x, index (k), src; dim, alpha) -> out = copy of x with
@@ -217,18 +238,9 @@ GN_SDK_KERNEL(index_add_kernel) {
     for (int64_t i = 0; i < numel(src); ++i) add_elem(base_ptr(o), o.dtype, elem_ptr(src, i), src.dtype, alpha);
     return;
   }
-  bool ok = src.ndim == o.ndim;
-  for (int32_t d = 0; ok && d < o.ndim; ++d) ok = src.shape[d] == (d == dim ? (int64_t)ids.size() : o.shape[d]);
-  if (!ok)
-    fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " does not match input " + shape_str(o) + " and the index");
-  const int64_t n = numel(src);
-  std::vector<int64_t> p((size_t)src.ndim, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    std::vector<int64_t> q(p);
-    q[(size_t)dim] = ids[(size_t)p[(size_t)dim]];
-    add_elem(elem_ptr_at(o, q.data()), o.dtype, elem_ptr_at(src, p.data()), src.dtype, alpha);
-    next_index(p.data(), src.shape, src.ndim);
-  }
+  along_index(op, "src", src, o, dim, ids, [&](const int64_t* p, const int64_t* q) {
+    add_elem(elem_ptr_at(o, q), o.dtype, elem_ptr_at(src, p), src.dtype, alpha);
+  });
 }
 
 // ----------------------------------------------------------------------------
@@ -289,25 +301,17 @@ GN_SDK_KERNEL(scatter_reduce_kernel) {
             "reduce must be 0 (sum), 1 (prod), 2 (mean), 3 (amax) or 4 (amin), got " + std::to_string(reduce));
   check_index_shape(op, index, o, dim);
   const bool scalar_src = src.ndim == 0;
-  if (!scalar_src) {
-    bool ok = src.ndim == index.ndim;
-    for (int32_t d = 0; ok && d < src.ndim; ++d) ok = index.shape[d] <= src.shape[d];
-    if (!ok) fail_op(GN_ERR_SHAPE, op, "src " + shape_str(src) + " is smaller than index " + shape_str(index));
-  }
+  check_scatter_src(op, src, index);
   copy_convert(op, o, x);
-  const int64_t n_out_el = numel(o), n = numel(index);
+  const int64_t n_out_el = numel(o);
   const bool exact = is_intlike(o.dtype);
   std::vector<int64_t> count((size_t)n_out_el, include_self ? 1 : 0);
   std::vector<bool> fresh((size_t)n_out_el, !include_self);
-  std::vector<int64_t> p((size_t)index.ndim + 1, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t v = checked_index(op, elem_ptr_at(index, p.data()), index.dtype, dim_size(o, dim));
-    std::vector<int64_t> q(p);
-    if (o.ndim > 0) q[(size_t)dim] = v;
+  for_each_index(op, index, o, dim, [&](int64_t, const int64_t* p, const int64_t* q) {
     int64_t lin = 0;  // row-major position of q in o
-    for (int32_t d = 0; d < o.ndim; ++d) lin = lin * o.shape[d] + q[(size_t)d];
-    char* dst = elem_ptr_at(o, q.data());
-    const char* s = scalar_src ? base_ptr(src) : elem_ptr_at(src, p.data());
+    for (int32_t d = 0; d < o.ndim; ++d) lin = lin * o.shape[d] + q[d];
+    char* dst = elem_ptr_at(o, q);
+    const char* s = scalar_src ? base_ptr(src) : elem_ptr_at(src, p);
     const bool first = fresh[(size_t)lin];
     fresh[(size_t)lin] = false;
     ++count[(size_t)lin];
@@ -339,8 +343,7 @@ GN_SDK_KERNEL(scatter_reduce_kernel) {
       }
       gn::sdk::store(dst, o.dtype, r);
     }
-    next_index(p.data(), index.shape, index.ndim);
-  }
+  });
   if (reduce != 2) return;
   std::vector<int64_t> q((size_t)o.ndim + 1, 0);
   for (int64_t lin = 0; lin < n_out_el; ++lin) {

@@ -62,6 +62,29 @@ CeShape check_inputs(const char* op, const gn_tensor_view& logits, const gn_tens
   return s;
 }
 
+// The attributes of cross_entropy and its backward: ignore_index, label_smoothing, reduction.
+struct CeAttrs {
+  int64_t ignore;
+  double ls;
+  int64_t reduction;
+};
+
+CeAttrs ce_attrs(const char* op, const gn_attr_value* attrs, size_t n_attrs) {
+  CeAttrs a{attr_int(op, attrs, n_attrs, 0), attr_float(op, attrs, n_attrs, 1), attr_int(op, attrs, n_attrs, 2)};
+  if (a.reduction < 0 || a.reduction > 2)
+    fail(GN_ERR_INVALID_ARGUMENT, std::string("[") + op + "] reduction must be 0, 1 or 2");
+  return a;
+}
+
+// The loss or its gradient, v (`role`): target's shape without a reduction, one element with one.
+void expect_loss_shape(const char* op, const char* role, const gn_tensor_view& v, const gn_tensor_view& target,
+                       int64_t reduction) {
+  if (reduction == 0)
+    expect_shape(op, role, v, shape_of(target));
+  else
+    expect_numel(op, role, v, 1);
+}
+
 // ----------------------------------------------------------------------------
 // forward
 
@@ -93,16 +116,10 @@ int64_t cross_entropy_forward(double* loss, double* lse, const double* x, const 
 GN_SDK_KERNEL(cross_entropy_kernel) {
   const char* op = "cross_entropy";
   expect_io(op, n_in, 2, n_out, 1);
-  int64_t ignore = attr_int(op, attrs, n_attrs, 0);
-  double ls = attr_float(op, attrs, n_attrs, 1);
-  int64_t reduction = attr_int(op, attrs, n_attrs, 2);
-  if (reduction < 0 || reduction > 2) fail(GN_ERR_INVALID_ARGUMENT, "[cross_entropy] reduction must be 0, 1 or 2");
+  const auto [ignore, ls, reduction] = ce_attrs(op, attrs, n_attrs);
   std::vector<int64_t> t = load_ints(in[1]);
   CeShape s = check_inputs(op, in[0], in[1], t, ignore);
-  if (reduction == 0)
-    expect_shape(op, "loss", out[0], shape_of(in[1]));
-  else
-    expect_numel(op, "loss", out[0], 1);
+  expect_loss_shape(op, "loss", out[0], in[1], reduction);
   if (n_out > 1) expect_shape(op, "lse", out[1], shape_of(in[1]));
   Vec x = load_all(in[0]), loss((size_t)s.R), lse((size_t)s.R);
   int64_t count = cross_entropy_forward(loss.data(), lse.data(), x.data(), t.data(), s.R, s.C, ignore, ls);
@@ -141,19 +158,12 @@ void cross_entropy_backward(double* dx, const double* scale, const double* x, co
 GN_SDK_KERNEL(cross_entropy_backward_kernel) {
   const char* op = "cross_entropy_backward";
   expect_io(op, n_in, 4, n_out, 1);
-  int64_t ignore = attr_int(op, attrs, n_attrs, 0);
-  double ls = attr_float(op, attrs, n_attrs, 1);
-  int64_t reduction = attr_int(op, attrs, n_attrs, 2);
-  if (reduction < 0 || reduction > 2)
-    fail(GN_ERR_INVALID_ARGUMENT, "[cross_entropy_backward] reduction must be 0, 1 or 2");
+  const auto [ignore, ls, reduction] = ce_attrs(op, attrs, n_attrs);
   std::vector<int64_t> t = load_ints(in[2]);
   CeShape s = check_inputs(op, in[1], in[2], t, ignore);
   expect_shape(op, "lse", in[3], shape_of(in[2]));
   expect_shape(op, "grad_logits", out[0], shape_of(in[1]));
-  if (reduction == 0)
-    expect_shape(op, "grad_loss", in[0], shape_of(in[2]));
-  else
-    expect_numel(op, "grad_loss", in[0], 1);
+  expect_loss_shape(op, "grad_loss", in[0], in[2], reduction);
   Vec g = load_all(in[0]), scale((size_t)s.R);
   int64_t count = 0;
   for (int64_t v : t) count += v != ignore;
