@@ -255,6 +255,32 @@ gn_status* comm_all_reduce(void*, void* c, const gn_tensor_view* send, const gn_
   });
 }
 
+// all_gather and all_to_all: one gloo collective (with its Options) from send's bytes into recv's.
+template <class Options>
+void send_to_recv(Comm& comm, const gn_tensor_view* send, const gn_tensor_view* recv, void (*collective)(Options&)) {
+  if (!bytes_of(send)) return;
+  Options opts(comm.ctx);
+  opts.setInput(reinterpret_cast<uint8_t*>(ptr_of(send)), bytes_of(send));
+  opts.setOutput(reinterpret_cast<uint8_t*>(ptr_of(recv)), bytes_of(recv));
+  opts.setTag(comm.next_tag++);
+  opts.setTimeout(comm.timeout);
+  collective(opts);
+}
+
+// send (send true) and recv: buf's bytes to or from peer under tag.
+void point_to_point(Comm& comm, const gn_tensor_view* buf, int32_t peer, int32_t tag, bool send) {
+  if (!bytes_of(buf)) return;
+  auto ub = comm.ctx->createUnboundBuffer(ptr_of(buf), bytes_of(buf));
+  const auto slot = ::gloo::Slot::build(kPointToPointSlotPrefix, (uint32_t)tag);
+  if (send) {
+    ub->send(peer, slot);
+    ub->waitSend(comm.timeout);
+  } else {
+    ub->recv(peer, slot);
+    ub->waitRecv(comm.timeout);
+  }
+}
+
 gn_status* comm_broadcast(void*, void* c, const gn_tensor_view* buf, int32_t root, void*) {
   return run(c, "broadcast", [&](Comm& comm) {
     if (!bytes_of(buf)) return;
@@ -268,15 +294,8 @@ gn_status* comm_broadcast(void*, void* c, const gn_tensor_view* buf, int32_t roo
 }
 
 gn_status* comm_all_gather(void*, void* c, const gn_tensor_view* send, const gn_tensor_view* recv, void*) {
-  return run(c, "all_gather", [&](Comm& comm) {
-    if (!bytes_of(send)) return;
-    ::gloo::AllgatherOptions opts(comm.ctx);
-    opts.setInput(reinterpret_cast<uint8_t*>(ptr_of(send)), bytes_of(send));
-    opts.setOutput(reinterpret_cast<uint8_t*>(ptr_of(recv)), bytes_of(recv));
-    opts.setTag(comm.next_tag++);
-    opts.setTimeout(comm.timeout);
-    ::gloo::allgather(opts);
-  });
+  return run(c, "all_gather",
+             [&](Comm& comm) { send_to_recv<::gloo::AllgatherOptions>(comm, send, recv, ::gloo::allgather); });
 }
 
 gn_status* comm_reduce_scatter(void*, void* c, const gn_tensor_view* send, const gn_tensor_view* recv, int32_t op,
@@ -291,33 +310,16 @@ gn_status* comm_reduce_scatter(void*, void* c, const gn_tensor_view* send, const
 }
 
 gn_status* comm_all_to_all(void*, void* c, const gn_tensor_view* send, const gn_tensor_view* recv, void*) {
-  return run(c, "all_to_all", [&](Comm& comm) {
-    if (!bytes_of(send)) return;
-    ::gloo::AlltoallOptions opts(comm.ctx);
-    opts.setInput(reinterpret_cast<uint8_t*>(ptr_of(send)), bytes_of(send));
-    opts.setOutput(reinterpret_cast<uint8_t*>(ptr_of(recv)), bytes_of(recv));
-    opts.setTag(comm.next_tag++);
-    opts.setTimeout(comm.timeout);
-    ::gloo::alltoall(opts);
-  });
+  return run(c, "all_to_all",
+             [&](Comm& comm) { send_to_recv<::gloo::AlltoallOptions>(comm, send, recv, ::gloo::alltoall); });
 }
 
 gn_status* comm_send(void*, void* c, const gn_tensor_view* buf, int32_t peer, int32_t tag, void*) {
-  return run(c, "send", [&](Comm& comm) {
-    if (!bytes_of(buf)) return;
-    auto ub = comm.ctx->createUnboundBuffer(ptr_of(buf), bytes_of(buf));
-    ub->send(peer, ::gloo::Slot::build(kPointToPointSlotPrefix, (uint32_t)tag));
-    ub->waitSend(comm.timeout);
-  });
+  return run(c, "send", [&](Comm& comm) { point_to_point(comm, buf, peer, tag, true); });
 }
 
 gn_status* comm_recv(void*, void* c, const gn_tensor_view* buf, int32_t peer, int32_t tag, void*) {
-  return run(c, "recv", [&](Comm& comm) {
-    if (!bytes_of(buf)) return;
-    auto ub = comm.ctx->createUnboundBuffer(ptr_of(buf), bytes_of(buf));
-    ub->recv(peer, ::gloo::Slot::build(kPointToPointSlotPrefix, (uint32_t)tag));
-    ub->waitRecv(comm.timeout);
-  });
+  return run(c, "recv", [&](Comm& comm) { point_to_point(comm, buf, peer, tag, false); });
 }
 
 gn_status* comm_barrier(void*, void* c, void*) {

@@ -31,18 +31,28 @@ namespace {
 // ----------------------------------------------------------------------------
 // embedding
 
-bool load_ids(const gn_tensor_view& ids, int64_t V, std::vector<int64_t>& out) {
-  const int64_t n = gn_view_numel(&ids);
+// Index values (i64/i32/i8/u8) of a dense view, all checked against [0, size).
+bool load_indices(const gn_tensor_view& ix, int64_t size, std::vector<int64_t>& out) {
+  const int64_t n = gn_view_numel(&ix);
   out.resize((size_t)n);
-  if (ids.dtype == GN_I64)
-    copy_bytes(out.data(), data_of(ids), (size_t)n * 8);
-  else if (ids.dtype == GN_I32)
-    for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int32_t*)data_of(ids))[i];
+  if (ix.dtype == GN_I64)
+    copy_bytes(out.data(), data_of(ix), (size_t)n * 8);
+  else if (ix.dtype == GN_I32)
+    for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int32_t*)data_of(ix))[i];
+  else if (ix.dtype == GN_I8)
+    for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int8_t*)data_of(ix))[i];
+  else if (ix.dtype == GN_U8)
+    for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const uint8_t*)data_of(ix))[i];
   else
     return false;
-  for (int64_t v : out)
-    if (v < 0 || v >= V) return false;
-  return true;
+  bool ok = true;
+  for (int64_t v : out) ok &= v >= 0 && v < size;
+  return ok;
+}
+
+// embedding's ids: int64 or int32 only, checked against [0, V).
+bool load_ids(const gn_tensor_view& ids, int64_t V, std::vector<int64_t>& out) {
+  return (ids.dtype == GN_I64 || ids.dtype == GN_I32) && load_indices(ids, V, out);
 }
 
 GN_SDK_KERNEL(embedding_kernel) {
@@ -90,25 +100,6 @@ GN_SDK_KERNEL(embedding_backward_kernel) {
     GN_UNSUPPORTED("[embedding_backward] dtype");
 }
 
-// Index values (i64/i32/i8/u8) of a dense view, all checked against [0, size).
-bool load_indices(const gn_tensor_view& ix, int64_t size, std::vector<int64_t>& out) {
-  const int64_t n = gn_view_numel(&ix);
-  out.resize((size_t)n);
-  if (ix.dtype == GN_I64)
-    copy_bytes(out.data(), data_of(ix), (size_t)n * 8);
-  else if (ix.dtype == GN_I32)
-    for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int32_t*)data_of(ix))[i];
-  else if (ix.dtype == GN_I8)
-    for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const int8_t*)data_of(ix))[i];
-  else if (ix.dtype == GN_U8)
-    for (int64_t i = 0; i < n; ++i) out[(size_t)i] = ((const uint8_t*)data_of(ix))[i];
-  else
-    return false;
-  bool ok = true;
-  for (int64_t v : out) ok &= v >= 0 && v < size;
-  return ok;
-}
-
 // ----------------------------------------------------------------------------
 // gather / scatter / scatter_add: index has x's rank; fibers along dim.
 
@@ -149,49 +140,67 @@ GN_SDK_KERNEL(gather_kernel) {
   });
 }
 
+// The arguments scatter, scatter_add and scatter_reduce serve: x, index and src (0-d: a
+// scalar) of one rank, index no larger than x (but along dim) nor than src, o shaped as x.
+bool scatter_args_ok(const gn_tensor_view& x, const gn_tensor_view& ix, const gn_tensor_view& src,
+                     const gn_tensor_view& o, int32_t dim) {
+  const bool scalar = src.ndim == 0;
+  bool ok = x.ndim > 0 && dim >= 0 && ix.ndim == x.ndim && o.dtype == x.dtype && src.dtype == x.dtype &&
+            dims_of(o) == dims_of(x) && (scalar || src.ndim == ix.ndim);
+  for (int32_t d = 0; ok && d < x.ndim; ++d)
+    ok = (d == dim || ix.shape[d] <= x.shape[d]) && (scalar || ix.shape[d] <= src.shape[d]);
+  return ok;
+}
+
+// The walk of scatter, scatter_add and scatter_reduce: o = x, then fiber by fiber along dim
+// (in index's order within a fiber) f(tag, e, d, s): tag the dtype's, e the element of o
+// written, d its bytes, s src's bytes for it.
+template <class F>
+void scatter_walk(const gn_tensor_view& x, const gn_tensor_view& ix, const gn_tensor_view& src, const gn_tensor_view& o,
+                  int32_t dim, const std::vector<int64_t>& ids, F f) {
+  const size_t es = gn_dtype_size(x.dtype);
+  const int64_t n = gn_view_numel(&x);
+  if (data_of(o) != data_of(x)) copy_bytes(data_of(o), data_of(x), (size_t)n * es);
+  const Dims shape = dims_of(ix), os = dense_strides(dims_of(o)), is = dense_strides(shape);
+  const Dims ss = src.ndim == 0 ? Dims(shape.size(), 0) : dense_strides(dims_of(src));
+  const int64_t K = shape[(size_t)dim], fibers = K ? (int64_t)ids.size() / K : 0;
+  const Dims* strides[3] = {&os, &is, &ss};
+  char* po = (char*)data_of(o);
+  const char* ps = (const char*)data_of(src);
+  dispatch_dtype(x.dtype, [&](auto tag) {
+    parallel_for(fibers, K, [&](int64_t fiber) {
+      int64_t off[3];
+      fiber_offsets(fiber, shape, dim, strides, off);
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t i = off[1] + k * is[(size_t)dim], e = off[0] + ids[(size_t)i] * os[(size_t)dim];
+        f(tag, e, po + e * es, ps + (off[2] + k * ss[(size_t)dim]) * es);
+      }
+    });
+  });
+}
+
 // out = x; out[p with p[dim] = index[p]] (+)= src[p].
 template <bool ADD>
 void scatter_impl(const char* op, const gn_tensor_view* in, size_t n_in, const gn_tensor_view& o, int64_t dim_attr) {
   if (n_in != 3) GN_UNSUPPORTED(std::string("[") + op + "] arity");
   const gn_tensor_view &x = in[0], &ix = in[1], &src = in[2];
   const int32_t dim = wrap_dim(dim_attr, x.ndim);
-  const bool scalar = src.ndim == 0;
-  bool ok = x.ndim > 0 && dim >= 0 && ix.ndim == x.ndim && o.dtype == x.dtype && src.dtype == x.dtype &&
-            dims_of(o) == dims_of(x) && (scalar || src.ndim == ix.ndim);
-  for (int32_t d = 0; ok && d < x.ndim; ++d)
-    ok = (d == dim || ix.shape[d] <= x.shape[d]) && (scalar || ix.shape[d] <= src.shape[d]);
+  bool ok = scatter_args_ok(x, ix, src, o, dim);
   if (ADD) ok &= x.dtype != GN_BOOL;
   std::vector<int64_t> ids;
   if (!ok || !load_indices(ix, x.shape[dim], ids)) GN_UNSUPPORTED(std::string("[") + op + "] these arguments");
   const size_t es = gn_dtype_size(x.dtype);
-  const int64_t n = gn_view_numel(&x);
-  if (data_of(o) != data_of(x)) copy_bytes(data_of(o), data_of(x), (size_t)n * es);
-  const Dims shape = dims_of(ix), os = dense_strides(dims_of(o)), is = dense_strides(shape);
-  const Dims ss = scalar ? Dims(shape.size(), 0) : dense_strides(dims_of(src));
-  const int64_t K = shape[(size_t)dim], fibers = K ? (int64_t)ids.size() / K : 0;
-  const Dims* st[3] = {&os, &is, &ss};
-  char* po = (char*)data_of(o);
-  const char* ps = (const char*)data_of(src);
-  dispatch_dtype(x.dtype, [&](auto tag) {
+  scatter_walk(x, ix, src, o, dim, ids, [&](auto tag, int64_t, char* d, const char* s) {
     using T = typename Storage<decltype(tag)::value>::T;
-    parallel_for(fibers, K, [&](int64_t f) {
-      int64_t off[3];
-      fiber_offsets(f, shape, dim, st, off);
-      for (int64_t k = 0; k < K; ++k) {
-        const int64_t i = off[1] + k * is[(size_t)dim];
-        char* d = po + (off[0] + ids[(size_t)i] * os[(size_t)dim]) * es;
-        const char* s = ps + (off[2] + k * ss[(size_t)dim]) * es;
-        if constexpr (!ADD) {
-          copy_elem(d, s, es);
-        } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-          *(T*)d = (T)((double)*(T*)d + (double)*(const T*)s);  // one rounding, as the reference
-        } else if constexpr (std::is_integral_v<T>) {
-          *(T*)d = (T)(uint64_t)((uint64_t)(int64_t) * (T*)d + (uint64_t)(int64_t) * (const T*)s);  // wraps
-        } else {  // f16/bf16: through double, one rounding (the SDK's, as the reference)
-          gn::sdk::store(d, x.dtype, gn::sdk::load(d, x.dtype) + gn::sdk::load(s, x.dtype));
-        }
-      }
-    });
+    if constexpr (!ADD) {
+      copy_elem(d, s, es);
+    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      *(T*)d = (T)((double)*(T*)d + (double)*(const T*)s);  // one rounding, as the reference
+    } else if constexpr (std::is_integral_v<T>) {
+      *(T*)d = (T)(uint64_t)((uint64_t)(int64_t) * (T*)d + (uint64_t)(int64_t) * (const T*)s);  // wraps
+    } else {  // f16/bf16: through double, one rounding (the SDK's, as the reference)
+      gn::sdk::store(d, x.dtype, gn::sdk::load(d, x.dtype) + gn::sdk::load(s, x.dtype));
+    }
   });
 }
 
@@ -207,64 +216,48 @@ GN_SDK_KERNEL(scatter_reduce_kernel) {
   const int32_t dim = wrap_dim(attr_i(attrs, n_attrs, 0, 0), x.ndim);
   const int64_t reduce = attr_i(attrs, n_attrs, 1, -1);
   const bool include_self = attr_i(attrs, n_attrs, 2, 1) != 0;
-  const bool scalar = src.ndim == 0;
-  bool ok = reduce >= 0 && reduce <= 4 && x.ndim > 0 && dim >= 0 && ix.ndim == x.ndim && o.dtype == x.dtype &&
-            src.dtype == x.dtype && x.dtype != GN_BOOL && dims_of(o) == dims_of(x) && (scalar || src.ndim == ix.ndim);
-  for (int32_t d = 0; ok && d < x.ndim; ++d)
-    ok = (d == dim || ix.shape[d] <= x.shape[d]) && (scalar || ix.shape[d] <= src.shape[d]);
+  const bool ok = reduce >= 0 && reduce <= 4 && x.dtype != GN_BOOL && scatter_args_ok(x, ix, src, o, dim);
   std::vector<int64_t> ids;
   if (!ok || !load_indices(ix, x.shape[dim], ids)) GN_UNSUPPORTED("[scatter_reduce] these arguments");
-  const size_t es = gn_dtype_size(x.dtype);
   const int64_t n = gn_view_numel(&x);
-  if (data_of(o) != data_of(x)) copy_bytes(data_of(o), data_of(x), (size_t)n * es);
-  const Dims shape = dims_of(ix), os = dense_strides(dims_of(o)), is = dense_strides(shape);
-  const Dims ss = scalar ? Dims(shape.size(), 0) : dense_strides(dims_of(src));
-  const int64_t K = shape[(size_t)dim], fibers = K ? (int64_t)ids.size() / K : 0;
-  const Dims* strides[3] = {&os, &is, &ss};
   std::vector<int64_t> count((size_t)n, include_self ? 1 : 0);  // per output element (fibers are disjoint)
-  char* po = (char*)data_of(o);
-  const char* ps = (const char*)data_of(src);
+  scatter_walk(x, ix, src, o, dim, ids, [&](auto tag, int64_t e, char* dp, const char* sp) {
+    using T = typename Storage<decltype(tag)::value>::T;
+    T* d = (T*)dp;
+    const T* s = (const T*)sp;
+    const bool first = !include_self && count[(size_t)e] == 0;
+    ++count[(size_t)e];
+    if constexpr (std::is_integral_v<T>) {
+      const int64_t b = (int64_t)*s, a = first ? (reduce == 1 ? 1 : 0) : (int64_t)*d;
+      int64_t r;
+      if (reduce == 0 || reduce == 2)
+        r = (int64_t)((uint64_t)a + (uint64_t)b);
+      else if (reduce == 1)
+        r = (int64_t)((uint64_t)a * (uint64_t)b);
+      else if (reduce == 3)
+        r = first ? b : std::max(a, b);
+      else
+        r = first ? b : std::min(a, b);
+      *d = (T)r;
+    } else {
+      const double b = ld(s);
+      const double a = first ? (reduce == 1 ? 1.0 : reduce == 3 ? -INFINITY : reduce == 4 ? INFINITY : 0.0) : ld(d);
+      double r;
+      if (reduce == 0 || reduce == 2)
+        r = a + b;
+      else if (reduce == 1)
+        r = a * b;
+      else if (reduce == 3)
+        r = std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+      else
+        r = std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+      st(d, r);
+    }
+  });
+  if (reduce != 2) return;
   dispatch_dtype(x.dtype, [&](auto tag) {
     using T = typename Storage<decltype(tag)::value>::T;
-    parallel_for(fibers, K, [&](int64_t f) {
-      int64_t off[3];
-      fiber_offsets(f, shape, dim, strides, off);
-      for (int64_t k = 0; k < K; ++k) {
-        const int64_t i = off[1] + k * is[(size_t)dim], e = off[0] + ids[(size_t)i] * os[(size_t)dim];
-        T* d = (T*)(po + e * es);
-        const T* s = (const T*)(ps + (off[2] + k * ss[(size_t)dim]) * es);
-        const bool first = !include_self && count[(size_t)e] == 0;
-        ++count[(size_t)e];
-        if constexpr (std::is_integral_v<T>) {
-          const int64_t b = (int64_t)*s, a = first ? (reduce == 1 ? 1 : 0) : (int64_t)*d;
-          int64_t r;
-          if (reduce == 0 || reduce == 2)
-            r = (int64_t)((uint64_t)a + (uint64_t)b);
-          else if (reduce == 1)
-            r = (int64_t)((uint64_t)a * (uint64_t)b);
-          else if (reduce == 3)
-            r = first ? b : std::max(a, b);
-          else
-            r = first ? b : std::min(a, b);
-          *d = (T)r;
-        } else {
-          const double b = ld(s);
-          const double a = first ? (reduce == 1 ? 1.0 : reduce == 3 ? -INFINITY : reduce == 4 ? INFINITY : 0.0) : ld(d);
-          double r;
-          if (reduce == 0 || reduce == 2)
-            r = a + b;
-          else if (reduce == 1)
-            r = a * b;
-          else if (reduce == 3)
-            r = std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-          else
-            r = std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-          st(d, r);
-        }
-      }
-    });
-    if (reduce != 2) return;
-    T* p = (T*)po;
+    T* p = (T*)data_of(o);
     parallel_for(n, 1, [&](int64_t e) {
       const int64_t c = count[(size_t)e];
       if (c <= 1) return;
