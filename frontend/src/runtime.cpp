@@ -148,6 +148,16 @@ std::vector<Tensor> call_raw(const gn_op* op, gn_tensor* const* in, size_t n_in,
   return r;
 }
 
+// The call overloads taking a vector of tensors, whatever holds their attributes.
+std::vector<Tensor> call_tensors(const gn_op* op, const std::vector<Tensor>& in, const gn_attr_value* attrs,
+                                 size_t n_attrs, size_t n_out) {
+  std::vector<gn_tensor*> h;
+  for (const Tensor& t : in) h.push_back(t.handle());
+  std::vector<Tensor> r = call_raw(op, h.data(), h.size(), attrs, n_attrs, n_out);
+  if (autograd::detail::t_track_calls) note(op, in.begin(), in.end(), same, r.empty() ? nullptr : r[0].handle());
+  return r;
+}
+
 }  // namespace
 
 std::vector<Tensor> call(const gn_op* op, std::initializer_list<const Tensor*> in,
@@ -162,20 +172,12 @@ std::vector<Tensor> call(const gn_op* op, std::initializer_list<const Tensor*> i
 
 std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in, std::initializer_list<gn_attr_value> attrs,
                          size_t n_out) {
-  std::vector<gn_tensor*> h;
-  for (const Tensor& t : in) h.push_back(t.handle());
-  std::vector<Tensor> r = call_raw(op, h.data(), h.size(), attrs.begin(), attrs.size(), n_out);
-  if (autograd::detail::t_track_calls) note(op, in.begin(), in.end(), same, r.empty() ? nullptr : r[0].handle());
-  return r;
+  return call_tensors(op, in, attrs.begin(), attrs.size(), n_out);
 }
 
 std::vector<Tensor> call(const gn_op* op, const std::vector<Tensor>& in, const std::vector<gn_attr_value>& attrs,
                          size_t n_out) {
-  std::vector<gn_tensor*> h;
-  for (const Tensor& t : in) h.push_back(t.handle());
-  std::vector<Tensor> r = call_raw(op, h.data(), h.size(), attrs.data(), attrs.size(), n_out);
-  if (autograd::detail::t_track_calls) note(op, in.begin(), in.end(), same, r.empty() ? nullptr : r[0].handle());
-  return r;
+  return call_tensors(op, in, attrs.data(), attrs.size(), n_out);
 }
 
 Tensor call1(const gn_op* op, std::initializer_list<const Tensor*> in, std::initializer_list<gn_attr_value> attrs) {

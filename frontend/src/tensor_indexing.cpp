@@ -21,46 +21,40 @@ namespace {
 Error invalid(const char* op, const std::string& msg) {
   return Error(GN_ERR_INVALID_ARGUMENT, std::string("[") + op + "] " + msg);
 }
+
+// gather, index_select, scatter and scatter_add: y = op(inputs; dim), recorded with `rule`,
+// which reads the index (inputs[1]) and dim.
+Tensor record_along_dim(const char* name, const gn_op* op, autograd::Rule rule, std::initializer_list<Tensor> inputs,
+                        int64_t dim, Tensor y) {
+  if (auto n = record(name, rule, inputs, y)) {
+    n->save("index", inputs.begin()[1].detach());
+    n->keep_attrs(op, {gn_attr_int(dim)});
+  }
+  return y;
+}
 }  // namespace
 
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
   const gn_op* op = GN_OP_HANDLE("gather");
-  Tensor y = call1(op, {this, &index}, {gn_attr_int(dim)});
-  if (auto n = record("gather", R::gather, {*this, index}, y)) {
-    n->save("index", index.detach());
-    n->keep_attrs(op, {gn_attr_int(dim)});
-  }
-  return y;
+  return record_along_dim("gather", op, R::gather, {*this, index}, dim, call1(op, {this, &index}, {gn_attr_int(dim)}));
 }
 
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
   const gn_op* op = GN_OP_HANDLE("index_select");
-  Tensor y = call1(op, {this, &index}, {gn_attr_int(dim)});
-  if (auto n = record("index_select", R::index_select, {*this, index}, y)) {
-    n->save("index", index.detach());
-    n->keep_attrs(op, {gn_attr_int(dim)});
-  }
-  return y;
+  return record_along_dim("index_select", op, R::index_select, {*this, index}, dim,
+                          call1(op, {this, &index}, {gn_attr_int(dim)}));
 }
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   const gn_op* op = GN_OP_HANDLE("scatter");
-  Tensor y = call1(op, {&x, &index, &src}, {gn_attr_int(dim)});
-  if (auto n = record("scatter", R::scatter, {x, index, src}, y)) {
-    n->save("index", index.detach());
-    n->keep_attrs(op, {gn_attr_int(dim)});
-  }
-  return y;
+  return record_along_dim("scatter", op, R::scatter, {x, index, src}, dim,
+                          call1(op, {&x, &index, &src}, {gn_attr_int(dim)}));
 }
 
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   const gn_op* op = GN_OP_HANDLE("scatter_add");
-  Tensor y = call1(op, {&x, &index, &src}, {gn_attr_int(dim)});
-  if (auto n = record("scatter_add", R::scatter_add, {x, index, src}, y)) {
-    n->save("index", index.detach());
-    n->keep_attrs(op, {gn_attr_int(dim)});
-  }
-  return y;
+  return record_along_dim("scatter_add", op, R::scatter_add, {x, index, src}, dim,
+                          call1(op, {&x, &index, &src}, {gn_attr_int(dim)}));
 }
 
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, double alpha) {

@@ -13,6 +13,7 @@
 
 #include "../internal.h"
 #include "inplace.h"
+#include "matmul_grad.h"
 #include "rules.h"
 
 namespace genesis::autograd::detail {
@@ -29,13 +30,7 @@ Tensor mT(const Tensor& t) { return t.transpose(t.dim() - 2, t.dim() - 1); }
 // a (..., M, K) @ b (..., K, N); 1-D operands were promoted to (1, K) / (K, 1) as matmul does.
 V matmul(Node& n, const Tensor& g) {
   const Tensor &a = n.saved("a"), &b = n.saved("b");
-  Tensor A = a.dim() == 1 ? a.unsqueeze(0) : a, B = b.dim() == 1 ? b.unsqueeze(-1) : b, G = g;
-  if (a.dim() == 1 && b.dim() == 1)
-    G = g.reshape({1, 1});
-  else if (a.dim() == 1)
-    G = g.unsqueeze(-2);
-  else if (b.dim() == 1)
-    G = g.unsqueeze(-1);
+  const auto [A, B, G] = matmul_operands(a, b, g);
   Tensor ga, gb;
   if (needs(n, 0)) {
     ga = G.matmul(mT(B));

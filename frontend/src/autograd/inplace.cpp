@@ -305,13 +305,22 @@ void saved_before_write(autograd::Node& n, const Tensor& self, const Tensor& ope
     n.saved_info.back().version = version;
 }
 
+// What mul_ and div_ keep before writing self (after the in-place checks): self's old value
+// when o needs a gradient, and self's version, both only when the op will be recorded.
+struct BeforeWrite {
+  Tensor old;
+  uint32_t version;
+};
+BeforeWrite before_binary_write(Tensor& self, const Tensor& o, const char* name) {
+  autograd::check_inplace(self, name);
+  const bool rec = autograd::grad_enabled() && (self.requires_grad() || o.requires_grad());
+  return {rec && o.requires_grad() ? before_write(self) : Tensor(), rec ? self.version() : 0};
+}
+
 }  // namespace
 
 Tensor& Tensor::mul_(const Tensor& o) {
-  autograd::check_inplace(*this, "mul_");
-  const bool rec = autograd::grad_enabled() && (requires_grad() || o.requires_grad());
-  Tensor old = rec && o.requires_grad() ? before_write(*this) : Tensor();
-  const uint32_t v = rec ? version() : 0;
+  const auto [old, v] = before_binary_write(*this, o, "mul_");
   detail::call_into(GN_OP_HANDLE("mul"), {this, &o}, {}, *this);
   if (auto n = record_inplace("mul", R::mul, {*this, o}, *this)) {
     if (old.defined()) n->save("a", old);
@@ -324,10 +333,7 @@ Tensor& Tensor::mul_(const Tensor& o) {
 }
 
 Tensor& Tensor::div_(const Tensor& o) {
-  autograd::check_inplace(*this, "div_");
-  const bool rec = autograd::grad_enabled() && (requires_grad() || o.requires_grad());
-  Tensor old = rec && o.requires_grad() ? before_write(*this) : Tensor();
-  const uint32_t v = rec ? version() : 0;
+  const auto [old, v] = before_binary_write(*this, o, "div_");
   detail::call_into(GN_OP_HANDLE("div"), {this, &o}, {}, *this);
   if (auto n = record_inplace("div", div_rule, {*this, o}, *this)) {
     if (old.defined()) n->save("a", old);

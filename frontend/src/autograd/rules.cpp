@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "../internal.h"
+#include "matmul_grad.h"
 #include "rules.h"
 
 namespace genesis::autograd::rules {
@@ -136,16 +137,9 @@ V where(Node& n, const Tensor& g) {  // inputs (cond, a, b)
   return {Tensor(), needs(n, 1) ? genesis::where(c, g, z) : Tensor(), needs(n, 2) ? genesis::where(c, z, g) : Tensor()};
 }
 V matmul(Node& n, const Tensor& g) {
-  // a (..., M, K) @ b (..., K, N) = g (..., M, N); 1-D operands were promoted
-  // to (1, K) / (K, 1) and the unit dim dropped, so restore it on g first.
+  // a (..., M, K) @ b (..., K, N) = g (..., M, N), 1-D operands promoted as matmul does.
   const Tensor &a = n.saved("a"), &b = n.saved("b");
-  Tensor A = a.dim() == 1 ? a.unsqueeze(0) : a, B = b.dim() == 1 ? b.unsqueeze(-1) : b, G = g;
-  if (a.dim() == 1 && b.dim() == 1)
-    G = g.reshape({1, 1});
-  else if (a.dim() == 1)
-    G = g.unsqueeze(-2);
-  else if (b.dim() == 1)
-    G = g.unsqueeze(-1);
+  const auto [A, B, G] = matmul_operands(a, b, g);
   const gn_op* mm = GN_OP_HANDLE("matmul");
   Tensor ga, gb;
   if (needs(n, 0)) {  // G @ B^T: (..., M, K)

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "checks.h"
+#include "update.h"
 #include "genesis/autograd.hpp"
 
 namespace genesis::optim {
@@ -15,12 +16,9 @@ namespace {
 using checks::invalid;
 using checks::non_negative;
 using checks::num;
-
-Tensor& zeros_state(ParamState& st, const char* name, const Tensor& p) {
-  Tensor& t = st.tensors[name];
-  if (!t.defined()) t = zeros_like(p);
-  return t;
-}
+using update::decayed;
+using update::with_grads;
+using update::zeros_state;
 
 }  // namespace
 
@@ -43,21 +41,17 @@ void Adadelta::step() {
   for (auto& g : groups_) {
     const double lr = g["lr"], rho = g["rho"], eps = g["eps"], wd = g["weight_decay"];
     const bool maximize = g["maximize"] != 0;
-    for (auto& p : g.params) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      ParamState& st = state_[p.impl().get()];
+    with_grads(g, state_, [&](Tensor& p, Tensor grad, ParamState& st) {
       Tensor& square_avg = zeros_state(st, "square_avg", p);
       Tensor& acc_delta = zeros_state(st, "acc_delta", p);
       ++st.step;
-      if (maximize) grad = grad.neg();
-      if (wd != 0) grad = grad.add(p, wd);
+      grad = decayed(grad, p, maximize, wd);
       square_avg.mul_(rho).add_(grad * grad, 1 - rho);
       Tensor std_dev = (square_avg + eps).sqrt();
       Tensor delta = (acc_delta + eps).sqrt() / std_dev * grad;
       acc_delta.mul_(rho).add_(delta * delta, 1 - rho);
       p.sub_(delta, lr);
-    }
+    });
   }
 }
 
@@ -81,10 +75,7 @@ void Rprop::step() {
     const double lr = g["lr"], etaminus = g["etaminus"], etaplus = g["etaplus"];
     const double lo = g["step_size_min"], hi = g["step_size_max"];
     const bool maximize = g["maximize"] != 0;
-    for (auto& p : g.params) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      ParamState& st = state_[p.impl().get()];
+    with_grads(g, state_, [&](Tensor& p, Tensor grad, ParamState& st) {
       Tensor& prev = zeros_state(st, "prev", p);
       Tensor& step_size = st.tensors["step_size"];
       if (!step_size.defined()) step_size = full_like(p, lr);
@@ -101,7 +92,7 @@ void Rprop::step() {
       grad = grad.masked_fill(factor == etaminus, 0.0);
       p.sub_(grad.sign() * step_size);
       prev.copy_(grad);
-    }
+    });
   }
 }
 
@@ -119,16 +110,7 @@ ASGD::ASGD(std::vector<ParamGroup> groups, ASGDOptions o)
 }
 
 void ASGD::check_param_state(const ParamState& st, const Tensor& p, int64_t id) const {
-  ParamState rest = st;
-  for (const char* name : {"eta", "mu"}) {
-    auto it = rest.tensors.find(name);
-    if (it == rest.tensors.end()) continue;
-    if (!it->second.defined() || it->second.numel() != 1)
-      throw invalid("[optim] loaded state '" + std::string(name) + "' of parameter " + std::to_string(id) +
-                    " must hold one number");
-    rest.tensors.erase(it);
-  }
-  Optimizer::check_param_state(rest, p, id);
+  Optimizer::check_param_state(update::without_scalars(st, {"eta", "mu"}, id), p, id);
 }
 
 void ASGD::step() {
@@ -136,10 +118,7 @@ void ASGD::step() {
   for (auto& g : groups_) {
     const double lr = g["lr"], lambd = g["lambd"], alpha = g["alpha"], t0 = g["t0"], wd = g["weight_decay"];
     const bool maximize = g["maximize"] != 0;
-    for (auto& p : g.params) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      ParamState& st = state_[p.impl().get()];
+    with_grads(g, state_, [&](Tensor& p, Tensor grad, ParamState& st) {
       const Options like{.dtype = p.dtype(), .device = p.device()};
       Tensor& eta_t = st.tensors["eta"];
       Tensor& mu_t = st.tensors["mu"];
@@ -147,8 +126,7 @@ void ASGD::step() {
       if (!mu_t.defined()) mu_t = scalar_tensor(1.0, like);
       Tensor& ax = zeros_state(st, "ax", p);
       const double step = static_cast<double>(++st.step);
-      if (maximize) grad = grad.neg();
-      if (wd != 0) grad = grad.add(p, wd);
+      grad = decayed(grad, p, maximize, wd);
       const double eta = eta_t.item<double>(), mu = mu_t.item<double>();
       p.mul_(1 - lambd * eta);
       p.sub_(grad, eta);
@@ -158,7 +136,7 @@ void ASGD::step() {
         ax.copy_(p);
       eta_t.fill_(lr / std::pow(1 + lambd * lr * step, alpha));
       mu_t.fill_(1 / std::max(1.0, step - t0));
-    }
+    });
   }
 }
 

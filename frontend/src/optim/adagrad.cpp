@@ -2,11 +2,14 @@
 #include "genesis/optim/adagrad.hpp"
 
 #include "checks.h"
+#include "update.h"
 #include "genesis/autograd.hpp"
 
 namespace genesis::optim {
 
 using checks::non_negative;
+using update::decayed;
+using update::with_grads;
 
 Adagrad::Adagrad(std::vector<ParamGroup> groups, AdagradOptions o)
     : Optimizer(std::move(groups), {{"lr", o.lr},
@@ -31,21 +34,17 @@ void Adagrad::step() {
   for (auto& g : groups_) {
     const double lr = g["lr"], lr_decay = g["lr_decay"], wd = g["weight_decay"], eps = g["eps"];
     const bool maximize = g["maximize"] != 0;
-    for (auto& p : g.params) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      ParamState& st = state_[p.impl().get()];
+    with_grads(g, state_, [&](Tensor& p, Tensor grad, ParamState& st) {
       Tensor& sum = st.tensors["sum"];
       if (!sum.defined()) sum = full_like(p, defaults_.at("initial_accumulator_value"));  // a group added later
       ++st.step;
-      if (maximize) grad = grad.neg();
-      if (wd != 0) grad = grad.add(p, wd);
+      grad = decayed(grad, p, maximize, wd);
       const double clr = lr / (1 + static_cast<double>(st.step - 1) * lr_decay);
       sum.add_(grad * grad);
       Tensor denom = sum.sqrt();
       denom.add_(eps);
       p.sub_(grad / denom, clr);
-    }
+    });
   }
 }
 

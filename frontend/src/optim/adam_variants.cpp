@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "checks.h"
+#include "update.h"
 #include "genesis/autograd.hpp"
 
 namespace genesis::optim {
@@ -12,8 +13,10 @@ namespace genesis::optim {
 namespace {
 
 using checks::check_adam_like;
-using checks::invalid;
 using checks::non_negative;
+using update::decayed;
+using update::with_grads;
+using update::zeros_state;
 
 std::map<std::string, double> adam_like(double lr, std::pair<double, double> betas, double eps, double wd) {
   check_adam_like(lr, betas, eps, wd);
@@ -23,13 +26,6 @@ std::map<std::string, double> adam_like(double lr, std::pair<double, double> bet
 std::map<std::string, double> with(std::map<std::string, double> m, const std::string& k, double v) {
   m[k] = v;
   return m;
-}
-
-// The moment tensors of p, created as zeros on first use.
-Tensor& moment(ParamState& st, const char* name, const Tensor& p) {
-  Tensor& t = st.tensors[name];
-  if (!t.defined()) t = zeros_like(p);
-  return t;
 }
 
 }  // namespace
@@ -45,15 +41,11 @@ void Adamax::step() {
   for (auto& g : groups_) {
     const double lr = g["lr"], b1 = g["beta1"], b2 = g["beta2"], eps = g["eps"], wd = g["weight_decay"];
     const bool maximize = g["maximize"] != 0;
-    for (auto& p : g.params) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      ParamState& st = state_[p.impl().get()];
-      Tensor& exp_avg = moment(st, "exp_avg", p);
-      Tensor& exp_inf = moment(st, "exp_inf", p);
+    with_grads(g, state_, [&](Tensor& p, Tensor grad, ParamState& st) {
+      Tensor& exp_avg = zeros_state(st, "exp_avg", p);
+      Tensor& exp_inf = zeros_state(st, "exp_inf", p);
       const double step = static_cast<double>(++st.step);
-      if (maximize) grad = grad.neg();
-      if (wd != 0) grad = grad.add(p, wd);
+      grad = decayed(grad, p, maximize, wd);
       exp_avg.mul_(b1).add_(grad, 1 - b1);
       Tensor bound = grad.abs();
       bound.add_(eps);
@@ -61,7 +53,7 @@ void Adamax::step() {
       exp_inf.copy_(exp_inf.maximum(bound));
       const double clr = lr / (1 - std::pow(b1, step));
       p.sub_(exp_avg / exp_inf, clr);
-    }
+    });
   }
 }
 
@@ -74,14 +66,7 @@ NAdam::NAdam(std::vector<ParamGroup> groups, NAdamOptions o)
 }
 
 void NAdam::check_param_state(const ParamState& st, const Tensor& p, int64_t id) const {
-  ParamState rest = st;
-  auto it = rest.tensors.find("mu_product");
-  if (it != rest.tensors.end()) {
-    if (!it->second.defined() || it->second.numel() != 1)
-      throw invalid("[optim] loaded state 'mu_product' of parameter " + std::to_string(id) + " must hold one number");
-    rest.tensors.erase(it);
-  }
-  Optimizer::check_param_state(rest, p, id);
+  Optimizer::check_param_state(update::without_scalars(st, {"mu_product"}, id), p, id);
 }
 
 void NAdam::step() {
@@ -89,12 +74,9 @@ void NAdam::step() {
   for (auto& g : groups_) {
     const double lr = g["lr"], b1 = g["beta1"], b2 = g["beta2"], eps = g["eps"], wd = g["weight_decay"];
     const double psi = g["momentum_decay"];
-    for (auto& p : g.params) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      ParamState& st = state_[p.impl().get()];
-      Tensor& exp_avg = moment(st, "exp_avg", p);
-      Tensor& exp_avg_sq = moment(st, "exp_avg_sq", p);
+    with_grads(g, state_, [&](Tensor& p, Tensor grad, ParamState& st) {
+      Tensor& exp_avg = zeros_state(st, "exp_avg", p);
+      Tensor& exp_avg_sq = zeros_state(st, "exp_avg_sq", p);
       Tensor& mu_product = st.tensors["mu_product"];
       if (!mu_product.defined()) mu_product = scalar_tensor(1.0, {.dtype = p.dtype(), .device = p.device()});
       const double step = static_cast<double>(++st.step);
@@ -111,7 +93,7 @@ void NAdam::step() {
       denom.add_(eps);
       p.sub_(grad / denom, lr * (1. - mu) / (1. - mu_prod));
       p.sub_(exp_avg / denom, lr * mu_next / (1. - mu_prod_next));
-    }
+    });
   }
 }
 
@@ -124,12 +106,9 @@ void RAdam::step() {
   NoGradGuard ng;
   for (auto& g : groups_) {
     const double lr = g["lr"], b1 = g["beta1"], b2 = g["beta2"], eps = g["eps"], wd = g["weight_decay"];
-    for (auto& p : g.params) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      ParamState& st = state_[p.impl().get()];
-      Tensor& exp_avg = moment(st, "exp_avg", p);
-      Tensor& exp_avg_sq = moment(st, "exp_avg_sq", p);
+    with_grads(g, state_, [&](Tensor& p, Tensor grad, ParamState& st) {
+      Tensor& exp_avg = zeros_state(st, "exp_avg", p);
+      Tensor& exp_avg_sq = zeros_state(st, "exp_avg_sq", p);
       const double step = static_cast<double>(++st.step);
       const double bias_correction1 = 1 - std::pow(b1, step);
       const double bias_correction2 = 1 - std::pow(b2, step);
@@ -149,7 +128,7 @@ void RAdam::step() {
       } else {
         p.sub_(corrected * lr);
       }
-    }
+    });
   }
 }
 

@@ -85,6 +85,15 @@ LineSearch strong_wolfe(const Obj& obj, double t, const Tensor& d, double f, Ten
   int64_t ls_iter = 0;
   std::vector<double> bracket, bracket_f, bracket_gtd;
   std::vector<Tensor> bracket_g;
+  // One more evaluation of the search: the loss, gradient and slope at step length `at`.
+  auto evaluate_at = [&](double at) {
+    e = obj(at);
+    f_new = e.loss;
+    g_new = e.flat_grad;
+    ++ls_func_evals;
+    gtd_new = dot(g_new, d);
+    ++ls_iter;
+  };
   while (ls_iter < max_ls) {
     if (f_new > (f + c1 * t * gtd) || (ls_iter > 1 && f_new >= f_prev) ||
         (std::fabs(gtd_new) > -c2 * gtd && gtd_new >= 0)) {
@@ -110,12 +119,7 @@ LineSearch strong_wolfe(const Obj& obj, double t, const Tensor& d, double f, Ten
     f_prev = f_new;
     g_prev = g_new.clone();
     gtd_prev = gtd_new;
-    e = obj(t);
-    f_new = e.loss;
-    g_new = e.flat_grad;
-    ++ls_func_evals;
-    gtd_new = dot(g_new, d);
-    ++ls_iter;
+    evaluate_at(t);
   }
   if (ls_iter == max_ls) {
     bracket = {0, t};
@@ -143,12 +147,7 @@ LineSearch strong_wolfe(const Obj& obj, double t, const Tensor& d, double f, Ten
     } else {
       insuf_progress = false;
     }
-    e = obj(t);
-    f_new = e.loss;
-    g_new = e.flat_grad;
-    ++ls_func_evals;
-    gtd_new = dot(g_new, d);
-    ++ls_iter;
+    evaluate_at(t);
     if (f_new > (f + c1 * t * gtd) || f_new >= bracket_f[low_pos]) {
       bracket[high_pos] = t;
       bracket_f[high_pos] = f_new;

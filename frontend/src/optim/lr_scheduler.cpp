@@ -17,6 +17,14 @@ Error invalid(const std::string& msg) { return Error(GN_ERR_INVALID_ARGUMENT, ms
 // Python's a % m for m > 0.
 int64_t py_mod(int64_t a, int64_t m) { return ((a % m) + m) % m; }
 
+// The lr_lambdas of LambdaLR and MultiplicativeLR, which need one per parameter group.
+template <class Lambda>
+std::vector<Lambda> one_per_group(std::vector<Lambda> lambdas, size_t n_groups) {
+  if (lambdas.size() != n_groups)
+    throw invalid("Expected " + std::to_string(n_groups) + " lr_lambdas, but got " + std::to_string(lambdas.size()));
+  return lambdas;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ base
@@ -92,10 +100,7 @@ LambdaLR::LambdaLR(Optimizer& optimizer, Lambda lr_lambda, int64_t last_epoch)
     : LambdaLR(optimizer, std::vector<Lambda>(optimizer.param_groups().size(), lr_lambda), last_epoch) {}
 
 LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas, int64_t last_epoch)
-    : LRScheduler(optimizer, last_epoch), lambdas_(std::move(lr_lambdas)) {
-  if (lambdas_.size() != base_lrs_.size())
-    throw invalid("Expected " + std::to_string(base_lrs_.size()) + " lr_lambdas, but got " +
-                  std::to_string(lambdas_.size()));
+    : LRScheduler(optimizer, last_epoch), lambdas_(one_per_group(std::move(lr_lambdas), base_lrs_.size())) {
   initial_step();
 }
 
@@ -431,10 +436,7 @@ MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, Lambda lr_lambda, int64
     : MultiplicativeLR(optimizer, std::vector<Lambda>(optimizer.param_groups().size(), lr_lambda), last_epoch) {}
 
 MultiplicativeLR::MultiplicativeLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas, int64_t last_epoch)
-    : LRScheduler(optimizer, last_epoch), lambdas_(std::move(lr_lambdas)) {
-  if (lambdas_.size() != base_lrs_.size())
-    throw invalid("Expected " + std::to_string(base_lrs_.size()) + " lr_lambdas, but got " +
-                  std::to_string(lambdas_.size()));
+    : LRScheduler(optimizer, last_epoch), lambdas_(one_per_group(std::move(lr_lambdas), base_lrs_.size())) {
   initial_step();
 }
 

@@ -2,12 +2,16 @@
 #include "genesis/optim/rmsprop.hpp"
 
 #include "checks.h"
+#include "update.h"
 #include "genesis/autograd.hpp"
 
 namespace genesis::optim {
 
 using checks::invalid;
 using checks::non_negative;
+using update::decayed;
+using update::with_grads;
+using update::zeros_state;
 
 RMSprop::RMSprop(std::vector<ParamGroup> groups, RMSpropOptions o)
     : Optimizer(std::move(groups), {{"lr", o.lr},
@@ -29,20 +33,14 @@ void RMSprop::step() {
   for (auto& g : groups_) {
     const double lr = g["lr"], alpha = g["alpha"], eps = g["eps"], wd = g["weight_decay"], mom = g["momentum"];
     const bool centered = g["centered"] != 0, maximize = g["maximize"] != 0;
-    for (auto& p : g.params) {
-      Tensor grad = p.grad();
-      if (!grad.defined()) continue;
-      ParamState& st = state_[p.impl().get()];
-      Tensor& square_avg = st.tensors["square_avg"];
-      if (!square_avg.defined()) square_avg = zeros_like(p);
+    with_grads(g, state_, [&](Tensor& p, Tensor grad, ParamState& st) {
+      Tensor& square_avg = zeros_state(st, "square_avg", p);
       ++st.step;
-      if (maximize) grad = grad.neg();
-      if (wd != 0) grad = grad.add(p, wd);
+      grad = decayed(grad, p, maximize, wd);
       square_avg.mul_(alpha).add_(grad * grad, 1 - alpha);
       Tensor avg;
       if (centered) {
-        Tensor& grad_avg = st.tensors["grad_avg"];
-        if (!grad_avg.defined()) grad_avg = zeros_like(p);
+        Tensor& grad_avg = zeros_state(st, "grad_avg", p);
         grad_avg.mul_(alpha).add_(grad, 1 - alpha);
         avg = square_avg.sub(grad_avg * grad_avg).sqrt();
       } else {
@@ -50,14 +48,13 @@ void RMSprop::step() {
       }
       avg.add_(eps);
       if (mom > 0) {
-        Tensor& buf = st.tensors["momentum_buffer"];
-        if (!buf.defined()) buf = zeros_like(p);
+        Tensor& buf = zeros_state(st, "momentum_buffer", p);
         buf.mul_(mom).add_(grad / avg);
         p.sub_(buf, lr);
       } else {
         p.sub_(grad / avg, lr);
       }
-    }
+    });
   }
 }
 

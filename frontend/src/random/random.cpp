@@ -128,22 +128,21 @@ Tensor finish(Tensor t, const Options& o) {
 
 int32_t dt(const Options& o, DType def) { return static_cast<int32_t>(o.dtype.value_or(def)); }
 
-}  // namespace
-
-Tensor rand(Shape shape, Generator& gen, Options opts) {
-  return finish(call_gen(GN_OP_HANDLE("rand"), {},
+// rand and randn: samples of `shape` from gen, float32 unless opts give a dtype.
+Tensor float_samples(const gn_op* op, const Shape& shape, Generator& gen, const Options& opts) {
+  return finish(call_gen(op, {},
                          {gn_attr_ints(shape.data(), shape.size()), gn_attr_int(dt(opts, DType::f32)),
                           gn_attr_device(detail::device_of(opts).c())},
                          &gen),
                 opts);
 }
 
+}  // namespace
+
+Tensor rand(Shape shape, Generator& gen, Options opts) { return float_samples(GN_OP_HANDLE("rand"), shape, gen, opts); }
+
 Tensor randn(Shape shape, Generator& gen, Options opts) {
-  return finish(call_gen(GN_OP_HANDLE("randn"), {},
-                         {gn_attr_ints(shape.data(), shape.size()), gn_attr_int(dt(opts, DType::f32)),
-                          gn_attr_device(detail::device_of(opts).c())},
-                         &gen),
-                opts);
+  return float_samples(GN_OP_HANDLE("randn"), shape, gen, opts);
 }
 
 Tensor randint(int64_t low, int64_t high, Shape shape, Generator& gen, Options opts) {
