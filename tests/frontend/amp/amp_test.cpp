@@ -9,16 +9,15 @@
 #include "genesis/autograd.hpp"
 #include "genesis/optim.hpp"
 
+#include "../test_common.h"
+
 namespace {
 
 using genesis::DType;
 using genesis::Tensor;
 using D = std::vector<double>;
 
-const bool g_init = [] {
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = "reference", .no_default_paths = true});
-  return true;
-}();
+const bool g_init = genesis_test::init_reference();
 
 Tensor param(genesis::Shape s) {
   genesis::manual_seed(1);

@@ -6,111 +6,27 @@
 // runtime's op table (core/ops/ops.def) and fails when an op is neither in
 // autograd::differentiable_ops() (the GN_GRAD rows of
 // frontend/src/autograd/derivatives.def) with a gradcheck entry in checks()
-// below and a sample in frontend/src/autograd/grad_samples.cpp (the case
+// below (and gradcheck_linalg_test.cpp) and a sample in frontend/src/autograd/grad_samples.cpp (the case
 // `genesis test-ops --mode grad` runs on a backend), nor a GN_NO_GRAD row
 // there with a reason.
-#include <gtest/gtest.h>
+#include "gradcheck_common.h"
 
-#include <cmath>
 #include <algorithm>
-#include <cstdlib>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
 
-#include "genesis/autograd.hpp"
-#include "genesis/linalg.hpp"
-#include "genesis/nn/functional.hpp"
-#include "genesis/tensor.hpp"
 #include "genesis/tensor_algorithms.hpp"
 
 namespace {
 
-using genesis::Tensor;
-using V = std::vector<Tensor>;
-namespace ag = genesis::autograd;
+using namespace gradcheck_test;
 
-// The reference plugin by default.  GENESIS_GRADCHECK_PLUGINS (e.g. "cpu", "cuda,reference") and
-// GENESIS_GRADCHECK_DEVICE (e.g. "cuda") run the same rules on another backend's kernels.
-const char* env_or(const char* name, const char* def) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : def;
-}
-const bool g_init = [] {
-  // With GENESIS_GRADCHECK_PLUGINS set, $GENESIS_PLUGIN_PATH is searched too (after the build tree).
-  const bool chosen = std::getenv("GENESIS_GRADCHECK_PLUGINS") != nullptr;
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR,
-                 .plugins = env_or("GENESIS_GRADCHECK_PLUGINS", "reference"),
-                 .no_default_paths = !chosen});
-  return true;
-}();
-// The device every test tensor is created on.
-const genesis::Device& dev() {
-  static const genesis::Device d(env_or("GENESIS_GRADCHECK_DEVICE", "cpu"));
-  return d;
-}
-// A device named by GENESIS_GRADCHECK_DEVICE that this machine lacks (the cuda
-// run on a machine without a GPU) skips the whole run, as gpu-labelled tests do.
-class DeviceEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    try {
-      (void)dev();
-    } catch (const std::exception& e) {
-      GTEST_SKIP() << "gradcheck device unavailable: " << e.what();
-    }
-  }
-};
-[[maybe_unused]] ::testing::Environment* const g_device_env =
-    ::testing::AddGlobalTestEnvironment(new DeviceEnvironment);
-
-// float64 on dev().
-genesis::Options f64() { return {.dtype = genesis::float64, .device = dev()}; }
-
-// Random float64 leaf requiring grad.
-Tensor leaf(genesis::Shape s, double scale = 1, double shift = 0) {
-  Tensor t = genesis::randn(s, f64()) * scale + shift;
-  return t.detach().requires_grad_();
-}
-// Random positive float64 leaf (for log, sqrt, pow...).
-Tensor pos(genesis::Shape s) { return (genesis::rand(s, f64()) + 0.5).requires_grad_(); }
-
-#define GRADCHECK(fn, ...)                                             \
-  do {                                                                 \
-    genesis::manual_seed(7);                                           \
-    V in_ = {__VA_ARGS__};                                             \
-    EXPECT_EQ(ag::gradcheck([&](const V& x) { return fn; }, in_), ""); \
-  } while (0)
-
-namespace F = genesis::nn::functional;
-using I64 = std::vector<int64_t>;
-
-Tensor ids(const I64& v, genesis::Shape s) { return genesis::tensor(v, s, {.device = dev()}); }
-
-// A float64 leaf with these values.
-Tensor fixed(const std::vector<double>& v, genesis::Shape s) {
-  return genesis::tensor(v, s, {.device = dev()}).requires_grad_();
-}
-// A leaf whose triangles are both well conditioned: 2 on the diagonal, small entries elsewhere.
-Tensor well_conditioned(int64_t n) {
-  return (genesis::randn({n, n}, f64()) * 0.3 + genesis::eye(n, 0, f64()) * 2).detach().requires_grad_();
-}
-// x x^T + n I: symmetric positive-definite.
-Tensor spd(const Tensor& x) { return x.matmul(x.transpose(-2, -1)) + genesis::eye(x.size(-1), 0, f64()) * x.size(-1); }
-// The outputs of a factorization as one tensor, flattened one after the other.
-Tensor both(const std::pair<Tensor, Tensor>& p) { return F::cat({p.first.reshape({-1}), p.second.reshape({-1})}, 0); }
-// Functions of an SVD that do not depend on the signs of the singular vectors.
-Tensor svd_invariants(const genesis::linalg::SVD& s) {
-  return F::cat(
-      {s.S.reshape({-1}), s.U.square().reshape({-1}), s.Vh.square().reshape({-1}), s.U.matmul(s.Vh).reshape({-1})}, 0);
-}
-Tensor eigh_invariants(const std::pair<Tensor, Tensor>& e) {
-  return F::cat({e.first.reshape({-1}), e.second.square().reshape({-1})}, 0);
-}
-
-// op name (ops.def) -> finite-difference checks of its rule, several shapes/attributes each.
-const std::map<std::string, std::function<void()>>& checks() {
-  static const std::map<std::string, std::function<void()>> m = {
+// op name (ops.def) -> finite-difference checks of its rule, several shapes/attributes each: the
+// ops but the factorizations and solves (gradcheck_linalg_test.cpp).
+const Checks& own_checks() {
+  static const Checks m = {
       // ---- elementwise unary
       {"neg",
        [] {
@@ -515,44 +431,17 @@ const std::map<std::string, std::function<void()>>& checks() {
                        ids({0, 0, 3, 2, 1, 2}, {2, 3}));
            }
        }},
-      // ---- factorizations and solves
-      {"solve_triangular",
-       [] {
-         for (bool upper : {true, false})
-           for (bool unit : {false, true}) {
-             GRADCHECK(genesis::linalg::solve_triangular(x[0], x[1], upper, true, unit), well_conditioned(3),
-                       leaf({3, 2}));
-             GRADCHECK(genesis::linalg::solve_triangular(x[0], x[1], upper, false, unit), well_conditioned(3),
-                       leaf({2, 3}));
-           }
-       }},
-      {"cholesky",
-       [] {
-         GRADCHECK(genesis::linalg::cholesky(spd(x[0])), leaf({3, 3}));
-         GRADCHECK(genesis::linalg::cholesky(spd(x[0]), true), leaf({2, 4, 4}));
-       }},
-      {"qr",
-       [] {
-         for (genesis::Shape s :
-              {genesis::Shape{4, 3}, genesis::Shape{3, 3}, genesis::Shape{3, 5}, genesis::Shape{2, 4, 2}}) {
-           GRADCHECK(both(genesis::linalg::qr(x[0])), leaf(s));
-         }
-         GRADCHECK(both(genesis::linalg::qr(x[0], "complete")), leaf({3, 4}));
-       }},
-      {"svd",
-       [] {
-         for (genesis::Shape s :
-              {genesis::Shape{4, 3}, genesis::Shape{3, 3}, genesis::Shape{2, 5}, genesis::Shape{2, 3, 2}}) {
-           GRADCHECK(svd_invariants(genesis::linalg::svd(x[0], false)), leaf(s));
-           GRADCHECK(genesis::linalg::svdvals(x[0]), leaf(s));
-         }
-       }},
-      {"eigh",
-       [] {
-         GRADCHECK(eigh_invariants(genesis::linalg::eigh(x[0] + x[0].transpose(-2, -1))), leaf({4, 4}));
-         GRADCHECK(genesis::linalg::eigvalsh(x[0] + x[0].transpose(-2, -1), "U"), leaf({2, 3, 3}));
-       }},
   };
+  return m;
+}
+
+// Every op's checks.
+const Checks& checks() {
+  static const Checks m = [] {
+    Checks all = own_checks();
+    all.insert(linalg_checks().begin(), linalg_checks().end());
+    return all;
+  }();
   return m;
 }
 
@@ -626,26 +515,6 @@ TEST_P(EveryDifferentiableOp, MatchesFiniteDifferences) {
 }
 INSTANTIATE_TEST_SUITE_P(Rules, EveryDifferentiableOp, ::testing::ValuesIn(ag::differentiable_ops()),
                          [](const auto& info) { return info.param; });
-
-// Frontend functions that record their own node (GN_FRONTEND rows): linalg.solve, inv, det,
-// slogdet, and median() / nanmedian() over everything (away from ties, where only torch's rule
-// of sharing the gradient applies: test_ops_more.py compares that with torch).
-TEST(CppGradcheck, LinalgAndMedianFrontendRules) {
-  namespace la = genesis::linalg;
-  GRADCHECK(la::solve(x[0], x[1]), well_conditioned(3), leaf({3, 2}));
-  GRADCHECK(la::solve(x[0], x[1]), well_conditioned(4), leaf({4}));
-  GRADCHECK(la::solve(x[0], x[1], false), well_conditioned(3), leaf({2, 3}));
-  GRADCHECK(la::solve(x[0].expand({2, 3, 3}), x[1]), well_conditioned(3), leaf({2, 3, 1}));
-  GRADCHECK(la::inv(x[0]), well_conditioned(4));
-  GRADCHECK(la::det(x[0]), well_conditioned(3));
-  GRADCHECK(la::det(x[0]), leaf({2, 4, 4}));
-  GRADCHECK(la::det(x[0]), fixed({1, 2, 3, 2, 4, 6, 0, 1, 5}, {3, 3}));  // singular: the cofactors
-  GRADCHECK(la::slogdet(x[0]).second, well_conditioned(3));
-  GRADCHECK(la::logdet(spd(x[0])), leaf({3, 3}));
-  GRADCHECK(genesis::median(x[0]), leaf({3, 5}));
-  GRADCHECK(genesis::nanmedian(x[0]), leaf({7}));
-  GRADCHECK(genesis::kthvalue(x[0], 2, 1).first, leaf({3, 5}));
-}
 
 // ---- engine behaviour
 

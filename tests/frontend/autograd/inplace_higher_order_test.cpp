@@ -11,16 +11,15 @@
 #include "genesis/nn/functional.hpp"
 #include "genesis/tensor.hpp"
 
+#include "../test_common.h"
+
 namespace {
 
 using genesis::Tensor;
 namespace ag = genesis::autograd;
 using V = std::vector<Tensor>;
 
-const bool g_init = [] {
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = "reference", .no_default_paths = true});
-  return true;
-}();
+const bool g_init = genesis_test::init_reference();
 
 const genesis::Options kF64 = {.dtype = genesis::float64};
 
@@ -37,16 +36,7 @@ void expect_near(const Tensor& a, const std::vector<double>& b, double tol = 1e-
 
 void expect_close(const Tensor& a, const Tensor& b, double tol = 1e-12) { expect_near(a, b.tolist(), tol); }
 
-// The message of the genesis::Error fn throws ("" when it throws none).
-template <class F>
-std::string error_of(F fn) {
-  try {
-    fn();
-  } catch (const genesis::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using genesis_test::error_of;
 
 // ---- version counters
 

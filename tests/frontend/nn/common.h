@@ -9,16 +9,14 @@
 #include "genesis/autograd.hpp"
 #include "genesis/nn.hpp"
 #include "genesis/tensor.hpp"
+#include "../test_common.h"
 
 namespace nn_test {
 
 using genesis::Tensor;
 using V = std::vector<Tensor>;
 
-inline const bool g_init = [] {
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = "reference", .no_default_paths = true});
-  return true;
-}();
+inline const bool g_init = genesis_test::init_reference();
 
 /** Random float64 leaf requiring grad. */
 inline Tensor leaf(genesis::Shape s, double scale = 1, double shift = 0) {

@@ -10,13 +10,6 @@ namespace ag = genesis::autograd;
 namespace nn = genesis::nn;
 namespace F = genesis::nn::functional;
 
-#define GRADCHECK(fn, ...)                                             \
-  do {                                                                 \
-    genesis::manual_seed(7);                                           \
-    V in_ = {__VA_ARGS__};                                             \
-    EXPECT_EQ(ag::gradcheck([&](const V& x) { return fn; }, in_), ""); \
-  } while (0)
-
 TEST(NnGrad, Conv2d) {
   GRADCHECK(F::conv2d(x[0], x[1], x[2]), leaf({2, 3, 5, 5}), leaf({4, 3, 3, 3}), leaf({4}));
   GRADCHECK(F::conv2d(x[0], x[1], {}, 2, 1), leaf({1, 2, 5, 4}), leaf({3, 2, 3, 2}));

@@ -14,6 +14,8 @@
 #include "genesis/autograd.hpp"
 #include "genesis/optim.hpp"
 
+#include "../test_common.h"
+
 namespace {
 
 using genesis::Tensor;
@@ -21,10 +23,7 @@ using namespace genesis::optim;
 using OptPtr = std::unique_ptr<Optimizer>;
 using Factory = std::function<OptPtr(std::vector<Tensor>&)>;
 
-const bool g_init = [] {
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = "reference", .no_default_paths = true});
-  return true;
-}();
+const bool g_init = genesis_test::init_reference();
 
 genesis::Options f64_grad() {
   genesis::Options o;
@@ -259,12 +258,16 @@ TEST(Optim, LBFGSStateAndErrors) {
   LBFGS opt(ps, {.max_iter = 4, .history_size = 2});
   EXPECT_THROW(opt.step(), genesis::Error);  // needs a closure
   EXPECT_EQ(opt.param_groups()[0]["max_eval"], 5.0);
-  auto closure = [&] {
-    opt.zero_grad();
-    Tensor loss = rosenbrock(ps[0]) + (ps[1] * ps[1]).sum();
-    loss.backward();
-    return loss;
+  // The loss an optimizer re-evaluates: rosenbrock(p[0]) + |p[1]|^2, after zeroing its gradients.
+  auto closure_of = [](LBFGS& o, const std::vector<Tensor>& p) {
+    return [&o, &p] {
+      o.zero_grad();
+      Tensor loss = rosenbrock(p[0]) + (p[1] * p[1]).sum();
+      loss.backward();
+      return loss;
+    };
   };
+  auto closure = closure_of(opt, ps);
   opt.step(closure);
   opt.step(closure);
   const auto& st = opt.state(ps[0]).tensors;
@@ -283,12 +286,7 @@ TEST(Optim, LBFGSStateAndErrors) {
   bad.erase("state.0.ro");
   EXPECT_THROW(other.load_flat_state(bad), genesis::Error);
   other.load_flat_state(flat);
-  auto other_closure = [&] {
-    other.zero_grad();
-    Tensor loss = rosenbrock(qs[0]) + (qs[1] * qs[1]).sum();
-    loss.backward();
-    return loss;
-  };
+  auto other_closure = closure_of(other, qs);
   opt.step(closure);
   other.step(other_closure);
   for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(ps[i].tolist(), qs[i].tolist());

@@ -21,6 +21,8 @@
 #include "genesis/models/qwen.hpp"
 #include "genesis/profiler.hpp"
 
+#include "test_common.h"
+
 namespace {
 
 using genesis::Device;
@@ -28,33 +30,8 @@ using genesis::DType;
 using genesis::Tensor;
 namespace M = genesis::models;
 
-const char* env_or(const char* name, const char* def) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : def;
-}
-const bool g_init = [] {
-  const bool chosen = std::getenv("GENESIS_QWEN_PLUGINS") != nullptr;
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR,
-                 .plugins = env_or("GENESIS_QWEN_PLUGINS", "reference"),
-                 .backends = "",
-                 .no_default_paths = !chosen});
-  return true;
-}();
-const Device& dev() {
-  static const Device d(env_or("GENESIS_QWEN_DEVICE", "cpu"));
-  return d;
-}
-class DeviceEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    try {
-      (void)dev();
-    } catch (const std::exception& e) {
-      GTEST_SKIP() << "qwen test device unavailable: " << e.what();
-    }
-  }
-};
-[[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new DeviceEnvironment);
+genesis_test::TestBackend& g_backend = genesis_test::add_test_backend("GENESIS_QWEN", "qwen test");
+const Device& dev() { return g_backend.device(); }
 
 std::string fixture(const std::string& name) {
   return std::string(GENESIS_SOURCE_DIR) + "/tests/fixtures/qwen/" + name;
@@ -306,14 +283,7 @@ void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const genesis::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using genesis_test::error_of;
 
 TEST(QwenLoad, TruncatedShardIsAClearError) {
   const std::string dir = tmp_copy("qwen2-tiny", "trunc");

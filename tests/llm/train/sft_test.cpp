@@ -21,6 +21,8 @@
 #include "genesis/train/bpe_trainer.hpp"
 #include "genesis/train/sft.hpp"
 
+#include "test_common.h"
+
 namespace {
 
 using genesis::Device;
@@ -30,33 +32,8 @@ namespace M = genesis::models;
 namespace T = genesis::train;
 namespace fs = std::filesystem;
 
-const char* env_or(const char* name, const char* def) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : def;
-}
-const bool g_init = [] {
-  const bool chosen = std::getenv("GENESIS_SFT_PLUGINS") != nullptr;
-  genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR,
-                 .plugins = env_or("GENESIS_SFT_PLUGINS", "reference"),
-                 .backends = "",
-                 .no_default_paths = !chosen});
-  return true;
-}();
-const Device& dev() {
-  static const Device d(env_or("GENESIS_SFT_DEVICE", "cpu"));
-  return d;
-}
-class DeviceEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override {
-    try {
-      (void)dev();
-    } catch (const std::exception& e) {
-      GTEST_SKIP() << "sft test device unavailable: " << e.what();
-    }
-  }
-};
-[[maybe_unused]] ::testing::Environment* const g_env = ::testing::AddGlobalTestEnvironment(new DeviceEnvironment);
+genesis_test::TestBackend& g_backend = genesis_test::add_test_backend("GENESIS_SFT", "sft test");
+const Device& dev() { return g_backend.device(); }
 
 std::string source(const std::string& rel) { return std::string(GENESIS_SOURCE_DIR) + "/" + rel; }
 
