@@ -7,9 +7,6 @@
 #include <zlib.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 
 #include <algorithm>
 #include <cstdlib>
@@ -22,6 +19,8 @@
 #include "genesis/data/fashion_mnist.hpp"
 #include "genesis/data/idx.hpp"
 
+#include "../test_common.h"
+
 using namespace genesis;
 using namespace genesis::data;
 
@@ -30,10 +29,7 @@ namespace {
 class Data : public ::testing::Test {
  protected:
   void SetUp() override {
-    static const bool done = [] {
-      genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = "reference", .no_default_paths = true});
-      return true;
-    }();
+    static const bool done = genesis_test::init_reference();
     (void)done;
     dir = "/tmp/genesis_data_test.XXXXXX";
     ASSERT_TRUE(::mkdtemp(dir.data()));
@@ -127,16 +123,7 @@ TEST_F(Data, IdxCorruptFiles) {
 TEST_F(Data, IdxRefusesFilesThatAreNotRegular) {
   const std::string fifo = dir + "/train-images-idx3-ubyte";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread rescue([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return done; })) {
-      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-      if (fd >= 0) ::close(fd);
-    }
-  });
+  genesis_test::FifoRescue rescue(fifo);
   const auto t0 = std::chrono::steady_clock::now();
   std::string what;
   try {
@@ -145,12 +132,7 @@ TEST_F(Data, IdxRefusesFilesThatAreNotRegular) {
     what = e.what();
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
-  }
-  cv.notify_all();
-  rescue.join();
+  rescue.release();
   EXPECT_NE(what.find("not a regular file"), std::string::npos) << what;
   EXPECT_NE(what.find(fifo), std::string::npos) << what;
   EXPECT_LT(s, 4.0) << "the reader waited on the FIFO";

@@ -7,14 +7,7 @@ using iotest::expect_error;
 
 namespace {
 
-class CheckpointTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    iotest::init_runtime();
-    dir = iotest::temp_dir();
-  }
-  std::string dir;
-};
+class CheckpointTest : public iotest::TempDirTest {};
 
 Checkpoint sample() {
   Checkpoint c;

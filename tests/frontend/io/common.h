@@ -9,16 +9,14 @@
 #include <sstream>
 #include <string>
 
+#include "../test_common.h"
 #include "genesis/io.hpp"
 
 namespace iotest {
 
 // Creates the runtime once, with only the reference plugin.
 inline void init_runtime() {
-  static const bool done = [] {
-    genesis::init({.plugin_path = GENESIS_TEST_PLUGIN_DIR, .plugins = "reference", .no_default_paths = true});
-    return true;
-  }();
+  static const bool done = genesis_test::init_reference();
   (void)done;
 }
 
@@ -28,6 +26,16 @@ inline std::string temp_dir() {
   if (!::mkdtemp(t.data())) std::abort();
   return t;
 }
+
+// A test with the runtime and a fresh directory `dir`.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    init_runtime();
+    dir = temp_dir();
+  }
+  std::string dir;
+};
 
 inline std::string read_file(const std::string& p) {
   std::ifstream f(p, std::ios::binary);
@@ -39,6 +47,16 @@ inline std::string read_file(const std::string& p) {
 inline void write_file(const std::string& p, const std::string& b) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
   f << b;
+}
+
+// A safetensors image made of a literal header and data: 8-byte little-endian length, the header
+// (padded with spaces to a multiple of 8), the data.
+inline std::string craft(const std::string& header, const std::string& data) {
+  std::string h = header;
+  h.append((8 - h.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(uint64_t(h.size()) >> (8 * i));
+  return out + h + data;
 }
 
 // Expects fn to throw genesis::Error whose message contains every part.

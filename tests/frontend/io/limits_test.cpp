@@ -7,25 +7,14 @@
 #include <sys/stat.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 
 #include "common.h"
 
 using namespace genesis;
+using iotest::craft;
 using iotest::expect_error;
 
 namespace {
-
-// A safetensors image: 8-byte little-endian length, the header, the data.
-std::string craft(const std::string& header, const std::string& data) {
-  std::string h = header;
-  h.append((8 - h.size() % 8) % 8, ' ');
-  std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(uint64_t(h.size()) >> (8 * i));
-  return out + h + data;
-}
 
 // A header of n one-byte U8 tensors "t<i>", tiling n bytes of data.
 std::string many_keys(size_t n) {
@@ -46,14 +35,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-class SafetensorsLimits : public ::testing::Test {
- protected:
-  void SetUp() override {
-    iotest::init_runtime();
-    dir = iotest::temp_dir();
-  }
-  std::string dir;
-};
+class SafetensorsLimits : public iotest::TempDirTest {};
 
 }  // namespace
 
@@ -135,29 +117,15 @@ TEST_F(SafetensorsLimits, HeaderSizeAndKeyCountAreBounded) {
 TEST_F(SafetensorsLimits, OnlyRegularFilesAreRead) {
   const std::string fifo = dir + "/pipe.safetensors";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
-  // If the reader blocks, this thread opens the write side after 5 s to free it,
+  // If the reader blocks, the rescue opens the write side after 5 s to free it,
   // so the test fails instead of hanging.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread rescue([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return done; })) {
-      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-      if (fd >= 0) ::close(fd);
-    }
-  });
+  genesis_test::FifoRescue rescue(fifo);
   const auto t0 = std::chrono::steady_clock::now();
   expect_error([&] { load_safetensors(fifo); }, {"pipe.safetensors", "not a regular file"});
   expect_error([&] { load_safetensors_metadata(fifo); }, {"pipe.safetensors", "not a regular file"});
   expect_error([&] { load_checkpoint(fifo); }, {"pipe.safetensors", "not a regular file"});
   const double s = seconds_since(t0);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
-  }
-  cv.notify_all();
-  rescue.join();
+  rescue.release();
   EXPECT_LT(s, 4.0) << "the reader waited on the FIFO";
   expect_error([&] { load_safetensors("/dev/zero"); }, {"/dev/zero", "not a regular file"});
 }

@@ -8,6 +8,7 @@
 #include "common.h"
 
 using namespace genesis;
+using iotest::craft;
 using iotest::expect_error;
 using json = nlohmann::json;
 
@@ -29,15 +30,6 @@ Raw raw_read(const std::string& path) {
   return r;
 }
 
-// A file made of a literal header and data.
-std::string craft(const std::string& header, const std::string& data) {
-  std::string h = header;
-  h.append((8 - h.size() % 8) % 8, ' ');
-  std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>(uint64_t(h.size()) >> (8 * i));
-  return out + h + data;
-}
-
 size_t count_entries(const std::string& dir) {
   size_t n = 0;
   DIR* d = ::opendir(dir.c_str());
@@ -46,14 +38,7 @@ size_t count_entries(const std::string& dir) {
   return n;
 }
 
-class Safetensors : public ::testing::Test {
- protected:
-  void SetUp() override {
-    iotest::init_runtime();
-    dir = iotest::temp_dir();
-  }
-  std::string dir;
-};
+class Safetensors : public iotest::TempDirTest {};
 
 }  // namespace
 

@@ -66,14 +66,7 @@ struct Snapshot {
   }
 };
 
-class TrainingCheckpoint : public ::testing::Test {
- protected:
-  void SetUp() override {
-    iotest::init_runtime();
-    dir = iotest::temp_dir();
-  }
-  std::string dir;
-};
+class TrainingCheckpoint : public iotest::TempDirTest {};
 
 }  // namespace
 
