@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../core/c_api_handles.h"
 #include "genesis/genesis.h"
 
 namespace {
@@ -15,20 +16,10 @@ namespace {
 const std::string kPlugin = GENESIS_EXAMPLE_AXPBY_PLUGIN;  // full path of the .so
 const std::string kPluginDir = GENESIS_EXAMPLE_AXPBY_PLUGIN_DIR;
 
-struct StatusFree {
-  void operator()(gn_status* s) const { gn_status_free(s); }
-};
-using Status = std::unique_ptr<gn_status, StatusFree>;
-struct RuntimeFree {
-  void operator()(gn_runtime* r) const { gn_runtime_destroy(r); }
-};
-using Runtime = std::unique_ptr<gn_runtime, RuntimeFree>;
-struct TensorFree {
-  void operator()(gn_tensor* t) const { gn_tensor_release(t); }
-};
-using Tensor = std::unique_ptr<gn_tensor, TensorFree>;
-
-std::string msg(const Status& s) { return gn_status_message(s.get()); }
+using c_api_handles::msg;
+using c_api_handles::Runtime;
+using c_api_handles::Status;
+using c_api_handles::Tensor;
 
 // A runtime over the built-in plugin dir plus `extra_path`, quiet.
 Runtime make_runtime(const std::string& extra_path, uint32_t flags, const char* plugins) {

@@ -60,6 +60,17 @@ Status create_logged(const Log& log, const std::string& plugin_path, uint32_t fl
 
 const char* code_name(const Status& st) { return gn_status_code_name(gn_status_code(st.get())); }
 
+// Loads the library of test-plugin case c (plugin loadertest_<c>) into a new runtime without
+// plugins, logging to log: the load must fail with this code and a message containing `text`.
+void expect_load_fails(const Log& log, const std::string& c, Runtime* rt, int32_t code, const std::string& text) {
+  Status st = create_logged(log, "", kIsolated | GN_RUNTIME_NO_PLUGINS, rt);
+  ASSERT_EQ(st, nullptr) << msg(st);
+  st.reset(gn_runtime_load_plugin(rt->get(), case_file(c, "loadertest_" + c).c_str()));
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(gn_status_code(st.get()), code) << code_name(st) << ": " << msg(st);
+  EXPECT_TRUE(contains(msg(st), text)) << msg(st);
+}
+
 TEST_F(LoaderTest, GoodPluginIsShutDownOnceWhenTheRuntimeDies) {
   Log log;
   {
@@ -90,12 +101,7 @@ TEST_F(LoaderTest, PluginRejectedAfterInitIsShutDown) {
 TEST_F(LoaderTest, FailedInitKeepsItsCodeAndIsNotShutDown) {
   Log log;
   Runtime rt;
-  Status st = create_logged(log, "", kIsolated | GN_RUNTIME_NO_PLUGINS, &rt);
-  ASSERT_EQ(st, nullptr) << msg(st);
-  st.reset(gn_runtime_load_plugin(rt.get(), case_file("life_initfail", "loadertest_life_initfail").c_str()));
-  ASSERT_NE(st, nullptr);
-  EXPECT_EQ(gn_status_code(st.get()), GN_ERR_DEVICE) << code_name(st) << ": " << msg(st);
-  EXPECT_TRUE(contains(msg(st), "lifedev hardware is missing")) << msg(st);
+  expect_load_fails(log, "life_initfail", &rt, GN_ERR_DEVICE, "lifedev hardware is missing");
   rt.reset();
   EXPECT_EQ(log.events(), "init-failed\n") << "shutdown ran for a failed init";
 }
@@ -144,12 +150,7 @@ TEST_F(LoaderTest, DiscoveredPluginMustBeNamedAfterItsFile) {
 TEST_F(LoaderTest, CommWithZeroStructSizeIsRejected) {
   Log log;
   Runtime rt;
-  Status st = create_logged(log, "", kIsolated | GN_RUNTIME_NO_PLUGINS, &rt);
-  ASSERT_EQ(st, nullptr) << msg(st);
-  st.reset(gn_runtime_load_plugin(rt.get(), case_file("life_comm_zero", "loadertest_life_comm_zero").c_str()));
-  ASSERT_NE(st, nullptr);
-  EXPECT_EQ(gn_status_code(st.get()), GN_ERR_INVALID_ARGUMENT) << code_name(st) << ": " << msg(st);
-  EXPECT_TRUE(contains(msg(st), "gn_comm_vtable.struct_size is 0")) << msg(st);
+  expect_load_fails(log, "life_comm_zero", &rt, GN_ERR_INVALID_ARGUMENT, "gn_comm_vtable.struct_size is 0");
   EXPECT_FALSE(device_type(rt.get(), "lifedev"));
 }
 

@@ -28,6 +28,19 @@ size_t baseline_op_count() {
   return rt ? gn_op_count(rt.get()) : 0;
 }
 
+// Calls add(a, b) on rt: it must fail, with no output and a message containing `expected`.
+void expect_add_fails(gn_runtime* rt, gn_tensor* a, gn_tensor* b, const std::string& expected) {
+  const gn_op* add = nullptr;
+  Status st(gn_op_find(rt, "add", &add));
+  ASSERT_EQ(st, nullptr) << msg(st);
+  gn_tensor* in[2] = {a, b};
+  gn_tensor* out[1] = {nullptr};
+  st.reset(gn_op_call(rt, add, in, 2, nullptr, 0, out, 1));
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(out[0], nullptr) << "no output on failure";
+  EXPECT_TRUE(contains(msg(st), expected)) << msg(st);
+}
+
 // ------------------------------------------------------------- no plugins
 
 TEST_F(LoaderTest, NoPluginsRuntimeStillWorks) {
@@ -67,15 +80,7 @@ TEST_F(LoaderTest, NoPluginsOpCallFailsClearly) {
   Tensor b = f32_tensor(rt.get(), cpu, {4, 5, 6});
   ASSERT_TRUE(a && b);
   EXPECT_EQ(f32_values(b.get()), (std::vector<float>{4, 5, 6}));
-  const gn_op* add = nullptr;
-  Status st(gn_op_find(rt.get(), "add", &add));
-  ASSERT_EQ(st, nullptr) << msg(st);
-  gn_tensor* in[2] = {a.get(), b.get()};
-  gn_tensor* out[1] = {nullptr};
-  st.reset(gn_op_call(rt.get(), add, in, 2, nullptr, 0, out, 1));
-  ASSERT_NE(st, nullptr);
-  EXPECT_EQ(out[0], nullptr) << "no output on failure";
-  EXPECT_TRUE(contains(msg(st), "[add] no kernel for device type 'cpu'")) << msg(st);
+  expect_add_fails(rt.get(), a.get(), b.get(), "[add] no kernel for device type 'cpu'");
 }
 
 TEST_F(LoaderTest, NoKernelForDeviceTypeFailsClearly) {
@@ -85,15 +90,7 @@ TEST_F(LoaderTest, NoKernelForDeviceTypeFailsClearly) {
   gn_device dev = device(rt.get(), "testdev");
   Tensor a = f32_tensor(rt.get(), dev, {1, 2, 3});
   ASSERT_TRUE(a);
-  const gn_op* add = nullptr;
-  Status st(gn_op_find(rt.get(), "add", &add));
-  ASSERT_EQ(st, nullptr) << msg(st);
-  gn_tensor* in[2] = {a.get(), a.get()};
-  gn_tensor* out[1] = {nullptr};
-  st.reset(gn_op_call(rt.get(), add, in, 2, nullptr, 0, out, 1));
-  ASSERT_NE(st, nullptr);
-  EXPECT_EQ(out[0], nullptr) << "no output on failure";
-  EXPECT_TRUE(contains(msg(st), "[add] no kernel for device type 'testdev'")) << msg(st);
+  expect_add_fails(rt.get(), a.get(), a.get(), "[add] no kernel for device type 'testdev'");
 }
 
 // ------------------------------------------------------------- good plugin

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../c_api_handles.h"
 #include "genesis/genesis.h"
 
 namespace loader_test {
@@ -46,23 +47,10 @@ inline bool same_plugin_file(const std::string& path, const std::string& c, cons
   return path.size() >= tail.size() && path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-struct StatusFree {
-  void operator()(gn_status* s) const { gn_status_free(s); }
-};
-using Status = std::unique_ptr<gn_status, StatusFree>;
-
-// Message of a status ("" for OK).
-inline std::string msg(const Status& s) { return gn_status_message(s.get()); }
-
-struct RuntimeFree {
-  void operator()(gn_runtime* rt) const { gn_runtime_destroy(rt); }
-};
-using Runtime = std::unique_ptr<gn_runtime, RuntimeFree>;
-
-struct TensorFree {
-  void operator()(gn_tensor* t) const { gn_tensor_release(t); }
-};
-using Tensor = std::unique_ptr<gn_tensor, TensorFree>;
+using c_api_handles::msg;
+using c_api_handles::Runtime;
+using c_api_handles::Status;
+using c_api_handles::Tensor;
 
 // Create a runtime; a failure is a test failure and yields nullptr.
 inline Runtime create(const char* plugin_path, uint32_t flags = kIsolated, const char* plugins = nullptr,

@@ -7,12 +7,8 @@ HOSTDEV_UNARY_F32(fallback_abs, x < 0 ? -x : x)
 HOSTDEV_UNARY_F32(fallback_neg_marker, 42.0f + 0.0f * x)
 
 GN_PLUGIN_EXPORT gn_status* gn_plugin_init(const gn_host_api* host, gn_plugin_info* info) {
-  gn_device_vtable vt;
   gn_status* st;
-  g_host = host;
-  hostdev_info(info, "loadertest_fallback", "1.0.0");
-  vt = hostdev_vtable("testdev", 5);
-  if ((st = host->register_device_type(host->host_ctx, &vt)) != NULL) return st;
+  if ((st = hostdev_init(host, info, "loadertest_fallback", "1.0.0", "testdev", 5)) != NULL) return st;
   if ((st = hostdev_kernel("abs", "testdev", fallback_abs)) != NULL) return st;
   return hostdev_kernel("neg", "testdev", fallback_neg_marker);
 }

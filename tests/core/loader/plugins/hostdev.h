@@ -2,8 +2,9 @@
  * plugins (C99, ABI headers only).  Each plugin that includes it gets its own
  * copy of these statics: plugins share nothing, as in real life.
  *
- * Set g_host in gn_plugin_init before registering, then call
- * hostdev_vtable(name, score) and adjust the result.  Helpers are static inline
+ * Start gn_plugin_init with hostdev_init (the plugin info and one device
+ * type), or set g_host before registering, then call hostdev_vtable(name,
+ * score) and adjust the result.  Helpers are static inline
  * so a plugin that uses only some of them compiles warning-free. */
 #ifndef GENESIS_TEST_HOSTDEV_H
 #define GENESIS_TEST_HOSTDEV_H
@@ -170,6 +171,43 @@ static inline void hostdev_info(gn_plugin_info* info, const char* name, const ch
   info->name = name;
   info->version = version;
   info->description = "loader test plugin";
+}
+
+/* Start gn_plugin_init: keep the host table, fill the plugin info (name, version, the current ABI)
+ * and register the host-memory device type `device` with this score. */
+static inline gn_status* hostdev_init(const gn_host_api* host, gn_plugin_info* info, const char* name,
+                                      const char* version, const char* device, int32_t score) {
+  gn_device_vtable vt;
+  g_host = host;
+  hostdev_info(info, name, version);
+  vt = hostdev_vtable(device, score);
+  return host->register_device_type(host->host_ctx, &vt);
+}
+
+/* Shape inference of an op with one output like its first input. */
+static inline gn_status* hostdev_same_as_input(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in,
+                                               const gn_attr_value* attrs, size_t n_attrs, gn_infer_result* result) {
+  (void)ctx;
+  (void)n_in;
+  (void)attrs;
+  (void)n_attrs;
+  result->n_out = 1;
+  result->out[0] = in[0];
+  return NULL;
+}
+
+/* Register the op schema `name`: n_inputs inputs, one output like the first input. */
+static inline gn_status* hostdev_op(const char* name, int32_t n_inputs, const char* doc) {
+  gn_op_schema op;
+  memset(&op, 0, sizeof op);
+  op.struct_size = sizeof op;
+  op.name = name;
+  op.min_inputs = n_inputs;
+  op.max_inputs = n_inputs;
+  op.max_outputs = 1;
+  op.infer = hostdev_same_as_input;
+  op.doc = doc;
+  return g_host->register_op(g_host->host_ctx, &op);
 }
 
 #endif /* GENESIS_TEST_HOSTDEV_H */

@@ -25,26 +25,11 @@ typedef struct long_kernel {
   unsigned char future[32];
 } long_kernel;
 
-static gn_status* same_as_input(const gn_infer_ctx* ctx, const gn_tensor_meta* in, size_t n_in,
-                                const gn_attr_value* attrs, size_t n_attrs, gn_infer_result* result) {
-  (void)ctx;
-  (void)n_in;
-  (void)attrs;
-  (void)n_attrs;
-  result->n_out = 1;
-  result->out[0] = in[0];
-  return NULL;
-}
-
 GN_PLUGIN_EXPORT gn_status* gn_plugin_init(const gn_host_api* host, gn_plugin_info* info) {
   long_schema schema;
   long_kernel kernel;
-  gn_device_vtable vt;
   gn_status* st;
-  g_host = host;
-  hostdev_info(info, "loadertest_struct_size", "1.0.0");
-  vt = hostdev_vtable("sizedev", 10);
-  if ((st = host->register_device_type(host->host_ctx, &vt)) != NULL) return st;
+  if ((st = hostdev_init(host, info, "loadertest_struct_size", "1.0.0", "sizedev", 10)) != NULL) return st;
 
   memset(&schema, 0xA5, sizeof schema);
   schema.s.struct_size = SCHEMA_SIZE;
@@ -55,7 +40,7 @@ GN_PLUGIN_EXPORT gn_status* gn_plugin_init(const gn_host_api* host, gn_plugin_in
   schema.s.flags = 0;
   schema.s.attrs = NULL;
   schema.s.n_attrs = 0;
-  schema.s.infer = same_as_input;
+  schema.s.infer = hostdev_same_as_input;
   schema.s.user_data = NULL;
   schema.s.doc = "negation, registered with a chosen struct_size";
   if ((st = host->register_op(host->host_ctx, &schema.s)) != NULL) return st;
