@@ -12,9 +12,6 @@
 using namespace reftest;
 
 namespace {
-
-using Shape = std::vector<int64_t>;
-constexpr double kFdTol = 1e-6;
 const double kInf = std::numeric_limits<double>::infinity();
 
 struct Dims {

@@ -11,9 +11,6 @@ using namespace reftest;
 
 namespace {
 
-using Shape = std::vector<int64_t>;
-constexpr double kFdTol = 1e-6;
-
 struct Conv {
   Shape x, w;  // (N,C,H,W), (O,C/g,kh,kw)
   int64_t sh, sw, ph, pw, dh, dw, g;

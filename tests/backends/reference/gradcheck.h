@@ -16,6 +16,10 @@
 
 namespace reftest {
 
+using Shape = std::vector<int64_t>;
+// Tolerance of a float64 gradient against central finite differences.
+constexpr double kFdTol = 1e-6;
+
 // n values uniform in [lo, hi), the same for the same seed on every platform
 // (a 64-bit LCG, not std distributions whose output is implementation-defined).
 inline std::vector<double> rand_values(int64_t n, uint64_t seed, double lo = -1.0, double hi = 1.0) {
@@ -54,6 +58,15 @@ inline double weighted_sum(const std::vector<HostTensor>& outs, const std::vecto
     for (size_t i = 0; i < v.size(); ++i) s += v[i] * weights[k][i];
   }
   return s;
+}
+
+// The forward of a float64 op with one output shaped like its first input.
+inline Forward elementwise_forward(const char* op) {
+  return [op](const std::vector<HostTensor>& in) {
+    std::vector<HostTensor> out = {HostTensor::zeros(in[0].shape, GN_F64)};
+    EXPECT_OK(run(op, GN_F64, in, out, {}));
+    return out;
+  };
 }
 
 // d/d(inputs[which]) of sum_k dot(f(inputs)[k], weights[k]), central differences with step h.

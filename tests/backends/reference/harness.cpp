@@ -18,10 +18,7 @@ namespace {
 
 Registry* g_registry = nullptr;  // being filled during init
 
-gn_status* status_new(int32_t code, const char* msg) { return new gn_status{code, msg ? msg : ""}; }
-int32_t status_code(const gn_status* st) { return st ? st->code : GN_OK; }
-const char* status_message(const gn_status* st) { return st ? st->msg.c_str() : ""; }
-void status_free(gn_status* st) { delete st; }
+using test_host::status_new;
 
 gn_status* register_device_type(void*, const gn_device_vtable* vt) {
   if (!vt || !vt->name) return status_new(GN_ERR_INVALID_ARGUMENT, "device type without a name");
@@ -57,21 +54,16 @@ void log_msg(void*, int32_t level, const char* msg) {
   if (g_registry) g_registry->logs.push_back(msg ? msg : "");
 }
 
+// The status functions of the fake host plus the registry's.
 gn_host_api make_host() {
-  return gn_host_api{.struct_size = sizeof(gn_host_api),
-                     .abi_major = GN_ABI_VERSION_MAJOR,
-                     .abi_minor = GN_ABI_VERSION_MINOR,
-                     .host_ctx = nullptr,
-                     .status_new = status_new,
-                     .status_code = status_code,
-                     .status_message = status_message,
-                     .status_free = status_free,
-                     .register_device_type = register_device_type,
-                     .register_op = register_op,
-                     .register_kernel = register_kernel,
-                     .register_comm = register_comm,
-                     .option_get = option_get,
-                     .log = log_msg};
+  gn_host_api h = test_host::status_host();
+  h.register_device_type = register_device_type;
+  h.register_op = register_op;
+  h.register_kernel = register_kernel;
+  h.register_comm = register_comm;
+  h.option_get = option_get;
+  h.log = log_msg;
+  return h;
 }
 
 const gn_host_api g_host = make_host();

@@ -25,13 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "../../core/fake_host.h"
 #include "genesis/plugin.h"
-
-// The status object of this fake host (the plugin only sees it as opaque).
-struct gn_status {
-  int32_t code;
-  std::string msg;
-};
 
 extern "C" gn_status* gn_plugin_init(const gn_host_api* host, gn_plugin_info* info);
 

@@ -11,8 +11,6 @@ using namespace reftest;
 
 namespace {
 
-using Shape = std::vector<int64_t>;
-
 // ----------------------------------------------------------------------------
 // the oracle of the oracle: torch.matmul on row-major values, spelled out
 

@@ -11,9 +11,6 @@ using namespace reftest;
 
 namespace {
 
-using Shape = std::vector<int64_t>;
-constexpr double kFdTol = 1e-6;
-
 // Independent per-row losses: -sum_c q_c log softmax(x)_c with the smoothed
 // target distribution q = (1-ls)*onehot(t) + ls/C; 0 for ignored rows.
 std::vector<double> ce_rows(const std::vector<double>& x, const std::vector<int64_t>& t, int64_t C, int64_t ignore,

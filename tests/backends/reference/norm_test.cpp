@@ -10,9 +10,6 @@ using namespace reftest;
 
 namespace {
 
-using Shape = std::vector<int64_t>;
-constexpr double kFdTol = 1e-6;
-
 // layer_norm of row-major x viewed as (R, N), written out directly.
 std::vector<double> ln_closed_form(const std::vector<double>& x, int64_t N, const std::vector<double>* w,
                                    const std::vector<double>* b, double eps, std::vector<double>* mean,

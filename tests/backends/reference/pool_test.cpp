@@ -12,9 +12,6 @@ using namespace reftest;
 
 namespace {
 
-using Shape = std::vector<int64_t>;
-constexpr double kFdTol = 1e-6;
-
 // ((i*7919) % 101 - 50) / 8: distinct values, exact in float32.
 std::vector<double> fixture_values(int64_t n) {
   std::vector<double> v;

@@ -10,14 +10,7 @@ using namespace reftest;
 
 namespace {
 
-using Shape = std::vector<int64_t>;
-constexpr double kFdTol = 1e-6;
-
-std::vector<HostTensor> rope_fwd(const std::vector<HostTensor>& in) {
-  std::vector<HostTensor> out = {HostTensor::zeros(in[0].shape, GN_F64)};
-  EXPECT_OK(run("rope", GN_F64, in, out, {}));
-  return out;
-}
+const Forward rope_fwd = elementwise_forward("rope");
 
 }  // namespace
 

@@ -12,36 +12,17 @@
 #include <string_view>
 #include <vector>
 
+#include "../fake_host.h"
 #include "builtin.h"
+#include "genesis/ops.h"
 #include "genesis/plugin.h"
 #include "infer.h"
 
-// The ABI keeps gn_status opaque; the test host defines its own (identical in
-// every test TU, so the ODR holds).
-struct gn_status {
-  int32_t code;
-  std::string msg;
-};
-
 namespace genesis::test {
-
-inline gn_status* fake_status_new(int32_t code, const char* msg) { return new gn_status{code, msg ? msg : ""}; }
-inline int32_t fake_status_code(const gn_status* st) { return st ? st->code : GN_OK; }
-inline const char* fake_status_message(const gn_status* st) { return st ? st->msg.c_str() : ""; }
-inline void fake_status_free(gn_status* st) { delete st; }
 
 // A host table with only the status functions (all inference uses).
 inline const gn_host_api* fake_host() {
-  static const gn_host_api host = [] {
-    return gn_host_api{.struct_size = sizeof(gn_host_api),
-                       .abi_major = GN_ABI_VERSION_MAJOR,
-                       .abi_minor = GN_ABI_VERSION_MINOR,
-                       .host_ctx = nullptr,
-                       .status_new = fake_status_new,
-                       .status_code = fake_status_code,
-                       .status_message = fake_status_message,
-                       .status_free = fake_status_free};
-  }();
+  static const gn_host_api host = test_host::status_host();
   return &host;
 }
 
@@ -69,26 +50,11 @@ struct Attr {
   std::vector<int64_t> ints;
 };
 
-inline Attr ai(std::string name, int64_t v) {
-  Attr a;
-  a.name = std::move(name);
-  a.v.kind = GN_ATTR_INT;
-  a.v.u.i = v;
-  return a;
-}
-inline Attr af(std::string name, double v) {
-  Attr a;
-  a.name = std::move(name);
-  a.v.kind = GN_ATTR_FLOAT;
-  a.v.u.f = v;
-  return a;
-}
+inline Attr ai(std::string name, int64_t v) { return {std::move(name), gn_attr_int(v), {}}; }
+inline Attr af(std::string name, double v) { return {std::move(name), gn_attr_float(v), {}}; }
+// (run() points the value at ints.)
 inline Attr al(std::string name, std::vector<int64_t> v) {
-  Attr a;
-  a.name = std::move(name);
-  a.v.kind = GN_ATTR_INTS;
-  a.ints = std::move(v);
-  return a;
+  return {std::move(name), gn_attr_ints(nullptr, 0), std::move(v)};
 }
 
 // What one inference call produced.
@@ -132,7 +98,7 @@ inline Result call_infer(gn_infer_fn fn, const char* op, const std::vector<gn_te
   if (st) {
     r.code = st->code;
     r.msg = st->msg;
-    fake_status_free(st);
+    test_host::status_free(st);
     return r;
   }
   r.out.assign(out.begin(), out.begin() + static_cast<long>(std::min(res.n_out, capacity)));

@@ -81,26 +81,25 @@ TEST(DLPack, ExportImportSharesMemoryAndRunsDeleter) {
   deleted = false;
   static float data[4] = {1, 2, 3, 4};
   static int64_t shape[1] = {4};
-  auto* f = new DLManagedTensorVersioned{};
-  f->version = {1, 0};
-  f->deleter = [](DLManagedTensorVersioned* self) {
-    deleted = true;
-    delete self;
+  // A capsule over data with this element type, whose deleter sets the flag.
+  auto foreign = [](DLDataType dtype) {
+    auto* m = new DLManagedTensorVersioned{};
+    m->version = {1, 0};
+    m->deleter = [](DLManagedTensorVersioned* self) {
+      deleted = true;
+      delete self;
+    };
+    m->dl_tensor = {data, {kDLCPU, 0}, 1, dtype, shape, nullptr, 0};
+    return m;
   };
-  f->dl_tensor = {data, {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, shape, nullptr, 0};
+  DLManagedTensorVersioned* f = foreign({kDLFloat, 32, 1});
   gn_tensor* imp = nullptr;
   GN_OK_OR_FAIL(gn_tensor_from_dlpack(r.rt, f, &imp));
   EXPECT_EQ(values<float>(T(imp)), (std::vector<float>{1, 2, 3, 4}));
   EXPECT_TRUE(deleted);
   // Unsupported dtype: error, and the deleter still runs.
   deleted = false;
-  auto* g = new DLManagedTensorVersioned{};
-  g->version = {1, 0};
-  g->deleter = [](DLManagedTensorVersioned* self) {
-    deleted = true;
-    delete self;
-  };
-  g->dl_tensor = {data, {kDLCPU, 0}, 1, {kDLComplex, 64, 1}, shape, nullptr, 0};
+  DLManagedTensorVersioned* g = foreign({kDLComplex, 64, 1});
   gn_tensor* none = nullptr;
   Err e = take(gn_tensor_from_dlpack(r.rt, g, &none));
   EXPECT_EQ(e.code, GN_ERR_DTYPE);
