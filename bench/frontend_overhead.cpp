@@ -24,60 +24,40 @@ void init_once() {
   (void)done;
 }
 
-// a + b without autograd: the C call plus the Tensor wrapper.
-void BM_frontend_add_no_grad(benchmark::State& state) {
+// Times y = op(a, b) on 1-element tensors (a, b requiring grad as asked); y and any graph it
+// recorded are freed each iteration (both are part of the cost per op).
+template <class Op>
+void time_op(benchmark::State& state, bool a_grad, bool b_grad, Op op) {
   init_once();
-  Tensor a = genesis::ones({1}), b = genesis::ones({1});
+  Tensor a = genesis::ones({1}, {.requires_grad = a_grad}), b = genesis::ones({1}, {.requires_grad = b_grad});
   for (auto _ : state) {
-    Tensor y = a + b;
+    Tensor y = op(a, b);
     benchmark::DoNotOptimize(y);
   }
 }
+// The ops timed (lambdas, so that each time_op inlines its own).
+constexpr auto add = [](const Tensor& a, const Tensor& b) { return a + b; };
+constexpr auto mul = [](const Tensor& a, const Tensor& b) { return a * b; };
+constexpr auto relu = [](const Tensor& a, const Tensor&) { return a.relu(); };
+
+// a + b without autograd: the C call plus the Tensor wrapper.
+void BM_frontend_add_no_grad(benchmark::State& state) { time_op(state, false, false, add); }
 BENCHMARK(BM_frontend_add_no_grad);
 
-// a + b with a requiring grad: op call + Node recording, then the graph is freed
-// when y goes out of scope (both are part of the cost per op).
-void BM_frontend_add_autograd(benchmark::State& state) {
-  init_once();
-  Tensor a = genesis::ones({1}, {.requires_grad = true}), b = genesis::ones({1});
-  for (auto _ : state) {
-    Tensor y = a + b;
-    benchmark::DoNotOptimize(y);
-  }
-}
+// a + b with a requiring grad: op call + Node recording, then the graph is freed.
+void BM_frontend_add_autograd(benchmark::State& state) { time_op(state, true, false, add); }
 BENCHMARK(BM_frontend_add_autograd);
 
 // a * b, both requiring grad: saves both inputs for the rule.
-void BM_frontend_mul_autograd(benchmark::State& state) {
-  init_once();
-  Tensor a = genesis::ones({1}, {.requires_grad = true}), b = genesis::ones({1}, {.requires_grad = true});
-  for (auto _ : state) {
-    Tensor y = a * b;
-    benchmark::DoNotOptimize(y);
-  }
-}
+void BM_frontend_mul_autograd(benchmark::State& state) { time_op(state, true, true, mul); }
 BENCHMARK(BM_frontend_mul_autograd);
 
 // relu without autograd (the backend's unary kernel cost, for comparison).
-void BM_frontend_relu_no_grad(benchmark::State& state) {
-  init_once();
-  Tensor a = genesis::ones({1});
-  for (auto _ : state) {
-    Tensor y = a.relu();
-    benchmark::DoNotOptimize(y);
-  }
-}
+void BM_frontend_relu_no_grad(benchmark::State& state) { time_op(state, false, false, relu); }
 BENCHMARK(BM_frontend_relu_no_grad);
 
 // relu on a grad-requiring tensor (unary path, saves the output).
-void BM_frontend_relu_autograd(benchmark::State& state) {
-  init_once();
-  Tensor a = genesis::ones({1}, {.requires_grad = true});
-  for (auto _ : state) {
-    Tensor y = a.relu();
-    benchmark::DoNotOptimize(y);
-  }
-}
+void BM_frontend_relu_autograd(benchmark::State& state) { time_op(state, true, false, relu); }
 BENCHMARK(BM_frontend_relu_autograd);
 
 // A recorded chain of 8 ops, then backward: per-op cost of forward + backward.

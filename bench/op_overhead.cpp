@@ -43,18 +43,21 @@ struct Fixture {
   }
 };
 
+// True when st is OK; else marks the run failed with its message (and frees it).
+bool call_ok(benchmark::State& state, gn_status* st) {
+  if (!st) return true;
+  state.SkipWithError(gn_status_message(st));
+  gn_status_free(st);
+  return false;
+}
+
 // One op call: find is done once (as the frontend does); call + free output.
 void BM_op_call_add_1elem(benchmark::State& state) {
   static Fixture f;
   gn_tensor* in[2] = {f.a, f.b};
   for (auto _ : state) {
     gn_tensor* out[1] = {nullptr};
-    gn_status* st = gn_op_call(f.rt, f.add, in, 2, nullptr, 0, out, 1);
-    if (st) {
-      state.SkipWithError(gn_status_message(st));
-      gn_status_free(st);
-      break;
-    }
+    if (!call_ok(state, gn_op_call(f.rt, f.add, in, 2, nullptr, 0, out, 1))) break;
     gn_tensor_release(out[0]);
   }
   // Which backend served the call, for the report.
@@ -70,12 +73,7 @@ void BM_op_call_add_1elem_out(benchmark::State& state) {
   gn_tensor* out[1] = {nullptr};
   Fixture::check(gn_op_call(f.rt, f.add, in, 2, nullptr, 0, out, 1));
   for (auto _ : state) {
-    gn_status* st = gn_op_call(f.rt, f.add, in, 2, nullptr, 0, out, 1);
-    if (st) {
-      state.SkipWithError(gn_status_message(st));
-      gn_status_free(st);
-      break;
-    }
+    if (!call_ok(state, gn_op_call(f.rt, f.add, in, 2, nullptr, 0, out, 1))) break;
   }
   gn_tensor_release(out[0]);
 }
