@@ -87,6 +87,10 @@ CommandRun bind_command(std::shared_ptr<State> state, int (*run)(const GlobalOpt
 // was chosen; an exception escaping a command is printed as "genesis: ..." and gives 1).
 CommandRun add_commands(CLI::App& parent, std::span<const Command> table);
 
+// The name of `names` closest to `word` ("did you mean ..."), "" when none is close: a few edits
+// (about one in three characters), or a name that `word` starts (--max-new for --max-new-tokens).
+std::string closest_name(const std::string& word, const std::vector<std::string>& names);
+
 CommandRun setup_info(CLI::App& cmd);             // info.cpp: versions, plugins, device types, ops
 CommandRun setup_tokenize(CLI::App& cmd);         // tokenize.cpp: text <-> ids, needs no runtime
 CommandRun setup_op_check(CLI::App& cmd);         // op_check.cpp: `test-ops`, a plugin's ops against the reference

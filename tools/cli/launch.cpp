@@ -28,6 +28,16 @@ int run_launch(const GlobalOptions&, LaunchState& s) {
     std::fprintf(stderr, "genesis launch: no program given (genesis launch [options] PROGRAM ARGS...)\n");
     return 2;
   }
+  if (s.o.argv[0].size() > 1 && s.o.argv[0][0] == '-') {  // a mistyped option, not a program
+    std::vector<std::string> names;
+    for (const CLI::Option* opt : s.cmd->get_options())
+      for (const std::string& l : opt->get_lnames()) names.push_back("--" + l);
+    const std::string word = s.o.argv[0].substr(0, s.o.argv[0].find('='));
+    const std::string best = closest_name(word, names);
+    std::fprintf(stderr, "genesis launch: unknown option '%s'%s (the program and its options come after launch's)\n",
+                 word.c_str(), best.empty() ? "" : (": did you mean '" + best + "'?").c_str());
+    return 2;
+  }
   s.o.grace = std::chrono::milliseconds((int64_t)(s.grace_s * 1000));
   try {
     return genesis::distributed::launch(s.o);

@@ -64,21 +64,6 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return d[a.size()][b.size()];
 }
 
-// The name of `names` closest to `word`, "" when none is close: a few edits (about one in three
-// characters), or a name that `word` starts (--max-new for --max-new-tokens).
-std::string closest(const std::string& word, const std::vector<std::string>& names) {
-  std::string best;
-  size_t best_d = std::max<size_t>(1, std::min<size_t>(3, word.size() / 3)) + 1;
-  for (const std::string& n : names) {
-    const size_t d = edit_distance(word, n);
-    if (d < best_d) best_d = d, best = n;
-  }
-  if (best.empty() && word.find_first_not_of('-') != std::string::npos && word.size() >= 4)
-    for (const std::string& n : names)
-      if (n.compare(0, word.size(), word) == 0) return n;
-  return best;
-}
-
 // The option `name` ("--x" or "-x") of app or of an app above it (whose options fall through).
 CLI::Option* find_option(CLI::App* app, const std::string& name) {
   for (; app; app = app->get_parent())
@@ -113,7 +98,7 @@ std::string explain_unknown(CLI::App& app, int argc, char** argv, CLI::App*& dee
           for (const std::string& l : o->get_lnames()) names.push_back("--" + l);
           for (const std::string& sn : o->get_snames()) names.push_back("-" + sn);
         }
-      const std::string best = closest(name, names);
+      const std::string best = closest_name(name, names);
       const std::string where = cur == &app ? "genesis" : "genesis " + cur->get_name();
       return "unknown option '" + name + "' of '" + where + "'" +
              (best.empty() ? "" : ": did you mean '" + best + "'?");
@@ -128,7 +113,7 @@ std::string explain_unknown(CLI::App& app, int argc, char** argv, CLI::App*& dee
     if (!subs.empty() && cur->get_require_subcommand_min() > 0) {
       std::vector<std::string> names;
       for (const CLI::App* s : subs) names.push_back(s->get_name());
-      const std::string best = closest(a, names);
+      const std::string best = closest_name(a, names);
       const std::string where = cur == &app ? "genesis" : "genesis " + cur->get_name();
       return "'" + a + "' is not a command of '" + where + "'" + (best.empty() ? "" : ": did you mean '" + best + "'?");
     }
@@ -137,6 +122,19 @@ std::string explain_unknown(CLI::App& app, int argc, char** argv, CLI::App*& dee
 }
 
 }  // namespace
+
+std::string closest_name(const std::string& word, const std::vector<std::string>& names) {
+  std::string best;
+  size_t best_d = std::max<size_t>(1, std::min<size_t>(3, word.size() / 3)) + 1;
+  for (const std::string& n : names) {
+    const size_t d = edit_distance(word, n);
+    if (d < best_d) best_d = d, best = n;
+  }
+  if (best.empty() && word.find_first_not_of('-') != std::string::npos && word.size() >= 4)
+    for (const std::string& n : names)
+      if (n.compare(0, word.size(), word) == 0) return n;
+  return best;
+}
 
 CommandRun add_commands(CLI::App& parent, std::span<const Command> table) {
   std::vector<std::pair<CLI::App*, CommandRun>> runs;
