@@ -79,18 +79,27 @@ struct Record {
   bool loaded = false;
 };
 
+// Entry i of a runtime's table read by get (gn_runtime_plugin_get, gn_device_type_get); nothing,
+// and a test failure, when it cannot be read.
+template <class R>
+std::optional<R> record_at(gn_status* (*get)(const gn_runtime*, size_t, R*), const gn_runtime* rt, size_t i) {
+  R r{};
+  r.struct_size = sizeof r;
+  Status st(get(rt, i, &r));
+  EXPECT_EQ(st, nullptr) << msg(st);
+  if (st) return std::nullopt;
+  return r;
+}
+
 inline std::vector<Record> records(const gn_runtime* rt) {
   std::vector<Record> out;
   const size_t n = gn_runtime_plugin_count(rt);
   for (size_t i = 0; i < n; ++i) {
-    gn_plugin_record r{};
-    r.struct_size = sizeof r;
-    Status st(gn_runtime_plugin_get(rt, i, &r));
-    EXPECT_EQ(st, nullptr) << msg(st);
-    if (st) continue;
+    const std::optional<gn_plugin_record> r = record_at(gn_runtime_plugin_get, rt, i);
+    if (!r) continue;
     auto s = [](const char* p) { return std::string(p ? p : "<null>"); };
-    out.push_back({s(r.path), s(r.name), s(r.version), s(r.description), s(r.error), r.abi_major, r.abi_minor,
-                   r.negotiated_minor, r.loaded != 0});
+    out.push_back({s(r->path), s(r->name), s(r->version), s(r->description), s(r->error), r->abi_major, r->abi_minor,
+                   r->negotiated_minor, r->loaded != 0});
   }
   return out;
 }
@@ -113,11 +122,8 @@ inline int loaded_named(const gn_runtime* rt, const std::string& name) {
 inline std::optional<gn_device_type_record> device_type(const gn_runtime* rt, const std::string& name) {
   const size_t n = gn_device_type_count(rt);
   for (size_t i = 0; i < n; ++i) {
-    gn_device_type_record r{};
-    r.struct_size = sizeof r;
-    Status st(gn_device_type_get(rt, i, &r));
-    EXPECT_EQ(st, nullptr) << msg(st);
-    if (!st && r.name && name == r.name) return r;
+    const std::optional<gn_device_type_record> r = record_at(gn_device_type_get, rt, i);
+    if (r && r->name && name == r->name) return r;
   }
   return std::nullopt;
 }
