@@ -42,6 +42,7 @@ class QwenForCausalLM(CppLayer):
     @classmethod
     def from_pretrained(cls, path, device=None, dtype=None):
         """Loads a Hugging Face folder (config.json, safetensors, sharded or not)."""
+        path = check_folder(path, needs="config.json")
         return cls(None, _impl=_C.models.QwenForCausalLM.from_pretrained(path, device, dtype))
 
     def save_pretrained(self, save_directory):

@@ -126,7 +126,7 @@ class GenerationConfig:
     fills it from generation_config.json."""
 
     def __init__(self, **kwargs):
-        self.max_length = 20
+        self.max_length = None  # None: 20 new tokens (transformers 5's default); else prompt + new tokens at most
         self.max_new_tokens = None
         self.do_sample = False
         self.temperature = 1.0
@@ -354,7 +354,9 @@ class _CausalLMBase:
                           "tokenizer.padding_side='left' for generation)", stacklevel=2)
         # the settings, checked as transformers checks them
         max_new = cfg.max_new_tokens
-        if max_new is None:
+        if max_new is None and cfg.max_length is None:
+            max_new = 20
+        elif max_new is None:
             if isinstance(cfg.max_length, bool) or not isinstance(cfg.max_length, int):
                 raise TypeError("max_length must be an int")
             max_new = cfg.max_length - T
@@ -471,7 +473,7 @@ class AutoModelForCausalLM:
             raise TypeError(f"from_pretrained() got an unexpected keyword argument '{next(iter(kwargs))}'")
         if dtype is not None and torch_dtype is not None:
             raise ValueError("give dtype or torch_dtype, not both")
-        path = check_folder(pretrained_model_name_or_path)
+        path = check_folder(pretrained_model_name_or_path, needs="config.json")
         dt = _as_dtype(dtype if dtype is not None else torch_dtype)
         dev = _as_device(device, device_map)
         if dt == genesis.float64:  # read as float32 (exact for float32/bf16/fp16 checkpoints), then widen

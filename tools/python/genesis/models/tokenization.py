@@ -23,8 +23,9 @@ _NO_TEMPLATE = ("Cannot use chat template functions because tokenizer.chat_templ
                 "argument was passed! Set tokenizer.chat_template or pass chat_template=... (a Jinja string).")
 
 
-def check_folder(path, what="from_pretrained"):
-    """The folder path as a str; TypeError for a non-path, FileNotFoundError / NotADirectoryError naming it."""
+def check_folder(path, what="from_pretrained", needs=None):
+    """The folder path as a str; TypeError for a non-path, FileNotFoundError / NotADirectoryError naming it (or
+    the file `needs` it lacks)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{what}() expects the path of a model folder (str or os.PathLike), got "
                         f"{type(path).__name__}")
@@ -35,6 +36,8 @@ def check_folder(path, what="from_pretrained"):
                                 path)
     if not os.path.isdir(path):
         raise NotADirectoryError(errno.ENOTDIR, "Not a model folder (give the folder that holds the files)", path)
+    if needs and not os.path.isfile(os.path.join(path, needs)):
+        raise FileNotFoundError(errno.ENOENT, f"The folder has no {needs}", os.path.join(path, needs))
     return path
 
 
@@ -126,7 +129,7 @@ class Tokenizer:
         for k in ("trust_remote_code", "use_fast", "revision", "local_files_only", "cache_dir"):
             kwargs.pop(k, None)
         _check_unknown("from_pretrained", kwargs)
-        path = check_folder(pretrained_model_name_or_path)
+        path = check_folder(pretrained_model_name_or_path, needs="tokenizer.json")
         impl = _C.models.Tokenizer.from_pretrained(path)
         cfg = {}
         cfg_path = os.path.join(path, "tokenizer_config.json")
