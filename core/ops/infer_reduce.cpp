@@ -65,34 +65,30 @@ Reduction reduce_shape(const gn_tensor_meta& x, std::span<const int64_t> dims, b
 
 void one_out(const Args& a, int32_t dtype, const Dims& d) { a.set_outputs(dtype, {make_meta(dtype, d)}); }
 
+// The reductions with a dtype attribute: a given dtype (a float one when float_only) casts the
+// input first; without one a float x keeps its dtype and other inputs are read as `fallback`.
+void reduce_with_dtype(const Args& a, bool float_only, int32_t fallback) {
+  a.need_inputs(1, 1);
+  const gn_tensor_meta& x = a.at(0);
+  const ReduceAttrs ra = find_reduce_attrs(a);
+  const Reduction red = reduce_shape(x, a.attr_ints(ra.dims), a.attr_int(ra.keepdim) != 0);
+  int32_t dt = ra.dtype >= 0 ? a.attr_dtype(static_cast<size_t>(ra.dtype), true) : -1;
+  if (float_only && dt >= 0 && !is_float(dt))
+    fail(GN_ERR_DTYPE, std::string("dtype must be floating point, got ") + dtype_str(dt));
+  if (dt < 0) dt = is_float(x.dtype) ? x.dtype : fallback;
+  a.cast_input(0, dt);
+  one_out(a, dt, red.out);
+}
+
 }  // namespace
 
 // sum, prod: bool/int accumulate in int64 unless dtype is given; with dtype the
 // input is cast to it first.
-GN_DEFINE_INFER(reduce_sum) {
-  a.need_inputs(1, 1);
-  const gn_tensor_meta& x = a.at(0);
-  const ReduceAttrs ra = find_reduce_attrs(a);
-  const Reduction red = reduce_shape(x, a.attr_ints(ra.dims), a.attr_int(ra.keepdim) != 0);
-  int32_t dt = ra.dtype >= 0 ? a.attr_dtype(static_cast<size_t>(ra.dtype), true) : -1;
-  if (dt < 0) dt = is_float(x.dtype) ? x.dtype : GN_I64;
-  a.cast_input(0, dt);
-  one_out(a, dt, red.out);
-}
+GN_DEFINE_INFER(reduce_sum) { reduce_with_dtype(a, false, GN_I64); }
 
 // mean var std logsumexp norm: float results; non-float x is read as float32;
 // mean's dtype (a float dtype) casts the input first.
-GN_DEFINE_INFER(reduce_float) {
-  a.need_inputs(1, 1);
-  const gn_tensor_meta& x = a.at(0);
-  const ReduceAttrs ra = find_reduce_attrs(a);
-  const Reduction red = reduce_shape(x, a.attr_ints(ra.dims), a.attr_int(ra.keepdim) != 0);
-  int32_t dt = ra.dtype >= 0 ? a.attr_dtype(static_cast<size_t>(ra.dtype), true) : -1;
-  if (dt >= 0 && !is_float(dt)) fail(GN_ERR_DTYPE, std::string("dtype must be floating point, got ") + dtype_str(dt));
-  if (dt < 0) dt = is_float(x.dtype) ? x.dtype : GN_F32;
-  a.cast_input(0, dt);
-  one_out(a, dt, red.out);
-}
+GN_DEFINE_INFER(reduce_float) { reduce_with_dtype(a, true, GN_F32); }
 
 // max, min over dims: x's dtype; no identity, so reducing an empty dim fails.
 GN_DEFINE_INFER(reduce_same) {
