@@ -54,22 +54,19 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t& r0, uint32_t& r1, uint32_t& 
 template <class T>
 __device__ __forceinline__ void mma16816(float* c, const uint32_t* a, uint32_t b0, uint32_t b1);
 
-template <>
-__device__ __forceinline__ void mma16816<__nv_bfloat16>(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <>
-__device__ __forceinline__ void mma16816<__half>(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+// The specialization for T with PTX operand type PTX ("bf16", "f16"): the asm text must be a literal.
+#define GN_FLASH_MMA16816(T, PTX)                                                                      \
+  template <>                                                                                          \
+  __device__ __forceinline__ void mma16816<T>(float* c, const uint32_t* a, uint32_t b0, uint32_t b1) { \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX "." PTX                                  \
+                 ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "                                                 \
+                 "{%8,%9}, {%0,%1,%2,%3};\n"                                                           \
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                      \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                      \
+  }
+GN_FLASH_MMA16816(__nv_bfloat16, "bf16")
+GN_FLASH_MMA16816(__half, "f16")
+#undef GN_FLASH_MMA16816
 
 // Two floats -> one register of two 16-bit values (lo = first).
 template <class T>

@@ -45,37 +45,34 @@ cudaError_t fwd_launch(const Params& p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+#ifdef GN_FLASH_TUNING
+// Tiling `variant` (1..7) of GENESIS_FLASH_FWD_VARIANT for head dim D: *err and true, or false
+// for another variant.  The D = 64 and D = 128 tables differ in the key tile of 4 and 7 (BN4, BN7).
+template <class T, int D, int BN4, int BN7>
+bool fwd_variant(const Params& p, int variant, cudaStream_t s, cudaError_t* err) {
+  switch (variant) {
+    case 1: *err = fwd_launch<T, D, 4, 1, 64>(p, s); return true;
+    case 2: *err = fwd_launch<T, D, 4, 1, 128>(p, s); return true;
+    case 3: *err = fwd_launch<T, D, 8, 1, 64>(p, s); return true;
+    case 4: *err = fwd_launch<T, D, 8, 1, BN4>(p, s); return true;
+    case 5: *err = fwd_launch<T, D, 4, 2, 64>(p, s); return true;
+    case 6: *err = fwd_launch<T, D, 4, 2, 32>(p, s); return true;
+    case 7: *err = fwd_launch<T, D, 8, 2, BN7>(p, s); return true;
+    default: return false;
+  }
+}
+#endif
+
 template <class T>
 cudaError_t fwd_pick(const Params& p, int D, cudaStream_t s) {
   const bool small = p.Sq <= 64;  // decode-like: 64-row CTAs waste less
 #ifdef GN_FLASH_TUNING
   const char* e = std::getenv("GENESIS_FLASH_FWD_VARIANT");
   const int variant = e ? std::atoi(e) : 0;
-  if (!small && variant > 0) {
-    if (D == 64) {
-      switch (variant) {
-        case 1: return fwd_launch<T, 64, 4, 1, 64>(p, s);
-        case 2: return fwd_launch<T, 64, 4, 1, 128>(p, s);
-        case 3: return fwd_launch<T, 64, 8, 1, 64>(p, s);
-        case 4: return fwd_launch<T, 64, 8, 1, 128>(p, s);
-        case 5: return fwd_launch<T, 64, 4, 2, 64>(p, s);
-        case 6: return fwd_launch<T, 64, 4, 2, 32>(p, s);
-        case 7: return fwd_launch<T, 64, 8, 2, 64>(p, s);
-        default: break;
-      }
-    } else {
-      switch (variant) {
-        case 1: return fwd_launch<T, 128, 4, 1, 64>(p, s);
-        case 2: return fwd_launch<T, 128, 4, 1, 128>(p, s);
-        case 3: return fwd_launch<T, 128, 8, 1, 64>(p, s);
-        case 4: return fwd_launch<T, 128, 8, 1, 32>(p, s);
-        case 5: return fwd_launch<T, 128, 4, 2, 64>(p, s);
-        case 6: return fwd_launch<T, 128, 4, 2, 32>(p, s);
-        case 7: return fwd_launch<T, 128, 8, 2, 32>(p, s);
-        default: break;
-      }
-    }
-  }
+  cudaError_t err = cudaSuccess;
+  if (!small && variant > 0 &&
+      (D == 64 ? fwd_variant<T, 64, 128, 64>(p, variant, s, &err) : fwd_variant<T, 128, 32, 32>(p, variant, s, &err)))
+    return err;
 #endif
   if (D == 64) return small ? fwd_launch<T, 64, 4, 1, 64>(p, s) : fwd_launch<T, 64, 4, 2, 64>(p, s);
   return small ? fwd_launch<T, 128, 4, 1, 64>(p, s) : fwd_launch<T, 128, 4, 2, 64>(p, s);

@@ -67,13 +67,6 @@ __global__ void embedding_fwd_kernel(const U* __restrict__ w, nn::IndexPtr ids, 
   }
 }
 
-// Widest copy unit dividing `row_bytes` with both base pointers aligned to it.
-int unit_bytes(int64_t row_bytes, const void* a, const void* b) {
-  for (int u = 16; u > 1; u /= 2)
-    if (row_bytes % u == 0 && ((uintptr_t)a % u) == 0 && ((uintptr_t)b % u) == 0) return u;
-  return 1;
-}
-
 // in: weight (V, D), ids (*); out: (*, D)
 GN_SDK_KERNEL(embedding_kernel) {
   const char* op = "embedding";
@@ -89,32 +82,15 @@ GN_SDK_KERNEL(embedding_kernel) {
   const int64_t row_bytes = D * (int64_t)gn_dtype_size(w.dtype);
   const void* wp = gn_view_ptr(&w);
   void* op_ = gn_view_ptr(&o);
-  const int u = unit_bytes(row_bytes, wp, op_);
+  const int u = nn::copy_unit({(uint64_t)row_bytes, (uintptr_t)wp, (uintptr_t)op_});
   const int64_t upr = row_bytes / u;
   nn::IndexCheck check(ctx);
   const unsigned grid = nn::grid_for(ctx, n * upr);
-  switch (u) {
-    case 16:
-      launch_pdl_ptr(embedding_fwd_kernel<uint4>, grid, kThreads, 0, stream(ctx), (const uint4*)wp, ip, (uint4*)op_, n,
-                     upr, V, check.dev);
-      break;
-    case 8:
-      launch_pdl_ptr(embedding_fwd_kernel<uint2>, grid, kThreads, 0, stream(ctx), (const uint2*)wp, ip, (uint2*)op_, n,
-                     upr, V, check.dev);
-      break;
-    case 4:
-      launch_pdl_ptr(embedding_fwd_kernel<uint32_t>, grid, kThreads, 0, stream(ctx), (const uint32_t*)wp, ip,
-                     (uint32_t*)op_, n, upr, V, check.dev);
-      break;
-    case 2:
-      launch_pdl_ptr(embedding_fwd_kernel<uint16_t>, grid, kThreads, 0, stream(ctx), (const uint16_t*)wp, ip,
-                     (uint16_t*)op_, n, upr, V, check.dev);
-      break;
-    default:
-      launch_pdl_ptr(embedding_fwd_kernel<uint8_t>, grid, kThreads, 0, stream(ctx), (const uint8_t*)wp, ip,
-                     (uint8_t*)op_, n, upr, V, check.dev);
-      break;
-  }
+  nn::dispatch_unit(u, [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    launch_pdl_ptr(embedding_fwd_kernel<U>, grid, kThreads, 0, stream(ctx), (const U*)wp, ip, (U*)op_, n, upr, V,
+                   check.dev);
+  });
   GN_CUDA_CHECK_LAUNCH();
   check.finish(op, V);
 }
@@ -493,27 +469,15 @@ GN_SDK_KERNEL(index_select_kernel_fn) {
   if (numel(o) == 0) return;
   // Copy unit: the widest that divides a slab of `inner` elements and the alignment.
   const int64_t es = (int64_t)gn_dtype_size(x.dtype), slab = inner * es;
-  int u = 1;
-  for (int c = 16; c > 1; c /= 2)
-    if (slab % c == 0 && (uintptr_t)gn_view_ptr(&x) % c == 0 && (uintptr_t)gn_view_ptr(&o) % c == 0) {
-      u = c;
-      break;
-    }
+  const int u = nn::copy_unit({(uint64_t)slab, (uintptr_t)gn_view_ptr(&x), (uintptr_t)gn_view_ptr(&o)});
   const int64_t upi = slab / u;
   nn::IndexCheck check(ctx);
   const unsigned grid = nn::grid_for(ctx, outer * k * upi);
-  auto go = [&](auto tag) {
+  nn::dispatch_unit(u, [&](auto tag) {
     using U = typename decltype(tag)::type;
     launch_pdl_ptr(index_select_kernel<U>, grid, kThreads, 0, stream(ctx), data_ptr<const U>(x), ip, data_ptr<U>(o),
                    outer, k, size, upi, check.dev);
-  };
-  switch (u) {
-    case 16: go(Tag<uint4>{}); break;
-    case 8: go(Tag<uint2>{}); break;
-    case 4: go(Tag<uint32_t>{}); break;
-    case 2: go(Tag<uint16_t>{}); break;
-    default: go(Tag<uint8_t>{}); break;
-  }
+  });
   GN_CUDA_CHECK_LAUNCH();
   check.finish(op, size);
 }

@@ -128,20 +128,29 @@ __global__ void norm_bwd_dx_kernel(const T* __restrict__ g, const T* __restrict_
     const T* gr = g + row * N;
     const T* xr = x + row * N;
     const A m = kRms ? A(0) : mean[row], s = rstd[row];
-    A sum_d = A(0), sum_dx = A(0);
-    for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) {
-      Vec<T, V> gv = load_vec<T, V>(gr + i * V), xv = load_vec<T, V>(xr + i * V), wv;
+    // d = g * w and x of the V elements of vector i
+    auto terms = [&](int64_t i, A(&d)[V], A(&xa)[V]) {
+      const Vec<T, V> gv = load_vec<T, V>(gr + i * V), xv = load_vec<T, V>(xr + i * V);
+      Vec<T, V> wv;
       if (w) wv = load_vec<T, V>(w + i * V);
 #pragma unroll
       for (int k = 0; k < V; ++k) {
-        A d = convert<A>(gv.v[k]);
-        if (w) d *= convert<A>(wv.v[k]);
-        const A xa = convert<A>(xv.v[k]);
+        d[k] = convert<A>(gv.v[k]);
+        if (w) d[k] *= convert<A>(wv.v[k]);
+        xa[k] = convert<A>(xv.v[k]);
+      }
+    };
+    A sum_d = A(0), sum_dx = A(0);
+    for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) {
+      A d[V], xa[V];
+      terms(i, d, xa);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
         if constexpr (kRms) {
-          sum_dx += d * xa;
+          sum_dx += d[k] * xa[k];
         } else {
-          sum_d += d;
-          sum_dx += d * (xa - m) * s;
+          sum_d += d[k];
+          sum_dx += d[k] * (xa[k] - m) * s;
         }
       }
     }
@@ -153,18 +162,16 @@ __global__ void norm_bwd_dx_kernel(const T* __restrict__ g, const T* __restrict_
     const A mean_d = sum_d * inv_n, mean_dx = sum_dx * inv_n;
     const A c = s * s * s * sum_dx * inv_n;  // rms
     for (int64_t i = threadIdx.x; i < nv; i += blockDim.x) {
-      Vec<T, V> gv = load_vec<T, V>(gr + i * V), xv = load_vec<T, V>(xr + i * V), wv, o;
-      if (w) wv = load_vec<T, V>(w + i * V);
+      A d[V], xa[V];
+      terms(i, d, xa);
+      Vec<T, V> o;
 #pragma unroll
       for (int k = 0; k < V; ++k) {
-        A d = convert<A>(gv.v[k]);
-        if (w) d *= convert<A>(wv.v[k]);
-        const A xa = convert<A>(xv.v[k]);
         A r;
         if constexpr (kRms)
-          r = s * d - xa * c;
+          r = s * d[k] - xa[k] * c;
         else
-          r = s * (d - mean_d - (xa - m) * s * mean_dx);
+          r = s * (d[k] - mean_d - (xa[k] - m) * s * mean_dx);
         o.v[k] = convert<T>(r);
       }
       store_vec<T, V>(dx + row * N + i * V, o);

@@ -35,26 +35,14 @@ __global__ void copy_rows_kernel(const U* __restrict__ src, U* __restrict__ dst,
 void copy_rows(const gn_kernel_ctx* ctx, const void* src, void* dst, int64_t outer, int64_t src_bytes,
                int64_t dst_bytes, int64_t off) {
   if (outer == 0 || src_bytes == 0) return;
-  int u = 1;
-  for (int c = 16; c > 1; c /= 2)
-    if (src_bytes % c == 0 && dst_bytes % c == 0 && off % c == 0 && (uintptr_t)src % c == 0 &&
-        (uintptr_t)dst % c == 0) {
-      u = c;
-      break;
-    }
+  const int u =
+      nn::copy_unit({(uint64_t)src_bytes, (uint64_t)dst_bytes, (uint64_t)off, (uintptr_t)src, (uintptr_t)dst});
   const unsigned grid = nn::grid_for(ctx, outer * (src_bytes / u));
-  auto go = [&](auto tag) {
+  nn::dispatch_unit(u, [&](auto tag) {
     using U = typename decltype(tag)::type;
     copy_rows_kernel<U><<<grid, kThreads, 0, stream(ctx)>>>(static_cast<const U*>(src), static_cast<U*>(dst), outer,
                                                             src_bytes / u, dst_bytes / u, off / u);
-  };
-  switch (u) {
-    case 16: go(Tag<uint4>{}); break;
-    case 8: go(Tag<uint2>{}); break;
-    case 4: go(Tag<uint32_t>{}); break;
-    case 2: go(Tag<uint16_t>{}); break;
-    default: go(Tag<uint8_t>{}); break;
-  }
+  });
   GN_CUDA_CHECK_LAUNCH();
 }
 

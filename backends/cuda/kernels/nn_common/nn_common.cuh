@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "common.cuh"
@@ -191,6 +192,29 @@ void dispatch_raw(int32_t dtype, const char* op, F&& f) {
     case 4: f(Tag<uint32_t>{}); break;
     case 8: f(Tag<uint64_t>{}); break;
     default: fail_op(GN_ERR_DTYPE, op, std::string("unsupported dtype ") + gn_dtype_name(dtype));
+  }
+}
+
+// The widest copy unit (16, 8, 4, 2 or 1 bytes) that divides every value: byte counts,
+// byte offsets and addresses.
+inline int copy_unit(std::initializer_list<uint64_t> values) {
+  for (int u = 16; u > 1; u /= 2) {
+    bool ok = true;
+    for (uint64_t v : values) ok = ok && v % u == 0;
+    if (ok) return u;
+  }
+  return 1;
+}
+
+// Call f(Tag<U>{}) for the element of a copy unit of `bytes` bytes (copy_unit's result).
+template <class F>
+void dispatch_unit(int bytes, F&& f) {
+  switch (bytes) {
+    case 16: f(Tag<uint4>{}); break;
+    case 8: f(Tag<uint2>{}); break;
+    case 4: f(Tag<uint32_t>{}); break;
+    case 2: f(Tag<uint16_t>{}); break;
+    default: f(Tag<uint8_t>{}); break;
   }
 }
 
