@@ -1,7 +1,7 @@
 // fuzz_tokenizer_json.cpp - any bytes as a tokenizer.json: Tokenizer::from_files either refuses
 // them with a genesis::Error or returns a tokenizer, which then encodes and decodes text (a fixed
 // multilingual line and the input's own first bytes, which need not be UTF-8) and streams the ids
-// back.  The bytes go through a memfd, so the file reading runs too.
+// back; ids outside the vocabulary must be refused.  The bytes go through a memfd, so the file reading runs too.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -40,6 +40,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)stream.flush();
     } catch (const genesis::Error&) {
     }
+  }
+  // Ids outside the vocabulary are refused, never read past the tables.
+  for (int64_t bad : {tok.vocab_size(), int64_t{-7}, int64_t{99999999}}) {
+    bool refused = false;
+    try {
+      (void)tok.decode({bad});
+    } catch (const genesis::Error&) {
+      refused = true;
+    }
+    if (!refused) std::abort();
   }
   return 0;
 }

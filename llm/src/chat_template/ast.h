@@ -39,6 +39,7 @@ struct Expr {
   };
   Kind kind;
   int line = 0;
+  int depth = 1;  // 1 + the deepest operand (bounded at parse time, so evaluating and freeing it stays shallow)
   Value value;
   std::string name;
   std::vector<ExprPtr> args;

@@ -303,6 +303,7 @@ Value filter_join_(const FilterCall& c) {
     if (!first) out += sep;
     first = false;
     out += to_str(a.has(1) && !a.get(1).is_none() ? attr_path(item, a.get(1), line) : item);
+    check_string_size(out.size(), line);
   }
   return Value::string(out);
 }
@@ -457,6 +458,7 @@ Value filter_indent_(const FilterCall& c) {
   [[maybe_unused]] auto& [name, v, args, kwargs, line] = c;
   Args a(name, {"width", "first", "blank"}, args, kwargs, line);
   Value width = a.get(0, Value::integer(4));
+  if (!width.is_string()) check_string_size(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), line);
   std::string pad =
       width.is_string() ? width.s : std::string(static_cast<size_t>(std::max<int64_t>(0, width.as_int())), ' ');
   // jinja2 appends "\n" before splitting (so a trailing newline is kept), which fails
@@ -473,6 +475,7 @@ Value filter_indent_(const FilterCall& c) {
     out += "\n";
     if (truthy(a.get(2, Value::boolean(false))) || !l.empty()) out += pad;
     out += l;
+    check_string_size(out.size(), line);
   }
   if (truthy(a.get(1, Value::boolean(false)))) out = pad + out;
   return Value::string(out);

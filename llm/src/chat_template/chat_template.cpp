@@ -13,8 +13,13 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-chat::Value from_json(const json& j) {
+// Context nesting past this is refused (the conversion below recurses once per level).
+constexpr int kMaxContextDepth = 256;
+
+chat::Value from_json(const json& j, int depth = 0) {
   using chat::Value;
+  if (depth > kMaxContextDepth)
+    chat::fail("the context is nested deeper than " + std::to_string(kMaxContextDepth) + " levels");
   switch (j.type()) {
     case json::value_t::null: return Value::none();
     case json::value_t::boolean: return Value::boolean(j.get<bool>());
@@ -29,12 +34,12 @@ chat::Value from_json(const json& j) {
     case json::value_t::array: {
       chat::List items;
       items.reserve(j.size());
-      for (const auto& x : j) items.push_back(from_json(x));
+      for (const auto& x : j) items.push_back(from_json(x, depth + 1));
       return Value::make_list(std::move(items));
     }
     case json::value_t::object: {
       auto d = std::make_shared<chat::Dict>();
-      for (const auto& [k, v] : j.items()) d->items.emplace_back(k, from_json(v));
+      for (const auto& [k, v] : j.items()) d->items.emplace_back(k, from_json(v, depth + 1));
       return Value::make_dict(d);
     }
     default: chat::fail("unsupported JSON value in the context");
@@ -54,11 +59,12 @@ json parse_object(const std::string& text, const char* what) {
 
 }  // namespace
 
-ChatTemplate::ChatTemplate(const std::string& source) : source_(source), program_(chat::parse(source)) {}
+ChatTemplate::ChatTemplate(const std::string& source, const ChatTemplateLimits& limits)
+    : source_(source), limits_(limits), program_(chat::parse(source)) {}
 
 std::string ChatTemplate::render(const std::string& context_json) const {
   chat::Value ctx = from_json(parse_object(context_json, "the context"));
-  return chat::render_program(*program_, *ctx.dict);
+  return chat::render_program(*program_, *ctx.dict, limits_);
 }
 
 std::string ChatTemplate::apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt,

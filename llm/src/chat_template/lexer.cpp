@@ -4,6 +4,7 @@
 // spaces before it on its own line.
 #include "lexer.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "value.h"
@@ -366,7 +367,7 @@ class Lexer {
     tok.text = text;
     if (is_float) {
       tok.type = Token::Type::Float;
-      tok.f = std::stod(text);
+      tok.f = std::strtod(text.c_str(), nullptr);  // as Python's float(): inf past the range, 0 below it
     } else {
       tok.type = Token::Type::Int;
       try {

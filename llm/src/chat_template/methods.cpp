@@ -147,6 +147,7 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
         ++n;
       }
       if (k < u.size()) utf8_append(out, u[k]);
+      check_string_size(out.size());
     }
     return out;
   }
@@ -156,6 +157,7 @@ std::string py_replace(const std::string& s, const std::string& old, const std::
     size_t f = s.find(old, k);
     if (f == std::string::npos || (count >= 0 && n == count)) break;
     out += s.substr(k, f - k) + repl;
+    check_string_size(out.size());
     k = f + old.size();
     ++n;
   }
@@ -254,6 +256,7 @@ Value str_method(const std::string& s, const std::string& name, List& args, int 
       if (!first) out += s;
       first = false;
       out += v.s;
+      check_string_size(out.size(), line);
     }
     return Value::string(out);
   }

@@ -1,6 +1,7 @@
 // chat_template/parser.cpp - recursive-descent parser over the lexer's tokens, following jinja2's
 // grammar and operator precedence (or < and < not < compare < +,- < ~ < *,/,//,% < ** <
 // unary, with filters and tests binding to the unary operand).
+#include <algorithm>
 #include <set>
 
 #include "ast.h"
@@ -27,6 +28,38 @@ class Parser {
   size_t pos_ = 0;
   int loop_depth_ = 0;
   int depth_ = 0;  // statements nested in if/for/set/macro blocks
+  int nest_ = 0;   // the parser's own recursion (parentheses, literals, call arguments, unary operators)
+
+  // Limits on what one template may nest (far above what chat templates use): deeper input is refused with an
+  // error instead of overflowing the stack while parsing, rendering or freeing it.
+  static constexpr int kMaxBlockDepth = 64;
+  static constexpr int kMaxNest = 128;
+  static constexpr int kMaxExprDepth = 256;
+
+  struct NestGuard {
+    Parser& p;
+    explicit NestGuard(Parser& p) : p(p) {
+      if (++p.nest_ > kMaxNest)
+        fail("parse depth limit exceeded: expressions nested deeper than " + std::to_string(kMaxNest) + " levels",
+             p.cur().line);
+    }
+    ~NestGuard() { --p.nest_; }
+  };
+
+  // Sets e's depth from its operands; fails past kMaxExprDepth.
+  static ExprPtr deepen(ExprPtr e) {
+    int d = 0;
+    for (const ExprPtr& a : e->args)
+      if (a) d = std::max(d, a->depth);
+    for (const auto& kv : e->kwargs) d = std::max(d, kv.second->depth);
+    for (const auto& kv : e->items) d = std::max({d, kv.first->depth, kv.second->depth});
+    e->depth = d + 1;
+    if (e->depth > kMaxExprDepth)
+      fail("expression depth limit exceeded: an expression nested deeper than " + std::to_string(kMaxExprDepth) +
+               " operations",
+           e->line);
+    return e;
+  }
 
   const Token& cur() const { return toks_[pos_]; }
   const Token& peek(size_t n = 1) const { return toks_[std::min(pos_ + n, toks_.size() - 1)]; }
@@ -75,6 +108,9 @@ class Parser {
 
   // Parses until a block tag named in `ends` (left as the current token) or the end.
   Body parse_body(const std::set<std::string>& ends, const std::string& opener, int open_line, std::string* found) {
+    if (depth_ > kMaxBlockDepth)
+      fail("block depth limit exceeded: statements nested deeper than " + std::to_string(kMaxBlockDepth) + " blocks",
+           open_line);
     Body body;
     while (true) {
       const Token& t = cur();
@@ -304,10 +340,11 @@ class Parser {
     }
     auto e = make(Expr::Kind::Tuple, line);
     e->args = std::move(args);
-    return e;
+    return deepen(std::move(e));
   }
 
   ExprPtr parse_expression(bool with_condexpr) {
+    NestGuard guard(*this);
     if (!with_condexpr) return parse_or();
     int line = cur().line;
     ExprPtr expr1 = parse_or();
@@ -322,7 +359,7 @@ class Parser {
       } else {
         e->args.push_back(nullptr);
       }
-      expr1 = std::move(e);
+      expr1 = deepen(std::move(e));
     }
     return expr1;
   }
@@ -332,7 +369,7 @@ class Parser {
     e->name = op;
     e->args.push_back(std::move(a));
     e->args.push_back(std::move(b));
-    return e;
+    return deepen(std::move(e));
   }
 
   ExprPtr parse_or() {
@@ -357,10 +394,11 @@ class Parser {
 
   ExprPtr parse_not() {
     if (is_name("not")) {
+      NestGuard guard(*this);
       auto e = make(Expr::Kind::Not, cur().line);
       next();
       e->args.push_back(parse_not());
-      return e;
+      return deepen(std::move(e));
     }
     return parse_compare();
   }
@@ -392,7 +430,7 @@ class Parser {
       cmp->ops.push_back(op);
       cmp->args.push_back(parse_math1());
     }
-    return cmp ? std::move(cmp) : std::move(expr);
+    return cmp ? deepen(std::move(cmp)) : std::move(expr);
   }
 
   ExprPtr parse_math1() {
@@ -416,7 +454,7 @@ class Parser {
       next();
       e->args.push_back(parse_math2());
     }
-    return e;
+    return deepen(std::move(e));
   }
 
   ExprPtr parse_math2() {
@@ -443,9 +481,11 @@ class Parser {
   ExprPtr parse_unary(bool with_filter) {
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
+      NestGuard guard(*this);
       node = make(is_op("-") ? Expr::Kind::Neg : Expr::Kind::Pos, cur().line);
       next();
       node->args.push_back(parse_unary(false));
+      node = deepen(std::move(node));
     } else {
       node = parse_primary();
     }
@@ -503,7 +543,7 @@ class Parser {
         e->args.push_back(parse_expression(true));
       }
       next();
-      return e;
+      return deepen(std::move(e));
     }
     if (is_op("{")) {
       next();
@@ -516,7 +556,7 @@ class Parser {
         e->items.emplace_back(std::move(key), parse_expression(true));
       }
       next();
-      return e;
+      return deepen(std::move(e));
     }
     unexpected();
   }
@@ -556,7 +596,7 @@ class Parser {
         e->name = cur().text;
         e->args.push_back(std::move(node));
         next();
-        return e;
+        return deepen(std::move(e));
       }
       if (cur().type != T::Int) unexpected("a name or number");
       auto e = make(Expr::Kind::Getitem, line);
@@ -565,7 +605,7 @@ class Parser {
       next();
       e->args.push_back(std::move(node));
       e->args.push_back(std::move(k));
-      return e;
+      return deepen(std::move(e));
     }
     next();  // [
     std::vector<ExprPtr> args;
@@ -581,9 +621,9 @@ class Parser {
     } else {
       auto tup = make(Expr::Kind::Tuple, line);
       tup->args = std::move(args);
-      e->args.push_back(std::move(tup));
+      e->args.push_back(deepen(std::move(tup)));
     }
-    return e;
+    return deepen(std::move(e));
   }
 
   ExprPtr parse_subscribed() {
@@ -609,7 +649,7 @@ class Parser {
     } else {
       slice->args.push_back(nullptr);
     }
-    return slice;
+    return deepen(std::move(slice));
   }
 
   // Call arguments "(a, b, key=value)" into e->args (after any already there) and e->kwargs.
@@ -639,7 +679,7 @@ class Parser {
     e->name = name;
     e->args.push_back(std::move(node));
     parse_call_args(*e);
-    return e;
+    return deepen(std::move(e));
   }
 
   ExprPtr parse_filters(ExprPtr node) {
@@ -652,7 +692,7 @@ class Parser {
       e->name = name;
       e->args.push_back(std::move(node));
       if (is_op("(")) parse_call_args(*e);
-      node = std::move(e);
+      node = deepen(std::move(e));
     }
     return node;
   }
@@ -678,10 +718,11 @@ class Parser {
       if (is_name("is")) fail("cannot chain tests with 'is'", cur().line);
       e->args.push_back(parse_postfix(parse_primary()));
     }
+    e = deepen(std::move(e));
     if (!negated) return e;
     auto n = make(Expr::Kind::Not, line);
     n->args.push_back(std::move(e));
-    return n;
+    return deepen(std::move(n));
   }
 };
 

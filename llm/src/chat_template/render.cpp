@@ -22,7 +22,8 @@ enum class Flow { Normal, Break, Continue };
 
 class Renderer {
  public:
-  Renderer(const Dict& context, std::string& out) : context_(context), out_(&out) {}
+  Renderer(const Dict& context, std::string& out, const ChatTemplateLimits& limits)
+      : context_(context), out_(&out), limits_(limits) {}
 
   void run(const Body& body) {
     Scope root;
@@ -33,6 +34,35 @@ class Renderer {
  private:
   const Dict& context_;
   std::string* out_;
+  const ChatTemplateLimits& limits_;
+  int64_t call_depth_ = 0;  // macro calls in progress
+  int64_t calls_ = 0;       // macro calls so far
+  int64_t iterations_ = 0;  // loop iterations so far
+  int64_t nesting_ = 0;     // statements and expressions being evaluated (the interpreter's recursion)
+
+  // One level of the interpreter's recursion (statements, expressions), bounded so a deep template cannot
+  // overflow the stack.
+  struct Nest {
+    Renderer& r;
+    Nest(Renderer& r, int line) : r(r) {
+      if (++r.nesting_ > r.limits_.max_nesting) {
+        --r.nesting_;
+        fail("nesting limit exceeded: statements and expressions nested deeper than max_nesting (" +
+                 std::to_string(r.limits_.max_nesting) + ")",
+             line);
+      }
+    }
+    ~Nest() { --r.nesting_; }
+  };
+
+  void emit(const std::string& text, int line) {
+    if (static_cast<int64_t>(out_->size() + text.size()) > limits_.max_output_bytes)
+      fail("output size limit exceeded: the rendered text is over max_output_bytes (" +
+               std::to_string(limits_.max_output_bytes) + ")",
+           line);
+    *out_ += text;
+  }
+
   Scope* scope_ = nullptr;
   Scope* root_ = nullptr;               // the template's top level, where macros are defined
   const Value* block_input_ = nullptr;  // the captured body inside {% set x | filter %}
@@ -70,9 +100,10 @@ class Renderer {
   }
 
   Flow exec(const Node& n) {
+    Nest nest(*this, n.line);
     switch (n.kind) {
-      case Node::Kind::Text: *out_ += n.text; return Flow::Normal;
-      case Node::Kind::Output: *out_ += to_str(eval(*n.expr)); return Flow::Normal;
+      case Node::Kind::Text: emit(n.text, n.line); return Flow::Normal;
+      case Node::Kind::Output: emit(to_str(eval(*n.expr)), n.line); return Flow::Normal;
       case Node::Kind::If:
         for (const auto& [cond, body] : n.branches)
           if (truthy(eval(*cond))) return exec(body);
@@ -87,6 +118,9 @@ class Renderer {
         Value ns = lookup(n.targets[0]);
         if (ns.kind != Value::Kind::Namespace)
           fail("cannot assign attribute on non-namespace object '" + n.targets[0] + "'", n.line);
+        // A namespace inside a namespace could make a cycle (never printed, never freed): refused.
+        if (v.kind == Value::Kind::Namespace || v.has_ns)
+          fail("cannot store a namespace in a namespace attribute ('" + n.targets[0] + "." + n.ns_attr + "')", n.line);
         ns.dict->set(n.ns_attr, v);
         return Flow::Normal;
       }
@@ -127,6 +161,7 @@ class Renderer {
     if (n.cond) {
       List kept;
       for (const Value& item : items) {
+        count_iteration(n.line);
         Scope s;
         s.parent = scope_;
         assign(n.targets, item, s, n.line);
@@ -149,6 +184,7 @@ class Renderer {
     }
     const int64_t len = static_cast<int64_t>(items.size());
     for (int64_t k = 0; k < len; ++k) {
+      count_iteration(n.line);
       Scope s;
       s.parent = saved;
       assign(n.targets, items[k], s, n.line);
@@ -177,10 +213,30 @@ class Renderer {
     return Flow::Normal;
   }
 
+  void count_iteration(int line) {
+    if (++iterations_ > limits_.max_loop_iterations)
+      fail("loop iteration limit exceeded: over max_loop_iterations (" + std::to_string(limits_.max_loop_iterations) +
+               ") loop iterations in one render",
+           line);
+  }
+
   // A macro call renders its body in a fresh scope over the top level, with the parameters
   // bound (a missing one without a default is Undefined, as in jinja2) and returns the text.
   Value call_macro(const Node& m, List& args, KwArgs& kwargs, int line) {
     const std::string& name = m.targets[0];
+    if (call_depth_ >= limits_.max_call_depth)
+      fail("call depth limit exceeded: macro '" + name + "' called with over max_call_depth (" +
+               std::to_string(limits_.max_call_depth) + ") calls in progress (unbounded recursion?)",
+           line);
+    if (++calls_ > limits_.max_calls)
+      fail("call count limit exceeded: over max_calls (" + std::to_string(limits_.max_calls) +
+               ") macro calls in one render",
+           line);
+    struct Depth {
+      int64_t& d;
+      explicit Depth(int64_t& d) : d(d) { ++d; }
+      ~Depth() { --d; }
+    } depth(call_depth_);
     if (args.size() > m.params.size())
       fail("macro '" + name + "' takes not more than " + std::to_string(m.params.size()) + " argument(s)", line);
     Scope s;
@@ -219,6 +275,7 @@ class Renderer {
   // ---- expressions
 
   Value eval(const Expr& e) {
+    Nest nest(*this, e.line);
     using K = Expr::Kind;
     switch (e.kind) {
       case K::Const: return e.value;
@@ -302,7 +359,10 @@ class Renderer {
                                 " evaluated to false and no else section was defined");
       case K::Concat: {
         std::string s;
-        for (const ExprPtr& a : e.args) s += to_str(eval(*a));
+        for (const ExprPtr& a : e.args) {
+          s += to_str(eval(*a));
+          check_string_size(s.size(), e.line);
+        }
         return Value::string(s);
       }
       case K::Compare: {
@@ -444,8 +504,12 @@ class Renderer {
       return unsupported();
     }
     if (op == "+") {
-      if (a.is_string() && b.is_string()) return Value::string(a.s + b.s);
+      if (a.is_string() && b.is_string()) {
+        check_string_size(a.s.size() + b.s.size(), line);
+        return Value::string(a.s + b.s);
+      }
       if (a.is_sequence() && b.is_sequence() && a.tuple == b.tuple) {
+        check_list_size(a.list->size() + b.list->size(), line);
         List items = *a.list;
         items.insert(items.end(), b.list->begin(), b.list->end());
         return Value::make_list(std::move(items), a.tuple);
@@ -457,8 +521,14 @@ class Renderer {
       const Value& count = a.is_integral() ? a : b;
       if (!count.is_integral()) return unsupported();
       int64_t n = std::max<int64_t>(0, count.as_int());
+      auto times = [&](size_t unit) {  // n * unit, saturated
+        return unit == 0 ? 0 : (static_cast<uint64_t>(n) > SIZE_MAX / unit ? SIZE_MAX : static_cast<size_t>(n) * unit);
+      };
+      if (seq.is_string()) check_string_size(times(seq.s.size()), line);
+      if (seq.is_sequence()) check_list_size(times(seq.list->size()), line);
       if (seq.is_string()) {
         std::string s;
+        s.reserve(times(seq.s.size()));
         for (int64_t k = 0; k < n; ++k) s += seq.s;
         return Value::string(s);
       }
@@ -474,9 +544,19 @@ class Renderer {
 
 }  // namespace
 
-std::string render_program(const Program& program, const Dict& context) {
+std::string render_program(const Program& program, const Dict& context, const ChatTemplateLimits& limits) {
+  RenderBudget budget;
+  budget.max_string_bytes = limits.max_string_bytes;
+  budget.max_list_items = limits.max_list_items;
+  budget.max_value_depth = limits.max_value_depth;
+  budget.max_total_bytes = limits.max_total_bytes;
+  struct Activate {  // nested renders (none today) keep the outer budget on return
+    RenderBudget* saved;
+    explicit Activate(RenderBudget* b) : saved(active_budget()) { active_budget() = b; }
+    ~Activate() { active_budget() = saved; }
+  } activate(&budget);
   std::string out;
-  Renderer(context, out).run(program.body);
+  Renderer(context, out, limits).run(program.body);
   return out;
 }
 

@@ -17,10 +17,82 @@ void fail(const std::string& msg, int line) {
   throw Error(GN_ERR_INVALID_ARGUMENT, m);
 }
 
+RenderBudget*& active_budget() {
+  thread_local RenderBudget* budget = nullptr;
+  return budget;
+}
+
+void check_string_size(size_t n, int line) {
+  const RenderBudget* b = active_budget();
+  if (b && static_cast<int64_t>(std::min<size_t>(n, INT64_MAX)) > b->max_string_bytes)
+    fail("string size limit exceeded: a string of " + std::to_string(n) + " bytes is over max_string_bytes (" +
+             std::to_string(b->max_string_bytes) + ")",
+         line);
+}
+
+void check_list_size(size_t n, int line) {
+  const RenderBudget* b = active_budget();
+  if (b && static_cast<int64_t>(std::min<size_t>(n, INT64_MAX)) > b->max_list_items)
+    fail("list size limit exceeded: " + std::to_string(n) + " items is over max_list_items (" +
+             std::to_string(b->max_list_items) + ")",
+         line);
+}
+
+void note_string(size_t n) {
+  RenderBudget* b = active_budget();
+  if (!b) return;
+  check_string_size(n);
+  b->total_bytes += static_cast<int64_t>(n);
+  if (b->total_bytes > b->max_total_bytes)
+    fail("total string size limit exceeded: the template built over max_total_bytes (" +
+         std::to_string(b->max_total_bytes) + ") of strings");
+}
+
+ValueDepthGuard::ValueDepthGuard(int line) {
+  RenderBudget* b = active_budget();
+  if (!b) return;
+  if (++b->value_depth > b->max_value_depth) {
+    --b->value_depth;
+    fail("value nesting limit exceeded: values nested deeper than max_value_depth (" +
+             std::to_string(b->max_value_depth) + "), or a namespace that contains itself",
+         line);
+  }
+}
+
+ValueDepthGuard::~ValueDepthGuard() {
+  if (RenderBudget* b = active_budget()) --b->value_depth;
+}
+
+namespace {
+
+// depth = 1 + the deepest item (failing past max_value_depth while rendering), has_ns when an item is or holds a
+// namespace.
+template <typename Items, typename Get>
+void set_nesting(Value& v, const Items& items, Get get) {
+  size_t d = 0;
+  for (const auto& x : items) {
+    const Value& item = get(x);
+    d = std::max<size_t>(d, item.depth);
+    v.has_ns = v.has_ns || item.has_ns || item.kind == Value::Kind::Namespace;
+  }
+  const RenderBudget* b = active_budget();
+  if (b && static_cast<int64_t>(d) + 1 > b->max_value_depth)
+    fail("value nesting limit exceeded: values nested deeper than max_value_depth (" +
+         std::to_string(b->max_value_depth) + ")");
+  v.depth = static_cast<uint16_t>(std::min<size_t>(d + 1, UINT16_MAX));
+}
+
+const Value& list_item(const Value& x) { return x; }
+const Value& dict_item(const std::pair<std::string, Value>& kv) { return kv.second; }
+
+}  // namespace
+
 Value Value::make_list(List items, bool as_tuple) {
+  check_list_size(items.size());
   Value v;
   v.kind = Kind::List;
   v.tuple = as_tuple;
+  set_nesting(v, items, list_item);
   v.list = std::make_shared<const List>(std::move(items));
   return v;
 }
@@ -34,6 +106,7 @@ Value Value::make_lazy(List items, Lazy lazy) {
 Value Value::make_dict(std::shared_ptr<Dict> d) {
   Value v;
   v.kind = Kind::Dict;
+  if (d) set_nesting(v, d->items, dict_item);
   v.dict = std::move(d);
   return v;
 }
@@ -41,6 +114,7 @@ Value Value::make_dict(std::shared_ptr<Dict> d) {
 Value Value::make_namespace(std::shared_ptr<Dict> d) {
   Value v;
   v.kind = Kind::Namespace;
+  if (d) set_nesting(v, d->items, dict_item);
   v.dict = std::move(d);
   return v;
 }
@@ -236,6 +310,7 @@ static std::string repr_str(const std::string& s) {
 }
 
 std::string repr(const Value& v) {
+  ValueDepthGuard guard;
   switch (v.kind) {
     case Value::Kind::Undefined: return "Undefined";
     case Value::Kind::String: return repr_str(v.s);
@@ -249,6 +324,7 @@ std::string repr(const Value& v) {
       for (size_t k = 0; k < v.list->size(); ++k) {
         if (k) out += ", ";
         out += repr((*v.list)[k]);
+        check_string_size(out.size());
       }
       if (v.tuple && v.list->size() == 1) out += ",";
       return out + (v.tuple ? ")" : "]");
@@ -261,6 +337,7 @@ std::string repr(const Value& v) {
         if (!first) out += ", ";
         first = false;
         out += repr_str(k) + ": " + repr(item);
+        check_string_size(out.size());
       }
       out += "}";
       return v.kind == Value::Kind::Namespace ? "<Namespace " + out + ">" : out;
@@ -285,6 +362,7 @@ std::string to_str(const Value& v) {
 // ---- comparisons
 
 bool equal(const Value& a, const Value& b) {
+  ValueDepthGuard guard;
   using K = Value::Kind;
   if (a.is_number() && b.is_number()) {
     if (a.is_integral() && b.is_integral()) return a.as_int() == b.as_int();
@@ -317,6 +395,7 @@ bool equal(const Value& a, const Value& b) {
 }
 
 bool less(const Value& a, const Value& b, int line) {
+  ValueDepthGuard guard(line);
   if (a.is_number() && b.is_number()) {
     if (a.is_integral() && b.is_integral()) return a.as_int() < b.as_int();
     return a.as_double() < b.as_double();
@@ -362,8 +441,10 @@ List iterate(const Value& v, int line) {
       return keys;
     }
     case Value::Kind::String: {
+      std::u32string u = utf8_decode(v.s);
+      check_list_size(u.size(), line);
       List chars;
-      for (char32_t c : utf8_decode(v.s)) chars.push_back(Value::string(utf8_encode(std::u32string(1, c))));
+      for (char32_t c : u) chars.push_back(Value::string(utf8_encode(std::u32string(1, c))));
       return chars;
     }
     default: fail("'" + type_name(v) + "' object is not iterable", line);
@@ -403,6 +484,8 @@ static void json_string(std::string& out, const std::string& s, bool ensure_asci
 }
 
 static void json_value(std::string& out, const Value& v, const JsonStyle& st, int level, int line) {
+  ValueDepthGuard guard(line);
+  check_string_size(out.size(), line);
   auto newline = [&](int lvl) {
     out += '\n';
     for (int k = 0; k < lvl; ++k) out += st.indent_unit;

@@ -21,10 +21,39 @@ using KwArgs = std::vector<std::pair<std::string, Value>>;
 /** Throws genesis::Error(GN_ERR_INVALID_ARGUMENT, "[chat_template] " + msg [+ " at line N"]). */
 [[noreturn]] void fail(const std::string& msg, int line = 0);
 
+/** What one render may use (ChatTemplateLimits), active for the rendering thread while it renders; every string,
+ * list and nested value the template builds is checked against it, so a hostile template ends with an error naming
+ * the limit instead of exhausting memory or the stack. */
+struct RenderBudget {
+  int64_t max_string_bytes = 0;
+  int64_t max_list_items = 0;
+  int64_t max_value_depth = 0;
+  int64_t max_total_bytes = 0;
+  int64_t total_bytes = 0;  // bytes of every string built so far
+  int64_t value_depth = 0;  // current recursion of repr/tojson/== over nested values
+};
+/** The budget of the render running on this thread (nullptr outside a render). */
+RenderBudget*& active_budget();
+/** Fails when a string of n bytes would exceed max_string_bytes (no-op outside a render). */
+void check_string_size(size_t n, int line = 0);
+/** Fails when a list of n items would exceed max_list_items (no-op outside a render). */
+void check_list_size(size_t n, int line = 0);
+/** Counts a new string of n bytes against the render's limits. */
+void note_string(size_t n);
+/** Guards one level of recursion over a nested value (repr, tojson, ==, <): fails past max_value_depth. */
+struct ValueDepthGuard {
+  explicit ValueDepthGuard(int line = 0);
+  ~ValueDepthGuard();
+  ValueDepthGuard(const ValueDepthGuard&) = delete;
+  ValueDepthGuard& operator=(const ValueDepthGuard&) = delete;
+};
+
 struct Value {
   enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Namespace, Function };
   Kind kind = Kind::Undefined;
-  bool tuple = false;  // a List that Python would hold as a tuple (printed "(a, b)")
+  uint16_t depth = 0;   // nesting of lists/dicts inside this value (0 for scalars), bounded while rendering
+  bool has_ns = false;  // a list/dict/namespace holding a namespace somewhere inside
+  bool tuple = false;   // a List that Python would hold as a tuple (printed "(a, b)")
   // A List standing for a lazy Python object: generators (map, select, ...) are always true
   // and have no len(); dict views (keys(), items()) print as dict_keys([...]).
   enum class Lazy : uint8_t { None, Generator, Iterator, Keys, Values, Items };
@@ -71,6 +100,7 @@ struct Value {
     Value v;
     v.kind = Kind::String;
     v.s = std::move(x);
+    note_string(v.s.size());
     return v;
   }
   static Value make_list(List items, bool as_tuple = false);

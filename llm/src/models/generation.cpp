@@ -190,6 +190,18 @@ GenerationResult generate(QwenForCausalLM& model, const std::vector<std::vector<
                                                  std::to_string(V) + ")");
     T = std::max<int64_t>(T, static_cast<int64_t>(prompts[b].size()));
   }
+  // Positions past max_position_embeddings were never trained: a longer prompt is refused, and each row stops
+  // ("length") once prompt + output fill the model's context.
+  const int64_t max_pos = model.config.max_position_embeddings;
+  for (size_t b = 0; b < prompts.size(); ++b)
+    if (static_cast<int64_t>(prompts[b].size()) >= max_pos)
+      throw Error(GN_ERR_INVALID_ARGUMENT,
+                  "[generate] prompt " + std::to_string(b) + " has " + std::to_string(prompts[b].size()) +
+                      " tokens; the model's context (max_position_embeddings) is " + std::to_string(max_pos) +
+                      " positions, which leaves no room for a new token");
+  std::vector<int64_t> row_max(prompts.size());
+  for (size_t b = 0; b < prompts.size(); ++b)
+    row_max[b] = std::min<int64_t>(cfg.max_new_tokens, max_pos - static_cast<int64_t>(prompts[b].size()));
   const int64_t B = static_cast<int64_t>(prompts.size());
   GenerationResult r;
   r.tokens.resize(prompts.size());
@@ -253,14 +265,14 @@ GenerationResult generate(QwenForCausalLM& model, const std::vector<std::vector<
             r.finish_reasons[b] = "stop";
           }
       }
-      if (!done[b] && static_cast<int64_t>(r.tokens[b].size()) >= cfg.max_new_tokens) done[b] = 1;
+      if (!done[b] && static_cast<int64_t>(r.tokens[b].size()) >= row_max[b]) done[b] = 1;
       all_done = all_done && done[b];
     }
     return all_done;
   };
 
   // Capacity: the longest prompt plus every new token, rounded up to 16 positions.
-  const int64_t capacity = (T + cfg.max_new_tokens + 15) / 16 * 16;
+  const int64_t capacity = (T + std::min<int64_t>(cfg.max_new_tokens, max_pos - T) + 15) / 16 * 16;
   Decoder dec(model, B, capacity);
   auto t0 = Clock::now();
   std::vector<int64_t> next = choose(dec.prefill(prompts, T));

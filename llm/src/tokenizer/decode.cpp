@@ -40,7 +40,20 @@ const std::string* bytes_for(const Impl& impl, int64_t id, bool skip_special) {
 
 }  // namespace
 
+namespace {
+
+// Fails for an id outside [0, vocab_size): such an id names no token of this tokenizer.
+void check_id(int64_t vocab_size, int64_t id) {
+  if (id < 0 || id >= vocab_size)
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[tokenizer] token id " + std::to_string(id) +
+                                             " is out of range: this tokenizer's ids are 0.." +
+                                             std::to_string(vocab_size - 1));
+}
+
+}  // namespace
+
 std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
+  for (int64_t id : ids) check_id(vocab_size(), id);
   // Added tokens decode to their content and byte-level tokens to their bytes; the whole byte string is
   // then read as UTF-8 with U+FFFD for ill-formed parts.  Added tokens are well-formed UTF-8, so this
   // equals decoding each run between added tokens on its own (transformers.js, tokenizers >= 0.21).
@@ -93,6 +106,7 @@ StreamDecoder::StreamDecoder(const Tokenizer& tok, bool skip_special_tokens)
 std::string StreamDecoder::put(int64_t id) {
   // Only an unfinished but so far well-formed sequence at the end is held back: everything before it
   // reads the same whatever bytes come next, so the chunks concatenate to decode() of all ids.
+  check_id(tok_->vocab_size(), id);
   const std::string& bytes = tok_->token_bytes(id);  // "" for ids with no token
   if (bytes.empty() || (skip_special_ && tok_->is_special(id))) return "";
   pending_ += bytes;

@@ -82,7 +82,15 @@ void ensure_id(Impl& impl, int64_t id) {
 
 // ---- model
 
-void load_model(Impl& impl, const json& m, const Where& w) {
+// Ids index dense tables: an id may exceed the number of tokens a file defines by this much at most, so a hostile
+// file cannot make a few tokens allocate tables for millions of ids.
+int64_t dense_limit(size_t tokens) { return int64_t(tokens) * 2 + 1024; }
+
+// Most added tokens, and the longest added-token content.
+constexpr size_t kMaxAddedTokens = size_t(1) << 20;
+constexpr size_t kMaxAddedTokenBytes = size_t(1) << 16;
+
+void load_model(Impl& impl, const json& m, const Where& w, size_t added_count) {
   w.object(m, "model");
   // HF also reads a model without "type" as BPE when it has vocab and merges.
   const std::string type = m.contains("type") ? w.string(m["type"], "model.type") : "BPE";
@@ -102,9 +110,18 @@ void load_model(Impl& impl, const json& m, const Where& w) {
   if (vit == m.end()) w.bad("model", "missing \"vocab\"");
   w.object(*vit, "model.vocab");
   impl.token_to_id.reserve(vit->size() + 64);
+  const int64_t max_id = dense_limit(vit->size() + added_count);
   for (auto it = vit->begin(); it != vit->end(); ++it) {
-    const int64_t id = w.id(it.value(), "model.vocab[" + show(it.key()) + "]");
+    const std::string field = "model.vocab[" + show(it.key()) + "]";
+    const int64_t id = w.id(it.value(), field);
+    if (id >= max_id)
+      w.bad(field, "id " + std::to_string(id) + " is far beyond the " + std::to_string(vit->size() + added_count) +
+                       " tokens the file defines (ids must be nearly dense)");
     ensure_id(impl, id);
+    if (!impl.id_to_token[size_t(id)].empty())
+      w.bad(field, "id " + std::to_string(id) + " is also given to " + show(impl.id_to_token[size_t(id)]) +
+                       " (duplicate token id)");
+    if (it.key().empty()) w.bad(field, "a token cannot be empty");
     impl.id_to_token[size_t(id)] = it.key();
     impl.token_to_id[it.key()] = id;
   }
@@ -153,6 +170,10 @@ void load_model(Impl& impl, const json& m, const Where& w) {
 void load_added_tokens(Impl& impl, const json& list, const Where& w) {
   if (list.is_null()) return;
   if (!list.is_array()) w.bad("added_tokens", "expected an array, got " + show(list));
+  if (list.size() > kMaxAddedTokens)
+    w.bad("added_tokens",
+          std::to_string(list.size()) + " entries is over the limit of " + std::to_string(kMaxAddedTokens));
+  const int64_t max_id = dense_limit(impl.token_to_id.size() + list.size());
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string field = "added_tokens[" + std::to_string(i) + "]";
     const json& e = w.object(list[i], field);
@@ -162,6 +183,20 @@ void load_added_tokens(Impl& impl, const json& list, const Where& w) {
     t.id = w.id(e["id"], field + ".id");
     t.content = w.string(e["content"], field + ".content");
     if (t.content.empty()) w.bad(field + ".content", "an added token cannot be empty");
+    if (t.content.size() > kMaxAddedTokenBytes)
+      w.bad(field + ".content", std::to_string(t.content.size()) + " bytes is over the limit of " +
+                                    std::to_string(kMaxAddedTokenBytes) + " for one added token");
+    if (t.id >= max_id)
+      w.bad(field + ".id", "id " + std::to_string(t.id) +
+                               " is far beyond the tokens the file defines (ids must be "
+                               "nearly dense)");
+    if (t.id < int64_t(impl.id_to_token.size()) && !impl.id_to_token[size_t(t.id)].empty() &&
+        impl.id_to_token[size_t(t.id)] != t.content)
+      w.bad(field + ".id", "id " + std::to_string(t.id) + " is already the token " +
+                               show(impl.id_to_token[size_t(t.id)]) + ", not " + show(t.content));
+    if (auto dup = impl.token_to_id.find(t.content); dup != impl.token_to_id.end() && dup->second != t.id)
+      w.bad(field + ".content", show(t.content) + " is already token " + std::to_string(dup->second) +
+                                    " (duplicate token with another id)");
     t.special = w.boolean(e, "special", false, field);
     t.lstrip = w.boolean(e, "lstrip", false, field);
     t.rstrip = w.boolean(e, "rstrip", false, field);
@@ -380,7 +415,8 @@ Tokenizer Tokenizer::from_files(const std::string& tokenizer_json, const std::st
     if (!j.contains(key)) w.bad("(top level)", std::string("missing \"") + key + "\"");
 
   auto impl = std::make_shared<Impl>();
-  load_model(*impl, j["model"], w);
+  const size_t added_count = j.contains("added_tokens") && j["added_tokens"].is_array() ? j["added_tokens"].size() : 0;
+  load_model(*impl, j["model"], w, added_count);
   load_added_tokens(*impl, j.contains("added_tokens") ? j["added_tokens"] : json(), w);
   load_normalizer(*impl, j["normalizer"], w);
   load_pre_tokenizer(*impl, j["pre_tokenizer"], w);

@@ -323,9 +323,26 @@ SftResult train_sft(models::QwenForCausalLM& model, const Tokenizer& tok, const 
     for (size_t i = 0; i < train.size(); ++i) (is_held[i] ? held : keep).push_back(std::move(train[i]));
     train = std::move(keep);
   }
+  // Data that would train on nothing is refused rather than run (and saved) as if it had trained.
+  if (train.empty()) throw Error(GN_ERR_INVALID_ARGUMENT, "[sft] " + o.train_file + ": no conversations to train on");
+  if (std::none_of(train.begin(), train.end(), [](const std::vector<ChatMessage>& c) {
+        return std::any_of(c.begin(), c.end(), [](const ChatMessage& m) { return m.role == "assistant"; });
+      }))
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[sft] " + o.train_file +
+                                             ": no conversation has an \"assistant\" turn; the loss covers assistant "
+                                             "turns only, so training would learn nothing");
   BatchOptions bo = o.batches;
   if (bo.pad_id < 0) bo.pad_id = tok.pad_token_id >= 0 ? tok.pad_token_id : std::max<int64_t>(tok.eos_token_id, 0);
-  SftBatcher train_b(load(train), bo);
+  std::vector<ChatExample> train_ex = load(train);
+  if (std::none_of(train_ex.begin(), train_ex.end(), [](const ChatExample& e) {
+        return std::any_of(e.labels.begin() + (e.labels.empty() ? 0 : 1), e.labels.end(),
+                           [](int64_t l) { return l != kIgnoreIndex; });
+      }))
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[sft] " + o.train_file +
+                                             ": no assistant token survives tokenization and truncation to "
+                                             "max_length " +
+                                             std::to_string(bo.max_length) + "; training would learn nothing");
+  SftBatcher train_b(std::move(train_ex), bo);
   std::optional<SftBatcher> eval_b;
   if (!held.empty()) {
     BatchOptions eo = bo;

@@ -4,6 +4,8 @@
 // every case jinja2 rejects must throw; plus parse errors and the apply() convenience.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -257,6 +259,135 @@ TEST(ChatTemplateApply, OneTemplateRendersFromSeveralThreads) {
 TEST(ChatTemplateApply, StrftimeNowUsesTheLocalClock) {
   ChatTemplate tpl("{{ strftime_now('%Y') | int > 2000 }}");
   EXPECT_EQ(tpl.render("{}"), "True");
+}
+
+// ---- limits: a hostile template ends with an error naming the limit, never a crash, a hang or exhausted memory
+
+std::string repeat(const std::string& s, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// Renders with `limits` and returns the error message ("" when it rendered).
+std::string limit_error(const std::string& source, const genesis::ChatTemplateLimits& limits = {},
+                        const std::string& context = "{}") {
+  try {
+    ChatTemplate(source, limits).render(context);
+  } catch (const genesis::Error& e) {
+    EXPECT_EQ(e.code(), GN_ERR_INVALID_ARGUMENT);
+    return e.what();
+  }
+  return "";
+}
+
+bool has(const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; }
+
+TEST(ChatTemplateLimits, UnboundedRecursionIsACallDepthError) {
+  const std::string msg = limit_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+  EXPECT_TRUE(has(msg, "call depth limit exceeded: macro 'f'") && has(msg, "max_call_depth (64)")) << msg;
+  // The same on a thread with a small stack (512 KiB) still ends in the error.
+  std::string on_thread;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 512 << 10);
+  pthread_t th;
+  auto body = [](void* out) -> void* {
+    *static_cast<std::string*>(out) = limit_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&th, &attr, body, &on_thread), 0);
+  pthread_join(th, nullptr);
+  pthread_attr_destroy(&attr);
+  EXPECT_TRUE(has(on_thread, "call depth limit")) << on_thread;
+  // Recursion that ends within the limit renders.
+  EXPECT_EQ(ChatTemplate("{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(30) }}")
+                .render("{}")
+                .size(),
+            51u);
+  genesis::ChatTemplateLimits small;
+  small.max_call_depth = 5;
+  EXPECT_TRUE(has(limit_error("{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(5) }}", small),
+                  "max_call_depth (5)"));
+  EXPECT_EQ(limit_error("{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(4) }}", small), "");
+}
+
+TEST(ChatTemplateLimits, CallsLoopsOutputStringsAndLists) {
+  EXPECT_TRUE(has(limit_error("{% macro f(n) %}{% if n < 40 %}{{ f(n + 1) }}{{ f(n + 1) }}{% endif %}{% endmacro %}"
+                              "{{ f(0) }}"),
+                  "call count limit exceeded"));
+  EXPECT_TRUE(has(limit_error("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"),
+                  "loop iteration limit exceeded: over max_loop_iterations (1000000)"));
+  genesis::ChatTemplateLimits small;
+  small.max_loop_iterations = 10;
+  EXPECT_EQ(limit_error("{% for a in range(10) %}{% endfor %}", small), "");
+  EXPECT_TRUE(has(limit_error("{% for a in range(11) %}{% endfor %}", small), "max_loop_iterations (10)"));
+  small.max_output_bytes = 100;
+  EXPECT_TRUE(has(limit_error("{{ 'x' * 101 }}", small), "output size limit exceeded"));
+  EXPECT_EQ(limit_error("{{ 'x' * 100 }}", small), "");
+  EXPECT_TRUE(has(limit_error("{% for a in range(1000) %}{{ 'x' * 10000000 }}{% endfor %}"),
+                  "output size limit exceeded: the rendered text is over max_output_bytes (67108864)"));
+  // A doubling loop through a namespace: ~, +, *, replace and join all stop at the string limit.
+  for (const char* step : {"ns.s ~ ns.s", "ns.s + ns.s", "ns.s * 2", "ns.s.replace('x', ns.s)", "[ns.s, ns.s]|join"}) {
+    const std::string src = std::string("{% set ns = namespace(s='xy') %}{% for i in range(100) %}{% set ns.s = ") +
+                            step + " %}{% endfor %}{{ ns.s }}";
+    EXPECT_TRUE(has(limit_error(src), "string size limit exceeded")) << step;
+  }
+  EXPECT_TRUE(has(limit_error("{{ 'ab' * 1000000000000 }}"),
+                  "a string of 2000000000000 bytes is over max_string_bytes (16777216)"));
+  EXPECT_TRUE(has(limit_error("{{ 'x' | indent(100000000000) }}"), "string size limit exceeded"));
+  EXPECT_TRUE(has(limit_error("{% set ns = namespace(l=[1]) %}{% for i in range(100) %}{% set ns.l = ns.l + ns.l %}"
+                              "{% endfor %}"),
+                  "list size limit exceeded"));
+  EXPECT_TRUE(has(limit_error("{{ [0] * 100000000000 }}"), "max_list_items (1000000)"));
+  small = {};
+  small.max_total_bytes = 1000;
+  EXPECT_TRUE(has(limit_error("{% for i in range(100) %}{% set x = 'y' * 100 %}{% endfor %}", small),
+                  "total string size limit exceeded"));
+}
+
+TEST(ChatTemplateLimits, NestingIsBoundedWhileParsingAndRendering) {
+  EXPECT_TRUE(
+      has(parse_error("{{ " + repeat("(", 100000) + "1" + repeat(")", 100000) + " }}"), "parse depth limit exceeded"));
+  EXPECT_TRUE(has(parse_error("{{ " + repeat("[", 100000) + repeat("]", 100000) + " }}"), "parse depth limit"));
+  EXPECT_TRUE(has(parse_error("{{ " + repeat("not ", 100000) + "1 }}"), "parse depth limit"));
+  EXPECT_TRUE(has(parse_error("{{ 1" + repeat(" + 1", 100000) + " }}"), "expression depth limit exceeded"));
+  EXPECT_TRUE(has(parse_error("{{ x" + repeat(".y", 100000) + " }}"), "expression depth limit"));
+  EXPECT_TRUE(has(parse_error("{{ x" + repeat("|trim", 100000) + " }}"), "expression depth limit"));
+  EXPECT_TRUE(
+      has(parse_error(repeat("{% if 1 %}", 100000) + repeat("{% endif %}", 100000)), "block depth limit exceeded"));
+  // Real templates nest far less than the limits allow.
+  EXPECT_EQ(ChatTemplate("{{ " + repeat("(", 100) + "1" + repeat(")", 100) + " }}").render("{}"), "1");
+  EXPECT_EQ(ChatTemplate("{{ 0" + repeat(" + 1", 200) + " }}").render("{}"), "200");
+  EXPECT_TRUE(has(limit_error("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}"
+                              "{% endfor %}{{ ns.x }}"),
+                  "value nesting limit exceeded"));
+  EXPECT_TRUE(has(limit_error("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}"),
+                  "cannot store a namespace in a namespace attribute ('ns.me')"));
+  EXPECT_TRUE(has(limit_error("{% set ns = namespace() %}{% set ns.l = [{'a': ns}] %}"), "cannot store a namespace"));
+  EXPECT_TRUE(has(limit_error("{{ x }}", {}, "{\"x\": " + repeat("[", 10000) + repeat("]", 10000) + "}"),
+                  "nested deeper than 256 levels"));
+  genesis::ChatTemplateLimits small;
+  small.max_nesting = 20;
+  EXPECT_TRUE(has(limit_error("{{ 0" + repeat(" + 1", 30) + " }}", small), "nesting limit exceeded"));
+}
+
+TEST(ChatTemplateErrors, FloatLiteralsBeyondADoubleAreInfOrZeroAsInPython) {
+  // jinja2 reads them with float(): '{{ 1E800 }} {{ 1e-800 }}' renders 'inf 0.0' (the lexer used to throw
+  // std::out_of_range, found by the fuzzer).
+  EXPECT_EQ(ChatTemplate("{{ 1E800 }} {{ 1e-800 }} {{ -1e999 }}").render("{}"), "inf 0.0 -inf");
+}
+
+TEST(ChatTemplateLimits, RealTemplatesRenderUnderTheDefaults) {
+  // Every oracle conversation already renders (Oracle tests); here a long conversation does too.
+  json msgs = json::array();
+  for (int i = 0; i < 2000; ++i)
+    msgs.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", "turn " + std::to_string(i)}});
+  for (const char* name : {"qwen2.5-instruct.jinja", "qwen3.jinja", "qwen3-coder-vllm.jinja"}) {
+    ChatTemplate tpl(read_file(kDir + name));
+    json ctx = {{"messages", msgs}, {"add_generation_prompt", true}};
+    EXPECT_GT(tpl.render(ctx.dump()).size(), 20000u) << name;
+  }
 }
 
 }  // namespace

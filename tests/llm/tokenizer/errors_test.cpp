@@ -157,4 +157,53 @@ TEST_F(TokenizerErrors, BadConfigNamesTheConfigFile) {
   }
 }
 
+TEST_F(TokenizerErrors, HostileIdsAndDuplicatesAreRefused) {
+  json j = base();
+  j["model"]["vocab"]["c"] = 16000000;  // below the id cap, but a 3-token file would allocate 16M slots
+  fails(j, GN_ERR_INVALID_ARGUMENT, {"model.vocab[\"c\"]", "far beyond", "nearly dense"});
+  j = base();
+  j["model"]["vocab"]["c"] = 1;
+  fails(j, GN_ERR_INVALID_ARGUMENT, {"model.vocab[\"c\"]", "duplicate token id", "\"b\""});
+  j = base();
+  j["model"]["vocab"]["c"] = -1;
+  fails(j, GN_ERR_INVALID_ARGUMENT, {"model.vocab[\"c\"]", "-1"});
+  j = base();
+  j["added_tokens"] = json::parse(R"([{"id": 16777215, "content": "<x>", "special": true}])");
+  fails(j, GN_ERR_INVALID_ARGUMENT, {"added_tokens[0].id", "far beyond"});
+  j["added_tokens"] = json::parse(R"([{"id": 2, "content": "<x>", "special": true}])");
+  fails(j, GN_ERR_INVALID_ARGUMENT, {"added_tokens[0].id", "already the token", "\"ab\""});
+  j["added_tokens"] = json::parse(R"([{"id": 3, "content": "<x>"}, {"id": 4, "content": "<x>"}])");
+  fails(j, GN_ERR_INVALID_ARGUMENT, {"added_tokens[1].content", "duplicate token"});
+  j["added_tokens"] = json::array({{{"id", 3}, {"content", std::string(100000, 'x')}}});
+  fails(j, GN_ERR_INVALID_ARGUMENT, {"added_tokens[0].content", "over the limit"});
+  json many = json::array();
+  for (int i = 0; i < (1 << 20) + 1; ++i) many.push_back({{"id", 3}, {"content", "t"}});
+  j["added_tokens"] = std::move(many);
+  fails(j, GN_ERR_INVALID_ARGUMENT, {"added_tokens", "over the limit"});
+  // An added token that repeats a vocabulary entry with the same id is fine (HF files do this).
+  j = base();
+  j["added_tokens"] = json::parse(R"([{"id": 2, "content": "ab", "special": false}])");
+  EXPECT_EQ(Tokenizer::from_files(file("tokenizer.json", j.dump())).vocab_size(), 3);
+}
+
+TEST_F(TokenizerErrors, DecodingAnIdOutsideTheVocabularyIsAnError) {
+  const Tokenizer tok = Tokenizer::from_files(file("tokenizer.json", base().dump()));
+  EXPECT_EQ(tok.decode({2, 1}), "abb");
+  for (int64_t bad : {int64_t{99999999}, int64_t{-7}, int64_t{3}}) {
+    try {
+      (void)tok.decode({0, bad});
+      ADD_FAILURE() << bad;
+    } catch (const genesis::Error& e) {
+      EXPECT_EQ(e.code(), GN_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(e.what()).find("token id " + std::to_string(bad) +
+                                           " is out of range: this tokenizer's "
+                                           "ids are 0..2"),
+                std::string::npos)
+          << e.what();
+    }
+    genesis::StreamDecoder stream(tok);
+    EXPECT_THROW((void)stream.put(bad), genesis::Error);
+  }
+}
+
 }  // namespace

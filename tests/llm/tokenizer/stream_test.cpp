@@ -146,8 +146,9 @@ TEST(TokenizerStream, SkipsSpecialTokensWhenAsked) {
   const Tokenizer& tok = toktest::qwen3();
   StreamDecoder d(tok, true);
   EXPECT_EQ(d.put(151644), "");
-  EXPECT_EQ(d.put(151667), "<think>");  // added, not special
-  EXPECT_EQ(d.put(151900), "");         // past the vocabulary
+  EXPECT_EQ(d.put(151667), "<think>");          // added, not special
+  EXPECT_THROW(d.put(151900), genesis::Error);  // past the vocabulary: an error, as in decode()
+  EXPECT_THROW(d.put(-1), genesis::Error);
 }
 
 }  // namespace

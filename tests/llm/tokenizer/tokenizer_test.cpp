@@ -140,10 +140,20 @@ TEST(TokenizerQwen3, SpecialTokensSplitOutAndSkipOnDecode) {
   EXPECT_EQ(tok.decode({151644, 151645}), "<|im_start|><|im_end|>");
 }
 
-TEST(TokenizerQwen3, DecodeSkipsIdsWithoutToken) {
+TEST(TokenizerQwen3, DecodeRefusesIdsOutsideTheVocabulary) {
   const Tokenizer& tok = qwen3();
-  // Qwen3's embedding has 151936 rows; ids past the vocabulary decode to nothing, as in HF.
-  EXPECT_EQ(tok.decode({9707, 151900, -3, 1879}), "Hello world");
+  EXPECT_EQ(tok.decode({9707, 1879}), "Hello world");
+  // Qwen3's embedding has 151936 rows for 151669 ids; HF decodes the others to nothing, here they are an error
+  // naming the id (a hostile or mistyped id must not print nothing and succeed).
+  for (int64_t bad : {int64_t{151669}, int64_t{151900}, int64_t{-3}, int64_t{99999999}}) {
+    try {
+      (void)tok.decode({9707, bad, 1879});
+      ADD_FAILURE() << bad;
+    } catch (const genesis::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("token id " + std::to_string(bad) + " is out of range"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(TokenizerQwen3, InvalidUtf8IsReadAsReplacementCharacters) {

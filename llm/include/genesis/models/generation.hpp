@@ -52,7 +52,9 @@ struct GenerationResult {
 /** Called with (prompt index, new token) as tokens arrive; return false to stop that row. */
 using TokenCallback = std::function<bool(size_t row, int64_t token)>;
 
-/** Generates up to cfg.max_new_tokens after each prompt (token ids); no gradients are recorded. */
+/** Generates up to cfg.max_new_tokens after each prompt (token ids); no gradients are recorded. A prompt of
+ * max_position_embeddings tokens or more is refused (genesis::Error); a row also stops ("length") once prompt and
+ * output reach max_position_embeddings. */
 GenerationResult generate(QwenForCausalLM& model, const std::vector<std::vector<int64_t>>& prompts,
                           const GenerationConfig& cfg, const TokenCallback& on_token = {});
 

@@ -4,6 +4,7 @@
 // that turns on sliding windows, rope scaling, MoE or another activation fails
 // with a message naming the field instead of loading a model that computes
 // something else.
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,17 @@ namespace genesis::models {
 using json = nlohmann::ordered_json;
 
 namespace {
+
+// Bounds on config.json fields (each far above released models: Qwen's largest vocab is 152064, hidden
+// size 8192, 80 layers, 64 heads, 131072 positions).
+constexpr int64_t kMaxVocab = int64_t{1} << 22;
+constexpr int64_t kMaxWidth = int64_t{1} << 16;
+constexpr int64_t kMaxFfn = int64_t{1} << 18;
+constexpr int64_t kMaxLayers = 1024;
+constexpr int64_t kMaxHeads = 1024;
+constexpr int64_t kMaxHeadDim = 1024;
+constexpr int64_t kMaxPositions = int64_t{1} << 24;
+constexpr int64_t kMaxParameters = int64_t{1} << 40;
 
 [[noreturn]] void bad(const std::string& where, const std::string& what) {
   throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] " + where + ": " + what);
@@ -33,24 +45,31 @@ json parse_object(const std::string& text, const std::string& where) {
 }
 
 int64_t get_int(const json& j, const char* key, const std::string& where, int64_t fallback, bool required,
-                int64_t min_value = 1) {
+                int64_t min_value = 1, int64_t max_value = INT64_MAX) {
   if (!j.contains(key) || j[key].is_null()) {
     if (required) bad(where, std::string("missing field '") + key + "'");
     return fallback;
   }
   const json& v = j[key];
   if (!v.is_number_integer()) bad(where, std::string("field '") + key + "' must be an integer, got " + v.dump());
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    bad(where, std::string("field '") + key + "' = " + v.dump() + " is out of range");
   const int64_t x = v.get<int64_t>();
   if (x < min_value)
     bad(where,
         std::string("field '") + key + "' must be >= " + std::to_string(min_value) + ", got " + std::to_string(x));
+  if (x > max_value)
+    bad(where, std::string("field '") + key + "' = " + std::to_string(x) + " is larger than the limit " +
+                   std::to_string(max_value) + " (a damaged or hostile config?)");
   return x;
 }
 
 double get_num(const json& j, const char* key, const std::string& where, double fallback) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
   if (!j[key].is_number()) bad(where, std::string("field '") + key + "' must be a number, got " + j[key].dump());
-  return j[key].get<double>();
+  const double x = j[key].get<double>();
+  if (!std::isfinite(x)) bad(where, std::string("field '") + key + "' must be a finite number, got " + j[key].dump());
+  return x;
 }
 
 bool get_bool(const json& j, const char* key, const std::string& where, bool fallback) {
@@ -66,6 +85,7 @@ std::vector<int64_t> get_ids(const json& j, const char* key, const std::string& 
   const json& v = j[key];
   if (v.is_number_integer()) return {v.get<int64_t>()};
   if (!v.is_array()) bad(where, std::string("field '") + key + "' must be an integer or a list of integers");
+  if (v.size() > 1024) bad(where, std::string("field '") + key + "' holds more than 1024 ids");
   for (const json& e : v) {
     if (!e.is_number_integer()) bad(where, std::string("field '") + key + "' must hold integers, got " + e.dump());
     out.push_back(e.get<int64_t>());
@@ -111,26 +131,35 @@ QwenConfig QwenConfig::from_json(const std::string& text, const std::string& whe
     if (j.contains(moe) && !j[moe].is_null() && !(j[moe].is_number() && j[moe].get<double>() == 0))
       bad(where, std::string("field '") + moe + "' (mixture of experts) is not supported");
 
-  c.vocab_size = get_int(j, "vocab_size", where, 0, true);
-  c.hidden_size = get_int(j, "hidden_size", where, 0, true);
-  c.intermediate_size = get_int(j, "intermediate_size", where, 0, true);
-  c.num_hidden_layers = get_int(j, "num_hidden_layers", where, 0, true);
-  c.num_attention_heads = get_int(j, "num_attention_heads", where, 0, true);
-  c.num_key_value_heads = get_int(j, "num_key_value_heads", where, c.num_attention_heads, false);
+  // Bounds far above any released model, so a damaged or hostile config is refused before anything is
+  // allocated (the weight files are then checked against it, see from_pretrained).
+  c.vocab_size = get_int(j, "vocab_size", where, 0, true, 1, kMaxVocab);
+  c.hidden_size = get_int(j, "hidden_size", where, 0, true, 1, kMaxWidth);
+  c.intermediate_size = get_int(j, "intermediate_size", where, 0, true, 1, kMaxFfn);
+  c.num_hidden_layers = get_int(j, "num_hidden_layers", where, 0, true, 1, kMaxLayers);
+  c.num_attention_heads = get_int(j, "num_attention_heads", where, 0, true, 1, kMaxHeads);
+  c.num_key_value_heads = get_int(j, "num_key_value_heads", where, c.num_attention_heads, false, 1, kMaxHeads);
   if (c.num_attention_heads % c.num_key_value_heads != 0)
     bad(where, "num_attention_heads (" + std::to_string(c.num_attention_heads) +
                    ") must be a multiple of num_key_value_heads (" + std::to_string(c.num_key_value_heads) + ")");
   if (j.contains("head_dim") && !j["head_dim"].is_null()) {
-    c.head_dim = get_int(j, "head_dim", where, 0, true);
+    c.head_dim = get_int(j, "head_dim", where, 0, true, 1, kMaxHeadDim);
   } else {
     if (c.hidden_size % c.num_attention_heads != 0)
       bad(where, "hidden_size must be a multiple of num_attention_heads when head_dim is absent");
     c.head_dim = c.hidden_size / c.num_attention_heads;
   }
   if (c.head_dim % 2 != 0) bad(where, "head_dim must be even for rotary embeddings, got " + std::to_string(c.head_dim));
-  c.max_position_embeddings = get_int(j, "max_position_embeddings", where, 32768, false);
+  if (c.head_dim > kMaxHeadDim)
+    bad(where, "head_dim (hidden_size / num_attention_heads) = " + std::to_string(c.head_dim) +
+                   " is larger than the limit " + std::to_string(kMaxHeadDim));
+  c.max_position_embeddings = get_int(j, "max_position_embeddings", where, 32768, false, 1, kMaxPositions);
   c.rms_norm_eps = get_num(j, "rms_norm_eps", where, 1e-6);
+  if (!(c.rms_norm_eps > 0 && c.rms_norm_eps < 1))
+    bad(where, "field 'rms_norm_eps' must be in (0, 1), got " + std::to_string(c.rms_norm_eps));
   c.initializer_range = get_num(j, "initializer_range", where, 0.02);
+  if (c.initializer_range < 0)
+    bad(where, "field 'initializer_range' must be >= 0, got " + std::to_string(c.initializer_range));
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", where, false);
   c.attention_bias = c.model_type == "qwen2" ? true : get_bool(j, "attention_bias", where, false);
   c.qk_norm = c.model_type == "qwen3";
@@ -160,8 +189,17 @@ QwenConfig QwenConfig::from_json(const std::string& text, const std::string& whe
 
   for (const char* k : {"dtype", "torch_dtype"})
     if (j.contains(k) && j[k].is_string()) c.dtype = j[k].get<std::string>();
-  c.bos_token_id = get_int(j, "bos_token_id", where, -1, false, 0);
+  // Special ids are only compared with generated ids, so one past vocab_size is harmless (never produced); absurd
+  // ones are refused.
+  c.bos_token_id = get_int(j, "bos_token_id", where, -1, false, 0, kMaxVocab);
   c.eos_token_ids = get_ids(j, "eos_token_id", where);
+  for (int64_t id : c.eos_token_ids)
+    if (id < 0 || id > kMaxVocab)
+      bad(where,
+          "field 'eos_token_id' holds " + std::to_string(id) + ", not an id in [0, " + std::to_string(kMaxVocab) + "]");
+  if (c.num_parameters() > kMaxParameters)
+    bad(where, "the config describes " + std::to_string(c.num_parameters()) + " parameters, over the limit " +
+                   std::to_string(kMaxParameters));
   return c;
 }
 
@@ -271,8 +309,12 @@ QwenGenerationDefaults QwenGenerationDefaults::from_json(const std::string& text
   QwenGenerationDefaults g;
   g.source_json = text;
   g.eos_token_ids = get_ids(j, "eos_token_id", where);
-  g.bos_token_id = get_int(j, "bos_token_id", where, -1, false, 0);
-  g.pad_token_id = get_int(j, "pad_token_id", where, -1, false, 0);
+  g.bos_token_id = get_int(j, "bos_token_id", where, -1, false, 0, kMaxVocab);
+  g.pad_token_id = get_int(j, "pad_token_id", where, -1, false, 0, kMaxVocab);
+  for (int64_t id : g.eos_token_ids)
+    if (id < 0 || id > kMaxVocab)
+      bad(where,
+          "field 'eos_token_id' holds " + std::to_string(id) + ", not an id in [0, " + std::to_string(kMaxVocab) + "]");
   if (j.contains("do_sample") && !j["do_sample"].is_null()) g.do_sample = get_bool(j, "do_sample", where, false);
   auto num = [&](const char* k, std::optional<double>& out) {
     if (j.contains(k) && !j[k].is_null()) out = get_num(j, k, where, 0);
@@ -281,9 +323,13 @@ QwenGenerationDefaults QwenGenerationDefaults::from_json(const std::string& text
   num("top_p", g.top_p);
   num("min_p", g.min_p);
   num("repetition_penalty", g.repetition_penalty);
-  if (j.contains("top_k") && !j["top_k"].is_null()) g.top_k = get_int(j, "top_k", where, 0, true, 0);
+  if (g.temperature && *g.temperature < 0) bad(where, "field 'temperature' must be >= 0");
+  if (g.top_p && !(*g.top_p > 0 && *g.top_p <= 1)) bad(where, "field 'top_p' must be in (0, 1]");
+  if (g.min_p && !(*g.min_p >= 0 && *g.min_p <= 1)) bad(where, "field 'min_p' must be in [0, 1]");
+  if (g.repetition_penalty && !(*g.repetition_penalty > 0)) bad(where, "field 'repetition_penalty' must be > 0");
+  if (j.contains("top_k") && !j["top_k"].is_null()) g.top_k = get_int(j, "top_k", where, 0, true, 0, kMaxVocab);
   if (j.contains("max_new_tokens") && !j["max_new_tokens"].is_null())
-    g.max_new_tokens = get_int(j, "max_new_tokens", where, 0, true, 0);
+    g.max_new_tokens = get_int(j, "max_new_tokens", where, 0, true, 0, kMaxPositions);
   return g;
 }
 
