@@ -22,14 +22,7 @@ struct AdadeltaOptions {
 /** Adadelta (Zeiler): steps scaled by the ratio of running RMS of updates and gradients. */
 class Adadelta : public Optimizer {
  public:
-  /** Adadelta over one group of params. */
-  Adadelta(std::vector<Tensor> params, AdadeltaOptions o = {}) : Adadelta(as_groups(std::move(params)), o) {}
-  /** Adadelta over parameter groups (group options override o). */
-  Adadelta(std::vector<ParamGroup> groups, AdadeltaOptions o = {});
-  /** One update of every parameter with a gradient. */
-  void step() override;
-  /** "Adadelta". */
-  const char* name() const override { return "Adadelta"; }
+  GENESIS_OPTIMIZER_MEMBERS(Adadelta, AdadeltaOptions)
 
  protected:
   /** {"square_avg", "acc_delta"}. */
@@ -47,14 +40,7 @@ struct RpropOptions {
 /** Resilient backpropagation: per-element step sizes adapted from the gradient's sign. */
 class Rprop : public Optimizer {
  public:
-  /** Rprop over one group of params. */
-  Rprop(std::vector<Tensor> params, RpropOptions o = {}) : Rprop(as_groups(std::move(params)), o) {}
-  /** Rprop over parameter groups (group options override o). */
-  Rprop(std::vector<ParamGroup> groups, RpropOptions o = {});
-  /** One update of every parameter with a gradient. */
-  void step() override;
-  /** "Rprop". */
-  const char* name() const override { return "Rprop"; }
+  GENESIS_OPTIMIZER_MEMBERS(Rprop, RpropOptions)
 
  protected:
   /** {"prev", "step_size"}. */
@@ -74,14 +60,7 @@ struct ASGDOptions {
 /** Averaged SGD (Polyak-Juditsky): the average of the iterates in state "ax". */
 class ASGD : public Optimizer {
  public:
-  /** ASGD over one group of params. */
-  ASGD(std::vector<Tensor> params, ASGDOptions o = {}) : ASGD(as_groups(std::move(params)), o) {}
-  /** ASGD over parameter groups (group options override o). */
-  ASGD(std::vector<ParamGroup> groups, ASGDOptions o = {});
-  /** One update of every parameter with a gradient. */
-  void step() override;
-  /** "ASGD". */
-  const char* name() const override { return "ASGD"; }
+  GENESIS_OPTIMIZER_MEMBERS(ASGD, ASGDOptions)
 
  protected:
   /** {"eta", "mu", "ax"} (eta and mu hold one number each). */

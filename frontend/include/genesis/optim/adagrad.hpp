@@ -16,17 +16,11 @@ struct AdagradOptions {
   bool maximize = false;
 };
 
-/** Adagrad: per-element steps scaled by the root of the summed squared gradients. */
+/** Adagrad: per-element steps scaled by the root of the summed squared gradients.  The state starts
+ * in the constructor, as torch's does. */
 class Adagrad : public Optimizer {
  public:
-  /** Adagrad over one group of params. */
-  Adagrad(std::vector<Tensor> params, AdagradOptions o = {}) : Adagrad(as_groups(std::move(params)), o) {}
-  /** Adagrad over parameter groups (group options override o); the state starts here, as torch's does. */
-  Adagrad(std::vector<ParamGroup> groups, AdagradOptions o = {});
-  /** One update of every parameter with a gradient. */
-  void step() override;
-  /** "Adagrad". */
-  const char* name() const override { return "Adagrad"; }
+  GENESIS_OPTIMIZER_MEMBERS(Adagrad, AdagradOptions)
 
  protected:
   /** {"sum"}. */

@@ -28,17 +28,11 @@ struct AdamWOptions {
   bool amsgrad = false;  ///< use the running max of the second moments (state "max_exp_avg_sq")
 };
 
-/** Adam (L2 weight decay added to the gradient). */
+/** Adam (L2 weight decay added to the gradient): one fused adamw_step per parameter (amsgrad groups:
+ * plain tensor ops). */
 class Adam : public Optimizer {
  public:
-  /** Adam over one group of params. */
-  Adam(std::vector<Tensor> params, AdamOptions o = {}) : Adam(as_groups(std::move(params)), o) {}
-  /** Adam over parameter groups (group options override o). */
-  Adam(std::vector<ParamGroup> groups, AdamOptions o = {});
-  /** One fused adamw_step per parameter with a gradient (amsgrad groups: plain tensor ops). */
-  void step() override;
-  /** "Adam". */
-  const char* name() const override { return "Adam"; }
+  GENESIS_OPTIMIZER_MEMBERS(Adam, AdamOptions)
 
  protected:
   /** AdamW's constructor path. */

@@ -21,14 +21,7 @@ struct AdamaxOptions {
 /** Adamax: Adam with the infinity norm of the gradients (state "exp_avg", "exp_inf"). */
 class Adamax : public Optimizer {
  public:
-  /** Adamax over one group of params. */
-  Adamax(std::vector<Tensor> params, AdamaxOptions o = {}) : Adamax(as_groups(std::move(params)), o) {}
-  /** Adamax over parameter groups (group options override o). */
-  Adamax(std::vector<ParamGroup> groups, AdamaxOptions o = {});
-  /** One update of every parameter with a gradient. */
-  void step() override;
-  /** "Adamax". */
-  const char* name() const override { return "Adamax"; }
+  GENESIS_OPTIMIZER_MEMBERS(Adamax, AdamaxOptions)
 
  protected:
   /** {"exp_avg", "exp_inf"}. */
@@ -47,14 +40,7 @@ struct NAdamOptions {
 /** NAdam: Adam with Nesterov momentum (state "exp_avg", "exp_avg_sq" and the 0-d "mu_product"). */
 class NAdam : public Optimizer {
  public:
-  /** NAdam over one group of params. */
-  NAdam(std::vector<Tensor> params, NAdamOptions o = {}) : NAdam(as_groups(std::move(params)), o) {}
-  /** NAdam over parameter groups (group options override o). */
-  NAdam(std::vector<ParamGroup> groups, NAdamOptions o = {});
-  /** One update of every parameter with a gradient. */
-  void step() override;
-  /** "NAdam". */
-  const char* name() const override { return "NAdam"; }
+  GENESIS_OPTIMIZER_MEMBERS(NAdam, NAdamOptions)
 
  protected:
   /** {"exp_avg", "exp_avg_sq", "mu_product"}. */
@@ -74,14 +60,7 @@ struct RAdamOptions {
 /** RAdam: Adam with the variance of the adaptive lr rectified (state "exp_avg", "exp_avg_sq"). */
 class RAdam : public Optimizer {
  public:
-  /** RAdam over one group of params. */
-  RAdam(std::vector<Tensor> params, RAdamOptions o = {}) : RAdam(as_groups(std::move(params)), o) {}
-  /** RAdam over parameter groups (group options override o). */
-  RAdam(std::vector<ParamGroup> groups, RAdamOptions o = {});
-  /** One update of every parameter with a gradient. */
-  void step() override;
-  /** "RAdam". */
-  const char* name() const override { return "RAdam"; }
+  GENESIS_OPTIMIZER_MEMBERS(RAdam, RAdamOptions)
 
  protected:
   /** {"exp_avg", "exp_avg_sq"}. */

@@ -14,6 +14,7 @@
 #include <map>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "genesis/tensor.hpp"
 
@@ -108,5 +109,14 @@ class Optimizer {
 
 /** One group holding all of params (torch: a plain parameter list). */
 std::vector<ParamGroup> as_groups(std::vector<Tensor> params);
+
+/** The public members every torch-style optimizer class declares: a constructor over one plain
+ * parameter list, one over parameter groups (group options override o), step() (one update of every
+ * parameter with a gradient) and name() (the class name, as torch's). */
+#define GENESIS_OPTIMIZER_MEMBERS(Class, Options)                                               \
+  Class(std::vector<Tensor> params, Options o = {}) : Class(as_groups(std::move(params)), o) {} \
+  Class(std::vector<ParamGroup> groups, Options o = {});                                        \
+  void step() override;                                                                         \
+  const char* name() const override { return #Class; }
 
 }  // namespace genesis::optim

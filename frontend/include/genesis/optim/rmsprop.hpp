@@ -20,14 +20,7 @@ struct RMSpropOptions {
 /** RMSprop (Hinton), optionally centered (Graves) and with momentum. */
 class RMSprop : public Optimizer {
  public:
-  /** RMSprop over one group of params. */
-  RMSprop(std::vector<Tensor> params, RMSpropOptions o = {}) : RMSprop(as_groups(std::move(params)), o) {}
-  /** RMSprop over parameter groups (group options override o). */
-  RMSprop(std::vector<ParamGroup> groups, RMSpropOptions o = {});
-  /** One update of every parameter with a gradient. */
-  void step() override;
-  /** "RMSprop". */
-  const char* name() const override { return "RMSprop"; }
+  GENESIS_OPTIMIZER_MEMBERS(RMSprop, RMSpropOptions)
 
  protected:
   /** {"square_avg", "momentum_buffer", "grad_avg"} (the last two only when used). */

@@ -15,17 +15,11 @@ struct SGDOptions {
   bool maximize = false;
 };
 
-/** Stochastic gradient descent with momentum, dampening, Nesterov, weight decay, maximize. */
+/** Stochastic gradient descent with momentum, dampening, Nesterov, weight decay, maximize: one fused
+ * sgd_step per parameter. */
 class SGD : public Optimizer {
  public:
-  /** SGD over one group of params. */
-  SGD(std::vector<Tensor> params, SGDOptions o = {}) : SGD(as_groups(std::move(params)), o) {}
-  /** SGD over parameter groups (group options override o). */
-  SGD(std::vector<ParamGroup> groups, SGDOptions o = {});
-  /** One fused sgd_step per parameter with a gradient. */
-  void step() override;
-  /** "SGD". */
-  const char* name() const override { return "SGD"; }
+  GENESIS_OPTIMIZER_MEMBERS(SGD, SGDOptions)
 
  protected:
   /** {"momentum_buffer"}. */
