@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "genesis/tensor.hpp"
 
