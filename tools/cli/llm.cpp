@@ -284,7 +284,8 @@ class LineReader {
       if (!got) return false;
       line = got;
       std::free(got);
-      if (!line.empty()) add_history(line.c_str());
+      if (!line.empty() && line != last_) add_history(line.c_str());  // a repeat is kept once
+      last_ = line;
       return true;
     }
 #endif
@@ -297,7 +298,7 @@ class LineReader {
 
  private:
   bool editing_ = false;
-  std::string history_;
+  std::string history_, last_;
 };
 
 constexpr const char* kChatHelp =
