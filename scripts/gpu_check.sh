@@ -34,7 +34,7 @@ case "${1:-}" in
     # The Python package too where that machine's python3 has pybind11 (its GPU tests run last).
     PY=$(command -v python3 || true)
     py_args=(-DGENESIS_BUILD_PYTHON=OFF)
-    if [ -n "$PY" ] && pyb=$("$PY" -c 'import pybind11; print(pybind11.get_cmake_dir())' 2>/dev/null); then
+    if [ "${GENESIS_GPU_PYTHON:-1}" = 1 ] && [ -n "$PY" ] && pyb=$("$PY" -c 'import pybind11; print(pybind11.get_cmake_dir())' 2>/dev/null); then
       py_args=(-DGENESIS_BUILD_PYTHON=ON -DPython_EXECUTABLE="$PY" -Dpybind11_DIR="$pyb")
     fi
     cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGENESIS_WITH_CPU=OFF -DGENESIS_WITH_CUDA=ON \

@@ -126,8 +126,9 @@ TEST_F(TokenizerCli, StdinAndShowPieces) {
     ASSERT_NE(tab, std::string::npos) << line;
     EXPECT_EQ(line.substr(0, tab), std::to_string(cases[i].ids[k]));
     const std::string& bytes = qwen3().token_bytes(cases[i].ids[k]);
-    if (std::all_of(bytes.begin(), bytes.end(), [](char c) { return c >= 0x20 && c < 0x7F && c != '\\'; }))
+    if (std::all_of(bytes.begin(), bytes.end(), [](char c) { return c >= 0x20 && c < 0x7F && c != '\\'; })) {
       EXPECT_EQ(line.substr(tab + 1), bytes);
+    }
   }
   EXPECT_EQ(k, cases[i].ids.size());
   std::filesystem::remove(tmp);
