@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../test_files.h"
 #include "genesis/chat_template.hpp"
 
 namespace {
@@ -22,13 +23,7 @@ using genesis::ChatTemplate;
 
 const std::string kDir = std::string(GENESIS_SOURCE_DIR) + "/tests/fixtures/chat_templates/";
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot open " + path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using llm_test::read_file;
 
 const json& oracle() {
   static const json j = json::parse(read_file(kDir + "expected.json"));

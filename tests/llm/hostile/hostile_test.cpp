@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "../test_files.h"
 #include "genesis/chat_template.hpp"
 #include "genesis/models/generation.hpp"
 #include "genesis/models/qwen.hpp"
@@ -49,13 +50,7 @@ int g_serial = 0;
 
 // ---------------------------------------------------------------- files
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot open " + path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using llm_test::read_file;
 
 void write_file(const fs::path& path, const std::string& data) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -148,21 +143,7 @@ fs::path sharded_model(const std::function<void(json&, const fs::path&)>& edit) 
 void load(const fs::path& dir) { (void)M::QwenForCausalLM::from_pretrained(dir.string()); }
 
 // A small valid byte-level BPE tokenizer.json to break one field at a time.
-json small_tokenizer() {
-  return json::parse(R"({
-    "version": "1.0", "truncation": null, "padding": null,
-    "added_tokens": [{"id": 3, "content": "<|end|>", "special": true, "single_word": false, "lstrip": false,
-                      "rstrip": false, "normalized": false}],
-    "normalizer": {"type": "NFC"},
-    "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-      {"type": "Split", "pattern": {"Regex": "\\p{L}+|\\s+"}, "behavior": "Isolated", "invert": false},
-      {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}]},
-    "post_processor": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
-    "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
-    "model": {"type": "BPE", "dropout": null, "unk_token": null, "vocab": {"a": 0, "b": 1, "ab": 2},
-              "merges": ["a b"]}
-  })");
-}
+json small_tokenizer() { return llm_test::small_tokenizer_json(); }
 
 std::string tokenizer_file(const json& j) {
   fs::path p = fresh_dir("tok") / "tokenizer.json";

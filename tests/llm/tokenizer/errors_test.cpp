@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "../test_files.h"
 #include "common.h"
 
 using genesis::Tokenizer;
@@ -24,19 +25,11 @@ struct TokenizerErrors : ::testing::Test {
     return p;
   }
 
-  // A small valid byte-level BPE tokenizer.json to break one field at a time.
+  // A small valid byte-level BPE tokenizer.json, without added tokens, to break one field at a time.
   static json base() {
-    return json::parse(R"({
-      "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
-      "normalizer": {"type": "NFC"},
-      "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-        {"type": "Split", "pattern": {"Regex": "\\p{L}+|\\s+"}, "behavior": "Isolated", "invert": false},
-        {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}]},
-      "post_processor": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
-      "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
-      "model": {"type": "BPE", "dropout": null, "unk_token": null, "vocab": {"a": 0, "b": 1, "ab": 2},
-                "merges": ["a b"]}
-    })");
+    json j = llm_test::small_tokenizer_json();
+    j["added_tokens"] = json::array();
+    return j;
   }
 
   // Loads `j` and expects genesis::Error with `code` and every word in `words`.
