@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../sanitizers.h"
 #include "op_consistency.h"
 
 namespace {
@@ -77,13 +78,8 @@ size_t rss_bytes() {
 // / free / destroy cycle must give its memory back, even though the library is
 // unloaded and loaded again each time (a cache left behind would be lost).
 TEST(CpuBackend, RuntimeCyclesKeepMemoryFlat) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "ASan's quarantine holds freed memory; LeakSanitizer checks the plugin's frees instead";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  GTEST_SKIP() << "ASan's quarantine holds freed memory; LeakSanitizer checks the plugin's frees instead";
-#endif
-#endif
+  if (GENESIS_TEST_ASAN)
+    GTEST_SKIP() << "ASan's quarantine holds freed memory; LeakSanitizer checks the plugin's frees instead";
   constexpr int64_t kFloats = int64_t(16) << 20;  // 64 MiB per cycle
   const std::vector<float> host(kFloats, 1.5f);
   auto cycle = [&] {

@@ -8,6 +8,7 @@
 
 #include <chrono>
 
+#include "../../sanitizers.h"
 #include "common.h"
 
 using namespace genesis;
@@ -40,17 +41,7 @@ class SafetensorsLimits : public iotest::TempDirTest {};
 }  // namespace
 
 // Sanitizer builds run several times slower (scripts/sanitize.sh): time bounds scale with it.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr double kSlowdown = 5;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr double kSlowdown = 5;
-#else
-constexpr double kSlowdown = 1;
-#endif
-#else
-constexpr double kSlowdown = 1;
-#endif
+constexpr double kSlowdown = GENESIS_TEST_ASAN || GENESIS_TEST_TSAN ? 5 : 1;
 
 // Parsing used to insert into an ordered object, one linear search per key:
 // 100k keys took about 20 s.  The bound is generous for a loaded machine;

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../../sanitizers.h"
 #include "../test_files.h"
 #include "genesis/chat_template.hpp"
 
@@ -278,17 +279,7 @@ std::string limit_error(const std::string& source, const genesis::ChatTemplateLi
 
 bool has(const std::string& msg, const std::string& part) { return msg.find(part) != std::string::npos; }
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr size_t kStackScale = 8;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr size_t kStackScale = 8;
-#else
-constexpr size_t kStackScale = 1;
-#endif
-#else
-constexpr size_t kStackScale = 1;
-#endif
+constexpr size_t kStackScale = GENESIS_TEST_ASAN ? 8 : 1;
 
 TEST(ChatTemplateLimits, UnboundedRecursionIsACallDepthError) {
   const std::string msg = limit_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
