@@ -27,5 +27,6 @@ void register_optim(const gn::sdk::Registrar& r);       // sgd_step, adamw_step,
 void register_llm(const gn::sdk::Registrar& r);         // kv_cache_write_, add_rms_norm, linear, linear_swiglu
 void register_cumulative(const gn::sdk::Registrar& r);     // cumsum, cumprod, logcumsumexp, cummax, cummin
 void register_linalg_decomp(const gn::sdk::Registrar& r);  // lu_factor, lu_solve, solve_triangular, cholesky, qr, svd, eigh
+void register_paged(const gn::sdk::Registrar& r);           // paged_kv_write_, paged_attention
 
 }  // namespace gn::reference

@@ -148,6 +148,7 @@ void init(const gn_host_api* h, gn_plugin_info*) {
   register_llm(r);
   register_cumulative(r);
   register_linalg_decomp(r);
+  register_paged(r);
 }
 
 }  // namespace

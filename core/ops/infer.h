@@ -78,6 +78,8 @@ GN_INFER_DECL(cholesky)
 GN_INFER_DECL(qr)
 GN_INFER_DECL(svd)
 GN_INFER_DECL(eigh)
+GN_INFER_DECL(paged_kv_write)
+GN_INFER_DECL(paged_attention)
 #undef GN_INFER_DECL
 
 // PyTorch's promote_types for two dtypes (u8+i8 -> i32 since i16 is absent;

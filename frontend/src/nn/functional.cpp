@@ -199,6 +199,16 @@ void kv_cache_write_(const Tensor& cache, const Tensor& src, const Tensor& write
   call1(GN_OP_HANDLE("kv_cache_write_"), {&cache, &src, &write_pos});
 }
 
+void paged_kv_write_(const Tensor& pool, const Tensor& kv, const Tensor& slots) {
+  call1(GN_OP_HANDLE("paged_kv_write_"), {&pool, &kv, &slots});
+}
+
+Tensor paged_attention(const Tensor& q, const Tensor& pool, const Tensor& block_tables, const Tensor& seq_lens,
+                       const Tensor& query_start, double scale) {
+  return call1(GN_OP_HANDLE("paged_attention"), {&q, &pool, &block_tables, &seq_lens, &query_start},
+               {gn_attr_float(scale)});
+}
+
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   Tensor y = call1(GN_OP_HANDLE("rope"), {&x, &cos, &sin});
   if (auto n = record("rope", R::rope, {x, cos, sin}, y)) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -89,6 +90,14 @@ Tensor linear_swiglu(const Tensor& x, const Tensor& gate_up_weight);
 /** In place: cache[b, :, write_pos[b] + t] = src[b, :, t] for cache (B, H, S, D) and src (B, H, T, D);
  * write_pos (B) int64 on the device, so a captured graph replays with new offsets. */
 void kv_cache_write_(const Tensor& cache, const Tensor& src, const Tensor& write_pos);
+/** In place: pool[s / BS, :, s % BS] = kv[t] for s = slots[t] (int64), pool (NB, 2*Hkv, BS, D), kv (T, 2*Hkv, D);
+ * slots outside [0, NB*BS) are skipped (padding). */
+void paged_kv_write_(const Tensor& pool, const Tensor& kv, const Tensor& slots);
+/** Causal attention (T, Hq, D) of q over a paged KV pool: sequence b's queries are rows [query_start[b],
+ * query_start[b+1]), the last of its seq_lens[b] positions, its keys/values in the blocks block_tables[b] (int32);
+ * scale NaN = 1/sqrt(D). */
+Tensor paged_attention(const Tensor& q, const Tensor& pool, const Tensor& block_tables, const Tensor& seq_lens,
+                       const Tensor& query_start, double scale = std::numeric_limits<double>::quiet_NaN());
 
 // ---- indexing and joining
 /** out[i][j] = x[index[i][j]][j] for dim 0 (torch.gather). */
