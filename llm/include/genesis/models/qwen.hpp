@@ -91,6 +91,37 @@ struct KVCache {
   Tensor values(int64_t layer, int64_t len) const;
 };
 
+/** A paged key/value cache for serving: one block pool per layer, each (num_blocks, 2*Hkv, block_size, head_dim)
+ * (keys of kv head g in [:, g], values in [:, Hkv + g]).  Position p of a sequence lives at slot
+ * block_table[p / block_size] * block_size + p % block_size of every layer's pool. */
+struct PagedKVCache {
+  std::vector<Tensor> pools;  ///< per layer: (num_blocks, 2*num_key_value_heads, block_size, head_dim)
+  int64_t num_blocks = 0, block_size = 0;
+  /** Allocates zeroed pools of num_blocks blocks of block_size positions for every layer of c. */
+  static PagedKVCache allocate(const QwenConfig& c, int64_t num_blocks, int64_t block_size, const Device& device,
+                               DType dtype);
+  /** Bytes one block takes over all layers. */
+  static int64_t block_bytes(const QwenConfig& c, int64_t block_size, DType dtype);
+  /** Blocks that fit in `bytes` (over all layers; at least 0). */
+  static int64_t blocks_for_bytes(const QwenConfig& c, int64_t block_size, DType dtype, int64_t bytes);
+  /** Blocks that fit in `fraction` of the device's free memory as its runtime reports it; throws genesis::Error
+   * where the device reports no free memory (give a byte budget there, e.g. on cpu). */
+  static int64_t blocks_for_free_memory(const QwenConfig& c, int64_t block_size, DType dtype, const Device& device,
+                                        double fraction);
+  /** Copies block src's positions to block dst in every layer's pool (copy-on-write). */
+  void copy_block(int64_t src, int64_t dst);
+};
+
+/** Where a packed batch's tokens sit in a paged cache: B sequences, T tokens, sequence b's tokens at rows
+ * [query_start[b], query_start[b + 1]) and positions seq_lens[b] - n_b .. seq_lens[b] - 1. */
+struct PagedBatch {
+  PagedKVCache* cache = nullptr;
+  Tensor slots;         ///< (T) int64: the pool slot each token's key/value is written to (< 0: skipped)
+  Tensor block_tables;  ///< (B, M) int32: each sequence's blocks
+  Tensor seq_lens;      ///< (B) int64: each sequence's length including this pass's tokens
+  Tensor query_start;   ///< (B + 1) int64: each sequence's first row in the pass
+};
+
 /** What one forward pass attends to and where its tokens sit.  QwenForCausalLM::attention_context
  * builds it from positions (rotary rows, cache offsets, mask); a caller may also fill it by hand
  * (cos/sin from rope_tables() and a mask).  One of the two rotary forms is enough. */
@@ -106,6 +137,8 @@ struct AttentionContext {
   bool prefill_from_zero = false;  ///< cache mode, every row starts at 0: attend causally to this pass's k/v
   std::vector<Tensor> sources;     ///< model tables the tensors above were gathered from, kept alive with the
                                    ///< context (a captured step reads them by address, even if the model regrows them)
+  const PagedBatch* paged = nullptr;  ///< a packed batch (B = 1) over a paged cache: each layer writes its k/v
+                                      ///< with paged_kv_write_ and attends with paged_attention (cache unused)
 };
 
 /** The kernels one forward runs.  QwenModel::kernels() picks them once per forward (the only place
@@ -240,6 +273,14 @@ class QwenForCausalLM : public nn::Module {
    * captured decode step replays with whatever positions then holds. */
   AttentionContext attention_context(const Tensor& positions, KVCache* cache = nullptr, int64_t kv_len = 0,
                                      const Tensor& mask = {});
+  /** The context of a packed forward over a paged cache: token t at positions[t] ((T) int64 on the device,
+   * each below max_position, which sizes the rotary table); `batch` must outlive the context. */
+  AttentionContext paged_context(const Tensor& positions, const PagedBatch& batch, int64_t max_position);
+  /** A packed forward of many sequences over a paged cache (serving): ids (1, T) or (T) int64 at positions (T),
+   * their keys/values written to batch.slots, each sequence attending its own blocks; returns logits (R, vocab)
+   * of the rows (R) int64 only (the rows whose next token is sampled).  max_position: 1 + the largest position. */
+  Tensor forward_paged(const Tensor& ids, const Tensor& positions, const PagedBatch& batch, const Tensor& rows,
+                       int64_t max_position);
   /** "QwenForCausalLM". */
   std::string name() const override { return "QwenForCausalLM"; }
   /** Redraws every parameter as transformers' _init_weights does. */

@@ -121,6 +121,54 @@ Tensor KVCache::values(int64_t layer, int64_t len) const {
   return kv[static_cast<size_t>(layer)].slice(1, kv_heads, 2 * kv_heads).slice(2, 0, len);
 }
 
+// ---------------------------------------------------------------- paged KV cache
+
+PagedKVCache PagedKVCache::allocate(const QwenConfig& c, int64_t num_blocks, int64_t block_size, const Device& device,
+                                    DType dtype) {
+  if (num_blocks < 1 || block_size < 1)
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] paged KV cache needs num_blocks >= 1 and block_size >= 1, got " +
+                                             std::to_string(num_blocks) + " and " + std::to_string(block_size));
+  PagedKVCache kv;
+  kv.num_blocks = num_blocks;
+  kv.block_size = block_size;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    kv.pools.push_back(
+        zeros({num_blocks, 2 * c.num_key_value_heads, block_size, c.head_dim}, {.dtype = dtype, .device = device}));
+  return kv;
+}
+
+int64_t PagedKVCache::block_bytes(const QwenConfig& c, int64_t block_size, DType dtype) {
+  return c.num_hidden_layers * 2 * c.num_key_value_heads * block_size * c.head_dim *
+         static_cast<int64_t>(gn_dtype_size(static_cast<int32_t>(dtype)));
+}
+
+int64_t PagedKVCache::blocks_for_bytes(const QwenConfig& c, int64_t block_size, DType dtype, int64_t bytes) {
+  const int64_t per = block_bytes(c, block_size, dtype);
+  if (per <= 0) throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] paged KV cache: a block holds no bytes");
+  return std::max<int64_t>(bytes, 0) / per;
+}
+
+int64_t PagedKVCache::blocks_for_free_memory(const QwenConfig& c, int64_t block_size, DType dtype, const Device& device,
+                                             double fraction) {
+  if (!(fraction > 0 && fraction <= 1))
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] paged KV cache: the memory fraction must be in (0, 1]");
+  gn_device_props p{};
+  p.struct_size = sizeof p;
+  check(gn_device_properties(runtime(), device.c(), &p), "paged KV cache");
+  if (p.free_memory == 0)
+    throw Error(GN_ERR_UNSUPPORTED,
+                "[qwen] paged KV cache: " + device.str() + " reports no free memory; give the cache a size in bytes");
+  return blocks_for_bytes(c, block_size, dtype, static_cast<int64_t>(static_cast<double>(p.free_memory) * fraction));
+}
+
+void PagedKVCache::copy_block(int64_t src, int64_t dst) {
+  if (src < 0 || src >= num_blocks || dst < 0 || dst >= num_blocks)
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] paged KV cache: block copy " + std::to_string(src) + " -> " +
+                                             std::to_string(dst) + " outside [0, " + std::to_string(num_blocks) + ")");
+  NoGradGuard no_grad;
+  for (Tensor& pool : pools) pool.select(0, dst).copy_(pool.select(0, src));
+}
+
 // ---------------------------------------------------------------- attention
 
 QwenAttention::QwenAttention(const QwenConfig& c, const Options& f)
@@ -186,6 +234,16 @@ Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int6
     v = v.transpose(1, 2);                     // (B, Hkv, T, D)
   }
 
+  if (ctx.paged) {
+    // Packed tokens of many sequences (B = 1): k/v rows into the layer's pool, then each sequence's queries
+    // attend its own blocks.
+    if (!kv.defined()) kv = F::cat({k, v}, 1);
+    Tensor& pool = ctx.paged->cache->pools[static_cast<size_t>(layer)];
+    F::paged_kv_write_(pool, kv.select(0, 0).transpose(0, 1), ctx.paged->slots);  // (T, 2 Hkv, D)
+    Tensor out = F::paged_attention(q.select(0, 0).transpose(0, 1).contiguous(), pool, ctx.paged->block_tables,
+                                    ctx.paged->seq_lens, ctx.paged->query_start);  // (T, Hq, D)
+    return o_proj(out.reshape({B, T, nq}));
+  }
   if (ctx.cache) {
     if (!kv.defined()) kv = F::cat({k, v}, 1);
     // cache[b, :, write_pos[b] + t] = kv[b, :, t] (device-side offsets: graph-replayable)
@@ -458,6 +516,46 @@ AttentionContext QwenForCausalLM::attention_context(const Tensor& positions, KVC
     ctx.mask = positions_.slice(0, 0, kv_len).le(positions.reshape({B, T, 1})).view({B, 1, T, kv_len});
   }
   return ctx;
+}
+
+AttentionContext QwenForCausalLM::paged_context(const Tensor& positions, const PagedBatch& batch,
+                                                int64_t max_position) {
+  if (positions.dim() != 1 || positions.dtype() != DType::i64)
+    throw Error(GN_ERR_SHAPE, "[qwen] paged_context expects positions (T) int64");
+  if (!batch.cache || batch.cache->pools.size() != model.layers.size())
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] paged_context needs a paged cache with one pool per layer");
+  const int64_t T = positions.size(0), D = config.head_dim;
+  const QwenKernels k = model.kernels(nullptr);
+  ensure_rope(std::max<int64_t>(max_position, 1), k.rope_all);
+  AttentionContext ctx;
+  ctx.sources = {rope_, rope_heads_, rope_floor_, positions_};
+  if (k.rope_all) {
+    const Tensor rows = all_heads_rows(positions);  // (2, T, H, D)
+    const int64_t H = rows.size(2);
+    ctx.cos_all = rows.select(0, 0).view({1, T, H, D});
+    ctx.sin_all = rows.select(0, 1).view({1, T, H, D});
+  } else {
+    const Tensor rows = rope_.index_select(1, positions);  // (2, T, D)
+    ctx.cos = rows.select(0, 0).view({1, 1, T, D});
+    ctx.sin = rows.select(0, 1).view({1, 1, T, D});
+  }
+  ctx.paged = &batch;
+  return ctx;
+}
+
+Tensor QwenForCausalLM::forward_paged(const Tensor& ids, const Tensor& positions, const PagedBatch& batch,
+                                      const Tensor& rows, int64_t max_position) {
+  const int64_t T = ids.dim() == 1 ? ids.size(0) : ids.dim() == 2 ? ids.size(1) : -1;
+  if (T < 1 || (ids.dim() == 2 && ids.size(0) != 1) || ids.dtype() != DType::i64)
+    throw Error(GN_ERR_SHAPE, "[qwen] forward_paged expects ids (1, T) or (T) int64 with T >= 1");
+  if (positions.dim() != 1 || positions.size(0) != T)
+    throw Error(GN_ERR_SHAPE, "[qwen] forward_paged expects positions (T) for ids of " + std::to_string(T) + " tokens");
+  if (rows.dim() != 1 || rows.dtype() != DType::i64)
+    throw Error(GN_ERR_SHAPE, "[qwen] forward_paged expects rows (R) int64");
+  NoGradGuard no_grad;
+  const AttentionContext ctx = paged_context(positions, batch, max_position);
+  const Tensor h = model.forward(ids.dim() == 1 ? ids.view({1, T}) : ids, ctx);  // (1, T, hidden)
+  return logits(h.view({T, h.size(-1)}).index_select(0, rows));
 }
 
 Tensor QwenForCausalLM::hidden_states(const Tensor& ids, const AttentionContext& ctx) {
