@@ -358,7 +358,7 @@ def test_cpp_messages_read_as_python(code, message, kind, phrase):
 def test_unbound_methods_given_none_raise_instead_of_crashing():
     """Tensor.abs(None) (what genesis.abs(None) calls) must not reach C++ with a null tensor."""
     names = [n for n, v in vars(genesis.Tensor).items() if type(v).__name__ == "instancemethod"
-             and n not in ("__init__", "__new__", "__setstate__")]
+             and n not in ("__init__", "__new__", "__setstate__") and not n.startswith("_pybind11_")]
     assert len(names) > 100
     for name in names:
         e = _raised(lambda m: getattr(genesis.Tensor, name)(None), None)

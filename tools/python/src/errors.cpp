@@ -15,6 +15,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_set>
 
 #include "genesis/amp.hpp"
@@ -22,14 +23,87 @@
 namespace genesis::python {
 namespace {
 
-using Dispatcher = PyObject* (*)(PyObject*, PyObject*, PyObject*);
-
-// pybind11's dispatcher is a protected static member of cpp_function.
+// pybind11's dispatcher is a protected static member of cpp_function. Its calling convention changed in
+// pybind11 3.0.2 from METH_VARARGS (self, args tuple, kwargs dict) to METH_FASTCALL (self, argument array, count,
+// keyword names); the replacement dispatchers below take whichever one it has.
 struct DispatcherOf : py::cpp_function {
-  static Dispatcher get() { return &cpp_function::dispatcher; }
+  using Type = decltype(&cpp_function::dispatcher);
+  static Type get() { return &cpp_function::dispatcher; }
+};
+using VarargsDispatcher = PyObject* (*)(PyObject*, PyObject*, PyObject*);
+using FastcallDispatcher = PyObject* (*)(PyObject*, PyObject* const*, size_t, PyObject*);
+constexpr bool kFastcall = std::is_same_v<DispatcherOf::Type, FastcallDispatcher>;
+static_assert(kFastcall || std::is_same_v<DispatcherOf::Type, VarargsDispatcher>,
+              "unknown pybind11 dispatcher signature");
+
+DispatcherOf::Type g_pybind_dispatch = nullptr;
+
+// The arguments of one call, in either convention: positional argv[0, nargs); keyword values follow them in argv
+// with their names in the tuple kwnames (fastcall), or sit in the dict kwargs (varargs, with the tuple `tuple`).
+struct Call {
+  PyObject* self = nullptr;
+  PyObject* const* argv = nullptr;
+  Py_ssize_t nargs = 0;
+  size_t nargsf = 0;
+  PyObject* kwnames = nullptr;
+  PyObject* tuple = nullptr;
+  PyObject* kwargs = nullptr;
+
+  PyObject* arg(Py_ssize_t i) const { return i < nargs ? argv[i] : nullptr; }
+  // The keyword argument `name` (borrowed), or null.
+  PyObject* kwarg(const char* name) const {
+    if (kwargs) return PyDict_GetItemString(kwargs, name);
+    for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); ++i)
+      if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), name) == 0) return argv[nargs + i];
+    return nullptr;
+  }
+  // Calls f(value) for every keyword argument.
+  template <class F>
+  void each_kwarg(F&& f) const {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (kwargs && PyDict_Next(kwargs, &pos, &key, &value)) f(value);
+    for (Py_ssize_t i = 0; kwnames && i < PyTuple_GET_SIZE(kwnames); ++i) f(argv[nargs + i]);
+  }
+  // The positional arguments as a tuple and the keyword ones as a dict (or None), for genesis._errors.
+  py::object args_tuple() const {
+    if (tuple) return py::reinterpret_borrow<py::object>(tuple);
+    py::tuple t(nargs);
+    for (Py_ssize_t i = 0; i < nargs; ++i) t[static_cast<size_t>(i)] = py::reinterpret_borrow<py::object>(argv[i]);
+    return t;
+  }
+  py::object kwargs_dict() const {
+    if (kwargs) return py::reinterpret_borrow<py::object>(kwargs);
+    if (!kwnames || PyTuple_GET_SIZE(kwnames) == 0) return py::none();
+    py::dict d;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i)
+      d[py::handle(PyTuple_GET_ITEM(kwnames, i))] = py::handle(argv[nargs + i]);
+    return d;
+  }
+  // pybind11's own dispatch of this call.
+  PyObject* forward() const { return forward_with(g_pybind_dispatch); }
+  // (A template, so that only the branch of pybind11's convention is instantiated.)
+  template <class D>
+  PyObject* forward_with(D dispatcher) const {
+    if constexpr (std::is_same_v<D, FastcallDispatcher>)
+      return dispatcher(self, argv, nargsf, kwnames);
+    else
+      return dispatcher(self, tuple, kwargs);
+  }
 };
 
-Dispatcher g_pybind_dispatch = nullptr;
+// The function record behind a pybind11 function's `self`, or null.
+const py::detail::function_record* record_of(PyObject* self) {
+#if PYBIND11_VERSION_MAJOR >= 3
+  return py::detail::function_record_ptr_from_PyObject(self);
+#else
+  if (!PyCapsule_CheckExact(self)) return nullptr;
+  auto* rec = static_cast<const py::detail::function_record*>(
+      PyCapsule_GetPointer(self, py::detail::get_function_record_capsule_name()));
+  if (!rec) PyErr_Clear();
+  return rec;
+#endif
+}
 
 // genesis._errors (a new reference kept for the life of the process), or null
 // with no error set when the package cannot be imported (the extension loaded
@@ -80,8 +154,7 @@ void raise_error(int32_t code, const char* msg) {
 // The overloads of the function whose record capsule is `self`, as a list of
 // (name, signature, is_method, is_constructor), or null.
 PyObject* overloads_of(PyObject* self) {
-  auto* rec = static_cast<const py::detail::function_record*>(
-      PyCapsule_GetPointer(self, py::detail::get_function_record_capsule_name()));
+  const py::detail::function_record* rec = record_of(self);
   if (!rec) return nullptr;
   PyObject* list = PyList_New(0);
   if (!list) return nullptr;
@@ -100,16 +173,16 @@ PyObject* overloads_of(PyObject* self) {
 
 // With an error set by a failed call: lets genesis._errors.call_error replace
 // it by the error a Python user expects (it returns the new exception or None).
-void rewrite_call_error(PyObject* self, PyObject* args, PyObject* kwargs) {
+void rewrite_call_error(const Call& call) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);
   PyErr_NormalizeException(&type, &value, &tb);
   PyObject* mod = value && PyErr_GivenExceptionMatches(type, PyExc_Exception) ? errors_module() : nullptr;
-  PyObject* overloads = mod ? overloads_of(self) : nullptr;
+  PyObject* overloads = mod ? overloads_of(call.self) : nullptr;
   PyObject* better = nullptr;
   if (overloads) {
-    better = PyObject_CallMethod(mod, "call_error", "OOOO", overloads, args ? args : Py_None, kwargs ? kwargs : Py_None,
-                                 value);
+    const py::object args = call.args_tuple(), kwargs = call.kwargs_dict();
+    better = PyObject_CallMethod(mod, "call_error", "OOOO", overloads, args.ptr(), kwargs.ptr(), value);
     Py_DECREF(overloads);
   }
   if (!better || !PyExceptionInstance_Check(better)) {
@@ -126,14 +199,10 @@ void rewrite_call_error(PyObject* self, PyObject* args, PyObject* kwargs) {
 
 // A method called unbound with None for self (genesis.abs(None) is Tensor.abs(None)): pybind11 would pass a null
 // `this` to a method bound from a member function pointer.  Sets torch's TypeError and returns true.
-bool none_for_self(PyObject* self, PyObject* args) {
-  if (!args || PyTuple_GET_SIZE(args) == 0 || PyTuple_GET_ITEM(args, 0) != Py_None) return false;
-  auto* rec = static_cast<const py::detail::function_record*>(
-      PyCapsule_GetPointer(self, py::detail::get_function_record_capsule_name()));
-  if (!rec) {
-    PyErr_Clear();
-    return false;
-  }
+bool none_for_self(const Call& call) {
+  if (call.arg(0) != Py_None) return false;
+  const py::detail::function_record* rec = record_of(call.self);
+  if (!rec) return false;
   if (!rec->is_method || rec->is_constructor) return false;
   std::string cls = "Tensor";
   if (rec->scope && PyType_Check(rec->scope.ptr())) {
@@ -146,10 +215,10 @@ bool none_for_self(PyObject* self, PyObject* args) {
   return true;
 }
 
-PyObject* dispatch(PyObject* self, PyObject* args, PyObject* kwargs) {
-  if (none_for_self(self, args)) return nullptr;
-  PyObject* result = g_pybind_dispatch(self, args, kwargs);
-  if (!result && PyErr_Occurred()) rewrite_call_error(self, args, kwargs);
+PyObject* dispatch(const Call& call) {
+  if (none_for_self(call)) return nullptr;
+  PyObject* result = call.forward();
+  if (!result && PyErr_Occurred()) rewrite_call_error(call);
   return result;
 }
 
@@ -158,15 +227,15 @@ PyObject* dispatch(PyObject* self, PyObject* args, PyObject* kwargs) {
 // argument), worded by genesis._errors.precheck.
 
 // With the call's arguments not as torch allows: sets the error and returns true.
-bool precheck_failed(PyObject* self, PyObject* args, PyObject* kwargs) {
+bool precheck_failed(const Call& call) {
   PyObject* mod = errors_module();
-  PyObject* overloads = mod ? overloads_of(self) : nullptr;
+  PyObject* overloads = mod ? overloads_of(call.self) : nullptr;
   if (!overloads) {
     PyErr_Clear();
     return false;
   }
-  PyObject* exc =
-      PyObject_CallMethod(mod, "precheck", "OOO", overloads, args ? args : Py_None, kwargs ? kwargs : Py_None);
+  const py::object args = call.args_tuple(), kwargs = call.kwargs_dict();
+  PyObject* exc = PyObject_CallMethod(mod, "precheck", "OOO", overloads, args.ptr(), kwargs.ptr());
   Py_DECREF(overloads);
   if (!exc || !PyExceptionInstance_Check(exc)) {
     PyErr_Clear();
@@ -187,7 +256,7 @@ bool tensor_dtype(PyObject* o, DType* dtype) {
 bool autocasting() { return amp::is_autocast_enabled("cuda") || amp::is_autocast_enabled("cpu"); }
 
 // matmul, bmm, linear, conv2d: the tensor operands (input, other or weight, bias) share one dtype.
-PyObject* dispatch_same_dtype(PyObject* self, PyObject* args, PyObject* kwargs) {
+PyObject* dispatch_same_dtype(const Call& call) {
   DType first{}, d{};
   int n = 0;
   bool mixed = false;
@@ -197,37 +266,67 @@ PyObject* dispatch_same_dtype(PyObject* self, PyObject* args, PyObject* kwargs) 
       mixed = mixed || d != first;
     }
   };
-  for (Py_ssize_t i = 0; args && i < PyTuple_GET_SIZE(args); ++i) visit(PyTuple_GET_ITEM(args, i));
-  PyObject *key, *value;
-  Py_ssize_t pos = 0;
-  while (kwargs && PyDict_Next(kwargs, &pos, &key, &value)) visit(value);
-  if (mixed && !autocasting() && precheck_failed(self, args, kwargs)) return nullptr;
-  return dispatch(self, args, kwargs);
+  for (Py_ssize_t i = 0; i < call.nargs; ++i) visit(call.argv[i]);
+  call.each_kwarg(visit);
+  if (mixed && !autocasting() && precheck_failed(call)) return nullptr;
+  return dispatch(call);
 }
 
 // cross_entropy, nll_loss: a target that is not int64 is checked as torch checks it.
-PyObject* dispatch_target(PyObject* self, PyObject* args, PyObject* kwargs) {
-  PyObject* target = args && PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : nullptr;
-  if (!target && kwargs) target = PyDict_GetItemString(kwargs, "target");  // borrowed
+PyObject* dispatch_target(const Call& call) {
+  PyObject* target = call.arg(1);
+  if (!target) target = call.kwarg("target");  // borrowed
   DType d{};
-  if (tensor_dtype(target, &d) && d != DType::i64 && precheck_failed(self, args, kwargs)) return nullptr;
-  return dispatch(self, args, kwargs);
+  if (tensor_dtype(target, &d) && d != DType::i64 && precheck_failed(call)) return nullptr;
+  return dispatch(call);
 }
 
 // cat, stack: a tensor is not a list of tensors (pybind11 would iterate over its rows).
-PyObject* dispatch_tensor_list(PyObject* self, PyObject* args, PyObject* kwargs) {
-  PyObject* tensors = args && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : nullptr;
-  if (!tensors && kwargs) tensors = PyDict_GetItemString(kwargs, "tensors");  // borrowed
-  if (tensors && py::isinstance<Tensor>(tensors) && precheck_failed(self, args, kwargs)) return nullptr;
-  return dispatch(self, args, kwargs);
+PyObject* dispatch_tensor_list(const Call& call) {
+  PyObject* tensors = call.arg(0);
+  if (!tensors) tensors = call.kwarg("tensors");  // borrowed
+  if (tensors && py::isinstance<Tensor>(tensors) && precheck_failed(call)) return nullptr;
+  return dispatch(call);
 }
 
-Dispatcher dispatcher_for(const char* name) {
+// The entry points that replace pybind11's dispatcher, in its calling convention.
+template <PyObject* (*Impl)(const Call&)>
+PyObject* varargs_entry(PyObject* self, PyObject* args, PyObject* kwargs) {
+  Call c;
+  c.self = self;
+  c.tuple = args;
+  c.kwargs = kwargs;
+  if (args) {
+    c.argv = PySequence_Fast_ITEMS(args);
+    c.nargs = PyTuple_GET_SIZE(args);
+  }
+  return Impl(c);
+}
+template <PyObject* (*Impl)(const Call&)>
+PyObject* fastcall_entry(PyObject* self, PyObject* const* argv, size_t nargsf, PyObject* kwnames) {
+  Call c;
+  c.self = self;
+  c.argv = argv;
+  c.nargs = PyVectorcall_NARGS(nargsf);
+  c.nargsf = nargsf;
+  c.kwnames = kwnames;
+  return Impl(c);
+}
+template <PyObject* (*Impl)(const Call&)>
+PyCFunction entry() {
+  if constexpr (kFastcall)
+    return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&fastcall_entry<Impl>));
+  else
+    return reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&varargs_entry<Impl>));
+}
+
+PyCFunction dispatcher_for(const char* name) {
   const std::string_view n = name ? name : "";
-  if (n == "matmul" || n == "__matmul__" || n == "bmm" || n == "linear" || n == "conv2d") return &dispatch_same_dtype;
-  if (n == "cross_entropy" || n == "nll_loss") return &dispatch_target;
-  if (n == "cat" || n == "stack") return &dispatch_tensor_list;
-  return &dispatch;
+  if (n == "matmul" || n == "__matmul__" || n == "bmm" || n == "linear" || n == "conv2d")
+    return entry<&dispatch_same_dtype>();
+  if (n == "cross_entropy" || n == "nll_loss") return entry<&dispatch_target>();
+  if (n == "cat" || n == "stack") return entry<&dispatch_tensor_list>();
+  return entry<&dispatch>();
 }
 
 bool is_ours(PyObject* o) {
@@ -253,9 +352,11 @@ void route(PyObject* o, std::unordered_set<PyObject*>& seen) {
   if (PyCFunction_Check(o)) {
     auto* f = reinterpret_cast<PyCFunctionObject*>(o);
     PyMethodDef* def = f->m_ml;
-    if (def && reinterpret_cast<Dispatcher>(reinterpret_cast<void (*)()>(def->ml_meth)) == g_pybind_dispatch &&
-        f->m_self && PyCapsule_CheckExact(f->m_self))
-      def->ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(dispatcher_for(def->ml_name)));
+    // pybind11's own methods (3.x gives every class _pybind11_conduit_v1_, which takes any object) stay as they are.
+    if (def && (!def->ml_name || std::strncmp(def->ml_name, "_pybind11_", 10) != 0) &&
+        reinterpret_cast<DispatcherOf::Type>(reinterpret_cast<void (*)()>(def->ml_meth)) == g_pybind_dispatch &&
+        f->m_self && record_of(f->m_self))
+      def->ml_meth = dispatcher_for(def->ml_name);
     return;
   }
   if (PyInstanceMethod_Check(o)) return route(PyInstanceMethod_GET_FUNCTION(o), seen);
