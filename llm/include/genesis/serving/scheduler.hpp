@@ -92,6 +92,12 @@ class Scheduler {
   const std::vector<int32_t>& block_table(int64_t seq) const;
   /** The pool slot of the sequence's position p. */
   int64_t slot(int64_t seq, int64_t position) const;
+  /** How many of the sequence's tokens have their keys and values in the pool (0 while it waits). */
+  int64_t num_computed(int64_t seq) const;
+  /** Replaces a running sequence's last, generated and not yet computed token: a fork's own first sample. */
+  void set_last_token(int64_t seq, int64_t token);
+  /** References to a pool block: the block tables holding it (diagnostics and tests). */
+  int64_t block_refs(int32_t block) const;
   /** Whether a sequence with this id is known (waiting or running). */
   bool contains(int64_t seq) const;
   /** Waiting or running sequences. */

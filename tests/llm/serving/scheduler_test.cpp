@@ -1,0 +1,805 @@
+// scheduler_test.cpp - genesis::serving::Scheduler: directed cases (prefix hits, LRU eviction,
+// copy-on-write, preemption, chunked prefill, errors) and a randomized simulation checked after
+// every step against an independent model.
+//
+// The simulation plays the engine: it keeps its own picture of every sequence (tokens, computed
+// count, waiting/running order) and a simulated KV pool in which slot s holds the value a model
+// would store for position p of a sequence: a hash of the sequence's tokens [0, p]. Each step it
+// applies the plan's copies, checks that every computed position of every running sequence reads
+// its own value through its block table (so prefix hits, copy-on-write and eviction returned the
+// right blocks, and no block was handed out twice), writes the chunks' positions (each into a block
+// nobody else references), recounts every block's references from the tables, and checks the
+// policy: token budget, batch size, decodes first, the newest preempted, FCFS admission, progress.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "genesis/error.hpp"
+#include "genesis/serving/scheduler.hpp"
+
+namespace {
+
+using genesis::Error;
+using genesis::serving::ScheduledChunk;
+using genesis::serving::Scheduler;
+using genesis::serving::SchedulerConfig;
+using genesis::serving::SchedulerStats;
+using genesis::serving::StepPlan;
+
+SchedulerConfig config(int64_t num_blocks, int64_t block_size, int64_t max_tokens = 2048, bool caching = true) {
+  SchedulerConfig c;
+  c.num_blocks = num_blocks;
+  c.block_size = block_size;
+  c.max_tokens_per_step = max_tokens;
+  c.prefix_caching = caching;
+  return c;
+}
+
+std::vector<int64_t> iota(int64_t n, int64_t first) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = first + i;
+  return v;
+}
+
+std::vector<int64_t> concat(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+/** Commits a plan with token 7 (or `token`) for every sampled chunk. */
+void commit_all(Scheduler& s, const StepPlan& plan, int64_t token = 7) {
+  s.commit(plan, std::vector<int64_t>(plan.chunks.size(), token));
+}
+
+const ScheduledChunk* chunk_of(const StepPlan& plan, int64_t seq) {
+  for (const ScheduledChunk& c : plan.chunks) {
+    if (c.seq == seq) return &c;
+  }
+  return nullptr;
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// ---- directed cases ---------------------------------------------------------------------------------------
+
+TEST(Scheduler, SharedPrefixIsComputedOnce) {
+  Scheduler s(config(64, 16));
+  const std::vector<int64_t> prefix = iota(64, 1000);
+  const std::vector<int64_t> a = concat(prefix, iota(10, 1)), b = concat(prefix, iota(7, 50));
+  s.add(1, a);
+  StepPlan p1 = s.schedule();
+  ASSERT_EQ(p1.chunks.size(), 1u);
+  EXPECT_EQ(p1.chunks[0].start, 0);
+  EXPECT_EQ(p1.chunks[0].count, 74);
+  EXPECT_TRUE(p1.chunks[0].sample);
+  commit_all(s, p1);
+  EXPECT_EQ(s.stats().prefix_hit_tokens, 0);
+  EXPECT_EQ(s.stats().prefix_queried_tokens, 74);
+
+  s.add(2, b);
+  StepPlan p2 = s.schedule();
+  const ScheduledChunk* c = chunk_of(p2, 2);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->start, 64);  // only the remainder
+  EXPECT_EQ(c->count, 7);
+  EXPECT_TRUE(c->sample);
+  EXPECT_EQ(s.num_computed(2), 64);
+  EXPECT_EQ(s.stats().prefix_hit_tokens, 64);
+  EXPECT_EQ(s.stats().prefix_queried_tokens, 74 + 71);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(s.block_table(2)[static_cast<size_t>(k)], s.block_table(1)[static_cast<size_t>(k)]);
+    EXPECT_EQ(s.block_refs(s.block_table(1)[static_cast<size_t>(k)]), 2);
+  }
+  EXPECT_NE(s.block_table(2)[4], s.block_table(1)[4]);
+  EXPECT_EQ(s.slot(2, 63), s.slot(1, 63));
+  EXPECT_NE(s.slot(2, 64), s.slot(1, 64));
+  commit_all(s, p2);
+  EXPECT_EQ(s.stats().prefix_hit_tokens, 64);  // counted once, at admission
+
+  // Without prefix caching nothing is looked up or shared.
+  Scheduler off(config(64, 16, 2048, false));
+  off.add(1, a);
+  commit_all(off, off.schedule());
+  off.add(2, b);
+  StepPlan q = off.schedule();
+  ASSERT_NE(chunk_of(q, 2), nullptr);
+  EXPECT_EQ(chunk_of(q, 2)->start, 0);
+  EXPECT_EQ(off.stats().prefix_hit_tokens, 0);
+  EXPECT_EQ(off.stats().prefix_queried_tokens, 0);
+}
+
+TEST(Scheduler, WholePromptHitStillComputesTheLastToken) {
+  Scheduler s(config(16, 16));
+  const std::vector<int64_t> prompt = iota(64, 3);
+  s.add(1, prompt);
+  commit_all(s, s.schedule());
+  s.finish(1);
+  EXPECT_EQ(s.stats().blocks_cached, 4);
+  EXPECT_EQ(s.stats().blocks_used, 0);
+
+  s.add(2, prompt);  // all 4 blocks are cached; the last one holds the last token, so it is recomputed
+  StepPlan p = s.schedule();
+  ASSERT_EQ(p.chunks.size(), 1u);
+  EXPECT_EQ(p.chunks[0].start, 48);
+  EXPECT_EQ(p.chunks[0].count, 16);
+  EXPECT_TRUE(p.chunks[0].sample);
+  EXPECT_EQ(s.stats().prefix_hit_tokens, 48);
+  commit_all(s, p);
+
+  s.add(3, concat(prompt, {9}));  // 65 tokens: the 4 full blocks are a hit, only the 65th is computed
+  StepPlan q = s.schedule();
+  const ScheduledChunk* c = chunk_of(q, 3);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->start, 64);
+  EXPECT_EQ(c->count, 1);
+  EXPECT_TRUE(c->sample);
+  EXPECT_EQ(s.stats().prefix_hit_tokens, 48 + 64);
+
+  s.add(4, {5});  // a one-token prompt has nothing to look up
+  StepPlan r = s.schedule();
+  ASSERT_NE(chunk_of(r, 4), nullptr);
+  EXPECT_EQ(chunk_of(r, 4)->start, 0);
+  EXPECT_EQ(chunk_of(r, 4)->count, 1);
+}
+
+// Two finished 9-token sequences (block size 4, 5 blocks) leave their full blocks A0 A1 B0 B1 cached, least
+// recently used first: A1, A0, B1, B0 (a sequence's tail leaves before its head), and one block free.
+struct LruFixture {
+  Scheduler s{config(5, 4)};
+  std::vector<int64_t> a = iota(9, 100), b = iota(9, 200);
+  std::vector<int32_t> ta, tb;
+  LruFixture() {
+    s.add(1, a);
+    commit_all(s, s.schedule());
+    ta = s.block_table(1);
+    s.finish(1);
+    s.add(2, b);
+    commit_all(s, s.schedule());
+    tb = s.block_table(2);
+    s.finish(2);
+    SchedulerStats st = s.stats();
+    EXPECT_EQ(st.blocks_cached, 4);
+    EXPECT_EQ(st.blocks_free, 1);
+    EXPECT_EQ(st.blocks_used, 0);
+  }
+  /** The prefix hit of a new sequence with this prompt, run for one step and finished. */
+  int64_t hit_of(int64_t id, const std::vector<int64_t>& prompt) {
+    const int64_t before = s.stats().prefix_hit_tokens;
+    s.add(id, prompt);
+    commit_all(s, s.schedule());
+    const int64_t hit = s.stats().prefix_hit_tokens - before;
+    s.finish(id);
+    return hit;
+  }
+  /** The blocks a 20-token sequence (the whole pool) gets: the free one, then the cached ones as evicted. */
+  std::vector<int32_t> eviction_order(int64_t id) {
+    s.add(id, iota(20, 500));
+    StepPlan p = s.schedule();
+    EXPECT_EQ(p.chunks.size(), 1u);
+    std::vector<int32_t> t = s.block_table(id);
+    s.finish(id);
+    return std::vector<int32_t>(t.begin() + 1, t.end());
+  }
+};
+
+TEST(Scheduler, CachedBlocksAreEvictedLeastRecentlyUsedFirst) {
+  {
+    LruFixture f;
+    EXPECT_EQ(f.eviction_order(3), (std::vector<int32_t>{f.ta[1], f.ta[0], f.tb[1], f.tb[0]}));
+    EXPECT_EQ(f.s.stats().blocks_cached, 0);  // its blocks left the cache: nothing of A or B is found
+    EXPECT_EQ(f.hit_of(4, f.a), 0);
+    EXPECT_EQ(f.hit_of(5, f.b), 0);
+  }
+  {
+    LruFixture f;
+    EXPECT_EQ(f.hit_of(3, f.a), 8);  // a hit makes A's blocks the most recently used
+    EXPECT_EQ(f.eviction_order(4), (std::vector<int32_t>{f.tb[1], f.tb[0], f.ta[1], f.ta[0]}));
+  }
+  {
+    LruFixture f;
+    f.s.add(3, iota(8, 300));  // 2 blocks: the free one and A1
+    commit_all(f.s, f.s.schedule());
+    f.s.finish(3);
+    EXPECT_EQ(f.hit_of(4, f.a), 4);  // A0 is still there
+  }
+}
+
+TEST(Scheduler, ForkSharesBlocksAndCopiesTheSharedLastBlockOnce) {
+  Scheduler s(config(16, 4));
+  s.add(1, iota(6, 10));
+  StepPlan p = s.schedule();
+  commit_all(s, p, 42);  // tokens 0..6, positions 0..5 computed: block 1 is half full
+  ASSERT_EQ(s.num_computed(1), 6);
+  s.fork(1, 2);
+  EXPECT_EQ(s.tokens(2), s.tokens(1));
+  EXPECT_EQ(s.block_table(2), s.block_table(1));
+  EXPECT_EQ(s.num_computed(2), 6);
+  const int32_t shared_last = s.block_table(1)[1];
+  EXPECT_EQ(s.block_refs(s.block_table(1)[0]), 2);
+  EXPECT_EQ(s.block_refs(shared_last), 2);
+  EXPECT_EQ(s.stats().blocks_used, 2);
+  s.set_last_token(2, 43);
+  EXPECT_EQ(s.tokens(2).back(), 43);
+  EXPECT_EQ(s.tokens(1).back(), 42);
+
+  StepPlan d = s.schedule();
+  ASSERT_EQ(d.chunks.size(), 2u);
+  ASSERT_EQ(d.copies.size(), 1u);  // the first writer copies; the second then holds the block alone
+  EXPECT_EQ(d.copies[0].first, shared_last);
+  EXPECT_EQ(d.copies[0].second, s.block_table(1)[1]);
+  EXPECT_EQ(s.block_table(2)[1], shared_last);
+  EXPECT_EQ(s.block_table(1)[0], s.block_table(2)[0]);  // the full block stays shared
+  EXPECT_EQ(s.block_refs(shared_last), 1);
+  EXPECT_EQ(s.block_refs(d.copies[0].second), 1);
+  EXPECT_EQ(s.stats().blocks_used, 3);
+  commit_all(s, d);
+  EXPECT_TRUE(s.schedule().copies.empty());
+
+  // A fork at a block boundary shares only full blocks: nothing to copy.
+  Scheduler t(config(16, 4));
+  t.add(1, iota(7, 10));
+  commit_all(t, t.schedule());  // 8 tokens, 7 computed
+  commit_all(t, t.schedule());  // 9 tokens, 8 computed: two full blocks
+  t.fork(1, 2);
+  StepPlan e = t.schedule();
+  EXPECT_EQ(e.chunks.size(), 2u);
+  EXPECT_TRUE(e.copies.empty());
+  EXPECT_NE(t.block_table(1)[2], t.block_table(2)[2]);
+
+  // Finishing both returns every block.
+  s.finish(1);
+  s.finish(2);
+  EXPECT_EQ(s.stats().blocks_used, 0);
+  EXPECT_EQ(s.stats().blocks_free + s.stats().blocks_cached, 16);
+}
+
+TEST(Scheduler, PreemptsTheNewestAndRecomputesIt) {
+  Scheduler s(config(4, 4, 2048, false));
+  s.add(1, iota(7, 10));
+  s.add(2, iota(7, 20));
+  StepPlan p = s.schedule();
+  ASSERT_EQ(p.chunks.size(), 2u);
+  commit_all(s, p);             // 8 tokens each, 7 computed, 2 blocks each: the pool is full
+  commit_all(s, s.schedule());  // position 7 still fits their second blocks
+  EXPECT_EQ(s.stats().blocks_free, 0);
+  StepPlan q = s.schedule();  // position 8 needs a third block each
+  ASSERT_EQ(q.preempted, std::vector<int64_t>{2});
+  ASSERT_EQ(q.chunks.size(), 1u);
+  EXPECT_EQ(q.chunks[0].seq, 1);
+  EXPECT_EQ(q.chunks[0].start, 8);
+  EXPECT_EQ(s.stats().preemptions, 1);
+  EXPECT_EQ(s.stats().waiting, 1);
+  EXPECT_EQ(s.stats().running, 1);
+  EXPECT_TRUE(s.block_table(2).empty());
+  EXPECT_EQ(s.num_computed(2), 0);
+  EXPECT_EQ(s.tokens(2).size(), 9u);  // its tokens are kept
+  commit_all(s, q, 5);
+  s.finish(1);
+  StepPlan r = s.schedule();  // recomputed from its tokens, sampling after the last one
+  ASSERT_EQ(r.chunks.size(), 1u);
+  EXPECT_EQ(r.chunks[0].seq, 2);
+  EXPECT_EQ(r.chunks[0].start, 0);
+  EXPECT_EQ(r.chunks[0].count, 9);
+  EXPECT_TRUE(r.chunks[0].sample);
+
+  // The preempted sequence waits at the front of the queue, ahead of older arrivals.
+  Scheduler t(config(4, 4, 2048, false));
+  t.add(1, iota(7, 10));
+  t.add(2, iota(7, 20));
+  commit_all(t, t.schedule());
+  commit_all(t, t.schedule());
+  t.add(3, {1});
+  StepPlan u = t.schedule();
+  ASSERT_EQ(u.preempted, std::vector<int64_t>{2});
+  commit_all(t, u);
+  t.finish(1);
+  StepPlan v = t.schedule();
+  ASSERT_GE(v.chunks.size(), 1u);
+  EXPECT_EQ(v.chunks[0].seq, 2);
+}
+
+TEST(Scheduler, ChunkedPrefillDecodesFirstAndRespectsLimits) {
+  SchedulerConfig c = config(64, 4, 10);
+  c.max_running = 2;
+  Scheduler s(c);
+  s.add(1, iota(3, 1));
+  commit_all(s, s.schedule());  // 1 decodes from now on
+  s.add(2, iota(25, 100));
+  s.add(3, iota(5, 200));
+  StepPlan p = s.schedule();
+  ASSERT_EQ(p.chunks.size(), 2u);
+  EXPECT_EQ(p.chunks[0].seq, 1);
+  EXPECT_EQ(p.chunks[0].count, 1);
+  EXPECT_TRUE(p.chunks[0].sample);
+  EXPECT_EQ(p.chunks[1].seq, 2);
+  EXPECT_EQ(p.chunks[1].start, 0);
+  EXPECT_EQ(p.chunks[1].count, 9);
+  EXPECT_FALSE(p.chunks[1].sample);
+  EXPECT_EQ(p.num_tokens(), 10);
+  commit_all(s, p);
+  EXPECT_EQ(s.tokens(2).size(), 25u);  // nothing sampled mid-prompt
+  EXPECT_EQ(s.stats().waiting, 1);     // max_running = 2 keeps 3 waiting
+  s.finish(1);
+  StepPlan q = s.schedule();  // the budget goes to 2's next chunk: 3 still waits
+  ASSERT_EQ(q.chunks.size(), 1u);
+  EXPECT_EQ(q.chunks[0].seq, 2);
+  EXPECT_EQ(q.chunks[0].start, 9);
+  EXPECT_EQ(q.chunks[0].count, 10);
+  EXPECT_FALSE(q.chunks[0].sample);
+  commit_all(s, q);
+  StepPlan r = s.schedule();
+  ASSERT_EQ(r.chunks.size(), 2u);
+  EXPECT_EQ(r.chunks[0].seq, 2);
+  EXPECT_EQ(r.chunks[0].start, 19);
+  EXPECT_EQ(r.chunks[0].count, 6);
+  EXPECT_TRUE(r.chunks[0].sample);
+  EXPECT_EQ(r.chunks[1].seq, 3);
+  EXPECT_EQ(r.chunks[1].start, 0);
+  EXPECT_EQ(r.chunks[1].count, 4);
+  EXPECT_FALSE(r.chunks[1].sample);
+}
+
+TEST(Scheduler, CommitChecksThePlanAndSkipsCancelledSequences) {
+  Scheduler s(config(8, 4));
+  s.add(1, iota(5, 1));
+  s.add(2, iota(5, 10));
+  StepPlan p = s.schedule();
+  s.finish(2);  // cancelled while the step ran
+  commit_all(s, p);
+  EXPECT_EQ(s.num_computed(1), 5);
+  EXPECT_FALSE(s.contains(2));
+  EXPECT_NE(error_of([&] { commit_all(s, p); }).find("does not match"), std::string::npos);  // twice
+  EXPECT_EQ(s.num_computed(1), 5);
+  StepPlan q = s.schedule();
+  EXPECT_NE(error_of([&] { s.commit(q, {}); }).find("no sampled token"), std::string::npos);
+  EXPECT_EQ(s.tokens(1).size(), 6u);
+  s.commit(q, {3});
+  EXPECT_EQ(s.tokens(1).back(), 3);
+}
+
+TEST(Scheduler, Errors) {
+  SchedulerConfig c = config(4, 4);
+  c.max_waiting = 2;
+  Scheduler s(c);
+  s.add(1, {1});
+  s.add(2, {2});
+  try {
+    s.add(3, {3});
+    ADD_FAILURE() << "a full queue accepted a request";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the request queue is full (2 waiting)"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(s.contains(3));
+  EXPECT_NE(error_of([&] { s.add(1, {1}); }).find("sequence 1 already exists"), std::string::npos);
+  EXPECT_NE(error_of([&] { s.add(5, {}); }).find("empty prompt"), std::string::npos);
+  s.finish(2);
+  EXPECT_NE(error_of([&] { s.add(6, iota(17, 0)); }).find("needs 5 blocks of 4 positions; the pool has 4"),
+            std::string::npos);
+  s.add(6, iota(16, 0));  // exactly the pool
+  for (const std::string& e :
+       {error_of([&] { s.finish(9); }), error_of([&] { s.tokens(9); }), error_of([&] { s.block_table(9); }),
+        error_of([&] { s.slot(9, 0); }), error_of([&] { s.num_computed(9); }), error_of([&] { s.fork(9, 10); })}) {
+    EXPECT_NE(e.find("unknown sequence 9"), std::string::npos) << e;
+  }
+  EXPECT_NE(error_of([&] { s.fork(1, 11); }).find("cannot be forked"), std::string::npos);  // still waiting
+  EXPECT_NE(error_of([&] { s.slot(1, 0); }).find("has no block"), std::string::npos);
+  EXPECT_NE(error_of([&] { s.block_refs(4); }).find("outside [0, 4)"), std::string::npos);
+  commit_all(s, s.schedule());
+  EXPECT_NE(error_of([&] { s.fork(1, 6); }).find("already exists"), std::string::npos);
+  EXPECT_NE(error_of([&] { s.slot(1, 4); }).find("has no block"), std::string::npos);
+  EXPECT_NE(error_of([&] { s.slot(1, -1); }).find("has no block"), std::string::npos);
+  EXPECT_NE(error_of([&] { s.set_last_token(6, 1); }).find("not a generated one"), std::string::npos);
+  for (auto bad : {config(0, 4), config(4, 0), config(4, 4, 0)}) {
+    EXPECT_NE(error_of([&] { Scheduler x(bad); }), "(no error)");
+  }
+}
+
+// ---- randomized simulation --------------------------------------------------------------------------------
+
+uint64_t value_hash(uint64_t h, int64_t token) {  // FNV-1a over the token's bytes: the oracle's "K/V value"
+  for (int i = 0; i < 8; ++i) {
+    h ^= (static_cast<uint64_t>(token) >> (8 * i)) & 0xff;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+struct Totals {
+  int64_t steps = 0, preemptions = 0, hit_tokens = 0, copies = 0, forks = 0, finished = 0, cancelled = 0;
+  int64_t rejected_full = 0, rejected_big = 0, shrunk_prefills = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(const SchedulerConfig& cfg, uint64_t seed, Totals& totals)
+      : cfg_(cfg), s_(cfg), rng_(seed), t_(totals), kv_(static_cast<size_t>(cfg.num_blocks * cfg.block_size), 0) {
+    const int64_t cap = cfg.num_blocks * cfg.block_size;
+    for (int i = 0; i < 3; ++i) prefixes_.push_back(random_tokens(uniform(1, std::max<int64_t>(1, cap / 2))));
+  }
+
+  void run(int64_t arrival_steps) {
+    for (int64_t i = 0; i < arrival_steps && !::testing::Test::HasFatalFailure(); ++i) {
+      events(true);
+      step();
+    }
+    int64_t guard = 0;
+    while (s_.has_work() && !::testing::Test::HasFatalFailure()) {
+      ASSERT_LT(++guard, 200000) << "the scheduler stopped making progress";
+      step();
+    }
+    ASSERT_TRUE(seqs_.empty());
+    SchedulerStats st = s_.stats();
+    EXPECT_EQ(st.blocks_used, 0);
+    EXPECT_EQ(st.running, 0);
+    EXPECT_EQ(st.waiting, 0);
+    EXPECT_EQ(st.blocks_free + st.blocks_cached, cfg_.num_blocks);
+    if (!cfg_.prefix_caching) {
+      EXPECT_EQ(st.blocks_cached, 0);
+    }
+  }
+
+ private:
+  struct Seq {
+    std::vector<int64_t> tokens;
+    std::vector<uint64_t> value;  // value[p]: what position p's K/V holds
+    int64_t prompt_len = 0, computed = 0, target = 0;
+    bool running = false;
+  };
+
+  int64_t uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
+  bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+  std::vector<int64_t> random_tokens(int64_t n) {
+    std::vector<int64_t> v(static_cast<size_t>(n));
+    for (int64_t& x : v) x = uniform(0, 4);
+    return v;
+  }
+  void push_token(Seq& q, int64_t token) {
+    q.value.push_back(value_hash(q.value.empty() ? 0xcbf29ce484222325ULL : q.value.back(), token));
+    q.tokens.push_back(token);
+  }
+
+  void events(bool arrivals) {
+    const int64_t bs = cfg_.block_size, cap = cfg_.num_blocks * bs;
+    if (arrivals) {
+      for (int64_t k = uniform(0, 2); k > 0; --k) {
+        std::vector<int64_t> prompt;
+        if (chance(0.6)) prompt = prefixes_[static_cast<size_t>(uniform(0, 2))];
+        const std::vector<int64_t> tail = random_tokens(uniform(0, std::max<int64_t>(1, cap / 3)));
+        prompt.insert(prompt.end(), tail.begin(), tail.end());
+        if (prompt.empty()) prompt.push_back(1);
+        const bool too_big = (static_cast<int64_t>(prompt.size()) + bs - 1) / bs > cfg_.num_blocks;
+        if (!too_big && static_cast<int64_t>(prompt.size()) >= cap) prompt.resize(static_cast<size_t>(cap - 1));
+        if (chance(0.02)) prompt = random_tokens(cap + uniform(1, bs));  // always too big
+        const int64_t id = next_id_++;
+        const bool big = (static_cast<int64_t>(prompt.size()) + bs - 1) / bs > cfg_.num_blocks;
+        const bool full = static_cast<int64_t>(waiting_.size()) >= cfg_.max_waiting;
+        if (big || full) {
+          const std::string e = error_of([&] { s_.add(id, prompt); });
+          if (big) {
+            EXPECT_NE(e.find("blocks of"), std::string::npos) << e;
+            ++t_.rejected_big;
+          } else {
+            EXPECT_EQ(e, "[scheduler] the request queue is full (" + std::to_string(waiting_.size()) + " waiting)");
+            ++t_.rejected_full;
+          }
+          EXPECT_FALSE(s_.contains(id));
+          continue;
+        }
+        s_.add(id, prompt);
+        Seq q;
+        for (int64_t x : prompt) push_token(q, x);
+        q.prompt_len = static_cast<int64_t>(prompt.size());
+        q.target = std::min(cap, q.prompt_len + uniform(1, std::max<int64_t>(1, cap / 2)));
+        seqs_.emplace(id, std::move(q));
+        waiting_.push_back(id);
+      }
+      // n > 1: fork a decoding sequence; half the children get their own last token.
+      if (chance(0.1)) {
+        std::vector<int64_t> decoding;
+        for (int64_t id : running_) {
+          const Seq& q = seqs_.at(id);
+          if (q.computed + 1 == static_cast<int64_t>(q.tokens.size()) && q.computed >= q.prompt_len) {
+            decoding.push_back(id);
+          }
+        }
+        if (!decoding.empty()) {
+          const int64_t parent = decoding[static_cast<size_t>(uniform(0, static_cast<int64_t>(decoding.size()) - 1))];
+          const int64_t child = next_id_++;
+          s_.fork(parent, child);
+          Seq q = seqs_.at(parent);
+          if (chance(0.5)) {
+            const int64_t tok = uniform(0, 4);
+            s_.set_last_token(child, tok);
+            q.tokens.pop_back();
+            q.value.pop_back();
+            push_token(q, tok);
+          }
+          seqs_.emplace(child, std::move(q));
+          running_.push_back(child);
+          ++t_.forks;
+        }
+      }
+    }
+    if (!seqs_.empty() && chance(0.05)) {  // cancel a random sequence
+      auto it = seqs_.begin();
+      std::advance(it, uniform(0, static_cast<int64_t>(seqs_.size()) - 1));
+      drop(it->first);
+      ++t_.cancelled;
+    }
+  }
+
+  void drop(int64_t id) {
+    s_.finish(id);
+    Seq& q = seqs_.at(id);
+    if (q.running) {
+      running_.erase(std::find(running_.begin(), running_.end(), id));
+    } else {
+      waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
+    }
+    seqs_.erase(id);
+  }
+
+  void step() {
+    ++t_.steps;
+    const int64_t bs = cfg_.block_size;
+    const bool had_work = s_.has_work();
+    const std::vector<int64_t> running_before = running_;
+    std::set<int64_t> decoding_before;
+    for (int64_t id : running_) {
+      const Seq& q = seqs_.at(id);
+      if (q.computed + 1 == static_cast<int64_t>(q.tokens.size())) decoding_before.insert(id);
+    }
+    const StepPlan plan = s_.schedule();
+
+    // Preemptions: running sequences, newest first, each then waiting at the front with nothing computed.
+    std::set<int64_t> preempted(plan.preempted.begin(), plan.preempted.end());
+    ASSERT_EQ(preempted.size(), plan.preempted.size());
+    for (int64_t id : plan.preempted) {
+      ASSERT_TRUE(seqs_.count(id));
+      Seq& q = seqs_.at(id);
+      ASSERT_TRUE(q.running) << "preempted a waiting sequence";
+      q.running = false;
+      q.computed = 0;
+      running_.erase(std::find(running_.begin(), running_.end(), id));
+      waiting_.push_front(id);
+      EXPECT_TRUE(s_.block_table(id).empty());
+      ++t_.preemptions;
+      ++preemptions_;
+    }
+    std::set<int64_t> with_chunk;
+    for (const ScheduledChunk& c : plan.chunks) with_chunk.insert(c.seq);
+    for (size_t i = 0; i < running_before.size(); ++i) {
+      if (!preempted.count(running_before[i])) continue;
+      for (size_t j = i + 1; j < running_before.size(); ++j) {
+        EXPECT_TRUE(preempted.count(running_before[j]) || with_chunk.count(running_before[j]))
+            << "sequence " << running_before[i] << " was preempted while the newer " << running_before[j]
+            << " kept its blocks without running";
+      }
+    }
+
+    // Chunks: known sequences once each, decodes first, running ones at their computed count, admissions in
+    // queue order at a block boundary (their cached prefix), sampling exactly at the last token.
+    std::set<int64_t> seen;
+    bool past_decodes = false;
+    int64_t tokens = 0, admitted = 0, decodes = 0;
+    for (const ScheduledChunk& c : plan.chunks) {
+      ASSERT_TRUE(seqs_.count(c.seq)) << "a chunk for unknown sequence " << c.seq;
+      ASSERT_TRUE(seen.insert(c.seq).second) << "two chunks for sequence " << c.seq;
+      Seq& q = seqs_.at(c.seq);
+      const int64_t n = static_cast<int64_t>(q.tokens.size());
+      ASSERT_GE(c.count, 1);
+      ASSERT_LE(c.start + c.count, n);
+      EXPECT_EQ(c.sample, c.start + c.count == n);
+      if (q.running) {
+        ASSERT_EQ(c.start, q.computed);
+      } else {
+        ASSERT_FALSE(waiting_.empty());
+        ASSERT_EQ(waiting_.front(), c.seq) << "admitted out of queue order";
+        waiting_.pop_front();
+        running_.push_back(c.seq);
+        q.running = true;
+        EXPECT_EQ(c.start % bs, 0);
+        EXPECT_LE(c.start, n - 1) << "the last token must be computed";
+        if (!cfg_.prefix_caching) {
+          EXPECT_EQ(c.start, 0);
+        }
+        q.computed = c.start;
+        hits_ += c.start;
+        t_.hit_tokens += c.start;
+        if (cfg_.prefix_caching) queried_ += n;
+        ++admitted;
+      }
+      const bool decode = decoding_before.count(c.seq) > 0;
+      if (decode) {
+        EXPECT_FALSE(past_decodes) << "a decode after a prompt chunk";
+        EXPECT_EQ(c.count, 1);
+        ++decodes;
+      } else {
+        past_decodes = true;
+        if (c.count < std::min(n - c.start, cfg_.max_tokens_per_step - tokens)) ++t_.shrunk_prefills;
+      }
+      tokens += c.count;
+    }
+    EXPECT_EQ(tokens, plan.num_tokens());
+    EXPECT_LE(tokens, cfg_.max_tokens_per_step);
+    if (!plan.preempted.empty()) {
+      EXPECT_EQ(admitted, 0) << "admitted in a step that preempted";
+    }
+    EXPECT_LE(static_cast<int64_t>(running_.size()),
+              std::max<int64_t>(cfg_.max_running, static_cast<int64_t>(running_before.size())));
+    if (admitted > 0) {
+      EXPECT_LE(static_cast<int64_t>(running_.size()), cfg_.max_running);
+    }
+    if (had_work) {
+      ASSERT_FALSE(plan.chunks.empty()) << "work left but nothing scheduled";
+    }
+    // Every decoding sequence runs unless the budget ran out or the pool forced preemptions.
+    if (plan.preempted.empty() && decodes < cfg_.max_tokens_per_step) {
+      for (int64_t id : decoding_before) EXPECT_TRUE(with_chunk.count(id)) << "decode of " << id << " skipped";
+    }
+    check_tables(plan);
+    if (::testing::Test::HasFatalFailure()) return;
+
+    // Run the step on the simulated pool: copies, then check what every running sequence reads, then write.
+    std::vector<uint64_t> before = kv_;
+    for (const auto& [src, dst] : plan.copies) {
+      ASSERT_NE(src, dst);
+      ASSERT_EQ(s_.block_refs(dst), 1) << "a copy's destination is shared";
+      std::copy(before.begin() + src * bs, before.begin() + (src + 1) * bs, kv_.begin() + dst * bs);
+      ++t_.copies;
+    }
+    for (int64_t id : running_) {
+      const Seq& q = seqs_.at(id);
+      for (int64_t p = 0; p < q.computed; ++p) {
+        ASSERT_EQ(kv_[static_cast<size_t>(s_.slot(id, p))], q.value[static_cast<size_t>(p)])
+            << "sequence " << id << " position " << p << " reads another value";
+      }
+    }
+    std::set<int64_t> written;
+    for (const ScheduledChunk& c : plan.chunks) {
+      const Seq& q = seqs_.at(c.seq);
+      const std::vector<int32_t>& table = s_.block_table(c.seq);
+      for (int64_t p = c.start; p < c.start + c.count; ++p) {
+        const int32_t b = table[static_cast<size_t>(p / bs)];
+        ASSERT_EQ(s_.block_refs(b), 1) << "sequence " << c.seq << " writes into shared block " << b;
+        const int64_t slot = s_.slot(c.seq, p);
+        ASSERT_EQ(slot, b * bs + p % bs);
+        ASSERT_TRUE(written.insert(slot).second);
+        kv_[static_cast<size_t>(slot)] = q.value[static_cast<size_t>(p)];
+      }
+    }
+
+    // Sometimes a sequence is cancelled while its step runs; commit then skips it.
+    if (!plan.chunks.empty() && chance(0.02)) {
+      drop(plan.chunks[static_cast<size_t>(uniform(0, static_cast<int64_t>(plan.chunks.size()) - 1))].seq);
+      ++t_.cancelled;
+    }
+    std::vector<int64_t> sampled;
+    for (size_t i = 0; i < plan.chunks.size(); ++i) sampled.push_back(uniform(0, 4));
+    s_.commit(plan, sampled);
+    for (size_t i = 0; i < plan.chunks.size(); ++i) {
+      const ScheduledChunk& c = plan.chunks[i];
+      if (!seqs_.count(c.seq)) continue;
+      Seq& q = seqs_.at(c.seq);
+      q.computed += c.count;
+      if (c.sample) push_token(q, sampled[i]);
+    }
+    for (const auto& [id, q] : seqs_) {
+      ASSERT_EQ(s_.tokens(id), q.tokens);
+      ASSERT_EQ(s_.num_computed(id), q.computed);
+    }
+    std::vector<int64_t> done;
+    for (const auto& [id, q] : seqs_) {
+      if (static_cast<int64_t>(q.tokens.size()) >= q.target) done.push_back(id);
+    }
+    for (int64_t id : done) {
+      drop(id);
+      ++t_.finished;
+    }
+    check_tables(plan);
+  }
+
+  /** Brute-force recount: references from the tables, block states, stats. */
+  void check_tables(const StepPlan& plan) {
+    const int64_t bs = cfg_.block_size;
+    std::vector<int64_t> refs(static_cast<size_t>(cfg_.num_blocks), 0);
+    for (const auto& [id, q] : seqs_) {
+      const std::vector<int32_t>& table = s_.block_table(id);
+      if (!q.running) {
+        ASSERT_TRUE(table.empty()) << "waiting sequence " << id << " holds blocks";
+        continue;
+      }
+      int64_t need = q.computed;
+      const ScheduledChunk* c = chunk_of(plan, id);
+      if (c) need = std::max(need, c->start + c->count);
+      ASSERT_GE(static_cast<int64_t>(table.size()) * bs, need);
+      std::set<int32_t> mine;
+      for (int32_t b : table) {
+        ASSERT_GE(b, 0);
+        ASSERT_LT(b, cfg_.num_blocks);
+        ASSERT_TRUE(mine.insert(b).second) << "block " << b << " twice in one table";
+        ++refs[static_cast<size_t>(b)];
+      }
+    }
+    int64_t used = 0;
+    for (int64_t b = 0; b < cfg_.num_blocks; ++b) {
+      ASSERT_EQ(s_.block_refs(static_cast<int32_t>(b)), refs[static_cast<size_t>(b)]) << "block " << b;
+      used += refs[static_cast<size_t>(b)] > 0;
+    }
+    SchedulerStats st = s_.stats();
+    EXPECT_EQ(st.blocks_used, used);
+    EXPECT_EQ(st.blocks_used + st.blocks_cached + st.blocks_free, cfg_.num_blocks);
+    EXPECT_EQ(st.running, static_cast<int64_t>(running_.size()));
+    EXPECT_EQ(st.waiting, static_cast<int64_t>(waiting_.size()));
+    EXPECT_EQ(st.preemptions, preemptions_);
+    EXPECT_EQ(st.prefix_hit_tokens, hits_);
+    EXPECT_EQ(st.prefix_queried_tokens, queried_);
+    EXPECT_TRUE(st.prefix_hit_tokens <= st.prefix_queried_tokens);
+  }
+
+  SchedulerConfig cfg_;
+  Scheduler s_;
+  std::mt19937_64 rng_;
+  Totals& t_;
+  std::vector<uint64_t> kv_;
+  std::vector<std::vector<int64_t>> prefixes_;
+  std::map<int64_t, Seq> seqs_;
+  std::deque<int64_t> waiting_;
+  std::vector<int64_t> running_;
+  int64_t next_id_ = 1, hits_ = 0, queried_ = 0, preemptions_ = 0;
+};
+
+TEST(Scheduler, RandomizedSimulationKeepsEveryInvariant) {
+  Totals t;
+  std::mt19937_64 pick(12345);
+  for (uint64_t seed = 0; seed < 60 && !HasFatalFailure(); ++seed) {
+    auto in = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(pick); };
+    SchedulerConfig c;
+    c.block_size = std::vector<int64_t>{1, 2, 3, 4, 8}[static_cast<size_t>(in(0, 4))];
+    c.num_blocks = in(2, 24);
+    c.max_running = in(1, 8);
+    c.max_tokens_per_step = in(1, 40);
+    c.max_waiting = in(1, 12);
+    c.prefix_caching = seed % 3 != 0;
+    SCOPED_TRACE("seed " + std::to_string(seed) + ": blocks " + std::to_string(c.num_blocks) + " x " +
+                 std::to_string(c.block_size) + ", running " + std::to_string(c.max_running) + ", tokens " +
+                 std::to_string(c.max_tokens_per_step) + ", waiting " + std::to_string(c.max_waiting) +
+                 (c.prefix_caching ? ", prefix caching" : ""));
+    Simulation sim(c, seed, t);
+    sim.run(1500);
+  }
+  // The simulation has to have reached every path it checks.
+  EXPECT_GT(t.preemptions, 100);
+  EXPECT_GT(t.hit_tokens, 1000);
+  EXPECT_GT(t.copies, 20);
+  EXPECT_GT(t.forks, 100);
+  EXPECT_GT(t.finished, 1000);
+  EXPECT_GT(t.cancelled, 100);
+  EXPECT_GT(t.rejected_full, 10);
+  EXPECT_GT(t.rejected_big, 10);
+  EXPECT_GT(t.shrunk_prefills, 10);
+  std::printf(
+      "simulation: %lld steps, %lld finished, %lld cancelled, %lld forks, %lld preemptions, %lld copies, "
+      "%lld shrunk prefill chunks, %lld full-queue and %lld oversize rejections\n",
+      static_cast<long long>(t.steps), static_cast<long long>(t.finished), static_cast<long long>(t.cancelled),
+      static_cast<long long>(t.forks), static_cast<long long>(t.preemptions), static_cast<long long>(t.copies),
+      static_cast<long long>(t.shrunk_prefills), static_cast<long long>(t.rejected_full),
+      static_cast<long long>(t.rejected_big));
+}
+
+}  // namespace
