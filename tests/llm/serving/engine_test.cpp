@@ -1,17 +1,24 @@
-// engine_test.cpp - the Qwen model's packed forward over a paged KV cache (against the plain forward) on the
-// tiny fixtures (tests/fixtures/qwen).
+// engine_test.cpp - the Qwen model's packed forward over a paged KV cache (against the plain forward) and the
+// serving engine over it (against models::generate on each prompt alone) on the tiny fixtures
+// (tests/fixtures/qwen).
 //
 // The reference plugin by default; GENESIS_SERVING_PLUGINS ("cpu,reference") and GENESIS_SERVING_DEVICE run the
 // same checks on another backend.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "genesis/autograd.hpp"
 #include "genesis/models/generation.hpp"
 #include "genesis/models/qwen.hpp"
+#include "genesis/serving/engine.hpp"
 
 #include "test_common.h"
 
@@ -21,6 +28,7 @@ using genesis::Device;
 using genesis::DType;
 using genesis::Tensor;
 namespace M = genesis::models;
+namespace S = genesis::serving;
 
 genesis_test::TestBackend& g_backend = genesis_test::add_test_backend("GENESIS_SERVING", "serving test");
 const Device& dev() { return g_backend.device(); }
@@ -150,6 +158,335 @@ TEST(PagedKVCache, SizesAndBlockCopies) {
   EXPECT_THROW(model->forward_paged(i64({1, 2}), i64({0}), batch, i64({0}), 4), genesis::Error);
   M::PagedBatch empty;
   EXPECT_THROW(model->forward_paged(i64({1}), i64({0}), empty, i64({0}), 4), genesis::Error);
+}
+
+// ---------------------------------------------------------------- engine
+
+// What the callbacks saw: per request, per sample, the tokens and the finish reason (thread-safe).
+struct Collector {
+  struct Out {
+    std::vector<std::vector<int64_t>> tokens;
+    std::vector<std::string> reasons;
+    std::vector<std::vector<S::TokenEvent>> events;
+    bool finished = false;
+  };
+  std::mutex mu;
+  std::map<int64_t, Out> out;
+  int64_t finished = 0;
+  S::EventCallback callback() {
+    return [this](const S::TokenEvent& e) {
+      std::lock_guard<std::mutex> lk(mu);
+      Out& o = out[e.request];
+      const size_t k = static_cast<size_t>(e.sample);
+      if (o.tokens.size() <= k) {
+        o.tokens.resize(k + 1);
+        o.reasons.resize(k + 1);
+        o.events.resize(k + 1);
+      }
+      EXPECT_TRUE(o.reasons[k].empty()) << "an event after sample " << k << " of request " << e.request << " ended";
+      if (e.token >= 0) o.tokens[k].push_back(e.token);
+      o.events[k].push_back(e);
+      if (e.finished) o.reasons[k] = e.finish_reason;
+      if (e.request_finished) {
+        EXPECT_FALSE(o.finished);
+        o.finished = true;
+        ++finished;
+      }
+    };
+  }
+};
+
+std::vector<int64_t> random_prompt(std::mt19937& rng, int64_t len, int64_t V) {
+  std::vector<int64_t> p(static_cast<size_t>(len));
+  for (auto& x : p) x = static_cast<int64_t>(rng() % static_cast<uint32_t>(V));
+  return p;
+}
+
+// Every engine-held container empty and every block back (free or cached for prefix reuse).
+void expect_idle(const S::Engine& e) {
+  const S::EngineStats s = e.stats();
+  EXPECT_FALSE(e.has_work());
+  EXPECT_EQ(s.running, 0);
+  EXPECT_EQ(s.waiting, 0);
+  EXPECT_EQ(s.blocks_used, 0);
+  EXPECT_EQ(s.blocks_free + s.blocks_cached, s.blocks_total);
+  EXPECT_EQ(s.tracked_requests, 0);
+  EXPECT_EQ(s.tracked_sequences, 0);
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    model_ =
+        M::QwenForCausalLM::from_pretrained(fixture("qwen2-tiny"), {.device = dev(), .dtype = DType::f32}).release();
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    model_ = nullptr;
+  }
+  static M::GenerationConfig greedy(int64_t max_new) {
+    M::GenerationConfig g;
+    g.max_new_tokens = max_new;
+    g.ignore_eos = true;
+    return g;
+  }
+  static std::vector<int64_t> alone(const std::vector<int64_t>& prompt, const M::GenerationConfig& g) {
+    return M::generate(*model_, {prompt}, g).tokens[0];
+  }
+  static M::QwenForCausalLM* model_;
+};
+M::QwenForCausalLM* EngineTest::model_ = nullptr;
+
+// (a) 64 requests of mixed prompt lengths and output lengths, submitted at random steps, through chunked prompts
+// and small blocks: each request's greedy tokens equal models::generate on its prompt alone; (g) afterwards
+// every block and every engine-held container is back to empty, also after a second wave.
+TEST_F(EngineTest, RandomArrivalsMatchGenerateAlone) {
+  std::mt19937 rng(1234);
+  const int64_t V = model_->config.vocab_size;
+  struct Job {
+    std::vector<int64_t> prompt;
+    M::GenerationConfig g;
+    std::vector<int64_t> want;
+    int64_t id = -1;
+  };
+  std::vector<Job> jobs(64);
+  for (auto& j : jobs) {
+    j.prompt = random_prompt(rng, 1 + static_cast<int64_t>(rng() % 40), V);
+    j.g = greedy(1 + static_cast<int64_t>(rng() % 10));
+    j.want = alone(j.prompt, j.g);
+  }
+  S::Engine engine(*model_, {.block_size = 4, .num_blocks = 160, .max_running = 12, .max_tokens_per_step = 48});
+  Collector col;
+  for (int wave = 0; wave < 2; ++wave) {
+    size_t next = 0;
+    while (next < jobs.size() || engine.has_work()) {
+      for (int64_t add = static_cast<int64_t>(rng() % 5); add > 0 && next < jobs.size(); --add, ++next)
+        jobs[next].id = engine.submit({.prompt = jobs[next].prompt, .sampling = jobs[next].g}, col.callback());
+      engine.step();
+    }
+    for (const auto& j : jobs) {
+      const Collector::Out& o = col.out[j.id];
+      ASSERT_EQ(o.tokens.size(), 1u);
+      EXPECT_EQ(o.tokens[0], j.want) << "request " << j.id << ", prompt of " << j.prompt.size();
+      EXPECT_EQ(o.reasons[0], "length");
+      EXPECT_TRUE(o.finished);
+    }
+    expect_idle(engine);
+    std::reverse(jobs.begin(), jobs.end());  // the last prompts first: their blocks are still cached
+  }
+  const S::EngineStats s = engine.stats();
+  EXPECT_EQ(s.requests_finished, 128);
+  EXPECT_GT(s.prefix_hit_rate, 0.0);  // the second wave repeats the first one's prompts
+}
+
+// The same on a background thread, requests submitted from two threads at once.
+TEST_F(EngineTest, BackgroundThreadServesConcurrentSubmits) {
+  std::mt19937 rng(99);
+  const int64_t V = model_->config.vocab_size;
+  std::vector<std::vector<int64_t>> prompts;
+  for (int i = 0; i < 16; ++i) prompts.push_back(random_prompt(rng, 1 + static_cast<int64_t>(rng() % 20), V));
+  const M::GenerationConfig g = greedy(5);
+  S::Engine engine(*model_, {.block_size = 8, .num_blocks = 64});
+  Collector col;
+  engine.start();
+  std::vector<int64_t> ids(prompts.size());
+  auto submit_half = [&](size_t from) {
+    for (size_t i = from; i < prompts.size(); i += 2)
+      ids[i] = engine.submit({.prompt = prompts[i], .sampling = g}, col.callback());
+  };
+  std::thread a(submit_half, 0), b(submit_half, 1);
+  a.join();
+  b.join();
+  engine.wait_idle();
+  engine.stop();
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(col.out[ids[i]].tokens.at(0), alone(prompts[i], g)) << i;
+  expect_idle(engine);
+}
+
+// (b) n = 4 samples with a seed equal 4 separate requests seeded seed, seed + 1, ... (and generate with those
+// seeds); the samples differ from one another.
+TEST_F(EngineTest, SamplesOfOnePromptEqualSeparateSeededRequests) {
+  M::GenerationConfig g = greedy(12);
+  g.temperature = 1.3;
+  g.top_k = 40;
+  g.top_p = 0.95;
+  g.repetition_penalty = 1.1;
+  g.seed = 21;
+  const std::vector<int64_t> prompt = {3, 14, 15, 92, 65, 35, 89, 79, 32, 38, 46};
+  S::Engine engine(*model_, {.block_size = 4, .num_blocks = 64});
+  Collector col;
+  const int64_t joint = engine.submit({.prompt = prompt, .sampling = g, .n = 4}, col.callback());
+  engine.submit({.prompt = {7, 7, 7}, .sampling = greedy(9)}, col.callback());  // another request in the batch
+  std::vector<int64_t> single(4);
+  for (int64_t k = 0; k < 4; ++k) {
+    M::GenerationConfig gk = g;
+    gk.seed = g.seed + static_cast<uint64_t>(k);
+    single[static_cast<size_t>(k)] = engine.submit({.prompt = prompt, .sampling = gk}, col.callback());
+    engine.step();
+  }
+  engine.run_until_idle();
+  const Collector::Out& o = col.out[joint];
+  ASSERT_EQ(o.tokens.size(), 4u);
+  for (size_t k = 0; k < 4; ++k) {
+    M::GenerationConfig gk = g;
+    gk.seed = g.seed + k;
+    EXPECT_EQ(o.tokens[k], col.out[single[k]].tokens.at(0)) << "sample " << k;
+    EXPECT_EQ(o.tokens[k], alone(prompt, gk)) << "sample " << k;
+    EXPECT_EQ(o.reasons[k], "length");
+  }
+  EXPECT_NE(o.tokens[0], o.tokens[1]);
+  EXPECT_NE(o.tokens[2], o.tokens[3]);
+  expect_idle(engine);
+}
+
+// (c) Prompts sharing a long prefix: the same tokens with and without prefix caching; hits only with it.
+TEST_F(EngineTest, PrefixCachingChangesNothingButTheWork) {
+  std::mt19937 rng(7);
+  const int64_t V = model_->config.vocab_size;
+  const std::vector<int64_t> prefix = random_prompt(rng, 21, V);
+  std::vector<std::vector<int64_t>> prompts;
+  for (int i = 0; i < 8; ++i) {
+    std::vector<int64_t> p = prefix;
+    for (int64_t x : random_prompt(rng, i % 3, V)) p.push_back(x);
+    prompts.push_back(p);
+  }
+  std::vector<std::vector<int64_t>> got[2];
+  S::EngineStats stats[2];
+  for (int cached = 0; cached < 2; ++cached) {
+    S::Engine engine(*model_, {.block_size = 4, .num_blocks = 96, .prefix_caching = cached == 1});
+    Collector col;
+    std::vector<int64_t> ids;
+    for (const auto& p : prompts) {
+      ids.push_back(engine.submit({.prompt = p, .sampling = greedy(6)}, col.callback()));
+      engine.step();
+      engine.step();
+    }
+    engine.run_until_idle();
+    for (int64_t id : ids) got[cached].push_back(col.out[id].tokens.at(0));
+    stats[cached] = engine.stats();
+    expect_idle(engine);
+  }
+  EXPECT_EQ(got[0], got[1]);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[1][i], alone(prompts[i], greedy(6))) << i;
+  EXPECT_EQ(stats[0].prefix_hit_rate, 0.0);
+  EXPECT_GT(stats[1].prefix_hit_rate, 0.5);
+  EXPECT_LT(stats[1].computed_tokens, stats[0].computed_tokens);
+}
+
+// (d) Cancelling half of 200 in-flight requests: their final events say "cancelled", the rest finish, and no
+// block stays in use.
+TEST_F(EngineTest, CancellingHalfReturnsEveryBlock) {
+  std::mt19937 rng(5);
+  const int64_t V = model_->config.vocab_size;
+  S::Engine engine(*model_, {.block_size = 4, .num_blocks = 512, .max_running = 64, .max_tokens_per_step = 256});
+  Collector col;
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 200; ++i)
+    ids.push_back(
+        engine.submit({.prompt = random_prompt(rng, 1 + static_cast<int64_t>(rng() % 12), V), .sampling = greedy(6)},
+                      col.callback()));
+  for (int i = 0; i < 4; ++i) engine.step();
+  EXPECT_GT(engine.stats().blocks_used, 0);
+  for (size_t i = 0; i < ids.size(); i += 2) engine.cancel(ids[i]);
+  engine.run_until_idle();
+  int64_t cancelled = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Collector::Out& o = col.out[ids[i]];
+    ASSERT_TRUE(o.finished) << i;
+    if (i % 2 == 1) {
+      EXPECT_EQ(o.reasons.at(0), "length");
+    }
+    cancelled += o.reasons.at(0) == "cancelled";
+  }
+  EXPECT_GT(cancelled, 50);  // some of the even ones may have finished before the cancel
+  expect_idle(engine);
+  engine.cancel(ids[0]);  // a finished id: ignored
+  engine.cancel(12345);   // an unknown one too
+  EXPECT_FALSE(engine.step());
+}
+
+// (e) A pool far too small for the batch: requests are preempted and recomputed, and every output is unchanged.
+TEST_F(EngineTest, PreemptionLeavesOutputsUnchanged) {
+  std::mt19937 rng(11);
+  const int64_t V = model_->config.vocab_size;
+  std::vector<std::vector<int64_t>> prompts;
+  for (int i = 0; i < 10; ++i) prompts.push_back(random_prompt(rng, 6 + static_cast<int64_t>(rng() % 10), V));
+  M::GenerationConfig g = greedy(12);
+  S::Engine engine(*model_, {.block_size = 4, .num_blocks = 12});
+  Collector col;
+  std::vector<int64_t> ids;
+  for (const auto& p : prompts) ids.push_back(engine.submit({.prompt = p, .sampling = g}, col.callback()));
+  // Sampled requests too: their streams do not depend on preemption.
+  M::GenerationConfig gs = g;
+  gs.temperature = 0.8;
+  gs.seed = 3;
+  const int64_t sampled = engine.submit({.prompt = prompts[0], .sampling = gs}, col.callback());
+  engine.run_until_idle();
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(col.out[ids[i]].tokens.at(0), alone(prompts[i], g)) << i;
+  EXPECT_EQ(col.out[sampled].tokens.at(0), alone(prompts[0], gs));
+  EXPECT_GT(engine.stats().preemptions, 0);
+  expect_idle(engine);
+  // A request that could never fit the pool is refused at once.
+  EXPECT_THROW(engine.submit({.prompt = random_prompt(rng, 40, V), .sampling = greedy(10)}, col.callback()),
+               genesis::Error);
+}
+
+// (f) A queue over its limit refuses cleanly; bad requests too; the engine keeps serving.
+TEST_F(EngineTest, FullQueueAndBadRequestsAreRefused) {
+  S::Engine engine(*model_, {.block_size = 4, .num_blocks = 32, .max_waiting = 3});
+  Collector col;
+  for (int i = 0; i < 3; ++i) engine.submit({.prompt = {1, 2, 3}, .sampling = greedy(2)}, col.callback());
+  EXPECT_THROW(engine.submit({.prompt = {1, 2, 3}, .sampling = greedy(2)}, col.callback()), genesis::Error);
+  EXPECT_THROW(engine.submit({.prompt = {}, .sampling = greedy(2)}, col.callback()), genesis::Error);
+  EXPECT_THROW(engine.submit({.prompt = {model_->config.vocab_size}, .sampling = greedy(2)}, col.callback()),
+               genesis::Error);
+  EXPECT_THROW(engine.submit({.prompt = {1}, .sampling = greedy(2), .n = 0}, col.callback()), genesis::Error);
+  EXPECT_THROW(engine.submit({.prompt = {1}, .sampling = greedy(2), .logprobs = 21}, col.callback()), genesis::Error);
+  M::GenerationConfig bad = greedy(2);
+  bad.top_p = 0;
+  EXPECT_THROW(engine.submit({.prompt = {1}, .sampling = bad}, col.callback()), genesis::Error);
+  engine.run_until_idle();
+  EXPECT_EQ(col.finished, 3);
+  const int64_t id = engine.submit({.prompt = {1, 2, 3}, .sampling = greedy(0)}, col.callback());
+  engine.run_until_idle();
+  EXPECT_EQ(col.out[id].reasons.at(0), "length");
+  EXPECT_TRUE(col.out[id].tokens.at(0).empty());
+  expect_idle(engine);
+}
+
+// Stop ids end a sample with "stop" (the stop token reported); logprobs are the model's log_softmax.
+TEST_F(EngineTest, StopIdsAndLogprobs) {
+  const std::vector<int64_t> prompt = {9, 8, 7, 6, 5};
+  const std::vector<int64_t> free_run = alone(prompt, greedy(8));
+  M::GenerationConfig g = greedy(8);
+  g.stop_ids = {free_run[3]};
+  S::Engine engine(*model_, {.block_size = 4, .num_blocks = 16});
+  Collector col;
+  const int64_t id = engine.submit({.prompt = prompt, .sampling = g, .logprobs = 5}, col.callback());
+  engine.run_until_idle();
+  const Collector::Out& o = col.out[id];
+  const auto stop_at = std::find(free_run.begin(), free_run.end(), free_run[3]);
+  EXPECT_EQ(o.tokens.at(0), std::vector<int64_t>(free_run.begin(), stop_at + 1));
+  EXPECT_EQ(o.reasons.at(0), "stop");
+  EXPECT_EQ(o.tokens.at(0), alone(prompt, g));
+  // The first token's logprobs against the plain forward's log_softmax of the last prompt row.
+  genesis::NoGradGuard ng;
+  const Tensor lg =
+      model_->forward(genesis::tensor(prompt, {1, 5}, {.device = dev()})).select(1, 4).to(DType::f64).log_softmax(-1);
+  const std::vector<double> want = host(lg);
+  const S::TokenEvent& e = o.events.at(0).at(0);
+  ASSERT_EQ(e.top.size(), 5u);
+  EXPECT_EQ(e.top[0].token, e.token);  // greedy: the most likely token
+  EXPECT_NEAR(e.logprob, want[static_cast<size_t>(e.token)], 1e-5);
+  for (size_t i = 0; i < e.top.size(); ++i) {
+    EXPECT_NEAR(e.top[i].logprob, want[static_cast<size_t>(e.top[i].token)], 1e-5);
+    if (i > 0) {
+      EXPECT_GE(e.top[i - 1].logprob, e.top[i].logprob);
+    }
+  }
+  std::vector<double> sorted = want;
+  std::sort(sorted.rbegin(), sorted.rend());
+  EXPECT_NEAR(e.top[4].logprob, sorted[4], 1e-5);
 }
 
 }  // namespace
