@@ -210,7 +210,7 @@ const KernelTier kTiers[] = {
      {simd::register_unary, simd::register_binary, simd::register_creation, simd::register_reduce, simd::register_norm,
       simd::register_rope, simd::register_activation, simd::register_loss, simd::register_attention,
       simd::register_indexing, simd::register_shape, simd::register_sort, simd::register_pool, simd::register_optim,
-      simd::register_llm, simd::register_cumulative, simd::register_linalg_decomp}},
+      simd::register_llm, simd::register_cumulative, simd::register_linalg_decomp, simd::register_paged}},
     {"generic", {generic::register_unary, generic::register_binary}},
 };
 

@@ -48,6 +48,7 @@ void register_optim(const gn::sdk::Registrar& r);
 void register_llm(const gn::sdk::Registrar& r);
 void register_cumulative(const gn::sdk::Registrar& r);
 void register_linalg_decomp(const gn::sdk::Registrar& r);
+void register_paged(const gn::sdk::Registrar& r);
 }  // namespace simd
 
 namespace generic {

@@ -56,6 +56,7 @@ GN_SDK_KERNEL(paged_kv_write_kernel) {
   expect_shape(op, "kv", kv, {T, H2, D});
   expect_numel(op, "slots", slots, T);
   if (kv.dtype != pool.dtype) fail(GN_ERR_DTYPE, std::string("[") + op + "] kv and pool dtypes differ");
+  if (BS == 0) return;  // no slot exists
   const std::vector<int64_t> s = load_ints(slots);
   const int64_t es = (int64_t)gn_dtype_size(pool.dtype);
   char* base = (char*)gn_view_ptr(&pool);

@@ -91,9 +91,10 @@ std::string rt_name(const Rt* r) {
   return r == &runtimes().solo && r != &runtimes().dut && kSuiteIsCpu ? GN_SUITE_BACKEND " alone" : GN_SUITE_BACKEND;
 }
 
-// The runtimes every case runs on: the oracle's own backend and the backend
-// under test.
-std::vector<Rt*> all_runtimes() { return {&runtimes().ref, &runtimes().dut}; }
+// The runtimes every case runs on: the oracle's own backend, the backend
+// under test, and (cpu) the backend alone, without the reference to fall
+// back to.
+std::vector<Rt*> all_runtimes() { return {&runtimes().ref, &runtimes().dut, &runtimes().solo}; }
 
 // ---------------------------------------------------------------- a paged batch
 
@@ -156,8 +157,13 @@ std::vector<double> oracle(const Batch& b, const std::vector<double>& q, const s
   for (int64_t i = 0; i < b.B; ++i) {
     const int64_t L = b.lens[(size_t)i], n = b.qstart[(size_t)i + 1] - b.qstart[(size_t)i];
     std::vector<double> K((size_t)(L * Hkv * D)), V((size_t)(L * Hkv * D));
+    std::vector<bool> kept((size_t)L, true);  // a block id outside the pool masks its positions
     for (int64_t p = 0; p < L; ++p) {
       const int64_t blk = b.table[(size_t)(i * b.M + p / BS)];
+      if (blk < 0 || blk >= b.NB) {
+        kept[(size_t)p] = false;
+        continue;
+      }
       for (int64_t g = 0; g < Hkv; ++g)
         for (int64_t d = 0; d < D; ++d) {
           K[(size_t)((p * Hkv + g) * D + d)] = pool[(size_t)(((blk * 2 * Hkv + g) * BS + p % BS) * D + d)];
@@ -171,11 +177,16 @@ std::vector<double> oracle(const Batch& b, const std::vector<double>& q, const s
         std::vector<double> w((size_t)(pos + 1));
         double mx = -INFINITY;
         for (int64_t p = 0; p <= pos; ++p) {
+          if (!kept[(size_t)p]) {
+            w[(size_t)p] = -INFINITY;
+            continue;
+          }
           double dot = 0;
           for (int64_t d = 0; d < D; ++d) dot += q[(size_t)((t * Hq + h) * D + d)] * K[(size_t)((p * Hkv + g) * D + d)];
           w[(size_t)p] = scale * dot;
           mx = std::max(mx, w[(size_t)p]);
         }
+        if (mx == -INFINITY) continue;  // every position masked: 0
         double sum = 0;
         for (double& x : w) sum += (x = std::exp(x - mx));
         for (int64_t d = 0; d < D; ++d) {
@@ -459,6 +470,33 @@ TEST(PagedKvWrite, WriteThenAttendPrefillAndDecode) {
         EXPECT_EQ(compare(as_f64(out[0].t), oracle(b, qv, as_f64(pool.t)), paged_tol(dt)), "")
             << tag << " step " << step;
       }
+    }
+}
+
+// The backends that serve devices cannot refuse metadata without a sync: a
+// block id outside [0, NB) masks its positions (the oracle drops them), and a
+// query whose positions are all masked gives 0.  The reference refuses such
+// ids instead (ReferenceRefusesMetadataOutsideTheBatch), so this runs on the
+// backend under test only.
+TEST(PagedAttention, BlockIdsOutsideThePoolAreMaskedOnTheBackend) {
+  OPC_REQUIRE_SUITE();
+  const BatchSpec spec{"masked", 4, 2, 64, 4, 2, 1, {{10, 2}, {5, 1}, {3, 3}}};
+  for (Rt* r : {&runtimes().dut, &runtimes().solo})
+    for (int32_t dt : {GN_F32, GN_F64}) {
+      Batch b = make_batch(spec, 5);
+      b.table[(size_t)(0 * b.M + 1)] = (int64_t)b.NB + 5;                    // positions 4..7 of sequence 0
+      b.table[(size_t)(1 * b.M + 0)] = -3;                                   // positions 0..3 of sequence 1
+      b.table[(size_t)(2 * b.M + 0)] = std::numeric_limits<int32_t>::max();  // all of sequence 2
+      const std::string tag = rt_name(r) + " " + dname(dt);
+      const std::vector<double> qv = uniform((size_t)(b.T * 4 * 64), 41, -1, 1);
+      const std::vector<double> poolv = uniform((size_t)(b.NB * 4 * 4 * 64), 43, -1, 1);
+      std::vector<gt::T> out;
+      gt::Err e = run_attention(*r, b, qv, poolv, dt, &out);
+      ASSERT_EQ(e.code, GN_OK) << tag << ": " << e.msg;
+      const std::vector<double> got = as_f64(out[0].t), want = oracle(b, qv, poolv);
+      EXPECT_EQ(compare(got, want, paged_tol(dt)), "") << tag;
+      for (size_t i = (size_t)(b.qstart[2] * 4 * 64); i < got.size(); ++i)
+        ASSERT_EQ(got[i], 0.0) << tag << ": element " << i << " of a fully masked or padding row";
     }
 }
 
