@@ -17,6 +17,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <cstdio>
+#include <ctime>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -74,13 +76,58 @@ std::atomic<int> g_explicit{0};  // set_num_threads; 0 = default
 // Spin iterations (a pause each, ~30-140 ns) a worker waits for the next loop
 // before it sleeps, and the calling thread waits for started chunks before it
 // yields: back-to-back ops keep their workers awake, an idle backend burns
-// nothing after ~0.1 ms.
-int spin_limit() {
+// nothing after a fraction of a millisecond. GENESIS_THREAD_SPIN fixes the
+// count; by default a worker spins long on a quiet machine and short on a busy
+// one (worker_spin_limit).
+constexpr int kShortSpin = 2000, kLongSpin = 20000;
+int fixed_spin() {  // -1: not set
   static const int n = [] {
     const char* s = std::getenv("GENESIS_THREAD_SPIN");
-    return s && *s ? std::max(0, std::atoi(s)) : 2000;
+    return s && *s ? std::max(0, std::atoi(s)) : -1;
   }();
   return n;
+}
+int spin_limit() {
+  const int n = fixed_spin();
+  return n >= 0 ? n : kShortSpin;
+}
+int available_cores_cached();
+
+// Threads runnable on the whole machine now: the fourth field of /proc/loadavg
+// ("0.50 0.40 0.30 3/412 12345": 3 runnable), or -1.
+int runnable_threads() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (!f) return -1;
+  double a, b, c;
+  int running = -1, total = 0;
+  if (std::fscanf(f, "%lf %lf %lf %d/%d", &a, &b, &c, &running, &total) != 5) running = -1;
+  std::fclose(f);
+  return running;
+}
+
+// Whether more threads want to run than this process has cores, sampled at
+// most every 10 ms. Then every spin iteration of a worker is taken from
+// another thread (maybe this process's own calling thread), so workers spin
+// short; on a quiet machine a longer spin catches the next op of a training
+// step awake (a sleep and wake-up costs tens of microseconds).
+bool machine_busy() {
+  static std::atomic<int64_t> next_check{0};
+  static std::atomic<bool> busy{false};
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  const int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  int64_t next = next_check.load(std::memory_order_relaxed);
+  if (now >= next && next_check.compare_exchange_strong(next, now + 10000000)) {
+    const int running = runnable_threads();
+    busy.store(running < 0 || running > available_cores_cached(), std::memory_order_relaxed);
+  }
+  return busy.load(std::memory_order_relaxed);
+}
+
+int worker_spin_limit() {
+  const int n = fixed_spin();
+  if (n >= 0) return n;
+  return machine_busy() ? kShortSpin : kLongSpin;
 }
 
 thread_local bool t_in_chunk = false;
@@ -161,7 +208,7 @@ class Pool {
     for (;;) {
       // Spin a little for the next loop (the claim word's generation moves),
       // then sleep until one comes.
-      for (int spin = 0, limit = spin_limit();
+      for (int spin = 0, limit = worker_spin_limit();
            spin < limit && (claim_.load(std::memory_order_acquire) >> 32) == (seen & 0xffffffffu) &&
            !stop_.load(std::memory_order_relaxed);
            ++spin)
@@ -257,6 +304,10 @@ int available_cores() {
   }();
   return cores;
 }
+
+namespace {
+int available_cores_cached() { return available_cores(); }
+}  // namespace
 
 int default_threads() {
   int v = env_threads("OMP_NUM_THREADS");
