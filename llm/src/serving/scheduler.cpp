@@ -200,19 +200,15 @@ struct Scheduler::Impl {
       prepare_write(s, s.computed, 1, plan);
       add_chunk(s, 1, plan, budget);
     }
-    // 2. The next prompt chunk of running sequences still prefilling, oldest first; newer sequences without a
-    //    chunk in this step are preempted for it, and with nothing left to preempt the chunk shrinks to fit.
+    // 2. The next prompt chunk of running sequences still prefilling, oldest first, shrunk to the blocks the pool
+    //    has. (There is at most one: a sequence is only admitted with budget left after every running one had its
+    //    chunk, so the prompts of the others were complete. It holds fewer blocks than the pool, so whenever it
+    //    gets nothing the step still runs the decodes that took the blocks.)
     for (size_t i = 0; i < running.size() && budget > 0; ++i) {
       Seq& s = seqs.at(running[i]);
       if (s.planned == step || s.computed + 1 >= static_cast<int64_t>(s.tokens.size())) continue;
-      int64_t count = std::min(static_cast<int64_t>(s.tokens.size()) - s.computed, budget);
-      while (blocks_needed(s, s.computed, count) > pool.available()) {
-        size_t v = running.size();
-        while (v > i + 1 && seqs.at(running[v - 1]).planned == step) --v;
-        if (v == i + 1) break;
-        preempt(running[v - 1], plan);
-      }
-      count = fitting_count(s, s.computed, count);
+      const int64_t count =
+          fitting_count(s, s.computed, std::min(static_cast<int64_t>(s.tokens.size()) - s.computed, budget));
       if (count == 0) continue;
       prepare_write(s, s.computed, count, plan);
       add_chunk(s, count, plan, budget);
