@@ -6,8 +6,12 @@
 // same checks on another backend.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <random>
@@ -19,8 +23,10 @@
 #include "genesis/models/generation.hpp"
 #include "genesis/models/qwen.hpp"
 #include "genesis/serving/engine.hpp"
+#include "genesis/serving/llm.hpp"
 
 #include "test_common.h"
+#include "../test_files.h"
 
 namespace {
 
@@ -487,6 +493,125 @@ TEST_F(EngineTest, StopIdsAndLogprobs) {
   std::vector<double> sorted = want;
   std::sort(sorted.rbegin(), sorted.rend());
   EXPECT_NEAR(e.top[4].logprob, sorted[4], 1e-5);
+}
+
+// ---------------------------------------------------------------- offline API
+
+// A byte-level tokenizer.json over the fixture's 512 ids: the 256 bytes (GPT-2's byte-to-character map), the
+// merge "a b", then added tokens <|end|> (special) and <tN> up to 511.
+nlohmann::json byte_tokenizer_json() {
+  nlohmann::json j = llm_test::small_tokenizer_json();
+  auto utf8 = [](uint32_t c) {
+    std::string s;
+    if (c < 0x80) {
+      s += static_cast<char>(c);
+    } else {
+      s += static_cast<char>(0xC0 | (c >> 6));
+      s += static_cast<char>(0x80 | (c & 0x3F));
+    }
+    return s;
+  };
+  nlohmann::json vocab = nlohmann::json::object();
+  uint32_t extra = 0;
+  for (uint32_t b = 0; b < 256; ++b) {
+    const bool keep = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    vocab[utf8(keep ? b : 256 + extra++)] = b;
+  }
+  vocab["ab"] = 256;
+  j["model"]["vocab"] = vocab;
+  nlohmann::json added = nlohmann::json::array();
+  for (int64_t id = 257; id < 512; ++id)
+    added.push_back({{"id", id},
+                     {"content", id == 257 ? std::string("<|end|>") : "<t" + std::to_string(id) + ">"},
+                     {"special", id == 257},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false}});
+  j["added_tokens"] = added;
+  return j;
+}
+
+// The qwen2-tiny fixture with a byte-level tokenizer and a chat template beside it.
+std::string model_folder_with_tokenizer() {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/genesis_llm_test_XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors"})
+    fs::copy_file(fixture("qwen2-tiny") + "/" + f, dir + "/" + f);
+  std::ofstream(dir + "/tokenizer.json") << byte_tokenizer_json().dump();
+  nlohmann::json cfg = {{"eos_token", "<|end|>"},
+                        {"chat_template",
+                         "{% for m in messages %}{{ m.role }}: {{ m.content }}<|end|>{% endfor %}"
+                         "{% if add_generation_prompt %}assistant: {% endif %}"}};
+  std::ofstream(dir + "/tokenizer_config.json") << cfg.dump();
+  return dir;
+}
+
+// Text prompts, id prompts and chats: outputs in input order, each equal to generate() on its prompt alone; n
+// samples and logprobs per token.
+TEST(LLM, GenerateAndChatMatchGenerateAlone) {
+  const std::string dir = model_folder_with_tokenizer();
+  S::LLM llm(dir, {.device = dev(), .dtype = DType::f32, .engine = {.block_size = 4, .num_blocks = 64}});
+  ASSERT_NE(llm.tokenizer(), nullptr);
+  const genesis::Tokenizer& tok = *llm.tokenizer();
+  ASSERT_EQ(tok.vocab_size(), 512);
+  EXPECT_EQ(tok.encode("ab ab", false), (std::vector<int64_t>{256, 32, 256}));
+  S::SamplingParams p;
+  p.max_new_tokens = 5;
+  p.ignore_eos = true;
+  auto alone = [&](const std::vector<int64_t>& prompt, const M::GenerationConfig& g) {
+    return M::generate(llm.model(), {prompt}, g).tokens[0];
+  };
+  const std::vector<std::string> texts = {"ab ab", "a", "bbb a b ab"};
+  const auto outs = llm.generate(texts, p);
+  ASSERT_EQ(outs.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    EXPECT_EQ(outs[i].prompt, texts[i]);
+    EXPECT_EQ(outs[i].prompt_token_ids, tok.encode(texts[i], false));
+    ASSERT_EQ(outs[i].outputs.size(), 1u);
+    EXPECT_EQ(outs[i].outputs[0].token_ids, alone(outs[i].prompt_token_ids, p)) << i;
+    EXPECT_EQ(outs[i].outputs[0].text, tok.decode(outs[i].outputs[0].token_ids, true));
+    EXPECT_EQ(outs[i].outputs[0].finish_reason, "length");
+  }
+  const std::vector<std::vector<int64_t>> ids = {{300, 301, 302}, {5}};
+  const auto by_ids = llm.generate(ids, p);
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(by_ids[i].outputs[0].token_ids, alone(ids[i], p)) << i;
+
+  const std::vector<std::vector<genesis::ChatMessage>> convs = {{{"user", "ab"}}, {{"system", "b"}, {"user", "a a"}}};
+  const auto replies = llm.chat(convs, p);
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_EQ(replies[0].prompt, "user: ab<|end|>assistant: ");
+  for (size_t i = 0; i < convs.size(); ++i) {
+    EXPECT_EQ(replies[i].prompt_token_ids, tok.encode(replies[i].prompt, false));
+    EXPECT_EQ(replies[i].outputs[0].token_ids, alone(replies[i].prompt_token_ids, p)) << i;
+  }
+
+  S::SamplingParams ps = p;
+  ps.n = 3;
+  ps.logprobs = 2;
+  ps.temperature = 1.0;
+  ps.seed = 5;
+  const auto sampled = llm.generate(std::vector<std::vector<int64_t>>{{1, 2, 3}}, ps);
+  ASSERT_EQ(sampled[0].outputs.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) {
+    const S::CompletionOutput& c = sampled[0].outputs[k];
+    EXPECT_EQ(c.index, static_cast<int64_t>(k));
+    M::GenerationConfig g = ps;
+    g.seed = ps.seed + k;
+    EXPECT_EQ(c.token_ids, alone({1, 2, 3}, g)) << k;
+    ASSERT_EQ(c.token_logprobs.size(), c.token_ids.size());
+    ASSERT_EQ(c.top_logprobs.size(), c.token_ids.size());
+    for (size_t t = 0; t < c.token_ids.size(); ++t) {
+      ASSERT_EQ(c.top_logprobs[t].size(), 2u);
+      EXPECT_LE(c.token_logprobs[t], c.top_logprobs[t][0].logprob);
+      EXPECT_LT(c.token_logprobs[t], 0.0);
+    }
+  }
+  // A bad prompt refuses the call and leaves nothing behind.
+  EXPECT_THROW(llm.generate(std::vector<std::vector<int64_t>>{{1}, {}}, p), genesis::Error);
+  expect_idle(llm.engine());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
