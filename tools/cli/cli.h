@@ -104,6 +104,7 @@ CommandRun setup_eval_chat(CLI::App& cmd);        // train.cpp
 CommandRun setup_bench_train(CLI::App& cmd);      // train.cpp: `bench train`
 CommandRun setup_launch(CLI::App& cmd);           // launch.cpp: the ranks of a distributed job
 CommandRun setup_bench(CLI::App& cmd);            // main.cpp: `bench llm`, `bench train`
+CommandRun setup_serve(CLI::App& cmd);            // serve/server.cpp: the OpenAI-compatible HTTP server
 
 // ---------------------------------------------------------------- the frontend (device.cpp)
 

@@ -29,6 +29,10 @@ constexpr Command kCommands[] = {
     {"train-tokenizer", "learn a byte-level BPE tokenizer from text or chat JSONL files", setup_train_tokenizer},
     {"train-sft", "supervised fine-tuning on chat JSONL (assistant turns learned)", setup_train_sft},
     {"eval-chat", "exact match of greedy answers to the last assistant turn of each conversation", setup_eval_chat},
+    {"serve",
+     "serve a Qwen model folder over HTTP: an OpenAI-compatible API (chat and text completions, streaming, "
+     "tool calls) and a chat page",
+     setup_serve},
     {"tokenize",
      "encode text to token ids (one line, space-separated) or decode ids to text, with the "
      "tokenizer.json of a model folder",
