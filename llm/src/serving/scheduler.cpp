@@ -292,10 +292,10 @@ void Scheduler::commit(const StepPlan& plan, const std::vector<int64_t>& sampled
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ScheduledChunk& c = plan.chunks[i];
     auto it = m.seqs.find(c.seq);
-    if (it == m.seqs.end()) continue;  // finished (cancelled) while its step ran
+    if (it == m.seqs.end() || !it->second.running) continue;  // finished (cancelled) while its step ran
     const Impl::Seq& s = it->second;
     const int64_t n = static_cast<int64_t>(s.tokens.size());
-    if (!s.running || c.start != s.computed || c.count <= 0 || c.start + c.count > n ||
+    if (c.start != s.computed || c.count <= 0 || c.start + c.count > n ||
         ceil_div(c.start + c.count, bs) > static_cast<int64_t>(s.table.size()) ||
         c.sample != (c.start + c.count == n)) {
       fail(GN_ERR_INVALID_ARGUMENT, "the plan's chunk for sequence " + std::to_string(c.seq) +
@@ -309,7 +309,7 @@ void Scheduler::commit(const StepPlan& plan, const std::vector<int64_t>& sampled
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ScheduledChunk& c = plan.chunks[i];
     auto it = m.seqs.find(c.seq);
-    if (it == m.seqs.end()) continue;
+    if (it == m.seqs.end() || !it->second.running) continue;
     Impl::Seq& s = it->second;
     const int64_t before = s.computed;
     s.computed += c.count;

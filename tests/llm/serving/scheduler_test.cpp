@@ -419,10 +419,12 @@ TEST(Scheduler, CommitChecksThePlanAndSkipsCancelledSequences) {
   s.add(1, iota(5, 1));
   s.add(2, iota(5, 10));
   StepPlan p = s.schedule();
-  s.finish(2);  // cancelled while the step ran
+  s.finish(2);  // cancelled while the step ran, and its id taken again
+  s.add(2, iota(3, 20));
   commit_all(s, p);
   EXPECT_EQ(s.num_computed(1), 5);
-  EXPECT_FALSE(s.contains(2));
+  EXPECT_EQ(s.num_computed(2), 0);
+  EXPECT_EQ(s.tokens(2), iota(3, 20));
   EXPECT_NE(error_of([&] { commit_all(s, p); }).find("does not match"), std::string::npos);  // twice
   EXPECT_EQ(s.num_computed(1), 5);
   StepPlan q = s.schedule();
