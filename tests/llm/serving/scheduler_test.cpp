@@ -430,8 +430,10 @@ TEST(Scheduler, CommitChecksThePlanAndSkipsCancelledSequences) {
   StepPlan q = s.schedule();
   EXPECT_NE(error_of([&] { s.commit(q, {}); }).find("no sampled token"), std::string::npos);
   EXPECT_EQ(s.tokens(1).size(), 6u);
-  s.commit(q, {3});
+  ASSERT_EQ(q.chunks.size(), 2u);  // 1 decodes, the new 2 is admitted
+  s.commit(q, {3, 4});
   EXPECT_EQ(s.tokens(1).back(), 3);
+  EXPECT_EQ(s.tokens(2).back(), 4);
 }
 
 TEST(Scheduler, Errors) {
