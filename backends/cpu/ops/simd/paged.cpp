@@ -16,8 +16,9 @@
 //     output, then the block's weighted values.  Metadata a device kernel
 //     cannot refuse is masked, never followed out of the pool: a block id
 //     outside [0, NB) or a position past the table drops those positions, a
-//     sequence whose query range lies outside [0, T] or exceeds its length
-//     is skipped; rows that no sequence computes are 0.
+//     sequence whose query range lies outside [0, T], overlaps an earlier
+//     sequence's or exceeds its length is skipped; rows that no sequence
+//     computes are 0.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -178,9 +179,11 @@ void paged_attention_typed(const Paged& p, const T* q, const T* pool, const int3
   set_bytes(out, 0, (size_t)(p.T * p.Hq * p.D) * sizeof(T));  // rows of no sequence: +0 in every float dtype
   std::vector<Chunk> chunks;
   int64_t work = 0;
+  int64_t covered = 0;  // rows below this belong to an earlier sequence: no two chunks write one row
   for (int64_t b = 0; b < p.B; ++b) {
     const int64_t lo = qs[b], hi = qs[b + 1], L = lens[b];
-    if (lo < 0 || hi <= lo || hi > p.T || hi - lo > L) continue;  // nothing to compute, or not a valid range
+    if (lo < covered || hi <= lo || hi > p.T || hi - lo > L) continue;  // nothing to compute, or not a valid range
+    covered = hi;
     for (int64_t g = 0; g < p.Hkv; ++g)
       for (int64_t i0 = 0; i0 < hi - lo; i0 += kQueries) {
         chunks.push_back({b, g, i0, std::min(hi - lo, i0 + kQueries)});
