@@ -840,10 +840,15 @@ TEST(Scheduler, RandomizedSimulationKeepsEveryInvariant) {
   for (uint64_t seed = 0; seed < 60 && !HasFatalFailure(); ++seed) {
     auto in = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(pick); };
     SchedulerConfig c;
-    c.block_size = std::vector<int64_t>{1, 2, 3, 4, 8}[static_cast<size_t>(in(0, 4))];
+    c.block_size = std::vector<int64_t>{1, 2, 3, 4, 8, 16}[static_cast<size_t>(in(0, 5))];
     c.num_blocks = in(2, 24);
     c.max_running = in(1, 8);
     c.max_tokens_per_step = in(1, 40);
+    if (seed % 10 == 9) {  // roomier: many sequences sharing prefixes, long chunks
+      c.num_blocks = in(40, 120);
+      c.max_running = in(8, 32);
+      c.max_tokens_per_step = in(32, 256);
+    }
     c.max_waiting = in(2, 16);
     c.prefix_caching = seed % 3 != 0;
     SCOPED_TRACE("seed " + std::to_string(seed) + ": blocks " + std::to_string(c.num_blocks) + " x " +
