@@ -372,7 +372,9 @@ struct Engine::Impl {
     for (const auto& [id, st] : requests)
       for (const Sample& smp : st.samples) unqueued += smp.seq < 0 && !smp.done;
     std::lock_guard<std::mutex> lk(mu);
+    const std::string err = snap.last_error;
     snap = totals;
+    snap.last_error = err;
     snap.running = s.running;
     snap.waiting = s.waiting + unqueued;
     snap.blocks_total = cfg.num_blocks;
@@ -399,8 +401,33 @@ struct Engine::Impl {
         wake_cv.wait(lk, [&] { return stopping || work || !inbox.submitted.empty() || !inbox.cancelled.empty(); });
         if (stopping) return;
       }
-      step();
+      try {
+        step();
+      } catch (const std::exception& e) {  // a failed forward or a throwing callback: end every request
+        abort_all(e.what());
+      }
     }
+  }
+
+  // Ends every request ("cancelled") after a step failed on the background thread; the error is kept in stats().
+  void abort_all(const std::string& what) {
+    std::lock_guard<std::mutex> step_lock(step_mu);
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      snap.last_error = what;
+    }
+    drain_inbox();
+    for (auto& [id, st] : requests)
+      for (size_t k = 0; k < st.samples.size(); ++k) end_sample(id, st, k, "cancelled", -1);
+    refresh_stats();
+    try {
+      flush_events();
+    } catch (const std::exception&) {  // a callback that throws again: its events are dropped
+      pending_events.clear();
+      for (auto it = requests.begin(); it != requests.end();) it = it->second.open == 0 ? requests.erase(it) : ++it;
+    }
+    refresh_stats();
+    idle_cv.notify_all();
   }
 
   models::QwenForCausalLM& model;

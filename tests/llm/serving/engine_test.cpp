@@ -15,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -306,6 +307,28 @@ TEST_F(EngineTest, BackgroundThreadServesConcurrentSubmits) {
   engine.wait_idle();
   engine.stop();
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(col.out[ids[i]].tokens.at(0), alone(prompts[i], g)) << i;
+  expect_idle(engine);
+}
+
+// A callback that throws on the background thread ends every request ("cancelled") with the message kept; the
+// engine serves the next requests.
+TEST_F(EngineTest, BackgroundFailureEndsRequestsAndRecovers) {
+  S::Engine engine(*model_, {.block_size = 4, .num_blocks = 32});
+  Collector col;
+  auto inner = col.callback();
+  const int64_t other = engine.submit({.prompt = {4, 5, 6}, .sampling = greedy(50)}, col.callback());
+  engine.submit({.prompt = {1, 2}, .sampling = greedy(3)}, [&](const S::TokenEvent& e) {
+    if (e.token >= 0 && !e.finished) throw std::runtime_error("callback failed");
+    inner(e);
+  });
+  engine.start();
+  engine.wait_idle();
+  EXPECT_EQ(engine.stats().last_error, "callback failed");
+  EXPECT_EQ(col.out[other].reasons.at(0), "cancelled");
+  const int64_t next = engine.submit({.prompt = {4, 5, 6}, .sampling = greedy(4)}, col.callback());
+  engine.wait_idle();
+  engine.stop();
+  EXPECT_EQ(col.out[next].tokens.at(0), alone({4, 5, 6}, greedy(4)));
   expect_idle(engine);
 }
 

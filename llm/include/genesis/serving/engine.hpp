@@ -85,6 +85,7 @@ struct EngineStats {
   int64_t requests_finished = 0;  ///< requests whose samples have all ended
   int64_t tracked_requests = 0;   ///< requests the engine holds state for (0 when idle)
   int64_t tracked_sequences = 0;  ///< sequences the engine holds state for (0 when idle)
+  std::string last_error;         ///< why the background thread last ended every request ("" when it never did)
 };
 
 /** Continuous batching over one model and a paged KV cache. submit(), cancel() and stats() may be called from any
@@ -108,11 +109,12 @@ class Engine {
   bool step();
   /** Steps until no work remains. */
   void run_until_idle();
-  /** Runs step() on a background thread until stop(). */
+  /** Runs step() on a background thread until stop(); a step that throws there ends every request ("cancelled")
+   * and leaves its message in stats().last_error. */
   void start();
   /** Stops the background thread (after its current step); unfinished requests stay queued. */
   void stop();
-  /** Blocks until no work remains (with the background thread running). */
+  /** Blocks until no work remains (with the background thread running; without it, only once idle). */
   void wait_idle();
   /** Whether requests are queued or running. */
   bool has_work() const;

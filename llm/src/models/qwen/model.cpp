@@ -18,6 +18,11 @@
 //     with the RMSNorm after it (add_rms_norm: a block hands its MLP output on, not yet added).
 //     Qwen3's per-head q/k RMSNorm sits between projection and rope, so it keeps the per-head rope.
 //
+// Serving runs the same forward over a packed batch (B = 1, the tokens of many sequences one after another) whose
+// context points at a PagedBatch: each layer writes its k|v piece into the layer's block pool with paged_kv_write_
+// (one slot per token) and attends with paged_attention over each sequence's block table; the rest of the layer
+// is unchanged.  forward_paged computes the logits of the sampled rows only.
+//
 // The rotary table: one per model, rope_ (2, P + 1, D) = cos then sin of positions 0..P-1
 // (computed in float64, stored in the parameters' dtype), its row P the identity (cos 1, sin 0).
 // Every rope operand is a view of it or a gather from it, each of cos and sin dense (the rope
