@@ -199,3 +199,6 @@ functional._install(globals())
 # ---- errors: a non-tensor given to a function written in Python raises torch's TypeError (genesis/_errors.py)
 from genesis import _errors  # noqa: E402
 _errors.guard_python_functions()
+
+# ---- offline batched generation over the serving engine, in vLLM's shape (genesis/serving.py)
+from genesis.serving import LLM, CompletionOutput, Logprob, RequestOutput, SamplingParams  # noqa: F401,E402

@@ -20,6 +20,7 @@ PYBIND11_MODULE(_C, m) {
   bind_optim(m);
   bind_runtime(m);
   bind_models(m);
+  bind_serving(m);
   bind_data(m);
   bind_distributed(m);
   bind_algorithms(m);
