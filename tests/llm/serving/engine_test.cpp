@@ -152,6 +152,12 @@ TEST(PagedKVCache, SizesAndBlockCopies) {
   EXPECT_EQ(M::PagedKVCache::blocks_for_bytes(c, 16, DType::bf16, 10 * per), 20);
   EXPECT_THROW(M::PagedKVCache::allocate(c, 0, 16, dev(), DType::f32), genesis::Error);
   EXPECT_THROW(M::PagedKVCache::blocks_for_free_memory(c, 16, DType::f32, dev(), 1.5), genesis::Error);
+  if (dev().type() == "cpu") {  // host memory needs a byte budget; an engine without one is refused
+    EXPECT_THROW(M::PagedKVCache::blocks_for_free_memory(c, 16, DType::f32, dev(), 0.5), genesis::Error);
+    EXPECT_THROW({ S::Engine e(*model, S::EngineConfig{}); }, genesis::Error);
+  } else {
+    EXPECT_GT(M::PagedKVCache::blocks_for_free_memory(c, 16, DType::f32, dev(), 0.01), 0);
+  }
   M::PagedKVCache cache = M::PagedKVCache::allocate(c, 3, 2, dev(), DType::f32);
   cache.pools[1].select(0, 0).fill_(2.5);
   cache.copy_block(0, 2);

@@ -104,8 +104,8 @@ struct PagedKVCache {
   static int64_t block_bytes(const QwenConfig& c, int64_t block_size, DType dtype);
   /** Blocks that fit in `bytes` (over all layers; at least 0). */
   static int64_t blocks_for_bytes(const QwenConfig& c, int64_t block_size, DType dtype, int64_t bytes);
-  /** Blocks that fit in `fraction` of the device's free memory as its runtime reports it; throws genesis::Error
-   * where the device reports no free memory (give a byte budget there, e.g. on cpu). */
+  /** Blocks that fit in `fraction` of the device's free memory as its runtime reports it; throws genesis::Error on
+   * cpu (host memory: give a byte budget) and where the device reports no free memory. */
   static int64_t blocks_for_free_memory(const QwenConfig& c, int64_t block_size, DType dtype, const Device& device,
                                         double fraction);
   /** Copies block src's positions to block dst in every layer's pool (copy-on-write). */

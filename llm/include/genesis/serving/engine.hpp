@@ -36,7 +36,8 @@ struct EngineConfig {
   int64_t block_size = 16;                ///< positions per KV block
   int64_t num_blocks = 0;                 ///< blocks in each layer's pool; 0 = from kv_cache_bytes or the fraction
   int64_t kv_cache_bytes = 0;             ///< KV cache budget over all layers, when num_blocks is 0
-  double kv_cache_memory_fraction = 0.9;  ///< else this fraction of the device's free memory (where it is reported)
+  double kv_cache_memory_fraction = 0.9;  ///< else this fraction of the device's free memory (an accelerator's; on
+                                          ///< cpu one of the two sizes above is needed)
   int64_t max_running = 256;              ///< sequences in the running batch at most
   int64_t max_tokens_per_step = 2048;     ///< tokens one step computes at most
   int64_t max_waiting = 4096;             ///< sequences queued at most; submit() beyond it throws genesis::Error

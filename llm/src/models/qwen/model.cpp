@@ -157,6 +157,9 @@ int64_t PagedKVCache::blocks_for_free_memory(const QwenConfig& c, int64_t block_
                                              double fraction) {
   if (!(fraction > 0 && fraction <= 1))
     throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] paged KV cache: the memory fraction must be in (0, 1]");
+  if (device.type() == "cpu")  // host memory is everyone's: a fraction of what is free now is no budget
+    throw Error(GN_ERR_UNSUPPORTED, "[qwen] paged KV cache: on " + device.str() +
+                                        " give the cache a size in bytes (or blocks), not a fraction of free memory");
   gn_device_props p{};
   p.struct_size = sizeof p;
   check(gn_device_properties(runtime(), device.c(), &p), "paged KV cache");
