@@ -519,6 +519,32 @@ TEST_F(EngineTest, StopIdsAndLogprobs) {
       EXPECT_GE(e.top[i - 1].logprob, e.top[i].logprob);
     }
   }
+  // Stop strings through a decode function, as generate() applies them.
+  M::GenerationConfig gs = greedy(8);
+  gs.decode = [](const std::vector<int64_t>& t) {
+    std::string text;
+    for (int64_t x : t) {
+      text += '<';
+      text += std::to_string(x);
+      text += '>';
+    }
+    return text;
+  };
+  gs.stop_strings = {gs.decode({free_run[2]})};
+  const int64_t by_text = engine.submit({.prompt = prompt, .sampling = gs}, col.callback());
+  // A callback may cancel its own request: nothing is reported after the final event.
+  int64_t self = -1, seen = 0;
+  self = engine.submit({.prompt = prompt, .sampling = greedy(8)}, [&](const S::TokenEvent& e) {
+    if (++seen == 2) engine.cancel(self);
+    col.callback()(e);
+  });
+  engine.run_until_idle();
+  const auto stop2 = std::find(free_run.begin(), free_run.end(), free_run[2]);
+  EXPECT_EQ(col.out[by_text].tokens.at(0), std::vector<int64_t>(free_run.begin(), stop2 + 1));
+  EXPECT_EQ(col.out[by_text].reasons.at(0), "stop");
+  EXPECT_EQ(col.out[by_text].tokens.at(0), alone(prompt, gs));
+  EXPECT_EQ(col.out[self].reasons.at(0), "cancelled");
+  EXPECT_LE(col.out[self].tokens.at(0).size(), 3u);
   std::vector<double> sorted = want;
   std::sort(sorted.rbegin(), sorted.rend());
   EXPECT_NEAR(e.top[4].logprob, sorted[4], 1e-5);
