@@ -41,7 +41,7 @@ export function spawnSyncText(args) {
 // Starts the server (extra flags appended); resolves to { url, port, proc, log(), stop() } once
 // /health answers 200.
 export async function startServer(extra = []) {
-  const proc = spawn(CLI, ['serve', '--model', MODEL, '--host', '127.0.0.1', '--port', '0', ...extra], {
+  const proc = spawn(CLI, ['serve', '--model', MODEL, '--host', '127.0.0.1', '--port', '0', '--kv-cache-blocks', '8192', ...extra], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';

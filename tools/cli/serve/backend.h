@@ -77,7 +77,8 @@ struct EngineLimits {
   int64_t max_running = 256;
   int64_t max_tokens_per_step = 2048;
   int64_t max_waiting = 4096;
-  int64_t kv_cache_blocks = 0;  ///< 0: the engine's default
+  int64_t kv_cache_blocks = 0;   ///< 0: from kv_cache_memory (a GPU) or 512 MiB (cpu)
+  double kv_cache_memory = 0.9;  ///< the share of the device's free memory for the KV cache
   int64_t block_size = 16;
   bool prefix_caching = true;
 };
@@ -85,9 +86,4 @@ struct EngineLimits {
 /** The serving engine over `model` (owned by the caller, outliving the backend). */
 std::unique_ptr<Backend> make_backend(models::QwenForCausalLM& model, const EngineLimits& limits);
 
-}  // namespace genesis::cli::serve
-
-namespace genesis::cli::serve {
-/** A Backend over models::generate: one request at a time, its choices as one batch. */
-std::unique_ptr<Backend> make_generate_backend(models::QwenForCausalLM& model, const EngineLimits& limits);
 }  // namespace genesis::cli::serve

@@ -48,7 +48,10 @@ size_t partial_suffix(const std::string& text, const std::string& tag) {
 }
 
 ChoiceText::ChoiceText(const Tokenizer& tok, OutputOptions opts)
-    : decoder_(tok, true), opts_(std::move(opts)), think_(opts_.reasoning ? Think::kUndecided : Think::kDone) {
+    : decoder_(tok, true),
+      vocab_(tok.vocab_size()),
+      opts_(std::move(opts)),
+      think_(opts_.reasoning ? Think::kUndecided : Think::kDone) {
   if (!opts_.prefix.empty()) {
     Delta ignored;
     feed_tools(opts_.prefix, false, ignored);
@@ -57,7 +60,7 @@ ChoiceText::ChoiceText(const Tokenizer& tok, OutputOptions opts)
 
 Delta ChoiceText::put(int64_t token) {
   Delta d;
-  if (stopped_) return d;
+  if (stopped_ || token < 0 || token >= vocab_) return d;  // past the tokenizer: an embedding's padding row
   feed_stop(decoder_.put(token), false, d);
   return d;
 }

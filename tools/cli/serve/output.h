@@ -56,6 +56,7 @@ class ChoiceText {
   void emit_content(const std::string& text, Delta& d);
 
   StreamDecoder decoder_;
+  int64_t vocab_;
   OutputOptions opts_;
   bool stopped_ = false;
   std::string stop_buf_;  // text held back: it may start a stop string

@@ -79,6 +79,7 @@ class Server {
   void routes();
   bool authorized(const httplib::Request& req) const;
   void completions(const httplib::Request& req, httplib::Response& res, bool chat);
+  std::string token_text(int64_t id) const;
   json token_logprob(int64_t id, double lp) const;
   json logprob_entry(const Event& e) const;
   void on_token(const Event& e, Choice& c, bool chat, const ParsedRequest& pr);
@@ -106,11 +107,16 @@ bool Server::authorized(const httplib::Request& req) const {
   return diff == 0;
 }
 
+std::string Server::token_text(int64_t id) const {
+  // Ids past the tokenizer's vocabulary (padding rows of the embedding) have no text.
+  return id >= 0 && id < tok_->vocab_size() ? tok_->decode({id}) : std::string();
+}
+
 json Server::token_logprob(int64_t id, double lp) const {
-  const std::string& bytes = tok_->token_bytes(id);
   json b = json::array();
-  for (unsigned char c : bytes) b.push_back(c);
-  return {{"token", tok_->decode({id})}, {"logprob", lp}, {"bytes", b}};
+  if (id >= 0 && id < tok_->vocab_size())
+    for (unsigned char c : tok_->token_bytes(id)) b.push_back(c);
+  return {{"token", token_text(id)}, {"logprob", lp}, {"bytes", b}};
 }
 
 json Server::logprob_entry(const Event& e) const {
@@ -149,7 +155,12 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
   const int n = pr.sub.n;
   const int64_t prompt_len = static_cast<int64_t>(pr.sub.prompt.size());
   if (pr.sub.cfg.stop_strings.size())
-    pr.sub.cfg.decode = [this](const std::vector<int64_t>& ids) { return tok_->decode(ids, true); };
+    pr.sub.cfg.decode = [this](const std::vector<int64_t>& ids) {
+      std::vector<int64_t> known;  // ids past the tokenizer (an embedding's padding rows) have no text
+      for (int64_t id : ids)
+        if (id >= 0 && id < tok_->vocab_size()) known.push_back(id);
+      return tok_->decode(known, true);
+    };
   auto pending = std::make_shared<Pending>();
   int64_t id = 0;
   try {
@@ -220,10 +231,10 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
               if (chat) {
                 c.logprobs.push_back(logprob_entry(e));
               } else {
-                c.lp_tokens.push_back(tok_->decode({e.token}));
+                c.lp_tokens.push_back(token_text(e.token));
                 c.lp_values.push_back(e.logprob);
                 json top = json::object();
-                for (const TokenLogprob& t : e.top) top[tok_->decode({t.id})] = t.logprob;
+                for (const TokenLogprob& t : e.top) top[token_text(t.id)] = t.logprob;
                 c.lp_top.push_back(top);
               }
             }
@@ -332,10 +343,10 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
                          {"token_logprobs", json::array()},
                          {"top_logprobs", json::array()},
                          {"text_offset", json::array()}};
-                  l["tokens"].push_back(tok_->decode({e.token}));
+                  l["tokens"].push_back(token_text(e.token));
                   l["token_logprobs"].push_back(e.logprob);
                   json top = json::object();
-                  for (const TokenLogprob& t : e.top) top[tok_->decode({t.id})] = t.logprob;
+                  for (const TokenLogprob& t : e.top) top[token_text(t.id)] = t.logprob;
                   l["top_logprobs"].push_back(top);
                 }
               }
@@ -442,7 +453,7 @@ void Server::routes() {
         path.rfind("/v1/", 0) != 0)
       path = "other";
     metrics_.request_done(path, res.status);
-    if (res.status >= 400) {
+    if (res.status >= 400 && !(req.path == "/health" && res.status == 503)) {
       const json b = json::parse(res.body, nullptr, false);
       const std::string msg =
           b.is_object() && b.contains("error") ? b["error"].value("message", "") : std::string("(no message)");
@@ -622,6 +633,9 @@ CommandRun setup_serve(CLI::App& c) {
       ->check(CLI::NonNegativeNumber);
   c.add_option("--kv-cache-blocks", o->limits.kv_cache_blocks, "KV cache blocks (0: the engine's default)")
       ->check(CLI::NonNegativeNumber);
+  c.add_option("--kv-cache-memory", o->limits.kv_cache_memory,
+               "share of the device's free memory for the KV cache when --kv-cache-blocks is 0 (a GPU; cpu: 512 MiB)")
+      ->check(CLI::Range(0.01, 1.0));
   c.add_option("--block-size", o->limits.block_size, "positions per KV cache block")->check(CLI::PositiveNumber);
   c.add_flag("!--no-prefix-caching", o->limits.prefix_caching, "do not reuse the KV blocks of equal prompt prefixes");
   c.add_option("--max-body-bytes", o->max_body_bytes, "request bodies above this size get 413")
