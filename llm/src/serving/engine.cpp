@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
-#include <deque>
 #include <limits>
 #include <map>
 #include <mutex>
