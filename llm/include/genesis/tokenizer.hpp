@@ -67,6 +67,7 @@ class Tokenizer {
   Tokenizer() = default;
   std::shared_ptr<const tokenizer_detail::Impl> impl_;
   std::string chat_template_;
+  friend class StreamDecoder;
 };
 
 /** Incremental decoder for streaming: put() returns only whole UTF-8 characters, and the
@@ -83,7 +84,11 @@ class StreamDecoder {
  private:
   const Tokenizer* tok_;
   bool skip_special_;
+  /** Drops the spaces still owed to a stripping decoder from the start of `out`. */
+  std::string strip_leading(std::string out);
+
   std::string pending_;  // bytes of an unfinished UTF-8 sequence (at most 3)
+  size_t strip_ = 0;     // leading spaces still to drop (decoders that strip the text's first space)
 };
 
 }  // namespace genesis

@@ -115,7 +115,16 @@ void merge_by_heap(const MergeTable& merges, std::vector<int32_t>& sym) {
 }  // namespace
 
 void Impl::bpe(std::string_view piece, std::vector<int32_t>& out) const {
-  if (ignore_merges) {
+  std::vector<int32_t> sym;
+  if (!byte_level) {
+    if (ignore_merges)
+      if (auto it = token_to_id.find(piece); it != token_to_id.end() && (id_flags[size_t(it->second)] & kModelFlag)) {
+        out.push_back(int32_t(it->second));
+        return;
+      }
+    sym.reserve(piece.size());
+    bpe_chars(piece, sym);
+  } else if (ignore_merges) {
     std::string word;
     const ByteLevelTable& t = byte_level_table();
     for (char ch : piece) word += t.byte_to_utf8[uint8_t(ch)];
@@ -124,15 +133,16 @@ void Impl::bpe(std::string_view piece, std::vector<int32_t>& out) const {
       return;
     }
   }
-  std::vector<int32_t> sym;
-  sym.reserve(piece.size());
-  for (char ch : piece) {
-    const int32_t id = byte_id[uint8_t(ch)];
-    if (id >= 0)
-      sym.push_back(id);
-    else if (unk_id >= 0)
-      sym.push_back(int32_t(unk_id));
-    // else: HF drops a character that is neither in the vocabulary nor covered by an unk token
+  if (byte_level) {
+    sym.reserve(piece.size());
+    for (char ch : piece) {
+      const int32_t id = byte_id[uint8_t(ch)];
+      if (id >= 0)
+        sym.push_back(id);
+      else if (unk_id >= 0)
+        sym.push_back(int32_t(unk_id));
+      // else: HF drops a character that is neither in the vocabulary nor covered by an unk token
+    }
   }
   if (sym.size() <= kScanMaxSymbols)
     merge_by_scan(merges, sym);

@@ -57,6 +57,11 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special
   // Added tokens decode to their content and byte-level tokens to their bytes; the whole byte string is
   // then read as UTF-8 with U+FFFD for ill-formed parts.  Added tokens are well-formed UTF-8, so this
   // equals decoding each run between added tokens on its own (transformers.js, tokenizers >= 0.21).
+  // SentencePiece-style tokenizers run their decoder chain on the token strings instead.
+  if (!impl_->decoders.empty()) {
+    std::string text = impl_->decode_chain(ids, skip_special_tokens);
+    return impl_->clean_up_spaces ? clean_up_tokenization(std::move(text)) : text;
+  }
   std::string bytes;
   for (int64_t id : ids)
     if (const std::string* b = bytes_for(*impl_, id, skip_special_tokens)) bytes += *b;
@@ -101,7 +106,7 @@ const std::string& Tokenizer::chat_template() const { return chat_template_; }
 // ---- streaming
 
 StreamDecoder::StreamDecoder(const Tokenizer& tok, bool skip_special_tokens)
-    : tok_(&tok), skip_special_(skip_special_tokens) {}
+    : tok_(&tok), skip_special_(skip_special_tokens), strip_(tok.impl_->stream_strip) {}
 
 std::string StreamDecoder::put(int64_t id) {
   // Only an unfinished but so far well-formed sequence at the end is held back: everything before it
@@ -115,13 +120,26 @@ std::string StreamDecoder::put(int64_t id) {
   std::string out;
   tokenizer_detail::utf8_repair_append(ready, out);
   pending_.erase(0, pending_.size() - keep);
-  return out;
+  return strip_leading(std::move(out));
+}
+
+std::string StreamDecoder::strip_leading(std::string out) {
+  // A chain ending in Strip drops the whole text's first spaces: drop them from the first chunks.
+  size_t n = 0;
+  while (strip_ > 0 && n < out.size() && out[n] == ' ') {
+    ++n;
+    --strip_;
+  }
+  if (n < out.size()) strip_ = 0;
+  return n ? out.substr(n) : out;
 }
 
 std::string StreamDecoder::flush() {
   std::string out;
   tokenizer_detail::utf8_repair_append(pending_, out);
   pending_.clear();
+  out = strip_leading(std::move(out));
+  strip_ = tok_->impl_->stream_strip;
   return out;
 }
 

@@ -1,5 +1,6 @@
 // llm/src/tokenizer/encode.cpp - text -> ids: UTF-8 repair, added-token extraction (with the
-// lstrip/rstrip/single_word flags), NFC, the regex split ("Isolated") and BPE per piece.
+// lstrip/rstrip/single_word flags), the normalizers, the pre-tokenizer split (regex or literal, Isolated or
+// merged with a neighbour; or Metaspace) and BPE per piece.
 #include <string>
 
 #include "tokenizer_impl.h"
@@ -101,19 +102,38 @@ bool next_match(const Impl& impl, MatchData& m, std::string_view s, size_t pos, 
 
 }  // namespace
 
-void Impl::encode_section(std::string_view text, std::vector<int64_t>& out, bool cache_held) const {
+void Impl::encode_section(std::string_view text, std::vector<int64_t>& out, bool cache_held, bool at_start) const {
   std::string normalized;
-  if (use_nfc && nfc_if_needed(text, normalized)) text = normalized;
+  if (!normalizers.empty()) {
+    if (normalize(text, normalized)) text = normalized;
+  } else if (use_nfc && nfc_if_needed(text, normalized)) {
+    text = normalized;
+  }
+  const auto word = [&](std::string_view s) { encode_word(s, out, cache_held); };
+  const std::string_view whole = text;
   auto pre_tokenize = [&](std::string_view s) {
+    if (metaspace.on) {
+      metaspace_split(s, at_start && s.data() == whole.data(), word);
+      return;
+    }
     if (!split_regex) {
-      encode_word(s, out, cache_held);
+      word(s);
       return;
     }
     MatchData m(split_regex.get());
-    size_t pos = 0, last = 0, ms = 0, me = 0;
+    // last: end of the previous match; seg: start of the piece a Merged* behaviour is still growing.
+    size_t pos = 0, last = 0, seg = 0, ms = 0, me = 0;
     while (pos <= s.size() && next_match(*this, m, s, pos, ms, me)) {
-      if (ms > last) encode_word(s.substr(last, ms - last), out, cache_held);  // "Isolated": the gap is a piece too
-      if (me > ms) encode_word(s.substr(ms, me - ms), out, cache_held);
+      if (split_behavior == SplitBehavior::Isolated) {
+        if (ms > last) word(s.substr(last, ms - last));  // "Isolated": the gap is a piece too
+        if (me > ms) word(s.substr(ms, me - ms));
+      } else if (me > ms && split_behavior == SplitBehavior::MergedWithPrevious) {
+        word(s.substr(seg, me - seg));  // the gap and the match
+        seg = me;
+      } else if (me > ms && ms > seg) {  // MergedWithNext: a piece ends where a match begins
+        word(s.substr(seg, ms - seg));
+        seg = ms;
+      }
       last = me;
       if (me > ms) {
         pos = me;
@@ -124,7 +144,8 @@ void Impl::encode_section(std::string_view text, std::vector<int64_t>& out, bool
         pos = i;
       }
     }
-    if (last < s.size()) encode_word(s.substr(last), out, cache_held);
+    const size_t rest = split_behavior == SplitBehavior::Isolated ? last : seg;
+    if (rest < s.size()) word(s.substr(rest));
   };
   if (normalized_matcher.empty())
     pre_tokenize(text);
@@ -134,10 +155,11 @@ void Impl::encode_section(std::string_view text, std::vector<int64_t>& out, bool
 
 void Impl::encode_text(std::string_view text, std::vector<int64_t>& out, bool cache_held) const {
   if (raw_matcher.empty()) {
-    encode_section(text, out, cache_held);
+    encode_section(text, out, cache_held, true);
     return;
   }
-  split_added(*this, raw_matcher, text, out, [&](std::string_view s) { encode_section(s, out, cache_held); });
+  split_added(*this, raw_matcher, text, out,
+              [&](std::string_view s) { encode_section(s, out, cache_held, s.data() == text.data()); });
 }
 
 }  // namespace genesis::tokenizer_detail

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -97,8 +98,8 @@ void load_model(Impl& impl, const json& m, const Where& w, size_t added_count) {
   if (type != "BPE") w.bad("model.type", "unsupported model \"" + type + "\" (only \"BPE\" is implemented)");
   if (auto it = m.find("dropout"); it != m.end() && !it->is_null() && !(it->is_number() && it->get<double>() == 0.0))
     w.bad("model.dropout", "BPE dropout " + show(*it) + " is not supported (only null or 0)");
-  if (w.boolean(m, "byte_fallback", false, "model"))
-    w.bad("model.byte_fallback", "true is not supported (byte-level BPE covers every byte)");
+  impl.byte_fallback = w.boolean(m, "byte_fallback", false, "model");  // checked against the pre-tokenizer later
+  impl.fuse_unk = w.boolean(m, "fuse_unk", false, "model");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     auto it = m.find(key);
     if (it != m.end() && !it->is_null() && !(it->is_string() && it->get<std::string>().empty()))
@@ -123,6 +124,7 @@ void load_model(Impl& impl, const json& m, const Where& w, size_t added_count) {
                        " (duplicate token id)");
     if (it.key().empty()) w.bad(field, "a token cannot be empty");
     impl.id_to_token[size_t(id)] = it.key();
+    impl.id_flags[size_t(id)] = Impl::kModelFlag;
     impl.token_to_id[it.key()] = id;
   }
 
@@ -204,7 +206,7 @@ void load_added_tokens(Impl& impl, const json& list, const Where& w) {
     t.normalized = w.boolean(e, "normalized", !t.special, field);
     ensure_id(impl, t.id);
     impl.id_to_token[size_t(t.id)] = t.content;
-    impl.id_flags[size_t(t.id)] = uint8_t(Impl::kAddedFlag | (t.special ? Impl::kSpecialFlag : 0));
+    impl.id_flags[size_t(t.id)] |= uint8_t(Impl::kAddedFlag | (t.special ? Impl::kSpecialFlag : 0));
     impl.token_to_id[t.content] = t.id;
     impl.added.push_back(std::move(t));
   }
@@ -212,23 +214,43 @@ void load_added_tokens(Impl& impl, const json& list, const Where& w) {
 
 // ---- pipeline stages
 
+// One normalizer: NFC, Prepend or Replace (a literal pattern).
+NormalizerStep normalizer_step(const json& n, const Where& w, const std::string& field) {
+  const std::string type = w.type(n, field);
+  if (type == "NFC") return {NormalizerStep::Kind::NFC, "", ""};
+  if (type == "Prepend") {
+    if (!n.contains("prepend")) w.bad(field, "missing \"prepend\"");
+    return {NormalizerStep::Kind::Prepend, w.string(n["prepend"], field + ".prepend"), ""};
+  }
+  if (type == "Replace") {
+    if (!n.contains("pattern") || !n.contains("content")) w.bad(field, "needs \"pattern\" and \"content\"");
+    const json& p = w.object(n["pattern"], field + ".pattern");
+    if (!p.contains("String"))
+      w.bad(field + ".pattern", "only {\"String\": ...} patterns are supported, got " + show(p));
+    const std::string from = w.string(p["String"], field + ".pattern.String");
+    if (from.empty()) w.bad(field + ".pattern.String", "an empty pattern is not supported");
+    return {NormalizerStep::Kind::Replace, from, w.string(n["content"], field + ".content")};
+  }
+  w.bad(field + ".type",
+        "unsupported normalizer \"" + type + "\" (supported: NFC, Prepend, Replace, a Sequence of these, null)");
+}
+
 void load_normalizer(Impl& impl, const json& n, const Where& w) {
   if (n.is_null()) return;
-  const std::string type = w.type(n, "normalizer");
-  if (type == "NFC") {
-    impl.use_nfc = true;
-  } else if (type == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array()) {
+  std::vector<NormalizerStep> steps;
+  if (w.type(n, "normalizer") == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array()) {
     const json& list = n["normalizers"];
-    for (size_t i = 0; i < list.size(); ++i) {
-      const std::string t = w.type(list[i], "normalizer.normalizers[" + std::to_string(i) + "]");
-      if (t != "NFC")
-        w.bad("normalizer.normalizers[" + std::to_string(i) + "].type",
-              "unsupported normalizer \"" + t + "\" (supported: NFC)");
-      impl.use_nfc = true;
-    }
+    for (size_t i = 0; i < list.size(); ++i)
+      steps.push_back(normalizer_step(list[i], w, "normalizer.normalizers[" + std::to_string(i) + "]"));
   } else {
-    w.bad("normalizer.type", "unsupported normalizer \"" + type + "\" (supported: NFC, a Sequence of NFC, null)");
+    steps.push_back(normalizer_step(n, w, "normalizer"));
   }
+  bool only_nfc = true;
+  for (const NormalizerStep& st : steps) only_nfc = only_nfc && st.kind == NormalizerStep::Kind::NFC;
+  if (only_nfc)
+    impl.use_nfc = !steps.empty();  // the fast path: NFC-inert stretches are skipped
+  else
+    impl.normalizers = std::move(steps);
 }
 
 // GPT-2's split, applied by a ByteLevel pre-tokenizer with use_regex true.
@@ -237,7 +259,7 @@ constexpr char kGpt2Pattern[] = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[
 void compile_split(Impl& impl, const std::string& pattern, bool literal, const Where& w, const std::string& field) {
   int err = 0;
   PCRE2_SIZE offset = 0;
-  const uint32_t options = PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0u);
+  const uint32_t options = literal ? PCRE2_UTF | PCRE2_LITERAL : PCRE2_UTF | PCRE2_UCP;  // UCP is not allowed with LITERAL
   pcre2_code* code =
       pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err, &offset, nullptr);
   if (!code) {
@@ -261,8 +283,15 @@ void load_split(Impl& impl, const json& s, const Where& w, const std::string& fi
   if (!s.contains("pattern")) w.bad(field, "missing \"pattern\"");
   const json& p = w.object(s["pattern"], field + ".pattern");
   const std::string behavior = s.contains("behavior") ? w.string(s["behavior"], field + ".behavior") : "";
-  if (behavior != "Isolated")
-    w.bad(field + ".behavior", "unsupported split behavior " + show(behavior) + " (only \"Isolated\")");
+  if (behavior == "Isolated")
+    impl.split_behavior = SplitBehavior::Isolated;
+  else if (behavior == "MergedWithPrevious")
+    impl.split_behavior = SplitBehavior::MergedWithPrevious;
+  else if (behavior == "MergedWithNext")
+    impl.split_behavior = SplitBehavior::MergedWithNext;
+  else
+    w.bad(field + ".behavior", "unsupported split behavior " + show(behavior) +
+                                   " (supported: Isolated, MergedWithPrevious, MergedWithNext)");
   if (w.boolean(s, "invert", false, field)) w.bad(field + ".invert", "true is not supported (only false)");
   if (p.contains("Regex"))
     compile_split(impl, w.string(p["Regex"], field + ".pattern.Regex"), false, w, field + ".pattern.Regex");
@@ -272,11 +301,52 @@ void load_split(Impl& impl, const json& s, const Where& w, const std::string& fi
     w.bad(field + ".pattern", "expected {\"Regex\": ...} or {\"String\": ...}, got " + show(p));
 }
 
+// The Metaspace pre-tokenizer or decoder's options.
+MetaspaceOptions load_metaspace(const json& m, const Where& w, const std::string& field) {
+  MetaspaceOptions o;
+  o.on = true;
+  if (auto it = m.find("replacement"); it != m.end()) {
+    o.replacement = w.string(*it, field + ".replacement");
+    size_t i = 0;
+    if (o.replacement.empty() || (next_code_point(o.replacement, i), i != o.replacement.size()))
+      w.bad(field + ".replacement", "expected one character, got " + show(*it));
+  }
+  if (auto it = m.find("prepend_scheme"); it != m.end() && !it->is_null()) {
+    const std::string scheme = w.string(*it, field + ".prepend_scheme");
+    if (scheme == "always")
+      o.prepend = MetaspaceOptions::Prepend::Always;
+    else if (scheme == "first")
+      o.prepend = MetaspaceOptions::Prepend::First;
+    else if (scheme == "never")
+      o.prepend = MetaspaceOptions::Prepend::Never;
+    else
+      w.bad(field + ".prepend_scheme", "expected \"always\", \"first\" or \"never\", got " + show(*it));
+  } else if (!w.boolean(m, "add_prefix_space", true, field)) {  // files before prepend_scheme
+    o.prepend = MetaspaceOptions::Prepend::Never;
+  }
+  o.split = w.boolean(m, "split", true, field);
+  return o;
+}
+
 void load_pre_tokenizer(Impl& impl, const json& pt, const Where& w) {
-  // Supported: Sequence[Split(Isolated), ByteLevel(use_regex=false)] (Qwen2/3, Llama 3) and
-  // ByteLevel(use_regex=true) alone or as a one-element Sequence (GPT-2).
-  if (pt.is_null()) w.bad("pre_tokenizer", "null is not supported (byte-level BPE needs a ByteLevel pre-tokenizer)");
+  // Byte-level: Sequence[Split, ByteLevel(use_regex=false)] (Qwen2/3, Llama 3) and ByteLevel(use_regex=true)
+  // alone or as a one-element Sequence (GPT-2).  Character-level (SentencePiece-style BPE): null (Llama 2),
+  // Split alone (Gemma) or Metaspace.
+  if (pt.is_null()) {
+    impl.byte_level = false;
+    return;
+  }
   const std::string type = w.type(pt, "pre_tokenizer");
+  if (type == "Split") {
+    impl.byte_level = false;
+    load_split(impl, pt, w, "pre_tokenizer");
+    return;
+  }
+  if (type == "Metaspace") {
+    impl.byte_level = false;
+    impl.metaspace = load_metaspace(pt, w, "pre_tokenizer");
+    return;
+  }
   if (type == "ByteLevel") {
     if (!check_byte_level(pt, w, "pre_tokenizer"))
       w.bad("pre_tokenizer.use_regex", "false without a preceding Split leaves the text unsplit; not supported");
@@ -284,7 +354,8 @@ void load_pre_tokenizer(Impl& impl, const json& pt, const Where& w) {
     return;
   }
   if (type != "Sequence")
-    w.bad("pre_tokenizer.type", "unsupported pre-tokenizer \"" + type + "\" (supported: Sequence, ByteLevel)");
+    w.bad("pre_tokenizer.type",
+          "unsupported pre-tokenizer \"" + type + "\" (supported: Sequence, ByteLevel, Split, Metaspace, null)");
   if (!pt.contains("pretokenizers") || !pt["pretokenizers"].is_array())
     w.bad("pre_tokenizer.pretokenizers", "expected an array");
   const json& list = pt["pretokenizers"];
@@ -292,17 +363,17 @@ void load_pre_tokenizer(Impl& impl, const json& pt, const Where& w) {
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string field = "pre_tokenizer.pretokenizers[" + std::to_string(i) + "]";
     const std::string t = w.type(list[i], field);
-    if (t != "Split" && t != "ByteLevel")
-      w.bad(field + ".type", "unsupported pre-tokenizer \"" + t + "\" (supported: Split, ByteLevel)");
+    if (t != "Split" && t != "ByteLevel" && t != "Metaspace")
+      w.bad(field + ".type", "unsupported pre-tokenizer \"" + t + "\" (supported: Split, ByteLevel, Metaspace)");
     types.push_back(t);
   }
-  if (types.size() == 1 && types[0] == "ByteLevel") {
+  if (types.size() == 1) {
     load_pre_tokenizer(impl, list[0], w);
     return;
   }
   if (types.size() != 2 || types[0] != "Split" || types[1] != "ByteLevel")
     w.bad("pre_tokenizer.pretokenizers", "unsupported sequence of " + std::to_string(types.size()) +
-                                             " pre-tokenizers (supported: [Split, ByteLevel])");
+                                             " pre-tokenizers (supported: [Split, ByteLevel] or one of them)");
   if (check_byte_level(list[1], w, "pre_tokenizer.pretokenizers[1]"))
     w.bad("pre_tokenizer.pretokenizers[1].use_regex", "true after a Split is not supported (only false)");
   load_split(impl, list[0], w, "pre_tokenizer.pretokenizers[0]");
@@ -354,16 +425,51 @@ void load_post_processor(Impl& impl, const json& p, const Where& w, const std::s
                              "\" (supported: ByteLevel, TemplateProcessing, Sequence of these, null)");
 }
 
-void load_decoder(const json& d, const Where& w, const std::string& field) {
-  if (d.is_null()) w.bad(field, "null is not supported (byte-level BPE needs the ByteLevel decoder)");
+// Reads the decoder into impl.decoders (left empty for ByteLevel); returns whether it is ByteLevel.
+bool load_decoder(Impl& impl, const json& d, const Where& w, const std::string& field) {
+  if (d.is_null()) w.bad(field, "null is not supported (a decoder is needed)");
   const std::string type = w.type(d, field);
-  if (type == "ByteLevel") return;
+  if (type == "ByteLevel") return true;
   if (type == "Sequence" && d.contains("decoders") && d["decoders"].is_array() && !d["decoders"].empty()) {
-    for (size_t i = 0; i < d["decoders"].size(); ++i)
-      load_decoder(d["decoders"][i], w, field + ".decoders[" + std::to_string(i) + "]");
-    return;
+    size_t byte_level = 0;
+    const json& list = d["decoders"];
+    for (size_t i = 0; i < list.size(); ++i)
+      byte_level += load_decoder(impl, list[i], w, field + ".decoders[" + std::to_string(i) + "]");
+    if (byte_level != 0 && byte_level != list.size())
+      w.bad(field, "ByteLevel mixed with other decoders is not supported");
+    return byte_level != 0;
   }
-  w.bad(field + ".type", "unsupported decoder \"" + type + "\" (supported: ByteLevel)");
+  DecoderStep step{DecoderStep::Kind::Fuse, "", "", 0, 0, {}};
+  if (type == "Fuse") {
+  } else if (type == "ByteFallback") {
+    step.kind = DecoderStep::Kind::ByteFallback;
+  } else if (type == "Replace") {
+    step.kind = DecoderStep::Kind::Replace;
+    const NormalizerStep r = normalizer_step(d, w, field);  // same fields as the Replace normalizer
+    step.a = r.a;
+    step.b = r.b;
+  } else if (type == "Strip") {
+    step.kind = DecoderStep::Kind::Strip;
+    if (!d.contains("content")) w.bad(field, "missing \"content\"");
+    step.a = w.string(d["content"], field + ".content");
+    size_t i = 0;
+    if (step.a.empty() || (next_code_point(step.a, i), i != step.a.size()))
+      w.bad(field + ".content", "expected one character, got " + show(d["content"]));
+    for (const char* key : {"start", "stop"}) {
+      auto it = d.find(key);
+      if (it == d.end() || !it->is_number_unsigned() || it->get<uint64_t>() > 1024)
+        w.bad(field + "." + key, "expected a count (0..1024)");
+      (std::string(key) == "start" ? step.start : step.stop) = it->get<size_t>();
+    }
+  } else if (type == "Metaspace") {
+    step.kind = DecoderStep::Kind::Metaspace;
+    step.metaspace = load_metaspace(d, w, field);
+  } else {
+    w.bad(field + ".type", "unsupported decoder \"" + type +
+                               "\" (supported: ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace, Sequence)");
+  }
+  impl.decoders.push_back(std::move(step));
+  return false;
 }
 
 // ---- tokenizer_config.json
@@ -421,7 +527,14 @@ Tokenizer Tokenizer::from_files(const std::string& tokenizer_json, const std::st
   load_normalizer(*impl, j["normalizer"], w);
   load_pre_tokenizer(*impl, j["pre_tokenizer"], w);
   load_post_processor(*impl, j["post_processor"], w, "post_processor");
-  load_decoder(j["decoder"], w, "decoder");
+  const bool byte_level_decoder = load_decoder(*impl, j["decoder"], w, "decoder");
+  if (impl->byte_level != byte_level_decoder)
+    w.bad(impl->byte_level ? "decoder" : "pre_tokenizer",
+          impl->byte_level ? "a ByteLevel pre-tokenizer needs the ByteLevel decoder"
+                           : "the ByteLevel decoder needs a ByteLevel pre-tokenizer");
+  if (impl->byte_level && impl->byte_fallback)
+    w.bad("model.byte_fallback",
+          "true is not supported with a ByteLevel pre-tokenizer (byte-level BPE covers every byte)");
 
   Tokenizer tok;
   const bool split_special = !tokenizer_config_json.empty() && load_config(tok, *impl, tokenizer_config_json);
@@ -434,15 +547,41 @@ Tokenizer Tokenizer::from_files(const std::string& tokenizer_json, const std::st
     (t.normalized ? impl->normalized_matcher : impl->raw_matcher).add(t.content, int32_t(i));
   }
 
+  auto model_id = [&](const std::string& s) -> int32_t {
+    auto it = impl->token_to_id.find(s);
+    return it == impl->token_to_id.end() || !(impl->id_flags[size_t(it->second)] & Impl::kModelFlag)
+               ? -1
+               : int32_t(it->second);
+  };
+  if (!impl->byte_level) {
+    // Character-level BPE: ASCII characters looked up directly, <0xNN> tokens for byte fallback, and each
+    // token decodes to what the decoder chain makes of it.
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", b);
+      impl->fallback_id[size_t(b)] = model_id(name);
+      impl->byte_id[size_t(b)] = b < 0x80 ? model_id(std::string(1, char(b))) : -1;
+    }
+    impl->id_bytes.resize(impl->id_to_token.size());
+    for (size_t id = 0; id < impl->id_to_token.size(); ++id)
+      if (!impl->id_to_token[id].empty()) impl->id_bytes[id] = impl->token_text(id);
+    bool fused = false;
+    for (const DecoderStep& st : impl->decoders) {
+      fused = fused || st.kind == DecoderStep::Kind::Fuse;
+      if (st.kind == DecoderStep::Kind::Strip && fused && st.a == " ") impl->stream_strip = st.start;
+      if (st.kind == DecoderStep::Kind::Metaspace && st.metaspace.prepend != MetaspaceOptions::Prepend::Never)
+        impl->stream_strip = 1;
+    }
+  }
   const ByteLevelTable& table = byte_level_table();
-  for (int b = 0; b < 256; ++b) {
+  for (int b = 0; b < 256 && impl->byte_level; ++b) {
     auto it = impl->token_to_id.find(table.byte_to_utf8[size_t(b)]);
     impl->byte_id[size_t(b)] = it == impl->token_to_id.end() ? -1 : int32_t(it->second);
   }
   // What each id decodes to: added tokens their content; model tokens the bytes their characters stand
   // for, or (like HF) their own UTF-8 when some character is not a byte-level stand-in.
-  impl->id_bytes.resize(impl->id_to_token.size());
-  for (size_t id = 0; id < impl->id_to_token.size(); ++id) {
+  if (impl->byte_level) impl->id_bytes.resize(impl->id_to_token.size());
+  for (size_t id = 0; id < impl->id_to_token.size() && impl->byte_level; ++id) {
     const std::string& t = impl->id_to_token[id];
     if (impl->id_flags[id] & Impl::kAddedFlag) {
       impl->id_bytes[id] = t;

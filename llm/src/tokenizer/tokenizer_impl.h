@@ -150,36 +150,79 @@ struct StringHash {
 };
 using StringMap = std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>>;
 
+// ---- SentencePiece-style components (normalize.cpp, decoders.cpp)
+
+/** One normalizer of a Sequence: Prepend(a) or Replace(a -> b, a literal string). */
+struct NormalizerStep {
+  enum class Kind { Prepend, Replace, NFC } kind;
+  std::string a, b;
+};
+
+/** What a Split pre-tokenizer does with each match (HF SplitDelimiterBehavior). */
+enum class SplitBehavior { Isolated, Removed, MergedWithPrevious, MergedWithNext };
+
+/** The Metaspace pre-tokenizer / decoder: spaces become `replacement`, which is prepended to the text
+ * ("always"; "first": only to the text that begins the input; "never") and, with split, starts each piece. */
+struct MetaspaceOptions {
+  bool on = false;
+  std::string replacement = "\xE2\x96\x81";  // U+2581
+  enum class Prepend { Always, First, Never } prepend = Prepend::Always;
+  bool split = true;
+};
+
+/** One decoder of a token-string chain (HF decode_chain): Replace(a -> b) per token, ByteFallback (<0xNN>
+ * runs to their UTF-8, one U+FFFD per byte when ill-formed), Fuse (join), Strip (up to start/stop copies
+ * of the character a from each end of every token), Metaspace (replacement -> space, and none at all in
+ * the first token unless prepend is "never"). */
+struct DecoderStep {
+  enum class Kind { Replace, ByteFallback, Fuse, Strip, Metaspace } kind;
+  std::string a, b;
+  size_t start = 0, stop = 0;
+  MetaspaceOptions metaspace;
+};
+
 // ---- the whole tokenizer
 
 struct Impl {
   // Vocabulary: model vocab plus added tokens.  Stored forms are byte-level strings ("Ġthe").
   StringMap token_to_id;
-  std::vector<std::string> id_to_token;  // "" for unused ids
-  std::vector<std::string> id_bytes;     // what each id decodes to
-  std::vector<uint8_t> id_flags;         // kAddedFlag | kSpecialFlag
-  static constexpr uint8_t kAddedFlag = 1, kSpecialFlag = 2;
+  std::vector<std::string> id_to_token;                                       // "" for unused ids
+  std::vector<std::string> id_bytes;                                          // what each id decodes to
+  std::vector<uint8_t> id_flags;                                              // kAddedFlag | kSpecialFlag
+  static constexpr uint8_t kAddedFlag = 1, kSpecialFlag = 2, kModelFlag = 4;  // kModelFlag: in model.vocab
 
   // Added tokens, matched in the raw text (normalized=false) or in the normalized text.
   std::vector<AddedToken> added;
   AddedMatcher raw_matcher, normalized_matcher;
 
   bool use_nfc = false;  // normalizer: NFC (else none)
+  // Further normalizers (normalize.cpp), run in order; empty for NFC-only and null normalizers.
+  std::vector<NormalizerStep> normalizers;
 
-  // Pre-tokenizer: regex split ("Isolated"), then ByteLevel.
+  // Pre-tokenizer: regex split, then ByteLevel (byte_level) or nothing (SentencePiece-style BPE), or Metaspace.
   std::shared_ptr<pcre2_code> split_regex;  // null: the whole section is one piece
   bool split_jit = false;
+  SplitBehavior split_behavior = SplitBehavior::Isolated;
+  MetaspaceOptions metaspace;  // pre-tokenizer Metaspace (metaspace.on)
 
-  // BPE model.
-  std::array<int32_t, 256> byte_id{};  // id of each byte's stand-in character (-1: not in vocab)
+  // BPE model.  byte_level: symbols are GPT-2 byte stand-ins; otherwise they are characters, and
+  // characters not in the vocabulary become <0xNN> byte tokens (byte_fallback) or unk_id.
+  bool byte_level = true;
+  std::array<int32_t, 256> byte_id{};      // byte_level: id of each byte's stand-in character (-1: not in vocab)
+                                           // else: id of each ASCII character, -1 for others
+  std::array<int32_t, 256> fallback_id{};  // id of <0xNN> (-1: absent); used with byte_fallback
   MergeTable merges;
   int64_t unk_id = -1;
   bool ignore_merges = false;
+  bool byte_fallback = false;
+  bool fuse_unk = false;
 
   // Post-processor template for one sequence (TemplateProcessing "single").
   std::vector<int64_t> prefix_ids, suffix_ids;
 
-  // Decoding.
+  // Decoding: the byte-level decoder (decoders empty), or a chain of token-string decoders (decoders.cpp).
+  std::vector<DecoderStep> decoders;
+  size_t stream_strip = 0;  // leading spaces the chain strips from a whole text (StreamDecoder drops as many)
   bool clean_up_spaces = false;
 
   // tokenizer_config.json
@@ -195,10 +238,21 @@ struct Impl {
   void encode_word(std::string_view piece, std::vector<int64_t>& out, bool cache_held) const;
   /** Appends the BPE ids of one piece without the cache. */
   void bpe(std::string_view piece, std::vector<int32_t>& out) const;
-  /** Appends the ids of one section of text that holds no added token (normalizes, splits, merges). */
-  void encode_section(std::string_view text, std::vector<int64_t>& out, bool cache_held) const;
+  /** Appends the symbols character-level (SentencePiece-style) BPE starts one piece from. */
+  void bpe_chars(std::string_view piece, std::vector<int32_t>& sym) const;
+  /** Appends the ids of one section of text that holds no added token (normalizes, splits, merges);
+   * at_start: the section begins the input (Metaspace's prepend_scheme "first"). */
+  void encode_section(std::string_view text, std::vector<int64_t>& out, bool cache_held, bool at_start) const;
   /** Appends the ids of `text` (valid UTF-8), added tokens included. */
   void encode_text(std::string_view text, std::vector<int64_t>& out, bool cache_held) const;
+  /** Runs `normalizers` on `text`; returns false (out untouched) when they change nothing. */
+  bool normalize(std::string_view text, std::string& out) const;
+  /** Calls piece() for each piece the Metaspace pre-tokenizer makes of `text`. */
+  void metaspace_split(std::string_view text, bool at_start, const std::function<void(std::string_view)>& piece) const;
+  /** Text of `ids` through the decoder chain (before clean-up). */
+  std::string decode_chain(const std::vector<int64_t>& ids, bool skip_special) const;
+  /** What token `id` (a used id) contributes to a text decoded through the chain, for streaming. */
+  std::string token_text(size_t id) const;
 };
 
 }  // namespace genesis::tokenizer_detail
