@@ -1,5 +1,7 @@
 // llm.cpp - `genesis generate`, `genesis chat` and `genesis bench llm`: Qwen models from Hugging
-// Face folders (or a named config shape with random weights) on the C++ frontend.
+// Face folders (or a named config shape with random weights) on the C++ frontend. generate and chat run their
+// prompts as requests of the serving engine (docs/serving.md); chat keeps the earlier turns of a conversation in
+// its prefix cache, so a turn only computes what is new.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -25,11 +27,13 @@
 #include "genesis/models/qwen.hpp"
 #include "genesis/profiler.hpp"
 #include "genesis/random.hpp"
+#include "genesis/serving/engine.hpp"
 #include "genesis/tokenizer.hpp"
 
 namespace genesis::cli {
 
 namespace M = genesis::models;
+namespace S = genesis::serving;
 
 namespace {
 
@@ -45,6 +49,10 @@ struct LlmState {
   std::vector<std::string> stop_strings;
   std::vector<int64_t> stop_ids;
   bool ignore_eos = false, no_graph = false;
+  // engine (generate, chat)
+  int64_t kv_cache_blocks = 0, max_running = 256, max_tokens_per_step = 2048;
+  std::optional<double> kv_cache_memory;
+  bool no_prefix_cache = false;
   // generate
   std::string prompt, prompt_ids, system;
   bool print_ids = false, use_chat_template = false;
@@ -84,6 +92,40 @@ void add_sampling_options(CLI::App& c, LlmState& s) {
   c.add_option("--stop-id", s.stop_ids, "stop at this token id (repeatable)");
   c.add_flag("--ignore-eos", s.ignore_eos, "do not stop at the model's end-of-sequence ids");
   c.add_flag("--no-cuda-graph", s.no_graph, "run every decode step eagerly");
+}
+
+// The serving engine's knobs; `pool` says what the pool holds by default.
+void add_engine_options(CLI::App& c, LlmState& s, const std::string& pool) {
+  c.add_option("--kv-cache-blocks", s.kv_cache_blocks,
+               "KV cache blocks of 16 positions (default: " + pool + "; see --kv-cache-memory)")
+      ->check(CLI::PositiveNumber);
+  c.add_option("--kv-cache-memory", s.kv_cache_memory,
+               "size the KV cache as this fraction of the device's free memory, where the device reports it "
+               "(default: --kv-cache-blocks' default)")
+      ->check(CLI::Range(0.0, 1.0));
+  c.add_option("--max-running", s.max_running, "sequences the engine runs at once")->check(CLI::PositiveNumber);
+  c.add_option("--max-tokens-per-step", s.max_tokens_per_step,
+               "tokens one engine step computes at most (longer prompts are prefilled in chunks)")
+      ->check(CLI::PositiveNumber);
+  c.add_flag("--no-prefix-cache", s.no_prefix_cache, "compute every prompt in full (no reuse of cached prefixes)");
+}
+
+// The engine's sizes from the flags: --kv-cache-blocks, else --kv-cache-memory, else a pool of `positions`.
+S::EngineConfig engine_config(const LlmState& s, const M::QwenForCausalLM& m, int64_t positions) {
+  S::EngineConfig e;
+  e.max_running = s.max_running;
+  e.max_tokens_per_step = s.max_tokens_per_step;
+  e.prefix_caching = !s.no_prefix_cache;
+  if (s.kv_cache_blocks > 0) {
+    e.num_blocks = s.kv_cache_blocks;
+  } else if (s.kv_cache_memory) {
+    if (!(*s.kv_cache_memory > 0)) throw Error(GN_ERR_INVALID_ARGUMENT, "--kv-cache-memory must be in (0, 1]");
+    e.kv_cache_memory_fraction = *s.kv_cache_memory;
+  } else {
+    positions = std::clamp<int64_t>(positions, 1, m.config.max_position_embeddings);
+    e.num_blocks = (positions + e.block_size - 1) / e.block_size;
+  }
+  return e;
 }
 
 // --dtype, else float32 on cpu and the config's dtype elsewhere (nullopt).
@@ -191,6 +233,45 @@ void add_tokenizer_stops(const Tokenizer& tok, M::GenerationConfig& g) {
     if (int64_t id = tok.token_to_id(t); id >= 0) g.stop_ids.push_back(id);
 }
 
+// Runs one prompt as an engine request, streaming its tokens to on_token; the result as generate() reports it
+// (the time to the first token as the prefill, the rest as decode) plus the prompt tokens the prefix cache held.
+struct RequestResult : M::GenerationResult {
+  int64_t cached_tokens = 0;
+};
+RequestResult run_request(S::Engine& engine, const std::vector<int64_t>& prompt, const M::GenerationConfig& g,
+                          const std::function<void(int64_t)>& on_token) {
+  using clock = std::chrono::steady_clock;
+  RequestResult r;
+  r.tokens.resize(1);
+  r.prompt_tokens = static_cast<int64_t>(prompt.size());
+  const S::EngineStats before = engine.stats();
+  const auto t0 = clock::now();
+  auto t1 = t0;
+  S::Request req;
+  req.prompt = prompt;
+  req.sampling = g;
+  engine.submit(std::move(req), [&](const S::TokenEvent& e) {
+    if (e.token >= 0) {
+      if (r.tokens[0].empty()) t1 = clock::now();
+      r.tokens[0].push_back(e.token);
+      on_token(e.token);
+    }
+    if (e.finished) r.finish_reasons.push_back(e.finish_reason);
+  });
+  engine.run_until_idle();
+  const auto t2 = clock::now();
+  r.generated_tokens = static_cast<int64_t>(r.tokens[0].size());
+  if (r.generated_tokens == 0) t1 = t2;
+  r.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
+  r.decode_seconds = std::chrono::duration<double>(t2 - t1).count();
+  r.decode_steps = std::max<int64_t>(0, r.generated_tokens - 1);
+  // Computed: the prompt's uncached tokens, then every new token but the last fed back as a decode.
+  const S::EngineStats after = engine.stats();
+  const int64_t computed = after.computed_tokens - before.computed_tokens;
+  r.cached_tokens = std::max<int64_t>(0, r.prompt_tokens - (computed - r.decode_steps));
+  return r;
+}
+
 int run_generate(const GlobalOptions& go, LlmState& s) {
   init_frontend(go);
   const Device d = pick_device(s.dev);
@@ -233,12 +314,13 @@ int run_generate(const GlobalOptions& go, LlmState& s) {
   const bool text_out = tok && !s.print_ids;
   std::optional<StreamDecoder> stream;
   if (text_out) stream.emplace(*tok, true);
-  auto r = M::generate(*model, {prompt}, g, [&](size_t, int64_t id) {
+  // One engine request; its pool holds the prompt and its new tokens unless the flags say otherwise.
+  S::Engine engine(*model, engine_config(s, *model, static_cast<int64_t>(prompt.size()) + g.max_new_tokens));
+  const M::GenerationResult r = run_request(engine, prompt, g, [&](int64_t id) {
     if (stream) {
       std::fputs(stream->put(id).c_str(), stdout);
       std::fflush(stdout);
     }
-    return true;
   });
   if (stream) std::printf("%s\n", stream->flush().c_str());
   if (!text_out) {
@@ -357,6 +439,10 @@ int run_chat(const GlobalOptions& go, LlmState& s) {
   auto model = load_model(s, d);
   M::GenerationConfig g = sampling(s, *model);
   add_tokenizer_stops(tok, g);
+  // One engine for the whole chat: each turn's prompt starts with the previous turn's, whose blocks the prefix
+  // cache still holds (the pool holds two conversations of up to 8192 positions unless the flags say otherwise).
+  S::Engine engine(*model,
+                   engine_config(s, *model, 2 * std::min<int64_t>(model->config.max_position_embeddings, 8192)));
   std::optional<bool> thinking;
   if (s.no_thinking) thinking = false;
   if (s.thinking) thinking = true;
@@ -417,18 +503,27 @@ int run_chat(const GlobalOptions& go, LlmState& s) {
     const std::vector<int64_t> prompt = tok.encode(tmpl.apply(msgs, true, thinking), false);
     check_context(*model, prompt.size(), g.max_new_tokens);
     StreamDecoder stream(tok, true);
-    auto r = M::generate(*model, {prompt}, g, [&](size_t, int64_t id) {
-      std::fputs(stream.put(id).c_str(), stdout);
-      std::fflush(stdout);
-      return true;
-    });
+    RequestResult r;
+    try {
+      r = run_request(engine, prompt, g, [&](int64_t id) {
+        std::fputs(stream.put(id).c_str(), stdout);
+        std::fflush(stdout);
+      });
+    } catch (const Error& e) {  // a conversation the pool or the context cannot hold: the chat goes on
+      msgs.pop_back();
+      std::printf("(%s: /clear starts over; --kv-cache-blocks sizes the pool)\n", e.what());
+      continue;
+    }
     std::fputs(stream.flush().c_str(), stdout);
     std::fputs("\n", stdout);
     std::fflush(stdout);  // the reply ends its line before the stats (stderr) start theirs
     const double secs = r.prefill_seconds + r.decode_seconds;
-    std::fprintf(stderr, "[%lld tokens, %.1f tok/s, prompt %lld tokens]\n", static_cast<long long>(r.generated_tokens),
+    const std::string cached =
+        r.cached_tokens > 0 ? ", " + std::to_string(r.cached_tokens) + " from the prefix cache" : std::string();
+    std::fprintf(stderr, "[%lld tokens, %.1f tok/s, prompt %lld tokens%s]\n",
+                 static_cast<long long>(r.generated_tokens),
                  secs > 0 ? static_cast<double>(r.generated_tokens) / secs : 0.0,
-                 static_cast<long long>(r.prompt_tokens));
+                 static_cast<long long>(r.prompt_tokens), cached.c_str());
     msgs.push_back({"assistant", tok.decode(r.tokens[0], true)});
   }
   return 0;
@@ -612,6 +707,7 @@ CommandRun setup_generate(CLI::App& c) {
   c.add_option("--system", s->system, "system prompt (with --chat; default: none)");
   add_model_options(c, *s);
   add_sampling_options(c, *s);
+  add_engine_options(c, *s, "the prompt and its new tokens");
   c.fallthrough();
   return bind_command(s, run_generate);
 }
@@ -624,6 +720,7 @@ CommandRun setup_chat(CLI::App& c) {
   c.add_flag("--thinking", s->thinking, "enable_thinking=true in the template (Qwen3)");
   add_model_options(c, *s);
   add_sampling_options(c, *s);
+  add_engine_options(c, *s, "two conversations of up to 8192 positions, or the context if shorter");
   c.fallthrough();
   return bind_command(s, run_chat);
 }

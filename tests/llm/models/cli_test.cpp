@@ -294,3 +294,42 @@ TEST(GenesisCli, HelpShowsEveryDefault) {
 }
 
 }  // namespace
+
+// generate runs on the serving engine: a prompt prefilled in chunks of 3 tokens and a pool sized by flag give the
+// same ids; a pool too small for the prompt and its new tokens is refused with a clear error.
+TEST(GenesisCli, GenerateEngineFlags) {
+  auto tok = genesis::Tokenizer::from_pretrained(model_dir());
+  const auto want = reference_generate(tok.encode("Hello there, model", false), 6, tok);
+  EXPECT_EQ(run_cli("generate --model " + model_dir() +
+                    " --device cpu --prompt 'Hello there, model' --max-new-tokens 6 --temperature 0 --print-ids "
+                    "--max-tokens-per-step 3 --kv-cache-blocks 8 --max-running 1 --no-prefix-cache"),
+            joined(want) + "\n");
+  int rc = 0;
+  const std::string out = run_cli_rc("generate --model " + model_dir() +
+                                         " --device cpu --prompt 'Hello there, model' --max-new-tokens 40 "
+                                         "--temperature 0 --kv-cache-blocks 1",
+                                     rc, "", true);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("KV blocks; the pool has 1"), std::string::npos) << out;
+}
+
+// chat keeps the conversation in the prefix cache: the second turn's stats say how much of its prompt was found
+// there, and the replies equal those computed without the cache.
+TEST(GenesisCli, ChatReusesEarlierTurnsFromThePrefixCache) {
+  const auto [t1, t2] = two_turn_replies();
+  const std::string args = "chat --model " + model_dir() +
+                           " --device cpu --system 'Be brief.' --no-thinking --max-new-tokens 5 --temperature 0";
+  const std::string want = "\n>>> hi\n" + t1 + "\n" + "\n>>> and then?\n" + t2 + "\n" + "\n>>> /exit\n";
+  const std::string cached = run_cli(args, "hi\nand then?\n/exit\n", true);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(cached, m,
+                                std::regex(R"(\[5 tokens, [0-9.]+ tok/s, prompt ([0-9]+) tokens, ([0-9]+) )"
+                                           R"(from the prefix cache\]\n)")))
+      << cached;
+  EXPECT_GE(std::stoll(m[2]), 16);  // at least the first turn's first full block
+  EXPECT_LT(std::stoll(m[2]), std::stoll(m[1]));
+  EXPECT_EQ(run_cli(args, "hi\nand then?\n/exit\n"), want);
+  const std::string uncached = run_cli(args + " --no-prefix-cache", "hi\nand then?\n/exit\n", true);
+  EXPECT_EQ(uncached.find("from the prefix cache"), std::string::npos) << uncached;
+  EXPECT_EQ(run_cli(args + " --no-prefix-cache", "hi\nand then?\n/exit\n"), want);
+}
