@@ -3,7 +3,7 @@
 // second turn, and Stop ending a stream. GENESIS_SERVE_SCREENSHOT=FILE saves a screenshot there.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { skip, startServer, test, run } from './harness.mjs';
+import { MODEL, skip, startServer, test, run } from './harness.mjs';
 
 let puppeteer;
 try {
@@ -59,7 +59,7 @@ test('the chat page: API key prompt, streamed greedy answers over two turns, Sto
   page.on('pageerror', (e) => errors.push(String(e)));
   const r = await page.goto(server.url + '/', { waitUntil: 'load' });
   assert.equal(r.status(), 200);
-  await page.waitForFunction(() => document.getElementById('model').textContent === 'qwen3-serve-tiny', { timeout: 20000 });
+  await page.waitForFunction(() => (name) => document.getElementById('model').textContent === name, { timeout: 20000 }, MODEL.split('/').filter((x) => x).pop());
   assert.equal(asked, 1, 'the page asks for the API key once');
   await page.$eval('#temperature', (e) => { e.value = '0'; });
   await page.$eval('#max_tokens', (e, v) => { e.value = v; }, String(MAX));
@@ -87,7 +87,7 @@ test('the chat page: API key prompt, streamed greedy answers over two turns, Sto
 
   // Stop: a long answer, stopped once its first words show.
   await page.$eval('#input', (e) => { e.value = ''; });
-  await page.$eval('#max_tokens', (e) => { e.value = '480'; });
+  await page.$eval('#max_tokens', (e) => { e.value = '380'; });
   const before = (await page.$$('.msg.assistant')).length;
   await page.type('#input', 'Tell me a very long story.');
   await page.keyboard.press('Enter');
@@ -106,7 +106,7 @@ test('the chat page: API key prompt, streamed greedy answers over two turns, Sto
   assert.match(stopped.stats, /\(stopped\)/);
   assert.equal(await page.$eval('#send', (e) => e.disabled), false);
   const full = await api([{ role: 'user', content: q1 }, { role: 'assistant', content: want1 }, { role: 'user', content: q2 },
-    { role: 'assistant', content: want2 }, { role: 'user', content: 'Tell me a very long story.' }], { max_tokens: 480, ignore_eos: true });
+    { role: 'assistant', content: want2 }, { role: 'user', content: 'Tell me a very long story.' }], { max_tokens: 380, ignore_eos: true });
   assert.ok(stopped.text.length < full.length && full.startsWith(stopped.text), 'the stopped answer is a prefix of the full one');
   // The server cancelled it: nothing runs any more.
   let m = '';
