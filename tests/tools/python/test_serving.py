@@ -225,13 +225,15 @@ def test_engine_stats_and_config(llm):
 
 
 def test_small_pool_and_batch_limits_keep_outputs(folder, model):
-    small = genesis.LLM(folder, dtype="float32", num_blocks=12, block_size=4, max_num_seqs=2,
+    """Two running sequences at most, 8 tokens a step, a pool of 8 blocks of 4: chunked prompts and preemption."""
+    small = genesis.LLM(folder, dtype="float32", num_blocks=8, block_size=4, max_num_seqs=2,
                         max_num_batched_tokens=8, enable_prefix_caching=False)
     p = genesis.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
     prompts = [[i + 1] * (3 + 2 * i) for i in range(6)]
     outs = small.generate(prompts, p)
     for o in outs:
         assert o.outputs[0].token_ids == alone(model, o.prompt_token_ids, 12, stop_ids=[], ignore_eos=True)
+    assert small.get_engine_stats()["preemptions"] > 0  # the pool ran out: recomputed, same tokens
     expect_idle(small)
 
 
@@ -302,4 +304,28 @@ def test_bad_arguments_raise_clear_errors(folder, llm):
         no_tok.generate([[1]], S(stop=["x"]))
     with pytest.raises(ValueError, match="chat_template"):
         no_tok.chat([{"role": "user", "content": "a"}], p)
+    expect_idle(llm)
+
+
+def test_generate_releases_the_gil(llm):
+    """Another Python thread runs while generate() is inside the engine (with the GIL held it could not)."""
+    import threading
+    import time
+    window = {}
+
+    def work():
+        window["start"] = time.perf_counter()
+        llm.generate([[i + 1] * 8 for i in range(24)], genesis.SamplingParams(temperature=0, max_tokens=40,
+                                                                               ignore_eos=True))
+        window["end"] = time.perf_counter()
+
+    t = threading.Thread(target=work)
+    stamps = []
+    t.start()
+    while t.is_alive():
+        stamps.append(time.perf_counter())
+    t.join()
+    lo, hi = window["start"], window["end"]
+    mid = [s for s in stamps if lo + 0.25 * (hi - lo) < s < hi - 0.25 * (hi - lo)]
+    assert hi - lo > 0.02 and len(mid) > 100
     expect_idle(llm)
