@@ -637,7 +637,8 @@ CommandRun setup_serve(CLI::App& c) {
                "share of the device's free memory for the KV cache when --kv-cache-blocks is 0 (a GPU; cpu: 512 MiB)")
       ->check(CLI::Range(0.01, 1.0));
   c.add_option("--block-size", o->limits.block_size, "positions per KV cache block")->check(CLI::PositiveNumber);
-  c.add_flag("!--no-prefix-caching", o->limits.prefix_caching, "do not reuse the KV blocks of equal prompt prefixes");
+  c.add_flag("!--no-prefix-cache,!--no-prefix-caching", o->limits.prefix_caching,
+             "do not reuse the KV blocks of equal prompt prefixes");
   c.add_option("--max-body-bytes", o->max_body_bytes, "request bodies above this size get 413")
       ->check(CLI::PositiveNumber);
   c.add_option("--http-threads", o->http_threads, "HTTP worker threads (each open stream holds one)")
