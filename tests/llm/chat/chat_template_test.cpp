@@ -100,6 +100,22 @@ TEST_P(RuntimeErrors, ThrowLikeJinja2) { check_case(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(Oracle, RuntimeErrors, ::testing::ValuesIn(snippet_cases("errors")),
                          [](const auto& info) { return info.param.id; });
 
+TEST(ChatTemplateOracle, FamilyTemplatesAreTheOnesTheirTokenizersShip) {
+  // llama3-instruct.jinja and gemma3-it.jinja are the chat_template strings of the real tokenizer_config.json
+  // files in tests/fixtures/tokenizer (Llama 2's ships none; llama2-chat.jinja is Llama 2 chat's).
+  const std::string tok_dir = std::string(GENESIS_SOURCE_DIR) + "/tests/fixtures/tokenizer/";
+  for (const auto& [family, file] :
+       {std::pair<std::string, std::string>{"llama3", "llama3-instruct.jinja"}, {"gemma3", "gemma3-it.jinja"}}) {
+    const json cfg = json::parse(read_file(tok_dir + family + "/tokenizer_config.json"));
+    EXPECT_EQ(cfg.at("chat_template").get<std::string>(), read_file(kDir + file)) << family;
+  }
+  size_t family_cases = 0;
+  for (const auto& t : oracle().at("templates"))
+    if (t.at("name") == "llama3-instruct" || t.at("name") == "gemma3-it" || t.at("name") == "llama2-chat")
+      for (const auto& c : t.at("cases")) family_cases += c.contains("expected");
+  EXPECT_GE(family_cases, 90u);  // rendered (not raising) conversations of the three family templates
+}
+
 TEST(ChatTemplateOracle, CoversEveryTemplateWithTwentyConversations) {
   ASSERT_GE(oracle().at("templates").size(), 3u);
   for (const auto& t : oracle().at("templates")) EXPECT_GE(t.at("cases").size(), 20u) << t.at("name");
@@ -382,9 +398,10 @@ TEST(ChatTemplateLimits, RealTemplatesRenderUnderTheDefaults) {
   json msgs = json::array();
   for (int i = 0; i < 2000; ++i)
     msgs.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", "turn " + std::to_string(i)}});
-  for (const char* name : {"qwen2.5-instruct.jinja", "qwen3.jinja", "qwen3-coder-vllm.jinja"}) {
+  for (const char* name : {"qwen2.5-instruct.jinja", "qwen3.jinja", "qwen3-coder-vllm.jinja", "llama3-instruct.jinja",
+                           "gemma3-it.jinja", "llama2-chat.jinja"}) {
     ChatTemplate tpl(read_file(kDir + name));
-    json ctx = {{"messages", msgs}, {"add_generation_prompt", true}};
+    json ctx = {{"messages", msgs}, {"add_generation_prompt", true}, {"bos_token", "<s>"}, {"eos_token", "</s>"}};
     EXPECT_GT(tpl.render(ctx.dump()).size(), 20000u) << name;
   }
 }

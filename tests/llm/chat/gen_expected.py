@@ -29,6 +29,19 @@ TEMPLATES = {
     "qwen2.5-instruct": "qwen2.5-instruct.jinja",
     "qwen3": "qwen3.jinja",
     "qwen3-coder-vllm": "qwen3-coder-vllm.jinja",
+    # The chat templates of tests/fixtures/tokenizer/{llama3,gemma3}/tokenizer_config.json, and Llama 2
+    # chat's (meta-llama/Llama-2-7b-chat-hf's tokenizer_config.json).
+    "llama3-instruct": "llama3-instruct.jinja",
+    "gemma3-it": "gemma3-it.jinja",
+    "llama2-chat": "llama2-chat.jinja",
+}
+# What transformers' apply_chat_template passes besides the conversation: the tokenizer's special tokens
+# (special_tokens_map, from tokenizer_config.json).  The Qwen cases predate this and pass none.
+TEMPLATE_CONTEXT = {
+    "llama3-instruct": {"bos_token": "<|begin_of_text|>", "eos_token": "<|end_of_text|>"},
+    "gemma3-it": {"bos_token": "<bos>", "eos_token": "<end_of_turn>", "unk_token": "<unk>", "pad_token": "<pad>",
+                  "boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"},
+    "llama2-chat": {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"},
 }
 
 
@@ -194,9 +207,22 @@ def conversations():
     yield "assistant_prefill_last", [u("Write a haiku"), a("<think>\nsyllables\n</think>\n\nAutumn moonlight")], {"add_generation_prompt": False, "enable_thinking": True}
 
 
-def conversation_context(messages, kwargs):
+def family_conversations():
+    """More (name, messages, kwargs) for the Llama and Gemma templates: strict alternation, content lists."""
+    yield "alternating_with_system", [s("You are concise."), u("Hi"), a("Hello."), u("Bye")], {"add_generation_prompt": False}
+    yield "alternating_with_system_prompt", [s("  Answer in French.  "), u(" Hi "), a(" Bonjour. "), u("Merci")], {"add_generation_prompt": True}
+    yield "alternating_no_system", [u("One"), a("Two"), u("Three"), a("Four")], {"add_generation_prompt": True}
+    yield "content_list_text_and_image", [u([{"type": "text", "text": " Describe "}, {"type": "image"}, {"type": "text", "text": "this image. "}])], {"add_generation_prompt": True}
+    yield "system_content_list", [{"role": "system", "content": [{"type": "text", "text": "Be kind."}]}, u("Hello")], {"add_generation_prompt": True}
+    yield "special_tokens_in_content", [u("<|eot_id|> <end_of_turn> </s> [INST] <<SYS>>"), a("<bos><s>")], {"add_generation_prompt": False}
+    yield "assistant_first", [a("I start."), u("Odd.")], {"add_generation_prompt": True}
+    yield "no_bos_token", [u("Hi")], {"add_generation_prompt": True, "bos_token": ""}
+
+
+def conversation_context(messages, kwargs, template=None):
     # render_jinja_template passes tools and documents explicitly (None when not given).
     ctx = {"messages": messages, "tools": None, "documents": None, "add_generation_prompt": False}
+    ctx.update(TEMPLATE_CONTEXT.get(template, {}))
     ctx.update(kwargs)
     return ctx
 
@@ -306,8 +332,9 @@ def main():
     for name, file in TEMPLATES.items():
         source = (FIXTURES / file).read_text(encoding="utf-8")
         cases = []
-        for case, messages, kwargs in conversations():
-            ctx = conversation_context(messages, kwargs)
+        extra = family_conversations() if name in TEMPLATE_CONTEXT else ()
+        for case, messages, kwargs in [*conversations(), *extra]:
+            ctx = conversation_context(messages, kwargs, name)
             cases.append({"name": case, "context": ctx, **render(env, source, ctx)})
         out["templates"].append({"name": name, "file": file, "cases": cases})
     for name, source, ctx in SNIPPETS:
