@@ -18,7 +18,16 @@ import { parseCases } from "./gen_oracle.mjs";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "../../..");
 const fixtures = path.join(root, "tests/fixtures/tokenizer");
-export const FAMILIES = ["llama3", "gemma3", "llama2"];
+export const FAMILIES = ["llama3", "gemma3", "llama2", "llama2-metaspace"];
+
+// "llama2-metaspace" is Llama 2's tokenizer.json as newer conversions (legacy=false) write it: no
+// normalizer, the Metaspace pre-tokenizer with prepend_scheme "first".  The C++ test derives it the same way.
+export function variant(family, tokenizerJSON) {
+  if (family !== "llama2-metaspace") return tokenizerJSON;
+  return { ...tokenizerJSON, normalizer: null,
+           pre_tokenizer: { type: "Metaspace", replacement: "\u2581", prepend_scheme: "first", split: false,
+                            add_prefix_space: true } };
+}
 
 const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -74,8 +83,8 @@ async function main() {
     ...parseCases(fs.readFileSync(path.join(fixtures, "cases_families.txt"), "utf8")),
   ];
   for (const family of families) {
-    const dir = path.join(fixtures, family);
-    const tokenizerJSON = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8"));
+    const dir = path.join(fixtures, family.replace("-metaspace", ""));
+    const tokenizerJSON = variant(family, JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8")));
     const tokenizerConfig = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer_config.json"), "utf8"));
     const tok = TokenizerLoader.fromPreTrained({ tokenizerJSON, tokenizerConfig });
     byteFallbackLikeTokenizers(tok.decoder);

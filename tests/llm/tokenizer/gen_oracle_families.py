@@ -18,7 +18,15 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures" / "tokenizer"
-FAMILIES = ["llama3", "gemma3", "llama2"]
+FAMILIES = ["llama3", "gemma3", "llama2", "llama2-metaspace"]
+
+
+def variant(family, j):
+    """llama2-metaspace: Llama 2's file with the Metaspace pre-tokenizer of legacy=false conversions."""
+    if family == "llama2-metaspace":
+        j = dict(j, normalizer=None, pre_tokenizer={"type": "Metaspace", "replacement": "\u2581",
+                                                   "prepend_scheme": "first", "split": False, "add_prefix_space": True})
+    return j
 
 
 def parse_cases(text):
@@ -59,9 +67,9 @@ def parse_cases(text):
 
 
 def load(family, backend):
-    d = FIXTURES / family
+    d = FIXTURES / family.replace("-metaspace", "")
     try:
-        if backend == "tokenizers":
+        if backend == "tokenizers" or family != variant_base(family):
             raise ImportError("tokenizers asked for")
         from transformers import AutoTokenizer
 
@@ -78,7 +86,8 @@ def load(family, backend):
     except ImportError:
         import tokenizers
 
-        tok = tokenizers.Tokenizer.from_file(str(d / "tokenizer.json"))
+        tok = tokenizers.Tokenizer.from_str(
+            json.dumps(variant(family, json.loads((d / "tokenizer.json").read_text(encoding="utf-8")))))
         cfg = json.loads((d / "tokenizer_config.json").read_text(encoding="utf-8"))
         clean = cfg.get("clean_up_tokenization_spaces", False)
 
@@ -96,6 +105,10 @@ def load(family, backend):
             return cleanup(s) if clean else s
 
         return encode, decode, "tokenizers " + tokenizers.__version__
+
+
+def variant_base(family):
+    return family.replace("-metaspace", "")
 
 
 def random_ids(vocab_size, added_ids, count):
@@ -131,7 +144,7 @@ def build(family, backend):
         ids, plain = encode(text, True), encode(text, False)
         out.append({"input_hex": b.hex(), "ids": ids, "ids_no_special": plain,
                     "decoded": decode(ids, False) if ids else "", "decoded_skip_special": decode(ids, True) if ids else ""})
-    j = json.loads((FIXTURES / family / "tokenizer.json").read_text(encoding="utf-8"))
+    j = json.loads((FIXTURES / variant_base(family) / "tokenizer.json").read_text(encoding="utf-8"))
     vocab_size = max([t["id"] + 1 for t in j["added_tokens"]] + [i + 1 for i in j["model"]["vocab"].values()])
     added = [t["id"] for t in j["added_tokens"]]
     dec = [{"ids": ids, "decoded": decode(ids, False), "decoded_skip_special": decode(ids, True)}
