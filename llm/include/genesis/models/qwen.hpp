@@ -28,6 +28,8 @@
 
 namespace genesis::models {
 
+class LoraLayer;  // genesis/models/lora.hpp
+
 /** The architecture fields of a Qwen config.json (transformers 4.x and 5.x spellings). */
 struct QwenConfig {
   std::string model_type = "qwen2";  ///< "qwen2" (Qwen2, Qwen2.5) or "qwen3"
@@ -165,7 +167,8 @@ class QwenAttention : public nn::Module {
   std::string name() const override { return "QwenAttention"; }
   int64_t num_heads, num_kv_heads, head_dim;
   nn::Linear q_proj, k_proj, v_proj, o_proj;
-  std::shared_ptr<nn::RMSNorm> q_norm, k_norm;  ///< Qwen3 only
+  std::shared_ptr<nn::RMSNorm> q_norm, k_norm;                ///< Qwen3 only
+  std::shared_ptr<LoraLayer> q_lora, k_lora, v_lora, o_lora;  ///< LoRA adapters (LoraModel sets them; null = none)
 
  private:
   Tensor qkv_weight_, qkv_bias_;  // (Hq*D + 2*Hkv*D, hidden): q/k/v weights are row blocks of it
@@ -185,6 +188,7 @@ class QwenMLP : public nn::Module {
   /** "QwenMLP". */
   std::string name() const override { return "QwenMLP"; }
   nn::Linear gate_proj, up_proj, down_proj;
+  std::shared_ptr<LoraLayer> gate_lora, up_lora, down_lora;  ///< LoRA adapters (LoraModel sets them; null = none)
 
  private:
   Tensor gate_up_weight_;  // (2*intermediate, hidden): gate and up weights are row blocks of it

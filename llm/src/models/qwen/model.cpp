@@ -43,6 +43,7 @@
 #include <tuple>
 
 #include "genesis/autograd.hpp"
+#include "genesis/models/lora.hpp"
 #include "genesis/models/qwen.hpp"
 #include "genesis/nn/functional.hpp"
 #include "genesis/nn/init.hpp"
@@ -211,21 +212,24 @@ Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int6
   Tensor kv;       // (B, 2 Hkv, T, D): rotated keys then values, when they come out as one piece
   if (kn.rope_all) {
     // One projection and one rope over all Hq + 2 Hkv heads (the value heads' rows are 1, 0).
-    Tensor y = F::rope(F::linear(x, qkv_weight_, qkv_bias_).view({B, T, Hq + 2 * Hkv, D}), ctx.cos_all, ctx.sin_all);
+    Tensor y =
+        F::rope(lora_add_fused(F::linear(x, qkv_weight_, qkv_bias_), {&q_lora, &k_lora, &v_lora}, {nq, nkv, nkv}, x)
+                    .view({B, T, Hq + 2 * Hkv, D}),
+                ctx.cos_all, ctx.sin_all);
     q = y.slice(2, 0, Hq).transpose(1, 2);
     kv = y.slice(2, Hq, Hq + 2 * Hkv).transpose(1, 2);
     k = kv.slice(1, 0, Hkv);
     v = kv.slice(1, Hkv, 2 * Hkv);
   } else {
     if (kn.fused_qkv) {  // one (B, T, hidden) @ (nq + 2 nkv, hidden)^T projection
-      Tensor qkv = F::linear(x, qkv_weight_, qkv_bias_);
+      Tensor qkv = lora_add_fused(F::linear(x, qkv_weight_, qkv_bias_), {&q_lora, &k_lora, &v_lora}, {nq, nkv, nkv}, x);
       q = qkv.slice(-1, 0, nq);
       k = qkv.slice(-1, nq, nq + nkv);
       v = qkv.slice(-1, nq + nkv, nq + 2 * nkv);
     } else {
-      q = q_proj(x);
-      k = k_proj(x);
-      v = v_proj(x);
+      q = lora_add(q_proj(x), q_lora, x);
+      k = lora_add(k_proj(x), k_lora, x);
+      v = lora_add(v_proj(x), v_lora, x);
     }
     q = q.reshape({B, T, Hq, D});
     k = k.reshape({B, T, Hkv, D});
@@ -250,7 +254,8 @@ Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int6
     F::paged_kv_write_(pool, kv.select(0, 0).transpose(0, 1), ctx.paged->slots);  // (T, 2 Hkv, D)
     Tensor out = F::paged_attention(q.select(0, 0).transpose(0, 1).contiguous(), pool, ctx.paged->block_tables,
                                     ctx.paged->seq_lens, ctx.paged->query_start);  // (T, Hq, D)
-    return o_proj(out.reshape({B, T, nq}));
+    const Tensor o = out.reshape({B, T, nq});
+    return lora_add(o_proj(o), o_lora, o);
   }
   if (ctx.cache) {
     if (!kv.defined()) kv = F::cat({k, v}, 1);
@@ -265,7 +270,8 @@ Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int6
     // Within the pass: causal, or under a mask that already holds the causal rule (packed rows).
     out = F::scaled_dot_product_attention(q, k, v, ctx.mask, 0, !ctx.mask.defined());
   }
-  return o_proj(out.transpose(1, 2).reshape({B, T, nq}));
+  const Tensor o = out.transpose(1, 2).reshape({B, T, nq});
+  return lora_add(o_proj(o), o_lora, o);
 }
 
 // ---------------------------------------------------------------- MLP
@@ -284,8 +290,17 @@ bool QwenMLP::weights_fused() const { return still_fused(gate_up_weight_, {&gate
 
 Tensor QwenMLP::forward(const Tensor& x, const QwenKernels& k) {
   // silu(x Wg^T) * (x Wu^T) in one op: the backends apply the activation in the product's epilogue
-  if (k.fused_mlp) return down_proj(F::linear_swiglu(x, gate_up_weight_));  // (B, T, I)
-  return down_proj(F::swiglu(gate_proj(x), up_proj(x)));
+  Tensor h;  // (B, T, I)
+  if (k.fused_mlp && !gate_lora && !up_lora) {
+    h = F::linear_swiglu(x, gate_up_weight_);
+  } else if (k.fused_mlp) {  // adapters: one projection over gate/up, the adapters added to its row blocks
+    const int64_t I = gate_proj.out_features;
+    const Tensor gu = lora_add_fused(F::linear(x, gate_up_weight_), {&gate_lora, &up_lora}, {I, I}, x);
+    h = F::swiglu(gu.slice(-1, 0, I), gu.slice(-1, I, 2 * I));
+  } else {
+    h = F::swiglu(lora_add(gate_proj(x), gate_lora, x), lora_add(up_proj(x), up_lora, x));
+  }
+  return lora_add(down_proj(h), down_lora, h);
 }
 
 // ---------------------------------------------------------------- block
@@ -343,9 +358,12 @@ QwenKernels QwenModel::kernels(const AttentionContext* ctx) const {
   // The fused ops have no backward rules, and a checkpointed region's first pass must compute what
   // backward's recomputation (with grad) computes.
   if (autograd::in_checkpoint_forward()) return k;
-  if (autograd::grad_enabled())
+  if (autograd::grad_enabled()) {
     for (const Tensor& p : parameters())
       if (p.requires_grad()) return k;
+    for (const auto& l : layers)
+      if (lora_requires_grad(*l)) return k;  // adapters sit outside the module tree
+  }
   k.inference = k.fused_qkv = k.fused_mlp = true;
   bool qk_norm = false;
   for (const auto& l : layers) {
