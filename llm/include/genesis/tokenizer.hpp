@@ -1,5 +1,6 @@
-// genesis/tokenizer.hpp - Hugging Face byte-level BPE tokenizers (Qwen2/2.5/3, GPT-2 style) read
-// from tokenizer.json, with an incremental decoder for streaming generation.
+// genesis/tokenizer.hpp - Hugging Face byte-level BPE tokenizers (Qwen2/2.5/3, Llama 3, GPT-2 style)
+// and SentencePiece-style BPE tokenizers (Gemma 3, Llama 2, Mistral: ▁ for spaces, <0xNN> byte fallback)
+// read from tokenizer.json, with an incremental decoder for streaming generation.
 //
 //   auto tok = genesis::Tokenizer::from_pretrained("models/Qwen3-0.6B");
 //   std::vector<int64_t> ids = tok.encode("<|im_start|>user\nHello<|im_end|>\n");
@@ -10,8 +11,9 @@
 //   std::cout << stream.flush();
 //
 // The pipeline is the one HF `tokenizers` runs: added tokens are split out first, the rest is
-// normalized (NFC), split by the pre-tokenizer regex, mapped through the GPT-2 byte <-> unicode
-// table and merged by BPE rank.  Anything in tokenizer.json this pipeline does not implement is
+// normalized (NFC; Prepend/Replace), split by the pre-tokenizer (regex, literal or Metaspace), mapped
+// through the GPT-2 byte <-> unicode table (byte-level) or into characters with byte fallback, and
+// merged by BPE rank.  Anything in tokenizer.json this pipeline does not implement is
 // refused at load time with a genesis::Error naming the field.  See docs/tokenizer.md.
 #pragma once
 
