@@ -48,7 +48,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 struct Opts {
-  std::string device, dtype, config = "qwen2.5-0.5b", requests_json, plugin_path;
+  std::string device, dtype, config = "qwen2.5-0.5b", requests_json, plugin_path, backends;
   int64_t requests = -1;  // -1: 1000 on an accelerator, 200 on cpu
   int64_t min_prompt = 32, max_prompt = 1024, min_output = 16, max_output = 512;
   int64_t batch = 64, concurrency = 64, decode_prompt = 128, decode_tokens = 256;
@@ -85,6 +85,7 @@ void usage() {
       "  --seed S              request lengths, tokens and weights (default 0)\n"
       "  --threads N           cpu threads (default: the runtime's)\n"
       "  --plugin-path DIRS    plugin directories searched first\n"
+      "  --backends MAP        which plugin serves a device type, e.g. cpu=reference\n"
       "  --requests-json FILE  write the request list for compare_hf.py\n"
       "  --json                print the figures as one JSON object on stdout (the table goes to stderr)");
 }
@@ -117,7 +118,8 @@ Opts parse(int argc, char** argv) {
                                               {"--config", &o.config},
                                               {"--preset", &o.config},
                                               {"--requests-json", &o.requests_json},
-                                              {"--plugin-path", &o.plugin_path}};
+                                              {"--plugin-path", &o.plugin_path},
+                                              {"--backends", &o.backends}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -252,6 +254,7 @@ int run(const Opts& o) {
   genesis::RuntimeOptions ro;
   ro.plugin_path = !o.plugin_path.empty() ? o.plugin_path : std::string(GENESIS_BENCH_PLUGIN_DIR);
   ro.num_threads = static_cast<int>(o.threads);
+  ro.backends = o.backends;
   genesis::init(ro);
   const genesis::Device dev(!o.device.empty() ? o.device : genesis::cuda_available() ? "cuda" : "cpu");
   const bool accel = dev.type() != "cpu";

@@ -7,7 +7,7 @@
 #
 # Writes $OUT/serving_offline.json, $OUT/serving_offline.txt, $OUT/serving_requests.json and $OUT/serving_hf.json
 # when OUT is set (the lent GPU machine), else into the build dir. Configures the build dir as bench/gpu/run.sh does
-# (bench/ itself is off there: no Google Benchmark), builds libgenesis_llm and compiles offline.cpp against it.
+# (GENESIS_BUILD_BENCH=OFF), builds libgenesis_llm and compiles offline.cpp against it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=${1:-/tmp/genesis-gpu-bench}
