@@ -72,7 +72,7 @@ Device model_device(models::QwenForCausalLM& m) { return m.model.embed_tokens.we
 
 // Decayed: matrices and embeddings; not decayed: biases and norm weights (1-D), as most
 // fine-tuning recipes do.
-std::vector<optim::ParamGroup> param_groups(models::QwenForCausalLM& m, double weight_decay) {
+std::vector<optim::ParamGroup> param_groups(nn::Module& m, double weight_decay) {
   std::vector<Tensor> decay, keep;
   for (auto& [name, p] : m.named_parameters()) {
     if (!p.requires_grad()) continue;
@@ -153,22 +153,28 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
                              ? o.warmup_steps
                              : static_cast<int64_t>(std::ceil(o.warmup_ratio * static_cast<double>(total)));
 
+  // LoRA: fresh adapters (drawn before a resume restores them, so the RNG stream matches), the model frozen; the
+  // adapters are what trains, syncs and is saved.
+  std::shared_ptr<models::LoraModel> lora;
+  if (o.lora) lora = models::LoraModel::attach(model, *o.lora);
+  nn::Module& trained = lora ? static_cast<nn::Module&>(*lora) : model;
   model.train();
+  trained.train();
   model.model.gradient_checkpointing = o.activation_checkpointing;
   std::vector<Tensor> params;
-  for (auto& [name, p] : model.named_parameters()) {
+  for (auto& [name, p] : trained.named_parameters()) {
     p.requires_grad_(true);
     params.push_back(p);
   }
   std::optional<distributed::DistributedDataParallel> ddp;
-  if (dp) ddp.emplace(model);
-  optim::AdamW opt(param_groups(model, o.weight_decay),
+  if (dp) ddp.emplace(trained);
+  optim::AdamW opt(param_groups(trained, o.weight_decay),
                    {.lr = o.lr, .betas = {o.beta1, o.beta2}, .eps = o.adam_eps, .weight_decay = o.weight_decay});
   optim::LambdaLR sched = optim::get_cosine_schedule_with_warmup(opt, warmup, total);
 
   // Resume: model, optimizer, schedule, RNG, step and data position, all or nothing.
   TrainingState st;
-  st.model = &model;
+  st.model = &trained;
   st.optimizer = &opt;
   st.scheduler = &sched;
   Cursor cur;
@@ -182,6 +188,13 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
     if (it == st.user.end())
       throw Error(GN_ERR_INVALID_ARGUMENT, o.resume + ": not an SFT checkpoint (no data position)");
     cur.batch = std::stoll(it->second);
+    auto kind = st.user.find("sft.lora");
+    const std::string want = lora ? lora->config.to_json() : "";
+    if ((kind == st.user.end() ? std::string() : kind->second) != want)
+      throw Error(GN_ERR_INVALID_ARGUMENT,
+                  o.resume + ": saved by a run with " +
+                      (kind == st.user.end() || kind->second.empty() ? "full fine-tuning" : "other LoRA options") +
+                      "; resume with the same options");
     auto tot = st.user.find("sft.total_steps");
     if (tot != st.user.end() && std::stoll(tot->second) != total)
       throw Error(GN_ERR_INVALID_ARGUMENT, o.resume + ": saved for " + tot->second + " steps but this run has " +
@@ -198,10 +211,12 @@ SftResult train_sft(models::QwenForCausalLM& model, const SftBatcher& train, con
     st.epoch = cur.epoch;
     st.user["sft.batch"] = std::to_string(cur.batch);
     st.user["sft.total_steps"] = std::to_string(total);
+    if (lora) st.user["sft.lora"] = lora->config.to_json();
     distributed::save_on_rank0([&] { save_training_checkpoint(ckpt, st); });
   };
 
   SftResult r;
+  r.adapter = lora;
   Progress bar(rank == 0 ? o.progress : "none", total, step);
   reset_peak_memory_stats(dev);
   const auto t0 = Clock::now();
@@ -352,7 +367,12 @@ SftResult train_sft(models::QwenForCausalLM& model, const Tokenizer& tok, const 
   SftResult r = train_sft(model, train_b, eval_b ? &*eval_b : nullptr, o);
   if (o.save_final && (o.stop_after == 0 || r.steps >= r.total_steps)) {
     r.final_dir = (fs::path(o.output_dir) / "final").string();
-    if (distributed::get_rank() == 0) model.save_pretrained(r.final_dir);
+    if (distributed::get_rank() == 0) {
+      if (r.adapter)
+        r.adapter->save_pretrained(r.final_dir);
+      else
+        model.save_pretrained(r.final_dir);
+    }
     if (!o.tokenizer_dir.empty()) {
       for (const char* f : {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "vocab.json",
                             "merges.txt", "special_tokens_map.json"}) {

@@ -19,12 +19,9 @@
 #include <vector>
 
 #include "genesis/chat_template.hpp"
+#include "genesis/models/lora.hpp"
 #include "genesis/tensor.hpp"
 #include "genesis/tokenizer.hpp"
-
-namespace genesis::models {
-class QwenForCausalLM;
-}
 
 namespace genesis::train {
 
@@ -139,6 +136,10 @@ struct SftOptions {
   bool save_final = true;         ///< write output_dir/final as an HF folder with the tokenizer
   std::string tokenizer_dir;      ///< tokenizer files copied into final/ ("" = none)
   std::function<void(int64_t)> on_step;  ///< called after each optimizer step with its number (after the loss is read)
+  /** LoRA instead of full fine-tuning: adapters of this config are attached to the model (its weights frozen, no
+   * optimizer state for them); checkpoints hold the adapters and their optimizer state, final/ is a PEFT adapter
+   * folder (adapter_config.json, adapter_model.safetensors) instead of a model. */
+  std::optional<models::LoraConfig> lora;
 };
 
 /** What a run did. */
@@ -148,13 +149,14 @@ struct SftResult {
   std::vector<double> losses;  ///< per step of this process: mean loss per target token
   double eval_loss = -1;       ///< last evaluation (-1 = none)
   double seconds = 0, tokens_per_second = 0;
-  uint64_t peak_memory = 0;  ///< bytes, on the model's device
-  std::string final_dir;     ///< "" when not saved
+  uint64_t peak_memory = 0;                    ///< bytes, on the model's device
+  std::string final_dir;                       ///< "" when not saved
+  std::shared_ptr<models::LoraModel> adapter;  ///< the trained adapters (still attached to the model) with o.lora
 };
 
 /** Trains model on o.train_file; see SftOptions.  A checkpoint (output_dir/checkpoint.safetensors)
- * holds the model, AdamW, the schedule, the RNG and the data position: resuming gives the losses
- * an uninterrupted run would, bit for bit, on the same device. */
+ * holds the model (with o.lora: the adapters), AdamW, the schedule, the RNG and the data position: resuming gives the
+ * losses an uninterrupted run would, bit for bit, on the same device. */
 SftResult train_sft(models::QwenForCausalLM& model, const Tokenizer& tok, const SftOptions& o);
 
 /** The training loop over ready batches (o.train_file, eval_file and tokenizer_dir unused; eval
