@@ -333,3 +333,43 @@ TEST(GenesisCli, ChatReusesEarlierTurnsFromThePrefixCache) {
   EXPECT_EQ(uncached.find("from the prefix cache"), std::string::npos) << uncached;
   EXPECT_EQ(run_cli(args + " --no-prefix-cache", "hi\nand then?\n/exit\n"), want);
 }
+
+// --prompts-file runs every line as a request of one engine (two at a time, in a pool that makes them preempt
+// each other): one JSON line per prompt, in the file's order, each equal to the library's generate() alone.
+TEST(GenesisCli, GeneratePromptsFileRunsAllOnTheEngine) {
+  auto tok = genesis::Tokenizer::from_pretrained(model_dir());
+  const std::vector<std::string> prompts = {"Hello there, model", "hi", "The quick brown fox jumps over the dog",
+                                            "Hello there, model", "ab"};
+  const std::string file = tmp("genesis_cli_prompts.txt");
+  std::ofstream f(file, std::ios::trunc);
+  for (const std::string& p : prompts) f << p << "\n\n";  // empty lines are skipped
+  f.close();
+  const std::string out = run_cli("generate --model " + model_dir() + " --device cpu --prompts-file " + file +
+                                  " --max-new-tokens 12 --temperature 0 --max-running 2 --kv-cache-blocks 2");
+  std::istringstream lines(out);
+  std::string line;
+  size_t i = 0;
+  for (; std::getline(lines, line); ++i) {
+    ASSERT_LT(i, prompts.size()) << out;
+    const nlohmann::json j = nlohmann::json::parse(line);
+    const auto want = reference_generate(tok.encode(prompts[i], false), 12, tok);
+    EXPECT_EQ(j["index"], i);
+    EXPECT_EQ(j["prompt"], prompts[i]);
+    EXPECT_EQ(j["token_ids"].get<std::vector<int64_t>>(), want) << i;
+    EXPECT_EQ(j["text"], tok.decode(want, true)) << i;
+    EXPECT_EQ(j["finish_reason"], want.size() == 12 ? "length" : "stop");
+  }
+  EXPECT_EQ(i, prompts.size());
+  const std::string stats = run_cli("generate --model " + model_dir() + " --device cpu --prompts-file " + file +
+                                        " --max-new-tokens 12 --temperature 0 --max-running 2 --kv-cache-blocks 2",
+                                    "", true);
+  EXPECT_TRUE(std::regex_search(stats, std::regex(R"(\n5 prompts, [0-9]+ prompt tokens, [0-9]+ new tokens in )"
+                                                  R"([^\n]*, preemptions [1-9][0-9]*\n)")))
+      << stats;
+  int rc = 0;
+  EXPECT_NE(
+      run_cli_rc("generate --model " + model_dir() + " --device cpu --prompt hi --prompts-file " + file, rc, "", true)
+          .find("give exactly one of --prompt TEXT, --prompt-ids 1,2,3 and --prompts-file FILE"),
+      std::string::npos);
+  EXPECT_NE(rc, 0);
+}
