@@ -259,7 +259,8 @@ constexpr char kGpt2Pattern[] = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[
 void compile_split(Impl& impl, const std::string& pattern, bool literal, const Where& w, const std::string& field) {
   int err = 0;
   PCRE2_SIZE offset = 0;
-  const uint32_t options = literal ? PCRE2_UTF | PCRE2_LITERAL : PCRE2_UTF | PCRE2_UCP;  // UCP is not allowed with LITERAL
+  const uint32_t options =
+      literal ? PCRE2_UTF | PCRE2_LITERAL : PCRE2_UTF | PCRE2_UCP;  // UCP is not allowed with LITERAL
   pcre2_code* code =
       pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err, &offset, nullptr);
   if (!code) {

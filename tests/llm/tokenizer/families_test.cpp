@@ -3,6 +3,8 @@
 // fallback, BOS from TemplateProcessing, the Replace/ByteFallback/Fuse/Strip decoder chain) against the
 // transformers.js oracle: ids with and without special tokens, decoded text keeping and skipping special
 // tokens for every case of cases.txt and cases_families.txt, random id sequences, and streaming.
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -33,7 +35,7 @@ Tokenizer metaspace_variant() {
   j["normalizer"] = nullptr;
   j["pre_tokenizer"] = {
       {"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}, {"split", false}};
-  const std::string path = ::testing::TempDir() + "llama2_metaspace_tokenizer.json";
+  const std::string path = ::testing::TempDir() + "llama2_metaspace_" + std::to_string(::getpid()) + ".json";
   write_file(path, j.dump());
   Tokenizer tok = Tokenizer::from_files(path, kFixtures + "/llama2/tokenizer_config.json");
   std::remove(path.c_str());

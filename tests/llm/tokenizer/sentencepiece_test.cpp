@@ -2,6 +2,8 @@
 // results are worked out by hand: Prepend/Replace normalizers, character-level BPE with byte fallback and
 // (fused) unknown tokens, the Split behaviours and Metaspace, the Replace/ByteFallback/Fuse/Strip decoder
 // chain (one U+FFFD per byte of an ill-formed byte run, as HF tokenizers), streaming, and refusals.
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "common.h"
@@ -60,7 +62,8 @@ json toy() {
 
 struct SentencePieceToy : ::testing::Test {
   Tokenizer load(const json& j) {
-    const std::string path = ::testing::TempDir() + "sp_toy_tokenizer.json";
+    // One file per process: ctest runs the cases of this binary in parallel processes.
+    const std::string path = ::testing::TempDir() + "sp_toy_tokenizer_" + std::to_string(::getpid()) + ".json";
     write_file(path, j.dump());
     Tokenizer tok = Tokenizer::from_files(path);
     std::filesystem::remove(path);
