@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <list>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -140,14 +141,23 @@ struct Cached {
 
 // Thread-safe cache: look up key, or build with make() and remember the result
 // (including "unsupported", so a refused shape is not retried every call).
+// Least recently used entries go beyond kPrimitiveCacheSize per call site: a
+// serving engine's steps see a new token count almost every step, and each
+// count is a primitive of its own (with its JIT code).
+constexpr size_t kPrimitiveCacheSize = 512;
 template <class Make>
 std::shared_ptr<const Cached> cached(const Key& key, Make&& make) {
+  using Entry = std::pair<std::string, std::shared_ptr<const Cached>>;
   static std::mutex mu;
-  static std::unordered_map<std::string, std::shared_ptr<const Cached>> map;
+  static std::list<Entry> lru;  // most recent first
+  static std::unordered_map<std::string, typename std::list<Entry>::iterator> map;
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = map.find(key.bytes);
-    if (it != map.end()) return it->second;
+    if (it != map.end()) {
+      lru.splice(lru.begin(), lru, it->second);
+      return it->second->second;
+    }
   }
   auto c = std::make_shared<Cached>();
   try {
@@ -158,8 +168,15 @@ std::shared_ptr<const Cached> cached(const Key& key, Make&& make) {
     c->supported = false;
   }
   std::lock_guard<std::mutex> lock(mu);
-  if (map.size() > 4096) map.clear();  // crude bound on memory
-  return map.emplace(key.bytes, std::move(c)).first->second;
+  auto it = map.find(key.bytes);  // another thread may have built it meanwhile
+  if (it != map.end()) return it->second->second;
+  lru.emplace_front(key.bytes, std::move(c));
+  map.emplace(key.bytes, lru.begin());
+  while (lru.size() > kPrimitiveCacheSize) {
+    map.erase(lru.back().first);
+    lru.pop_back();
+  }
+  return lru.front().second;
 }
 
 // Primitive attributes every primitive here uses: the scratchpad is ours
