@@ -24,6 +24,7 @@
 #include "genesis/chat_template.hpp"
 #include "genesis/memory.hpp"
 #include "genesis/models/generation.hpp"
+#include "genesis/models/lora.hpp"
 #include "genesis/models/qwen.hpp"
 #include "genesis/profiler.hpp"
 #include "genesis/random.hpp"
@@ -67,6 +68,7 @@ struct LlmState {
   // convert
   std::string out_dir;
   std::string max_shard_size = "5GB";
+  std::string adapter_dir;  // a PEFT LoRA adapter folder merged into the model at load ("" = none)
 };
 
 void add_model_options(CLI::App& c, LlmState& s) {
@@ -150,6 +152,7 @@ std::unique_ptr<M::QwenForCausalLM> load_model(const LlmState& s, const Device& 
   std::fprintf(stderr, "loaded %s (%s, %.1fM parameters) on %s as %s in %.2f s\n", s.model_dir.c_str(),
                m->config.model_type.c_str(), static_cast<double>(m->config.num_parameters()) / 1e6, d.str().c_str(),
                dtype_name(m->model.embed_tokens.weight.dtype()), secs);
+  if (!s.adapter_dir.empty()) M::LoraModel::from_pretrained(*m, s.adapter_dir)->merge_and_unload();
   return m;
 }
 
@@ -800,6 +803,7 @@ CommandRun setup_convert(CLI::App& c) {
   existing_folder(c.add_option("--model", s->model_dir, "Hugging Face model folder"))->required();
   c.add_option("--out", s->out_dir, "output folder (created when missing)")->required();
   c.add_option("--max-shard-size", s->max_shard_size, "shard the weights above this size (5GB, 500MB, 64KB)");
+  existing_folder(c.add_option("--adapter", s->adapter_dir, "PEFT LoRA adapter folder merged into the weights"));
   c.footer("The copy keeps the tokenizer files, the chat template, generation_config.json, LICENSE and README.md.");
   add_device_options(c, s->dev, "device used while converting (default: cpu)",
                      "float32, bfloat16 or float16 (default: the config's)");

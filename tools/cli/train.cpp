@@ -49,6 +49,11 @@ struct TrainState {
   int64_t exact_match = 0, max_new_tokens = 64, show = 3;
   bool profile = false;
   std::string data, logits_out;
+  // train-sft --lora-*
+  int64_t lora_r = 0;
+  double lora_alpha = 0, lora_dropout = 0;
+  std::string lora_targets = "all-linear";
+  bool use_rslora = false;
 };
 
 int run_train_tokenizer(const GlobalOptions&, TrainState& s) {
@@ -98,6 +103,20 @@ int run_train_sft(const GlobalOptions& go, TrainState& s) {
                o.autocast.empty() ? dtype_name(model->model.embed_tokens.weight.dtype()) : o.autocast.c_str());
   o.tokenizer_dir = s.tokenizer_dir;
   o.batches.seed = s.seed;
+  if (s.lora_r > 0) {  // LoRA: adapters train, the model stays frozen; final/ is a PEFT adapter folder
+    M::LoraConfig lc;
+    lc.r = s.lora_r;
+    lc.lora_alpha = s.lora_alpha > 0 ? s.lora_alpha : 2.0 * static_cast<double>(s.lora_r);
+    lc.lora_dropout = s.lora_dropout;
+    lc.use_rslora = s.use_rslora;
+    lc.target_modules = M::LoraConfig::parse_targets(s.lora_targets);
+    lc.base_model_name_or_path = s.model_dir;
+    lc.validate("--lora-*");
+    o.lora = lc;
+    manual_seed(s.seed);  // the adapters' initial A (a resume restores them and the RNG from the checkpoint)
+    std::fprintf(stderr, "train-sft: LoRA r %lld, alpha %g, dropout %g, targets %s\n", static_cast<long long>(lc.r),
+                 lc.lora_alpha, lc.lora_dropout, s.lora_targets.c_str());
+  }
   std::unique_ptr<Profiler> prof;
   if (s.profile) prof = std::make_unique<Profiler>("", true);
   T::SftResult r = T::train_sft(*model, tok, o);
@@ -240,7 +259,8 @@ CommandRun setup_train_sft(CLI::App& c) {
       ->check(CLI::ExistingFile);
   c.add_option("--eval-fraction", o.eval_fraction, "hold out this share of --data when --eval-data is not given")
       ->check(CLI::Range(0.0, 0.9));
-  c.add_option("--out", o.output_dir, "output folder: checkpoint, metrics.jsonl, final/ (HF folder)");
+  c.add_option("--out", o.output_dir,
+               "output folder: checkpoint, metrics.jsonl, final/ (HF folder; with --lora-r a PEFT adapter folder)");
   c.add_option("--epochs", o.epochs, "passes over the data")->check(CLI::PositiveNumber);
   c.add_option("--max-steps", o.max_steps, "optimizer steps (overrides --epochs)")->check(CLI::NonNegativeNumber);
   c.add_option("--batch-size", o.batches.batch_size, "rows per micro-batch")->check(CLI::PositiveNumber);
@@ -271,6 +291,14 @@ CommandRun setup_train_sft(CLI::App& c) {
   c.add_option("--max-new-tokens", s->max_new_tokens, "answer length limit of --exact-match")
       ->check(CLI::PositiveNumber);
   c.add_flag("--profile", s->profile, "print a per-op time table of the training run");
+  c.add_option("--lora-r", s->lora_r, "train LoRA adapters of this rank instead of every weight (0 = full)")
+      ->check(CLI::NonNegativeNumber);
+  c.add_option("--lora-alpha", s->lora_alpha, "LoRA alpha: scale alpha / r (default: 2 r)")->check(CLI::PositiveNumber);
+  c.add_option("--lora-dropout", s->lora_dropout, "dropout on the adapters' input")->check(CLI::Range(0.0, 0.99));
+  c.add_option("--lora-targets", s->lora_targets,
+               "projections with adapters: all-linear or a list of q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,"
+               "down_proj");
+  c.add_flag("--use-rslora", s->use_rslora, "rank-stabilised LoRA: scale alpha / sqrt(r)");
   add_device_options(c, s->dev, kDeviceHelp,
                      "parameter dtype: float32 (default), bfloat16 or float16 (see --autocast)");
   c.fallthrough();
