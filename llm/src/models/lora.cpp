@@ -251,9 +251,11 @@ std::shared_ptr<LoraModel> LoraModel::attach(QwenForCausalLM& m, const LoraConfi
         lm->unload();
         throw Error(GN_ERR_INVALID_ARGUMENT, "[lora] " + at + path + " already has an adapter (unload it first)");
       }
+      // Adapters over a bfloat16/float16 base are kept in float32, as PEFT does (autocast_adapter_dtype).
       const Tensor& w = base->weight;
+      const DType dt = w.dtype() == DType::bf16 || w.dtype() == DType::f16 ? DType::f32 : w.dtype();
       auto a = std::make_shared<LoraLayer>(base->in_features, base->out_features, c,
-                                           Options{.dtype = w.dtype(), .device = w.device()});
+                                           Options{.dtype = dt, .device = w.device()});
       a->lora_A.weight.requires_grad_(true);
       a->lora_B.weight.requires_grad_(true);
       std::string reg = at + path;
@@ -346,9 +348,12 @@ void LoraModel::save_pretrained(const std::string& dir) const {
 void LoraModel::merge_and_unload() {
   NoGradGuard no_grad;
   for (size_t i = 0; i < slots_.size(); ++i) {
-    Tensor w = slots_[i].base->weight;  // a view of the fused buffer: updated in place
+    // W + B A * scale in at least float32, rounded once to W's dtype; W is a view of the fused buffer, updated in
+    // place (the fused inference kernels stay on).
+    Tensor w = slots_[i].base->weight;
     const Tensor d = adapters[i].second->weight_delta();
-    w.add_(d.to(w.dtype()));
+    const DType hi = w.dtype() == DType::f64 || d.dtype() == DType::f64 ? DType::f64 : DType::f32;
+    w.copy_((w.to(hi) + d.to(hi)).to(w.dtype()));
   }
   unload();
 }

@@ -257,6 +257,26 @@ TEST_P(LoraModels, FusedInferencePathEqualsTrainingForward) {
   EXPECT_LE(max_diff(paged, want), 1e-10 * max_abs(want));
 }
 
+// Over a bfloat16 base the adapters are float32 (as PEFT keeps them); forward and backward run, the logits stay
+// bfloat16, and the merged model matches the adapted one to bfloat16 rounding of the weights (2e-2 of the largest
+// logit).
+TEST(LoraModelsBf16, Bfloat16BaseKeepsFloat32Adapters) {
+  auto m = load("qwen2-tiny", DType::bf16);
+  genesis::manual_seed(8);
+  auto lm = M::LoraModel::attach(*m, config(4, 8));
+  randomize_b(*lm, 0.1);
+  for (auto& [path, a] : lm->adapters) EXPECT_EQ(a->lora_A.weight.dtype(), DType::f32) << path;
+  const Tensor ids = ids_for(1, 6, m->config.vocab_size);
+  Tensor lg = m->forward(ids);
+  EXPECT_EQ(lg.dtype(), DType::bf16);
+  lg.to(DType::f32).sum().backward();
+  for (auto& [path, a] : lm->adapters) ASSERT_TRUE(a->lora_B.weight.grad().defined()) << path;
+  const auto adapted = host(lg);
+  lm->merge_and_unload();
+  genesis::autograd::NoGradGuard no_grad;
+  EXPECT_LE(max_diff(host(m->forward(ids)), adapted), 2e-2 * max_abs(adapted));
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, LoraModels, ::testing::Values("qwen2-tiny", "qwen3-tiny"));
 
 // save_pretrained -> from_pretrained: PEFT's file names, keys and shapes; equal weights and logits.

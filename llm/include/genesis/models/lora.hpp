@@ -82,7 +82,9 @@ bool lora_requires_grad(const QwenDecoderLayer& layer);
 class LoraModel : public nn::Module {
  public:
   /** Adds fresh adapters of config c to the targeted projections of model (whose parameters are frozen:
-   * requires_grad false); throws when the model already has adapters.  Adapter parameters require grad. */
+   * requires_grad false); throws when the model already has adapters.  Adapter parameters require grad and live on
+   * the base's device, in its dtype (float32 over a bfloat16/float16 base, as PEFT keeps them).  They are not moved
+   * by the model's to(): attach after moving the model. */
   static std::shared_ptr<LoraModel> attach(QwenForCausalLM& model, const LoraConfig& c);
   /** attach() with the config and weights of a PEFT adapter folder (adapter_config.json,
    * adapter_model.safetensors or adapter_model.bin is refused); trainable: whether the adapters require grad. */
@@ -95,7 +97,8 @@ class LoraModel : public nn::Module {
   /** Loads PEFT-named weights (converted to the adapters' dtype and device); a missing, unexpected or wrongly
    * shaped tensor is a genesis::Error naming it (and both shapes).  `where` names the source. */
   void load_peft_state_dict(const TensorMap& tensors, const std::string& where = "adapter");
-  /** Folds every adapter into its base weight (W += B A * scale) and removes the adapters from the model. */
+  /** Folds every adapter into its base weight (W += B A * scale, computed in float32 or float64 and rounded once)
+   * and removes the adapters from the model. */
   void merge_and_unload();
   /** Removes the adapters from the model without changing its weights. */
   void unload();
