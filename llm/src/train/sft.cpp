@@ -99,6 +99,12 @@ void validate(const SftOptions& o) {
   if (o.progress != "auto" && o.progress != "bar" && o.progress != "lines" && o.progress != "none")
     bad("progress must be auto, bar, lines or none");
   autocast_dtype(o.autocast);
+  if (o.lora) {
+    o.lora->validate("SftOptions::lora");
+    // A checkpointed layer runs twice; the adapters' dropout would draw other masks the second time.
+    if (o.lora->lora_dropout > 0 && o.activation_checkpointing)
+      bad("lora_dropout must be 0 with activation_checkpointing (the recomputation would draw other dropout masks)");
+  }
 }
 
 // Where the data stands: the next micro-batch to read.

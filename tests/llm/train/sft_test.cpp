@@ -467,6 +467,14 @@ TEST(SftLora, ResumeIsExactAndTheBaseStaysFrozen) {
   auto m4 = tiny_model();
   EXPECT_THROW(T::train_sft(*m4, data, nullptr, full), genesis::Error);
 
+  // Adapter dropout with activation checkpointing (a recomputation would draw other masks) is refused.
+  T::SftOptions ckpt = o;
+  ckpt.resume.clear();
+  ckpt.activation_checkpointing = true;
+  auto m6 = tiny_model();
+  EXPECT_THROW(T::train_sft(*m6, data, nullptr, ckpt), genesis::Error);
+  EXPECT_FALSE(m6->model.layers[0]->self_attn.q_lora);  // refused before anything was attached
+
   // The trained adapter as a PEFT folder, loaded into a fresh base: the same logits.
   const std::string peft = temp_dir("lora_peft");
   straight.adapter->save_pretrained(peft);
