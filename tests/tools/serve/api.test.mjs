@@ -345,6 +345,38 @@ test('100 clients aborting mid-stream are cancelled: 0 KV blocks in use after', 
   assert.equal(r.choices[0].message.content, greedy.hi.text);
 });
 
+test('RSS stays flat over 2,000 requests', async () => {
+  // A pool of 256 blocks (the warm-up has written every one of them: a pool's pages count once touched).
+  const s = await startServer(['--kv-cache-blocks', '256']);
+  try {
+    const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const fs = await import('node:fs');
+    const rss = () => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${s.proc.pid}/status`, 'utf8'))[1]);
+    const one = async (p, stream) => {
+      const body = { model, messages: [{ role: 'user', content: p }], max_tokens: 3, temperature: 0 };
+      if (!stream) return (await c.chat.completions.create(body)).choices[0].message.content;
+      let text = '';
+      for await (const x of await c.chat.completions.create({ ...body, stream: true })) text += x.choices[0]?.delta?.content ?? '';
+      return text;
+    };
+    const batch = async (count) => {
+      for (let i = 0; i < count; i += 8) {
+        const jobs = [];
+        for (let k = 0; k < 8; ++k) jobs.push(one(PROMPTS[(i + k) % PROMPTS.length] + ' #' + (i + k), (i + k) % 2 === 1));
+        await Promise.all(jobs);
+      }
+    };
+    await batch(2000);  // warm-up: thread stacks, the allocator's arenas (one per busy thread), the KV pool
+    const before = rss();
+    await batch(2000);
+    const after = rss();
+    console.log(`  RSS ${(before / 1024).toFixed(1)} MiB -> ${(after / 1024).toFixed(1)} MiB over 2000 requests`);
+    assert.ok(after - before < 6 * 1024, `RSS grew by ${after - before} kB over 2000 requests`);
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+});
+
 test('/metrics: Prometheus text with the counters and histograms', async () => {
   const m = await fetch(`${server.url}/metrics`).then((r) => r.text());
   for (const name of ['genesis_num_requests_running', 'genesis_num_requests_waiting', 'genesis_kv_cache_blocks_used',

@@ -41,7 +41,9 @@ export function spawnSyncText(args) {
 // Starts the server (extra flags appended); resolves to { url, port, proc, log(), stop() } once
 // /health answers 200.
 export async function startServer(extra = []) {
-  const proc = spawn(CLI, ['serve', '--model', MODEL, '--host', '127.0.0.1', '--port', '0', '--kv-cache-blocks', '8192', ...extra], {
+  // 8192 blocks of the test model: 16 MiB (the cpu default, 512 MiB, takes seconds to allocate).
+  const pool = extra.includes('--kv-cache-blocks') ? [] : ['--kv-cache-blocks', '8192'];
+  const proc = spawn(CLI, ['serve', '--model', MODEL, '--host', '127.0.0.1', '--port', '0', ...pool, ...extra], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
