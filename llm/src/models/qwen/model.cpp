@@ -382,6 +382,8 @@ Tensor QwenModel::forward(const Tensor& ids, const AttentionContext& ctx) {
     const int64_t at = static_cast<int64_t>(i);
     if (gradient_checkpointing && !k.inference) {  // keep only the layer's input; backward recomputes the rest
       auto layer = layers[i];
+      // A checkpoint records only when an input requires grad: under a frozen base only the adapters do.
+      if (!h.requires_grad() && lora_requires_grad(*layer)) h = h.detach().requires_grad_(true);
       h = autograd::checkpoint(
           [layer, ctx, at, k](const std::vector<Tensor>& x) { return layer->forward(x[0], ctx, at, k); }, {h});
     } else {
