@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 pkgs=(g++ cmake ninja-build ccache python3 libboost-dev nlohmann-json3-dev libcli11-dev libedit-dev
       libgtest-dev libbenchmark-dev libdnnl-dev zlib1g-dev dataset-fashion-mnist binutils
       libpcre2-dev libutf8proc-dev pkg-config clang libclang-rt-14-dev libgloo-dev
-      python3-dev pybind11-dev python3-numpy python3-pytest python3-torch python3-venv
+      python3-dev pybind11-dev python3-numpy python3-pytest python3-torch python3-venv python3-jinja2
       libcpp-httplib-dev nodejs chromium)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -55,6 +55,7 @@ struct LlmState {
   int64_t kv_cache_blocks = 0, max_running = 256, max_tokens_per_step = 2048;
   std::optional<double> kv_cache_memory;
   bool no_prefix_cache = false;
+  std::string engine_mode = "auto";  // --engine
   // generate
   std::string prompt, prompt_ids, system, prompts_file;
   bool print_ids = false, use_chat_template = false;
@@ -111,6 +112,15 @@ void add_engine_options(CLI::App& c, LlmState& s, const std::string& pool) {
                "tokens one engine step computes at most (longer prompts are prefilled in chunks)")
       ->check(CLI::PositiveNumber);
   c.add_flag("--no-prefix-cache", s.no_prefix_cache, "compute every prompt in full (no reuse of cached prefixes)");
+  c.add_option("--engine", s.engine_mode,
+               "run on the serving engine: on, off (the static batch of generate() with its CUDA-graph decode), or "
+               "auto: on except on CUDA, where the engine does not replay graphs yet (default: auto)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+}
+
+// Whether prompts run on the serving engine (--engine).
+bool use_engine(const LlmState& s, const Device& d) {
+  return s.engine_mode == "on" || (s.engine_mode == "auto" && d.type() != "cuda");
 }
 
 // The engine's sizes from the flags: --kv-cache-blocks, else --kv-cache-memory, else a pool of `positions`.
@@ -276,6 +286,18 @@ RequestResult run_request(S::Engine& engine, const std::vector<int64_t>& prompt,
   return r;
 }
 
+// One prompt on the engine when there is one, else through generate()'s static batch (same result fields).
+RequestResult run_prompt(S::Engine* engine, M::QwenForCausalLM& model, const std::vector<int64_t>& prompt,
+                         const M::GenerationConfig& g, const std::function<void(int64_t)>& on_token) {
+  if (engine) return run_request(*engine, prompt, g, on_token);
+  RequestResult r;
+  static_cast<M::GenerationResult&>(r) = M::generate(model, {prompt}, g, [&](size_t, int64_t id) {
+    on_token(id);
+    return true;
+  });
+  return r;
+}
+
 // --prompts-file: every non-empty line is a prompt (a user message with --chat); they all run as requests of one
 // engine, and each output is a JSON line, in the file's order.
 int run_generate_file(const GlobalOptions& go, LlmState& s, const Device& d, bool has_tok) {
@@ -382,8 +404,11 @@ int run_generate(const GlobalOptions& go, LlmState& s) {
   std::optional<StreamDecoder> stream;
   if (text_out) stream.emplace(*tok, true);
   // One engine request; its pool holds the prompt and its new tokens unless the flags say otherwise.
-  S::Engine engine(*model, engine_config(s, *model, static_cast<int64_t>(prompt.size()) + g.max_new_tokens));
-  const M::GenerationResult r = run_request(engine, prompt, g, [&](int64_t id) {
+  std::unique_ptr<S::Engine> engine;
+  if (use_engine(s, d))
+    engine = std::make_unique<S::Engine>(
+        *model, engine_config(s, *model, static_cast<int64_t>(prompt.size()) + g.max_new_tokens));
+  const M::GenerationResult r = run_prompt(engine.get(), *model, prompt, g, [&](int64_t id) {
     if (stream) {
       std::fputs(stream->put(id).c_str(), stdout);
       std::fflush(stdout);
@@ -508,8 +533,10 @@ int run_chat(const GlobalOptions& go, LlmState& s) {
   add_tokenizer_stops(tok, g);
   // One engine for the whole chat: each turn's prompt starts with the previous turn's, whose blocks the prefix
   // cache still holds (the pool holds two conversations of up to 8192 positions unless the flags say otherwise).
-  S::Engine engine(*model,
-                   engine_config(s, *model, 2 * std::min<int64_t>(model->config.max_position_embeddings, 8192)));
+  std::unique_ptr<S::Engine> engine;
+  if (use_engine(s, d))
+    engine = std::make_unique<S::Engine>(
+        *model, engine_config(s, *model, 2 * std::min<int64_t>(model->config.max_position_embeddings, 8192)));
   std::optional<bool> thinking;
   if (s.no_thinking) thinking = false;
   if (s.thinking) thinking = true;
@@ -572,7 +599,7 @@ int run_chat(const GlobalOptions& go, LlmState& s) {
     StreamDecoder stream(tok, true);
     RequestResult r;
     try {
-      r = run_request(engine, prompt, g, [&](int64_t id) {
+      r = run_prompt(engine.get(), *model, prompt, g, [&](int64_t id) {
         std::fputs(stream.put(id).c_str(), stdout);
         std::fflush(stdout);
       });

@@ -93,7 +93,7 @@ std::string explain_unknown(CLI::App& app, int argc, char** argv, CLI::App*& dee
     if (a.size() > 1 && a[0] == '-' && !is_number(a)) {
       const std::string name = a.substr(0, a.find('='));
       if (CLI::Option* o = find_option(cur, name)) {
-        if (o->get_type_size_max() > 0 && name == a) ++i;  // its value
+        if (o->get_items_expected_max() > 0 && name == a) ++i;  // its value (flags take none)
         continue;
       }
       std::vector<std::string> names = {"--help"};

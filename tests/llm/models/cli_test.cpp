@@ -311,6 +311,15 @@ TEST(GenesisCli, GenerateEngineFlags) {
                                      rc, "", true);
   EXPECT_NE(rc, 0);
   EXPECT_NE(out.find("KV blocks; the pool has 1"), std::string::npos) << out;
+  // --engine off: the static batch of generate() (the CUDA default until the engine replays graphs), same ids.
+  EXPECT_EQ(run_cli("generate --model " + model_dir() +
+                    " --device cpu --prompt 'Hello there, model' --max-new-tokens 6 --temperature 0 --print-ids "
+                    "--engine off"),
+            joined(want) + "\n");
+  const std::string bad = run_cli_rc("generate --model " + model_dir() + " --device cpu --prompt hi --engine maybe",
+                                     rc, "", true);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(bad.find("--engine"), std::string::npos) << bad;
 }
 
 // chat keeps the conversation in the prefix cache: the second turn's stats say how much of its prompt was found
