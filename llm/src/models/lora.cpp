@@ -107,10 +107,12 @@ LoraConfig LoraConfig::from_json(const std::string& text, const std::string& whe
   if (!bias.empty() && bias != "none") bad_field(where, "bias", "\"" + bias + "\" is not supported (only \"none\")");
   if (flag("fan_in_fan_out")) bad_field(where, "fan_in_fan_out", "true is not supported (Qwen's Linear layers)");
   if (flag("use_dora")) bad_field(where, "use_dora", "true is not supported (DoRA)");
+  if (flag("lora_bias")) bad_field(where, "lora_bias", "true is not supported (bias-free adapters only)");
   const std::string task = str("task_type");
   if (!task.empty() && task != "CAUSAL_LM")
     bad_field(where, "task_type", "\"" + task + "\" is not supported (only CAUSAL_LM)");
-  for (const char* k : {"layers_to_transform", "layers_pattern", "modules_to_save"})
+  for (const char* k : {"layers_to_transform", "layers_pattern", "modules_to_save", "exclude_modules",
+                        "layer_replication", "trainable_token_indices"})
     if (j.contains(k) && !j[k].is_null() && !(j[k].is_array() && j[k].empty()))
       bad_field(where, k, "is not supported (only null)");
   for (const char* k : {"rank_pattern", "alpha_pattern"})

@@ -395,6 +395,9 @@ TEST(LoraFiles, WrongAdapterIsAClearError) {
   refused(R"({"peft_type": "LORA", "fan_in_fan_out": true, )" + ok + "}", "fan_in_fan_out");
   refused(R"({"peft_type": "LORA", "use_dora": true, )" + ok + "}", "use_dora");
   refused(R"({"peft_type": "LORA", "rank_pattern": {"q_proj": 4}, )" + ok + "}", "rank_pattern");
+  refused(R"({"peft_type": "LORA", "lora_bias": true, )" + ok + "}", "lora_bias");
+  refused(R"({"peft_type": "LORA", "layer_replication": [[0, 1]], )" + ok + "}", "layer_replication");
+  refused(R"({"peft_type": "LORA", "task_type": "SEQ_CLS", )" + ok + "}", "task_type");
   refused(R"({"peft_type": "LORA", "r": 8, "target_modules": ["qkv"]})", "target_modules");
   refused(R"({"peft_type": "LORA", "r": 0, "target_modules": ["q_proj"]})", "r");
   refused(R"({"peft_type": "LORA", "r": 8, "target_modules": ".*proj"})", "target_modules");

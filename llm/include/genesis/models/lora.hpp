@@ -39,8 +39,9 @@ struct LoraConfig {
 
   /** The adapter's scale. */
   double scale() const;
-  /** Parses adapter_config.json text; an unsupported value (peft_type, bias, fan_in_fan_out, use_dora, an unknown
-   * target, layers_to_transform, rank/alpha patterns, modules_to_save) is a genesis::Error naming the field. */
+  /** Parses adapter_config.json text; an unsupported value (peft_type, task_type, bias, lora_bias, fan_in_fan_out,
+   * use_dora, an unknown target, layers_to_transform, layer_replication, rank/alpha patterns, modules_to_save) is a
+   * genesis::Error naming the field. */
   static LoraConfig from_json(const std::string& text, const std::string& where = "adapter_config.json");
   /** adapter_config.json text in PEFT's layout. */
   std::string to_json() const;
