@@ -79,7 +79,8 @@ Tensor lora_add_fused(const Tensor& y, const std::vector<const std::shared_ptr<L
 /** True when a projection of the layer has an adapter with a parameter requiring grad. */
 bool lora_requires_grad(const QwenDecoderLayer& layer);
 
-/** The adapters of one model, registered under their projections' names (dots as underscores). */
+/** The adapters of one model, registered under their projections' names (dots as underscores).  The model must
+ * outlive it while adapters are attached (merge_and_unload() and unload() reach into the model). */
 class LoraModel : public nn::Module {
  public:
   /** Adds fresh adapters of config c to the targeted projections of model (whose parameters are frozen:
