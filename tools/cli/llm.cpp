@@ -805,6 +805,7 @@ CommandRun setup_generate(CLI::App& c) {
   c.add_flag("--print-ids", s->print_ids, "print the generated ids space-separated on one line");
   c.add_flag("--chat", s->use_chat_template, "wrap the prompt as a user message with the chat template");
   c.add_option("--system", s->system, "system prompt (with --chat; default: none)");
+  existing_folder(c.add_option("--adapter", s->adapter_dir, "PEFT LoRA adapter folder, merged into the model at load"));
   add_model_options(c, *s);
   add_sampling_options(c, *s);
   add_engine_options(c, *s, "the prompt and its new tokens");
@@ -818,6 +819,7 @@ CommandRun setup_chat(CLI::App& c) {
   c.add_option("--system", s->system, "system prompt (default: none)");
   c.add_flag("--no-thinking", s->no_thinking, "enable_thinking=false in the template (Qwen3)");
   c.add_flag("--thinking", s->thinking, "enable_thinking=true in the template (Qwen3)");
+  existing_folder(c.add_option("--adapter", s->adapter_dir, "PEFT LoRA adapter folder, merged into the model at load"));
   add_model_options(c, *s);
   add_sampling_options(c, *s);
   add_engine_options(c, *s, "two conversations of up to 8192 positions, or the context if shorter");

@@ -46,3 +46,12 @@ echo "OK: a bad --lora-targets is refused: $(tail -n 1 bad.log)"
 "$exe" -q generate --model merged --prompt-ids 1,2,3 --max-new-tokens 4 --print-ids --device cpu > gen.log 2>&1 ||
   { echo "FAIL: generate on the merged model"; cat gen.log; exit 1; }
 echo "OK: convert --adapter wrote a merged model that generates"
+# generate --adapter (merged at load) prints the merged folder's tokens; without the adapter the base differs.
+gen() { "$exe" -q generate --prompt-ids 5,9,2,7 --max-new-tokens 12 --ignore-eos --print-ids --device cpu "$@" 2> gen.err ||
+  { echo "FAIL: generate $*"; cat gen.err; exit 1; }; }
+gen --model merged > merged.ids
+gen --model base/final --adapter straight/final > adapter.ids
+gen --model base/final > base.ids
+cmp -s merged.ids adapter.ids || { echo "FAIL: generate --adapter differs from the merged model"; cat merged.ids adapter.ids; exit 1; }
+cmp -s merged.ids base.ids && { echo "FAIL: the adapter changed nothing (the check above is vacuous)"; exit 1; }
+echo "OK: generate --adapter gives the merged model's tokens"
