@@ -16,22 +16,9 @@ shift || true
 DEST=${OUT:-$B}
 mkdir -p "$B" "$DEST"
 
-EXTRA=()
-if [[ -d .carry ]]; then
-  EXTRA+=(-DCMAKE_PREFIX_PATH="$PWD/.carry" -DCMAKE_INCLUDE_PATH="$PWD/.carry/include")
-  export CPATH="$PWD/.carry/include${CPATH:+:$CPATH}"
-fi
-if ! ls /usr/lib/x86_64-linux-gnu/libz.so >/dev/null 2>&1; then
-  z=$(ls /usr/lib/x86_64-linux-gnu/libz.so.* 2>/dev/null | head -1 || true)
-  [[ -n "$z" ]] && EXTRA+=(-DZLIB_LIBRARY="$z" -DZLIB_INCLUDE_DIR="$PWD/.carry/include")
-fi
-
-if [[ ! -f "$B/build.ninja" ]]; then
-  cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGENESIS_WITH_CPU=OFF -DGENESIS_WITH_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES=90 -DGENESIS_BUILD_TESTS=OFF -DGENESIS_BUILD_EXAMPLES=OFF \
-    -DGENESIS_BUILD_BENCH=OFF "${EXTRA[@]}" >"$B/configure.log" 2>&1 || { tail -30 "$B/configure.log"; exit 1; }
-fi
-ninja -C "$B" genesis_llm genesis_plugin_cuda genesis_plugin_reference >"$B/build.log" 2>&1 || { tail -40 "$B/build.log"; exit 1; }
+# shellcheck source=bench/gpu/build.sh
+source bench/gpu/build.sh
+gpu_build "$B" genesis_llm genesis_plugin_cuda genesis_plugin_reference
 
 ${CXX:-g++} -std=c++20 -O2 -Illm/include -Ifrontend/include -Iabi/include \
   -DGENESIS_BENCH_PLUGIN_DIR="\"$B/lib/genesis/plugins\"" bench/serving/offline.cpp -L"$B/lib" -lgenesis_llm \
