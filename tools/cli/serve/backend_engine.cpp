@@ -33,10 +33,15 @@ class EngineBackend : public Backend {
       e.logprob = te.logprob;
       for (size_t i = 0; i < te.top.size() && i < top; ++i) e.top.push_back({te.top[i].token, te.top[i].logprob});
       e.finished = te.finished;
-      e.finish_reason = te.finish_reason == "cancelled" ? "abort" : te.finish_reason;
-      if (te.request_finished) {
+      e.finish_reason = te.finish_reason;
+      if (te.finished || te.request_finished) {
         std::lock_guard<std::mutex> lock(ids->mu);
-        ids->live.erase(te.request);
+        // "cancelled" that nobody asked for: the engine's step failed and ended every request.
+        if (te.finish_reason == "cancelled") e.finish_reason = ids->cancelled.count(te.request) ? "abort" : "error";
+        if (te.request_finished) {
+          ids->live.erase(te.request);
+          ids->cancelled.erase(te.request);
+        }
       }
       on_event(e);
     };
@@ -53,7 +58,14 @@ class EngineBackend : public Backend {
     return id;
   }
 
-  void cancel(int64_t id) override { engine_.cancel(id); }
+  void cancel(int64_t id) override {
+    {
+      std::lock_guard<std::mutex> lock(ids_->mu);
+      if (!ids_->live.count(id)) return;
+      ids_->cancelled.insert(id);
+    }
+    engine_.cancel(id);
+  }
 
   BackendStats stats() const override {
     const serving::EngineStats s = engine_.stats();
@@ -76,6 +88,7 @@ class EngineBackend : public Backend {
       if (stopping_) return;
       stopping_ = true;
       live.assign(ids_->live.begin(), ids_->live.end());
+      ids_->cancelled.insert(live.begin(), live.end());
     }
     for (int64_t id : live) engine_.cancel(id);
     engine_.wait_idle();
@@ -99,7 +112,7 @@ class EngineBackend : public Backend {
 
   struct Live {
     std::mutex mu;
-    std::unordered_set<int64_t> live;
+    std::unordered_set<int64_t> live, cancelled;
   };
   serving::Engine engine_;
   std::shared_ptr<Live> ids_ = std::make_shared<Live>();

@@ -298,8 +298,8 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
   };
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, st, pending, pr, chat, n, id, backend, take, note_token, usage, chunk, done, prompt_len](
-          size_t, httplib::DataSink& sink) {
+      [this, st, pending, pr, chat, n, id, backend, take, note_token, usage, chunk, done, prompt_len,
+       req_id = res.get_header_value("x-request-id")](size_t, httplib::DataSink& sink) {
         if (*done) {
           sink.done();
           return true;
@@ -386,9 +386,11 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
           if (ending) c.reported = true;
           out += chunk(json::array({ch}));
         }
-        if (error)
+        if (error) {
+          std::fprintf(stderr, "serve: %s stream -> 500: the engine failed on this request\n", req_id.c_str());
           out +=
               "data: " + dump(error_body(500, "the engine failed on this request; the server keeps serving")) + "\n\n";
+        }
         if (st->finished == n) {
           metrics_.add_tokens(prompt_len, st->generated);
           if (pr.include_usage) {
