@@ -388,6 +388,17 @@ test('/metrics: Prometheus text with the counters and histograms', async () => {
   assert.match(m, /genesis_requests_total\{path="\/v1\/chat\/completions",status="400"\} \d+/);
 });
 
+test('/health is 503 while the model loads, then 200', async () => {
+  // The tokenizer and the cpu default pool of 512 MiB take a while to load; the port is open from the start.
+  const s = await startServer(['--kv-cache-blocks', '0']);
+  try {
+    assert.ok(s.sawLoading, '/health never said 503 while loading');
+    assert.equal((await fetch(`${s.url}/health`)).status, 200);
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+});
+
 test('SIGTERM: the server stops and exits 0', async () => {
   const s = await startServer();
   const c = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'x', maxRetries: 0 });

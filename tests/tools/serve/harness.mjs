@@ -60,8 +60,10 @@ export async function startServer(extra = []) {
     proc.on('exit', (code) => reject(new Error(`the server exited (${code}):\n${log}`)));
   });
   const url = `http://127.0.0.1:${port}`;
+  let sawLoading = false;  // /health answered 503 while the model loaded
   for (let i = 0; ; ++i) {
     const r = await fetch(`${url}/health`).catch(() => null);
+    if (r && r.status === 503) sawLoading = true;
     if (r && r.status === 200) break;
     if (i > 600) throw new Error(`/health never answered 200:\n${log}`);
     await new Promise((res) => setTimeout(res, 100));
@@ -72,6 +74,7 @@ export async function startServer(extra = []) {
     port,
     proc,
     log: () => log,
+    sawLoading,
     // SIGTERM; resolves to the exit status (the server must exit 0).
     async stop(signal = 'SIGTERM') {
       proc.kill(signal);
