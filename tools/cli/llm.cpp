@@ -805,7 +805,8 @@ CommandRun setup_generate(CLI::App& c) {
   c.add_flag("--print-ids", s->print_ids, "print the generated ids space-separated on one line");
   c.add_flag("--chat", s->use_chat_template, "wrap the prompt as a user message with the chat template");
   c.add_option("--system", s->system, "system prompt (with --chat; default: none)");
-  existing_folder(c.add_option("--adapter", s->adapter_dir, "PEFT LoRA adapter folder, merged into the model at load"));
+  existing_folder(c.add_option("--adapter", s->adapter_dir,
+                               "PEFT LoRA adapter folder, merged into the model at load (default: none)"));
   add_model_options(c, *s);
   add_sampling_options(c, *s);
   add_engine_options(c, *s, "the prompt and its new tokens");
@@ -819,7 +820,8 @@ CommandRun setup_chat(CLI::App& c) {
   c.add_option("--system", s->system, "system prompt (default: none)");
   c.add_flag("--no-thinking", s->no_thinking, "enable_thinking=false in the template (Qwen3)");
   c.add_flag("--thinking", s->thinking, "enable_thinking=true in the template (Qwen3)");
-  existing_folder(c.add_option("--adapter", s->adapter_dir, "PEFT LoRA adapter folder, merged into the model at load"));
+  existing_folder(c.add_option("--adapter", s->adapter_dir,
+                               "PEFT LoRA adapter folder, merged into the model at load (default: none)"));
   add_model_options(c, *s);
   add_sampling_options(c, *s);
   add_engine_options(c, *s, "two conversations of up to 8192 positions, or the context if shorter");
@@ -832,7 +834,8 @@ CommandRun setup_convert(CLI::App& c) {
   existing_folder(c.add_option("--model", s->model_dir, "Hugging Face model folder"))->required();
   c.add_option("--out", s->out_dir, "output folder (created when missing)")->required();
   c.add_option("--max-shard-size", s->max_shard_size, "shard the weights above this size (5GB, 500MB, 64KB)");
-  existing_folder(c.add_option("--adapter", s->adapter_dir, "PEFT LoRA adapter folder merged into the weights"));
+  existing_folder(
+      c.add_option("--adapter", s->adapter_dir, "PEFT LoRA adapter folder merged into the weights (default: none)"));
   c.footer("The copy keeps the tokenizer files, the chat template, generation_config.json, LICENSE and README.md.");
   add_device_options(c, s->dev, "device used while converting (default: cpu)",
                      "float32, bfloat16 or float16 (default: the config's)");
