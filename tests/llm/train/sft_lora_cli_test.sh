@@ -10,7 +10,8 @@ sum_chat 120
 
 # A base model to adapt: a short full fine-tuning run's HF folder (it carries the tokenizer).
 "$exe" -q train-sft --config $src/examples/sft/tiny-qwen3.json --tokenizer tok --data chat.jsonl --device cpu \
-  --batch-size 8 --progress none --max-steps 2 --out base > base.log 2>&1 || { echo "FAIL: base run"; cat base.log; exit 1; }
+  --batch-size 8 --progress none --max-steps 2 --out base > base.log 2>&1 ||
+  { echo "FAIL: base run"; cat base.log; exit 1; }
 
 opts="-q train-sft --model base/final --data chat.jsonl --device cpu --batch-size 8 --progress none --lr 1e-2
       --max-steps 6 --lora-r 4 --lora-alpha 8 --lora-dropout 0.05 --seed 3"
@@ -35,7 +36,10 @@ losses part/metrics.jsonl > b.txt
 cmp -s a.txt b.txt || { echo "FAIL: resumed losses differ"; paste a.txt b.txt; exit 1; }
 echo "OK: a stopped and resumed LoRA run has the straight run's losses"
 
-if "$exe" $opts --lora-targets q_proj,qkv --out bad > bad.log 2>&1; then echo "FAIL: a bad target was accepted"; exit 1; fi
+if "$exe" $opts --lora-targets q_proj,qkv --out bad > bad.log 2>&1; then
+  echo "FAIL: a bad target was accepted"
+  exit 1
+fi
 grep -q 'target_modules' bad.log || { echo "FAIL: the error does not name the field"; cat bad.log; exit 1; }
 echo "OK: a bad --lora-targets is refused: $(tail -n 1 bad.log)"
 
@@ -47,11 +51,14 @@ echo "OK: a bad --lora-targets is refused: $(tail -n 1 bad.log)"
   { echo "FAIL: generate on the merged model"; cat gen.log; exit 1; }
 echo "OK: convert --adapter wrote a merged model that generates"
 # generate --adapter (merged at load) prints the merged folder's tokens; without the adapter the base differs.
-gen() { "$exe" -q generate --prompt-ids 5,9,2,7 --max-new-tokens 12 --ignore-eos --print-ids --device cpu "$@" 2> gen.err ||
-  { echo "FAIL: generate $*"; cat gen.err; exit 1; }; }
+gen() {
+  "$exe" -q generate --prompt-ids 5,9,2,7 --max-new-tokens 12 --ignore-eos --print-ids --device cpu "$@" 2> gen.err ||
+    { echo "FAIL: generate $*"; cat gen.err; exit 1; }
+}
 gen --model merged > merged.ids
 gen --model base/final --adapter straight/final > adapter.ids
 gen --model base/final > base.ids
-cmp -s merged.ids adapter.ids || { echo "FAIL: generate --adapter differs from the merged model"; cat merged.ids adapter.ids; exit 1; }
+cmp -s merged.ids adapter.ids ||
+  { echo "FAIL: generate --adapter differs from the merged model"; cat merged.ids adapter.ids; exit 1; }
 cmp -s merged.ids base.ids && { echo "FAIL: the adapter changed nothing (the check above is vacuous)"; exit 1; }
 echo "OK: generate --adapter gives the merged model's tokens"
