@@ -85,7 +85,10 @@ test('the chat page: API key prompt, streamed greedy answers over two turns, Sto
   assert.equal((await page.$$('.msg.user')).length, 2);
   if (process.env.GENESIS_SERVE_SCREENSHOT) await page.screenshot({ path: process.env.GENESIS_SERVE_SCREENSHOT });
 
-  // Stop: a long answer, stopped once its first words show.
+  // Stop: a long answer, stopped once its first words show. The tiny model writes 380 tokens in well under a
+  // second on a quiet machine, so the page receives the stream through a throttled connection (about 3 kB/s:
+  // a stream of a few tokens a second), which leaves the click time to land mid-stream.
+  await page.emulateNetworkConditions({ download: 3000, upload: 1000000, latency: 0 });
   await page.$eval('#input', (e) => { e.value = ''; });
   await page.$eval('#max_tokens', (e) => { e.value = '380'; });
   const before = (await page.$$('.msg.assistant')).length;
@@ -103,6 +106,7 @@ test('the chat page: API key prompt, streamed greedy answers over two turns, Sto
     const last = all[all.length - 1];
     return { text: last.querySelector('.text').textContent, stats: last.querySelector('.stats').textContent };
   });
+  await page.emulateNetworkConditions(null);
   assert.match(stopped.stats, /\(stopped\)/);
   assert.equal(await page.$eval('#send', (e) => e.disabled), false);
   const full = await api([{ role: 'user', content: q1 }, { role: 'assistant', content: want1 }, { role: 'user', content: q2 },
