@@ -199,6 +199,27 @@ inline std::string backend_of(gn_runtime* rt, const char* name) {
   return "";
 }
 
+// "reference", "cpu", "cpu alone" ... for messages.
+inline std::string rt_name(const Rt* r) {
+  if (r == &runtimes().ref) return "reference";
+  return r == &runtimes().solo && r != &runtimes().dut && kSuiteIsCpu ? GN_SUITE_BACKEND " alone" : GN_SUITE_BACKEND;
+}
+
+// Calls op `name` on r; its outputs are kept in `outs` (released when it is null; none on failure).
+inline gt::Err call(Rt& r, const char* name, std::vector<gn_tensor*> in, std::vector<gn_attr_value> attrs, size_t n_out,
+                    std::vector<gt::T>* outs = nullptr) {
+  const gn_op* op = nullptr;
+  gn_status* st = gn_op_find(r.rt, name, &op);
+  std::vector<gn_tensor*> o(n_out, nullptr);
+  if (!st) st = gn_op_call(r.rt, op, in.data(), in.size(), attrs.data(), attrs.size(), o.data(), n_out);
+  if (st) return gt::take(st);
+  if (outs)
+    for (gn_tensor* t : o) outs->emplace_back(t);
+  else
+    for (gn_tensor* t : o) gn_tensor_release(t);
+  return {GN_OK, ""};
+}
+
 // ---------------------------------------------------------------- tensors
 
 inline int64_t numel(const std::vector<int64_t>& s) {
