@@ -13,9 +13,12 @@ spin on every core:
 and prints, per workload and machine state, default / one-thread (the acceptance asks for at most
 1.5 on the busy machine).  A build directory other than ./build is given as the first argument;
 --baseline DIR measures another build (an older commit) in the same run, alternating with the
-first; --json prints the figures as one JSON object.
+first; --repeats N runs each configuration in N fresh processes, interleaved (default, one thread,
+default, ...), and reports the median (a busy 2-core machine's scheduling makes single runs bimodal);
+--json prints the figures as one JSON object.
 
     /usr/bin/python3 bench/cpu_threads.py [build dir] [--baseline DIR] [--steps 40] [--new-tokens 64] [--hogs N]
+                                          [--repeats 1]
 """
 import argparse
 import json
@@ -92,9 +95,15 @@ def run(build, kind, threads, args):
 def measure(builds, args):
     r = {name: {} for name in builds}
     for kind in ("mlp", "decode"):
-        for label, threads in (("default", 0), ("one", 1)):
-            for name, build in builds.items():
-                r[name][f"{kind}_{label}"] = run(build, kind, threads, args)
+        key = "ms_per_step" if kind == "mlp" else "tokens_per_s"
+        runs = {(name, label): [] for name in builds for label in ("default", "one")}
+        for _ in range(args.repeats):
+            for label, threads in (("default", 0), ("one", 1)):
+                for name, build in builds.items():
+                    runs[(name, label)].append(run(build, kind, threads, args))
+        for (name, label), rs in runs.items():
+            values = [x[key] for x in rs]
+            r[name][f"{kind}_{label}"] = {key: statistics.median(values), "runs": values, "threads": rs[0]["threads"]}
     for m in r.values():
         m["mlp_ratio"] = m["mlp_default"]["ms_per_step"] / m["mlp_one"]["ms_per_step"]
         m["decode_ratio"] = m["decode_one"]["tokens_per_s"] / m["decode_default"]["tokens_per_s"]
@@ -108,6 +117,7 @@ def main():
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--new-tokens", type=int, default=64)
     p.add_argument("--hogs", type=int, default=os.cpu_count())
+    p.add_argument("--repeats", type=int, default=1, help="fresh processes per configuration (median reported)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
 
