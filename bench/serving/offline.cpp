@@ -547,8 +547,9 @@ int run(const Opts& o) {
     std::fprintf(table, "   engine / static: %.2fx output tok/s (static rows decoded, useful or not: %lld)\n",
                  engine_tps / static_tps, static_cast<long long>(static_computed));
   }
-  std::fprintf(table, "   engine: %lld steps, %lld preemptions\n", static_cast<long long>(after_throughput.steps),
-               static_cast<long long>(after_throughput.preemptions));
+  std::fprintf(table, "   engine: %lld steps, %lld preemptions; step time: packing %.2f s, forward %.2f s, sampling %.2f s\n",
+               static_cast<long long>(after_throughput.steps), static_cast<long long>(after_throughput.preemptions),
+               after_throughput.pack_seconds, after_throughput.forward_seconds, after_throughput.sample_seconds);
   std::fprintf(table, "\n2. decode tok/s (prompt %lld, %lld new tokens)\n", static_cast<long long>(o.decode_prompt),
                static_cast<long long>(o.decode_tokens));
   std::fprintf(table, "   %-12s %12s %14s %8s\n", "sequences", "engine", "generate()", "ratio");
@@ -592,7 +593,10 @@ int run(const Opts& o) {
       << ", \"batch\": " << o.batch << ", \"static_order\": \"" << (o.sorted ? "sorted" : "arrival") << "\""
       << ", \"engine_seconds\": " << engine_s << ", \"engine_output_tok_s\": " << engine_tps
       << ", \"static_seconds\": " << static_s << ", \"static_output_tok_s\": " << static_tps
-      << ", \"throughput_ratio\": " << (static_tps > 0 ? engine_tps / static_tps : 0.0) << ", \"decode\": [";
+      << ", \"throughput_ratio\": " << (static_tps > 0 ? engine_tps / static_tps : 0.0)
+      << ", \"engine_steps\": " << after_throughput.steps << ", \"engine_pack_s\": " << after_throughput.pack_seconds
+      << ", \"engine_forward_s\": " << after_throughput.forward_seconds
+      << ", \"engine_sample_s\": " << after_throughput.sample_seconds << ", \"decode\": [";
     for (size_t i = 0; i < decode.size(); ++i)
       j << (i ? ", " : "") << "{\"sequences\": " << decode[i].batch << ", \"engine_tok_s\": " << decode[i].engine_tps
         << ", \"static_tok_s\": " << decode[i].static_tps << "}";

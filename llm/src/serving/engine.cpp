@@ -7,6 +7,7 @@
 #include "genesis/serving/engine.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <limits>
@@ -23,6 +24,17 @@
 namespace genesis::serving {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::vector<int64_t> ints_to_host(const Tensor& t) {
+  Tensor c = t.dtype() == DType::i64 ? t.contiguous() : t.to(DType::i64);
+  std::vector<int64_t> out(static_cast<size_t>(c.numel()));
+  check(gn_tensor_to_host(c.handle(), out.data(), out.size() * sizeof(int64_t)), "serving engine");
+  return out;
+}
 
 std::vector<float> floats_to_host(const Tensor& t) {
   Tensor f = t.dtype() == DType::f32 ? t.contiguous() : t.to(DType::f32);
@@ -245,7 +257,15 @@ struct Engine::Impl {
     return has_work();
   }
 
+  // Whether sample k of a request takes the device's argmax: greedy, no repetition penalty, no log-probabilities
+  // (those need the whole row on the host).
+  static bool device_greedy(const RequestState& st) {
+    const models::GenerationConfig& g = st.req.sampling;
+    return g.temperature == 0 && g.repetition_penalty == 1.0 && st.req.logprobs == 0;
+  }
+
   void run_plan(const StepPlan& plan) {
+    const auto t_pack = Clock::now();
     for (const auto& [src, dst] : plan.copies) cache.copy_block(src, dst);
     const int64_t B = static_cast<int64_t>(plan.chunks.size());
     std::vector<int64_t> ids, pos, slots, seq_lens(static_cast<size_t>(B)), qstart(static_cast<size_t>(B + 1), 0), rows;
@@ -279,17 +299,44 @@ struct Engine::Impl {
     std::vector<int64_t> sampled(plan.chunks.size(), -1);
     totals.computed_tokens += T;
     ++totals.steps;
+    const Tensor ids_t = tensor(ids, {T}, i64), pos_t = tensor(pos, {T}, i64);
+    totals.pack_seconds += seconds_since(t_pack);
+    const auto t_forward = Clock::now();
     if (rows.empty()) {
       // Prompt chunks only: keys and values are written, no logits needed (one row computed anyway).
-      model.forward_paged(tensor(ids, {T}, i64), tensor(pos, {T}, i64), batch,
-                          tensor(std::vector<int64_t>{0}, {1}, i64), max_pos);
+      model.forward_paged(ids_t, pos_t, batch, tensor(std::vector<int64_t>{0}, {1}, i64), max_pos);
       sched->commit(plan, sampled);
+      totals.forward_seconds += seconds_since(t_forward);
       return;
     }
     const int64_t R = static_cast<int64_t>(rows.size());
-    const std::vector<float> logits = floats_to_host(
-        model.forward_paged(tensor(ids, {T}, i64), tensor(pos, {T}, i64), batch, tensor(rows, {R}, i64), max_pos));
-    const int64_t V = static_cast<int64_t>(logits.size()) / R;
+    // Only what sampling needs comes to the host: the argmax of the greedy rows (R ids) and the full rows of the
+    // others (temperature, penalties, log-probabilities) -- not R x vocabulary floats every step.
+    std::vector<char> greedy(static_cast<size_t>(R));
+    std::vector<int64_t> host_rows;  // indices into the R sampled rows
+    {
+      int64_t r = 0;
+      for (const ScheduledChunk& c : plan.chunks) {
+        if (!c.sample) continue;
+        greedy[static_cast<size_t>(r)] = device_greedy(requests.at(seqs.at(c.seq).first));
+        if (!greedy[static_cast<size_t>(r)]) host_rows.push_back(r);
+        ++r;
+      }
+    }
+    const Tensor lg = model.forward_paged(ids_t, pos_t, batch, tensor(rows, {R}, i64), max_pos);  // (R, V)
+    const int64_t V = lg.size(-1);
+    const std::vector<int64_t> argmax =
+        static_cast<int64_t>(host_rows.size()) < R ? ints_to_host(lg.argmax(-1)) : std::vector<int64_t>();
+    const std::vector<float> logits =
+        host_rows.empty() ? std::vector<float>()
+        : static_cast<int64_t>(host_rows.size()) == R
+            ? floats_to_host(lg)
+            : floats_to_host(lg.index_select(0, tensor(host_rows, {static_cast<int64_t>(host_rows.size())}, i64)));
+    std::vector<const float*> row_of(static_cast<size_t>(R), nullptr);
+    for (size_t h = 0; h < host_rows.size(); ++h)
+      row_of[static_cast<size_t>(host_rows[h])] = logits.data() + static_cast<int64_t>(h) * V;
+    totals.forward_seconds += seconds_since(t_forward);
+    const auto t_sample = Clock::now();
     std::vector<TokenEvent> events(plan.chunks.size());
     struct Fork {
       int64_t request, parent;
@@ -302,14 +349,16 @@ struct Engine::Impl {
     for (size_t i = 0; i < plan.chunks.size(); ++i) {
       const ScheduledChunk& c = plan.chunks[i];
       if (!c.sample) continue;
-      const float* row = logits.data() + r++ * V;
+      const float* row = row_of[static_cast<size_t>(r)];
+      const int64_t top = greedy[static_cast<size_t>(r)] ? argmax[static_cast<size_t>(r)] : -1;
+      ++r;
       const auto [id, k] = seqs.at(c.seq);
       RequestState& st = requests.at(id);
-      sampled[i] = draw(st, k, row, V, sched->tokens(c.seq), events[i]);
+      sampled[i] = row ? draw(st, k, row, V, sched->tokens(c.seq), events[i]) : top;
       if (k == 0 && st.samples[0].output.empty())
         for (size_t j = 1; j < st.samples.size(); ++j) {
           Fork f{id, c.seq, j, 0, {}};
-          f.token = draw(st, j, row, V, sched->tokens(c.seq), f.event);
+          f.token = row ? draw(st, j, row, V, sched->tokens(c.seq), f.event) : top;
           forks.push_back(std::move(f));
         }
     }
@@ -329,6 +378,7 @@ struct Engine::Impl {
       accept(id, k, sampled[i], std::move(events[i]));
     }
     for (Fork& f : forks) accept(f.request, f.sample, f.token, std::move(f.event));
+    totals.sample_seconds += seconds_since(t_sample);
   }
 
   // Sample k's next token from a row of logits (and its log-probabilities when asked).

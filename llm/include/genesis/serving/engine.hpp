@@ -86,6 +86,9 @@ struct EngineStats {
   int64_t requests_finished = 0;  ///< requests whose samples have all ended
   int64_t tracked_requests = 0;   ///< requests the engine holds state for (0 when idle)
   int64_t tracked_sequences = 0;  ///< sequences the engine holds state for (0 when idle)
+  // Where the steps' wall time went (seconds, summed over steps): building the packed inputs, the forward up to
+  // the sampled rows' values on the host (the device work and its wait), and sampling + stop rules + bookkeeping.
+  double pack_seconds = 0, forward_seconds = 0, sample_seconds = 0;
   std::string last_error;         ///< why the background thread last ended every request ("" when it never did)
 };
 
