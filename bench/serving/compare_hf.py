@@ -97,7 +97,9 @@ def main():
 
     print(f"transformers {version}, torch {torch.__version__}: {len(prompts)} requests on {args.device}, "
           f"{args.dtype} ...", file=sys.stderr)
-    with torch.inference_mode():
+    # no_grad, not inference_mode: the manager's own thread updates tensors it allocated in this one in place, which
+    # PyTorch refuses for inference tensors outside inference mode.
+    with torch.no_grad():
         if hasattr(model, "continuous_batching_context_manager"):
             with model.continuous_batching_context_manager(generation_config=gen, **cb_kwargs) as manager:
                 seconds, tokens = run(manager)
@@ -110,6 +112,9 @@ def main():
                 manager.stop(block=True)
 
     expected = sum(outs)
+    if tokens != expected:
+        print(f"transformers' continuous batching produced {tokens} output tokens, not {expected}: its generation "
+              "loop failed (see its log above)", file=sys.stderr)
     res = {
         "transformers": version,
         "torch": torch.__version__,
@@ -121,6 +126,7 @@ def main():
         "seconds": seconds,
         "output_tok_s": tokens / seconds,
     }
+    res["complete"] = tokens == expected
     if args.json:
         print(json.dumps(res))
     else:

@@ -21,6 +21,8 @@
 #include "genesis/autograd.hpp"
 #include "genesis/random.hpp"
 
+#include "decode_graph.h"
+
 namespace genesis::serving {
 
 namespace {
@@ -112,8 +114,37 @@ struct Engine::Impl {
     sc.max_waiting = cfg.max_waiting + cfg.max_running;
     sc.prefix_caching = cfg.prefix_caching;
     sched = std::make_unique<Scheduler>(sc);
+    if (device.type() == "cuda") {
+      // The engine's own stream: graph capture needs one, and eager steps run there as well.
+      check(gn_stream_create(runtime(), device.c(), &stream), "serving engine");
+      if (cfg.cuda_graph) graphs = std::make_unique<DecodeGraphs>(model, cache, 0, cfg.max_running);
+    }
     refresh_stats();
   }
+
+  ~Impl() {
+    graphs.reset();
+    if (stream) {
+      gn_status_free(gn_stream_synchronize(stream));
+      gn_status_free(gn_stream_destroy(stream));
+    }
+  }
+
+  // Makes the engine's stream current for one step (on cuda) and restores the caller's afterwards.
+  struct StreamScope {
+    explicit StreamScope(Impl& e) : e_(e) {
+      if (!e.stream) return;
+      prev_ = gn_stream_get_current(runtime(), e.device.c());
+      check(gn_stream_set_current(runtime(), e.device.c(), e.stream), "serving engine");
+    }
+    ~StreamScope() {
+      if (e_.stream) gn_status_free(gn_stream_set_current(runtime(), e_.device.c(), prev_));
+    }
+    StreamScope(const StreamScope&) = delete;
+    StreamScope& operator=(const StreamScope&) = delete;
+    Impl& e_;
+    gn_stream* prev_ = nullptr;
+  };
 
   // ---- called under mu
 
@@ -246,6 +277,7 @@ struct Engine::Impl {
   bool step() {
     std::lock_guard<std::mutex> step_lock(step_mu);
     NoGradGuard no_grad;
+    StreamScope on_stream(*this);
     drain_inbox();
     StepPlan plan = sched->schedule();
     totals.preemptions += static_cast<int64_t>(plan.preempted.size());
@@ -290,26 +322,49 @@ struct Engine::Impl {
     }
     const int64_t T = static_cast<int64_t>(ids.size());
     const Options i64{.dtype = DType::i64, .device = device};
+    totals.computed_tokens += T;
+    ++totals.steps;
+    // A decode step (one token per sequence, every row sampled) replays a captured graph where one serves it.
+    if (graphs && graphs->usable() && T == B && static_cast<int64_t>(rows.size()) == B) {
+      std::vector<const std::vector<int32_t>*> tabs;
+      for (const ScheduledChunk& c : plan.chunks) tabs.push_back(&sched->block_table(c.seq));
+      Tensor lg, top;
+      totals.pack_seconds += seconds_since(t_pack);
+      const auto t_forward = Clock::now();
+      if (graphs->run(ids, pos, slots, tabs, seq_lens, &lg, &top)) {
+        ++totals.graph_steps;
+        finish_plan(plan, lg.slice(0, 0, B), top.slice(0, 0, B), t_forward);
+        return;
+      }
+      totals.forward_seconds += seconds_since(t_forward);
+    }
     models::PagedBatch batch;
     batch.cache = &cache;
     batch.slots = tensor(slots, {T}, i64);
     batch.block_tables = tensor(tables, {B, static_cast<int64_t>(M)}, i64).to(DType::i32);
     batch.seq_lens = tensor(seq_lens, {B}, i64);
     batch.query_start = tensor(qstart, {B + 1}, i64);
-    std::vector<int64_t> sampled(plan.chunks.size(), -1);
-    totals.computed_tokens += T;
-    ++totals.steps;
     const Tensor ids_t = tensor(ids, {T}, i64), pos_t = tensor(pos, {T}, i64);
     totals.pack_seconds += seconds_since(t_pack);
     const auto t_forward = Clock::now();
     if (rows.empty()) {
       // Prompt chunks only: keys and values are written, no logits needed (one row computed anyway).
       model.forward_paged(ids_t, pos_t, batch, tensor(std::vector<int64_t>{0}, {1}, i64), max_pos);
-      sched->commit(plan, sampled);
+      sched->commit(plan, std::vector<int64_t>(plan.chunks.size(), -1));
       totals.forward_seconds += seconds_since(t_forward);
       return;
     }
     const int64_t R = static_cast<int64_t>(rows.size());
+    const Tensor lg = model.forward_paged(ids_t, pos_t, batch, tensor(rows, {R}, i64), max_pos);  // (R, V)
+    finish_plan(plan, lg, Tensor(), t_forward);
+  }
+
+  // Samples the plan's rows from their logits lg (R, V) on the device (top: their argmax when already computed),
+  // commits the step to the scheduler and queues the events.
+  void finish_plan(const StepPlan& plan, const Tensor& lg, const Tensor& top_ids, Clock::time_point t_forward) {
+    const int64_t R = lg.size(0);
+    const Options i64{.dtype = DType::i64, .device = device};
+    std::vector<int64_t> sampled(plan.chunks.size(), -1);
     // Only what sampling needs comes to the host: the argmax of the greedy rows (R ids) and the full rows of the
     // others (temperature, penalties, log-probabilities) -- not R x vocabulary floats every step.
     std::vector<char> greedy(static_cast<size_t>(R));
@@ -323,10 +378,10 @@ struct Engine::Impl {
         ++r;
       }
     }
-    const Tensor lg = model.forward_paged(ids_t, pos_t, batch, tensor(rows, {R}, i64), max_pos);  // (R, V)
     const int64_t V = lg.size(-1);
-    const std::vector<int64_t> argmax =
-        static_cast<int64_t>(host_rows.size()) < R ? ints_to_host(lg.argmax(-1)) : std::vector<int64_t>();
+    const std::vector<int64_t> argmax = static_cast<int64_t>(host_rows.size()) < R
+                                            ? ints_to_host(top_ids.defined() ? top_ids : lg.argmax(-1))
+                                            : std::vector<int64_t>();
     const std::vector<float> logits =
         host_rows.empty() ? std::vector<float>()
         : static_cast<int64_t>(host_rows.size()) == R
@@ -484,6 +539,8 @@ struct Engine::Impl {
   Device device;
   models::PagedKVCache cache;
   std::unique_ptr<Scheduler> sched;
+  gn_stream* stream = nullptr;           // cuda: the steps' stream
+  std::unique_ptr<DecodeGraphs> graphs;  // cuda: decode-step graphs (cfg.cuda_graph)
   // Owned by the stepping thread.
   std::map<int64_t, RequestState> requests;
   std::unordered_map<int64_t, std::pair<int64_t, size_t>> seqs;  // sequence -> (request, sample)

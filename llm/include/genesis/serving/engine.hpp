@@ -42,6 +42,8 @@ struct EngineConfig {
   int64_t max_tokens_per_step = 2048;     ///< tokens one step computes at most
   int64_t max_waiting = 4096;             ///< sequences queued at most; submit() beyond it throws genesis::Error
   bool prefix_caching = true;             ///< reuse the cached blocks of equal prompt prefixes
+  bool cuda_graph = true;                 ///< on cuda, replay captured graphs for decode steps (one per batch size
+                                          ///< bucket 1, 2, 4, ...; steps that also hold prompt chunks run eagerly)
 };
 
 /** One generation request. */
@@ -89,7 +91,8 @@ struct EngineStats {
   // Where the steps' wall time went (seconds, summed over steps): building the packed inputs, the forward up to
   // the sampled rows' values on the host (the device work and its wait), and sampling + stop rules + bookkeeping.
   double pack_seconds = 0, forward_seconds = 0, sample_seconds = 0;
-  std::string last_error;         ///< why the background thread last ended every request ("" when it never did)
+  int64_t graph_steps = 0;  ///< decode steps replayed from a captured CUDA graph
+  std::string last_error;   ///< why the background thread last ended every request ("" when it never did)
 };
 
 /** Continuous batching over one model and a paged KV cache. submit(), cancel() and stats() may be called from any
