@@ -61,6 +61,7 @@ void bind_optim(py::module_& m);         // optim.cpp: optimizers, schedulers, c
 void bind_runtime(py::module_& m);       // runtime.cpp: RNG, no_grad, amp, memory, profiler, io
 void bind_models(py::module_& m);        // models.cpp: Qwen, tokenizer, generation, SFT
 void bind_serving(py::module_& m);       // serving.cpp: the offline LLM over the serving engine
+void bind_peft(py::module_& m);          // peft.cpp: LoRA adapters in PEFT's format
 void bind_data(py::module_& m);          // data.cpp: Fashion-MNIST, DataLoader
 void bind_distributed(py::module_& m);   // distributed.cpp: process groups, collectives, DDP, sampler
 void bind_algorithms(py::module_& m);    // algorithms.cpp: cumsum, order statistics, unique, searches

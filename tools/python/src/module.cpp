@@ -21,6 +21,7 @@ PYBIND11_MODULE(_C, m) {
   bind_runtime(m);
   bind_models(m);
   bind_serving(m);
+  bind_peft(m);
   bind_data(m);
   bind_distributed(m);
   bind_algorithms(m);
