@@ -187,7 +187,8 @@ def test_default_targets_are_peft_s_for_qwen2(base):
 
 
 @pytest.mark.parametrize("targets,use_rslora", [("all-linear", False), (["q_proj", "v_proj", "down_proj"], True),
-                                                (["self_attn.o_proj", "up_proj"], False), (r".*\.(k|gate)_proj", False)])
+                                                (["self_attn.o_proj", "up_proj"], False),
+                                                (r".*\.(k|gate)_proj", False)])
 def test_known_adapters_match_the_oracle_with_gradients(base, targets, use_rslora):
     cfg, w, ref = base
     ids, labels = ref["input_ids"], ref["labels"]
@@ -310,6 +311,24 @@ def test_generate_passes_through(base):
         seq = torch.cat([seq, oracle_logits(cfg, w, seq)[:, -1].argmax(-1, keepdim=True)], 1)
     assert base_out.tolist() == seq.tolist()
     assert out.tolist() != base_out.tolist()
+
+
+def test_to_casts_the_base_model_and_the_adapters(base):
+    cfg, w, ref = base
+    ids = genesis.tensor(ref["input_ids"].numpy())
+    pm = get_peft_model(load(), LoraConfig(r=4, target_modules="all-linear"))
+    set_random_adapters(pm)
+    pm.eval()
+    want = oracle_logits(cfg, w, ref["input_ids"], oracle_lora(pm))
+    assert pm.to(genesis.float32) is pm
+    assert pm.get_base_model().dtype == genesis.float32
+    assert all(p.dtype == genesis.float32 for p in pm.parameters())
+    got = pm(ids).logits
+    assert got.dtype == genesis.float32 and 1e-9 < rel(got, want) < 1e-5
+    pm.bfloat16()
+    assert pm.get_base_model().dtype == genesis.bfloat16
+    assert all(p.dtype == genesis.float32 for p in pm.parameters())  # adapters stay float32 over bfloat16
+    assert rel(pm(ids).logits.float(), want) < 5e-2
 
 
 # ---------------------------------------------------------------- files

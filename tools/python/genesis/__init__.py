@@ -39,7 +39,7 @@ from genesis._C import (  # noqa: F401
     randn_like, randperm, save_file, scalar_tensor, set_all_rng_states, set_grad_enabled, set_num_threads,
     set_rng_state, stack, tensor, where, zeros, zeros_like,
 )
-from genesis import amp, cuda, data, distributed, models, nn, optim, profiler  # noqa: F401,E402
+from genesis import amp, cuda, data, distributed, models, nn, optim, peft, profiler  # noqa: F401,E402
 from genesis.amp import autocast  # noqa: F401,E402
 from genesis.serialization import load, save  # noqa: F401,E402
 from genesis import autograd  # noqa: F401,E402

@@ -277,9 +277,17 @@ class _AdapterTree(Module):
     (base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight); attribute lookups it cannot answer
     go to the model part it mirrors, where there is one."""
 
-    def __init__(self, target=None):
+    def __init__(self, target=None, label="Module", extra=""):
         super().__init__()
         object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_label", label)
+        object.__setattr__(self, "_extra", extra)
+
+    def _repr_name(self):
+        return self._label
+
+    def extra_repr(self):
+        return self._extra
 
     def __getattr__(self, name):
         try:
@@ -326,19 +334,25 @@ class PeftModel(Module):
         object.__setattr__(self, "peft_config", {adapter_name: peft_config})
         object.__setattr__(self, "active_adapter", adapter_name)
         object.__setattr__(self, "training", model.training)
-        root = LoraModel(model)
+        root = LoraModel(model, "LoraModel")
         self._modules["base_model"] = root
-        mirror = _AdapterTree(model)
+        mirror = _AdapterTree(model, type(model).__name__)
         root._modules["model"] = mirror
-        for path, a, b, _scale in _adapters.adapters():
+        for path, a, b, scale in _adapters.adapters():
             node = mirror
-            for part in path.split("."):
+            parts = path.split(".")
+            for i, part in enumerate(parts):
                 if part not in node._modules:
-                    node._modules[part] = _AdapterTree()
+                    last = i == len(parts) - 1
+                    node._modules[part] = _AdapterTree(
+                        None, "lora.Linear" if last else "Module",
+                        f"in_features={a.shape[1]}, out_features={b.shape[0]}, r={a.shape[0]}, scale={scale:g}"
+                        if last else "")
                 node = node._modules[part]
             for name, w in (("lora_A", a), ("lora_B", b)):
-                leaf = node._modules[name] = _AdapterTree()
-                default = leaf._modules[adapter_name] = _AdapterTree()
+                leaf = node._modules[name] = _AdapterTree(None, "ModuleDict")
+                default = leaf._modules[adapter_name] = _AdapterTree(
+                    None, "Linear", f"in_features={w.shape[1]}, out_features={w.shape[0]}, bias=False")
                 default._parameters["weight"] = Parameter(w, requires_grad=w.requires_grad)
 
     # ---- PEFT's API
@@ -476,8 +490,19 @@ class PeftModel(Module):
                 raise
             return getattr(self.__dict__["_model"], name)
 
-    def extra_repr(self):
-        return f"adapters on {len(self._adapters.adapters())} projections, r={self.peft_config['default'].r}"
+    def to(self, *args, **kwargs):
+        """Moves / casts the base model (its to()) and the adapters with it: adapters over a bfloat16 or float16 base
+        stay float32, as get_peft_model makes them."""
+        self._model.to(*args, **kwargs)
+        dtype, device = self._model.dtype, self._model.device
+        if dtype in (genesis.bfloat16, genesis.float16):
+            dtype = genesis.float32
+        with _no_grad():
+            for p in self.parameters():
+                p.data = p.data.to(device).to(dtype)
+                if p.grad is not None:
+                    p.grad.data = p.grad.data.to(device).to(dtype)
+        return self
 
 
 def _reinit(adapters, config):
