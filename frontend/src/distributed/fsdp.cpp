@@ -92,8 +92,9 @@ struct FullyShardedDataParallel::State {
     std::vector<Shape> shapes;
     std::vector<int64_t> offset, numel;
     int64_t total = 0, padded = 0, shard = 0;
-    DType dtype = DType::f32;   // the parameters'
-    DType mdtype = DType::f32;  // the master shard's and the AdamW state's
+    DType dtype = DType::f32;         // the parameters' while gathered (the compute dtype)
+    DType module_dtype = DType::f32;  // the parameters' as the module made them
+    DType mdtype = DType::f32;        // the master shard's and the AdamW state's
     Device device;
     Tensor master, exp_avg, exp_avg_sq;  // this rank's shard
     int64_t step = 0;
@@ -127,18 +128,18 @@ struct FullyShardedDataParallel::State {
     u.flat = flat;
   }
 
-  // The padded flat tensor of the whole parameters, all-gathered from the master shards.
-  Tensor gather_flat(Unit& u) {
+  // The padded flat tensor of the whole parameters in dtype, all-gathered from the master shards.
+  Tensor gather_flat(Unit& u, DType dtype) {
     NoGradGuard ng;
-    Tensor flat = empty({u.padded}, Options{u.dtype, u.device});
-    Tensor src = u.master.dtype() == u.dtype ? u.master : u.master.to(u.dtype);
+    Tensor flat = empty({u.padded}, Options{dtype, u.device});
+    Tensor src = u.master.dtype() == dtype ? u.master : u.master.to(dtype);
     group->all_gather_into_tensor(flat, src);
     return flat;
   }
 
   void gather(Unit& u) {
     if (u.gathered) return;
-    point(u, gather_flat(u));
+    point(u, gather_flat(u, u.dtype));
     u.gathered = true;
   }
 
@@ -264,6 +265,9 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, FSDPOptio
   s.rank = s.group->rank();
   s.world = s.group->size();
   if (const char* e = std::getenv("GENESIS_FSDP_SKIP_REDUCE"); e && *e) s.skip_reduce = std::atoi(e);
+  if (opt_.param_dtype && !is_floating(*opt_.param_dtype))
+    throw Error(GN_ERR_INVALID_ARGUMENT,
+                std::string(kWho) + "param_dtype must be a floating dtype, got " + dtype_name(*opt_.param_dtype));
   // 1. Every rank starts from rank 0's parameters and buffers.
   {
     NoGradGuard ng;
@@ -288,10 +292,10 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, FSDPOptio
     for (const Tensor& p : params) {
       if (!p.requires_grad() || taken.count(p.impl().get())) continue;
       taken[p.impl().get()] = s.units.size();
-      if (!u.params.empty() && (p.dtype() != u.dtype || !(p.device() == u.device)))
+      if (!u.params.empty() && (p.dtype() != u.module_dtype || !(p.device() == u.device)))
         throw Error(GN_ERR_INVALID_ARGUMENT, std::string(kWho) + "unit '" + uname +
                                                  "' mixes dtypes or devices: its parameters must have one of each");
-      u.dtype = p.dtype();
+      u.module_dtype = p.dtype();
       u.device = p.device();
       u.params.push_back(p);
       u.names.push_back(name_of[p.impl().get()]);
@@ -301,11 +305,12 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, FSDPOptio
       u.total += p.numel();
     }
     if (u.params.empty()) return;
-    if (!is_floating(u.dtype))
+    if (!is_floating(u.module_dtype))
       throw Error(GN_ERR_INVALID_ARGUMENT, std::string(kWho) + "unit '" + uname + "' has non-floating parameters");
     u.padded = (u.total + s.world - 1) / s.world * s.world;
     u.shard = u.padded / s.world;
-    u.mdtype = u.dtype == DType::f64 ? DType::f64 : DType::f32;
+    u.mdtype = u.module_dtype == DType::f64 ? DType::f64 : DType::f32;
+    u.dtype = opt_.param_dtype ? *opt_.param_dtype : u.module_dtype;
     s.units.push_back(std::move(u));
   };
   for (nn::Module* m : opt_.units) {
@@ -323,11 +328,11 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, FSDPOptio
   {
     NoGradGuard ng;
     for (State::Unit& u : s.units) {
-      Tensor flat = zeros({u.padded}, Options{u.dtype, u.device});
+      Tensor flat = zeros({u.padded}, Options{u.module_dtype, u.device});
       for (size_t k = 0; k < u.params.size(); ++k)
         flat.slice(0, u.offset[k], u.offset[k] + u.numel[k]).copy_(u.params[k].detach().reshape({u.numel[k]}));
       u.master = s.my_chunk(u, flat).to(u.mdtype).clone();
-      s.point(u, flat);
+      s.point(u, u.dtype == u.module_dtype ? flat : flat.to(u.dtype));
       u.gathered = true;
       s.release(u);
     }
@@ -432,7 +437,7 @@ std::map<std::string, Tensor> FullyShardedDataParallel::full_state_dict() {
   NoGradGuard ng;
   std::map<std::string, Tensor> whole;
   for (State::Unit& u : s.units) {
-    Tensor flat = s.gather_flat(u);
+    Tensor flat = s.gather_flat(u, u.module_dtype);
     for (size_t k = 0; k < u.params.size(); ++k)
       whole[u.names[k]] = flat.slice(0, u.offset[k], u.offset[k] + u.numel[k]).view(u.shapes[k]).clone();
   }
@@ -498,10 +503,10 @@ void FullyShardedDataParallel::save_sharded(const std::string& dir) {
          << to_string(opt_.strategy) << "\",\n  \"units\": [";
       for (size_t ui = 0; ui < s.units.size(); ++ui) {
         const State::Unit& u = s.units[ui];
-        js << (ui ? "," : "") << "\n    {\"name\": \"" << u.name << "\", \"dtype\": \"" << dtype_name(u.dtype)
-           << "\", \"master_dtype\": \"" << dtype_name(u.mdtype) << "\", \"numel\": " << u.total
-           << ", \"padded\": " << u.padded << ", \"shard\": " << u.shard << ", \"step\": " << u.step
-           << ", \"params\": [";
+        js << (ui ? "," : "") << "\n    {\"name\": \"" << u.name << "\", \"dtype\": \"" << dtype_name(u.module_dtype)
+           << "\", \"param_dtype\": \"" << dtype_name(u.dtype) << "\", \"master_dtype\": \"" << dtype_name(u.mdtype)
+           << "\", \"numel\": " << u.total << ", \"padded\": " << u.padded << ", \"shard\": " << u.shard
+           << ", \"step\": " << u.step << ", \"params\": [";
         for (size_t k = 0; k < u.params.size(); ++k) {
           js << (k ? ", " : "") << "{\"name\": \"" << u.names[k] << "\", \"offset\": " << u.offset[k]
              << ", \"shape\": [";

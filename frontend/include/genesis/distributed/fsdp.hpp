@@ -41,6 +41,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,10 @@ struct FSDPOptions {
   double eps = 1e-8;
   double weight_decay = 1e-2;
   bool average = true;  ///< divide the summed gradients by the world size
+  /// Mixed precision (torch's MixedPrecisionPolicy.param_dtype): the dtype (bf16, f16) the parameters
+  /// are all-gathered in and compute in, and their gradients are reduced in; the master shards and
+  /// AdamW's state keep the module's precision (float32, or float64).  Unset: the module's dtype.
+  std::optional<DType> param_dtype;
 };
 
 /** Wraps a module for sharded data-parallel training with a sharded AdamW. */
