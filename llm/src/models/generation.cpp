@@ -102,7 +102,8 @@ class Decoder {
   // graph, pos += 1 and (greedy) ids = argmax(logits).  Returns false when the device has no
   // graphs or the capture failed (the caller stays eager).
   bool capture(bool greedy) {
-    if (dev_.type() != "cuda") return false;
+    // Dynamic rope scaling rebuilds the rotary table as sequences grow: a captured step would keep the old one.
+    if (dev_.type() != "cuda" || m_.config.rope_scaling.rope_type == "dynamic") return false;
     gn_status* st = gn_graph_begin(runtime(), dev_.c());
     if (st) {
       gn_status_free(st);
@@ -192,7 +193,7 @@ GenerationResult generate(QwenForCausalLM& model, const std::vector<std::vector<
   }
   // Positions past max_position_embeddings were never trained: a longer prompt is refused, and each row stops
   // ("length") once prompt + output fill the model's context.
-  const int64_t max_pos = model.config.max_position_embeddings;
+  const int64_t max_pos = model.config.context_length();  // unbounded under dynamic rope scaling
   for (size_t b = 0; b < prompts.size(); ++b)
     if (static_cast<int64_t>(prompts[b].size()) >= max_pos)
       throw Error(GN_ERR_INVALID_ARGUMENT,

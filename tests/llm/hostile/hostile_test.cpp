@@ -307,8 +307,8 @@ std::vector<Case> cases() {
               [](json& j) { j["max_position_embeddings"] = int64_t{1} << 50; });
   config_case("rms_norm_eps_negative", "rms_norm_eps", [](json& j) { j["rms_norm_eps"] = -1; });
   config_case("rope_theta_zero", "rope_theta", [](json& j) { j["rope_parameters"]["rope_theta"] = 0; });
-  config_case("rope_scaling_yarn", "rope_scaling", [](json& j) {
-    j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4}};
+  config_case("rope_scaling_longrope", "rope_scaling", [](json& j) {
+    j["rope_scaling"] = {{"rope_type", "longrope"}, {"factor", 4}};
   });
   config_case("model_type_llama", "model_type", [](json& j) { j["model_type"] = "llama"; });
   config_case("model_type_missing", "model_type", [](json& j) { j.erase("model_type"); });

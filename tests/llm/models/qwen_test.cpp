@@ -308,7 +308,7 @@ TEST(QwenLoad, ConfigFieldsAreValidatedByName) {
   EXPECT_NE(with("\"hidden_size\": 64", "\"hidden_size\": \"64\"").find("hidden_size"), std::string::npos);
   EXPECT_NE(with("\"use_sliding_window\": false", "\"use_sliding_window\": true").find("use_sliding_window"),
             std::string::npos);
-  EXPECT_NE(with("\"rope_type\": \"default\"", "\"rope_type\": \"yarn\"").find("rope_type"), std::string::npos);
+  EXPECT_NE(with("\"rope_type\": \"default\"", "\"rope_type\": \"longrope\"").find("rope_type"), std::string::npos);
   EXPECT_NE(with("\"model_type\": \"qwen2\"", "\"model_type\": \"qwen2_moe\"").find("mixture of experts"),
             std::string::npos);
   EXPECT_NE(with("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"").find("hidden_act"), std::string::npos);
@@ -344,7 +344,7 @@ TEST(QwenLoad, Transformers4ConfigSpellings) {
   EXPECT_NE(error_of([] {
               M::QwenConfig::from_json(R"({"model_type": "qwen2", "vocab_size": 100, "hidden_size": 48,
       "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 6,
-      "rope_scaling": {"type": "linear", "factor": 2}})");
+      "rope_scaling": {"type": "longrope", "factor": 2}})");
             }).find("rope_scaling.type"),
             std::string::npos);
 }

@@ -1,4 +1,6 @@
-// genesis/models/qwen.hpp - Qwen2, Qwen2.5 and Qwen3 dense decoders (HF transformers layout).
+// genesis/models/qwen.hpp - the causal-LM decoder (HF transformers layout): Qwen2, Qwen2.5, Qwen3 dense, Llama 3.x,
+// Mistral, Gemma 2 and Gemma 3 text, one implementation whose family differences are config switches (see
+// QwenConfig and docs/models.md; genesis/models/decoder.hpp gives the family-neutral names).
 //
 //   auto model = genesis::models::QwenForCausalLM::from_pretrained("Qwen2.5-0.5B-Instruct",
 //                                                                  {.device = "cuda", .dtype = genesis::bfloat16});
@@ -30,9 +32,22 @@ namespace genesis::models {
 
 class LoraLayer;  // genesis/models/lora.hpp
 
-/** The architecture fields of a Qwen config.json (transformers 4.x and 5.x spellings). */
+/** A rotary embedding as transformers defines it (`rope_parameters` in 5.x, `rope_theta` + `rope_scaling` in 4.x). */
+struct RopeParameters {
+  std::string rope_type = "default";                     ///< "default", "linear", "dynamic", "yarn" or "llama3"
+  double factor = 1.0;                                   ///< linear, dynamic, yarn, llama3
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  ///< llama3
+  int64_t original_max_position_embeddings = 0;          ///< llama3, yarn (0: max_position_embeddings)
+  std::optional<double> attention_factor;                ///< yarn (unset: 0.1 ln(factor) + 1, or from mscale)
+  double beta_fast = 32, beta_slow = 1;                  ///< yarn
+  std::optional<double> mscale, mscale_all_dim;          ///< yarn
+  bool truncate = true;                                  ///< yarn: floor/ceil the correction range
+};
+
+/** The architecture fields of a decoder's config.json (transformers 4.x and 5.x spellings): Qwen2/2.5/3 dense,
+ * Llama, Mistral, Gemma 2, Gemma 3 text.  The switches below say how a family differs. */
 struct QwenConfig {
-  std::string model_type = "qwen2";  ///< "qwen2" (Qwen2, Qwen2.5) or "qwen3"
+  std::string model_type = "qwen2";  ///< "qwen2", "qwen3", "llama", "mistral", "gemma2" or "gemma3_text"
   int64_t vocab_size = 151936;
   int64_t hidden_size = 896;
   int64_t intermediate_size = 4864;
@@ -52,8 +67,33 @@ struct QwenConfig {
   std::vector<int64_t> eos_token_ids;  ///< empty = none
   std::string source_json;             ///< the file as read: unknown fields are kept on save
 
-  /** Parses config.json text; unsupported fields (sliding window, rope scaling, MoE, other
-   * activations) are refused with a genesis::Error naming the field. `where` names the file. */
+  // Family switches (the defaults are Qwen's).
+  RopeParameters rope_scaling;           ///< the rope of full-attention layers (theta: rope_theta)
+  double rope_local_theta = 0;           ///< sliding layers' own default rope theta (Gemma 3); 0 = the rope above
+  bool norm_offset = false;              ///< RMSNorm scales by (1 + w), computed in float32 (Gemma)
+  bool sandwich_norms = false;           ///< norms after attention and around the MLP (Gemma 2/3)
+  std::string hidden_act = "silu";       ///< "silu" (SwiGLU) or "gelu_pytorch_tanh" (GeGLU)
+  bool scale_embeddings = false;         ///< embeddings times sqrt(hidden_size) in their dtype (Gemma)
+  double query_pre_attn_scalar = 0;      ///< attention scale query_pre_attn_scalar^-0.5 (Gemma); 0 = head_dim
+  double attn_logit_softcapping = 0;     ///< attention scores tanh(s / c) * c before the mask; 0 = off
+  double final_logit_softcapping = 0;    ///< logits tanh(x / c) * c; 0 = off
+  int64_t sliding_window = 0;            ///< window of the sliding layers (key j seen from query i if i - j < w)
+  std::vector<std::string> layer_types;  ///< per layer "full_attention" or "sliding_attention" (empty: all full)
+
+  /** True when layer l attends within sliding_window. */
+  bool is_sliding(int64_t l) const {
+    return sliding_window > 0 && l >= 0 && static_cast<size_t>(l) < layer_types.size() &&
+           layer_types[static_cast<size_t>(l)] == "sliding_attention";
+  }
+  /** The attention scale: query_pre_attn_scalar^-0.5, or head_dim^-0.5. */
+  double attention_scale() const;
+  /** Positions a sequence may reach (max_position_embeddings; unbounded under dynamic rope scaling). */
+  int64_t context_length() const;
+  /** Features the paged serving op lacks that this config needs ("" = none). */
+  std::string paged_unsupported() const;
+
+  /** Parses config.json text; unsupported values (MoE, unknown rope types or activations, biased MLPs, ...) are
+   * refused with a genesis::Error naming the field. `where` names the file. */
   static QwenConfig from_json(const std::string& text, const std::string& where = "config.json");
   /** Reads and parses a config.json file. */
   static QwenConfig from_file(const std::string& path);
@@ -129,6 +169,8 @@ struct PagedBatch {
  * (cos/sin from rope_tables() and a mask).  One of the two rotary forms is enough. */
 struct AttentionContext {
   Tensor cos, sin;                 ///< per-head rotary rows broadcastable to (B, 1, T, head_dim)
+  Tensor cos_local, sin_local;     ///< sliding layers' per-head rows when they have a rope of their own (Gemma 3)
+  Tensor mask_sliding;             ///< the keep-mask of sliding-window layers (causal rule and window included)
   Tensor cos_all, sin_all;         ///< (B|1, T, Hq + 2*Hkv, head_dim): the rows of every head of the fused q/k/v
                                    ///< projection, identity (1, 0) on the value heads: one rope call
   KVCache* cache = nullptr;        ///< null: no cache (training, scoring)
@@ -152,11 +194,24 @@ struct QwenKernels {
   bool fused_mlp = false;  ///< gate/up projection and activation as one linear_swiglu
 };
 
-/** Self-attention with GQA/MQA (K/V never repeated), optional q/k/v bias and q/k RMSNorm. */
+/** RMSNorm with the decoder's switch: y = norm(x) * w, or (Gemma) norm(x) * (1 + w) computed in float32 (at least)
+ * and rounded once to x's dtype. */
+class DecoderRMSNorm : public nn::RMSNorm {
+ public:
+  /** Over a last dim of size n; offset: scale by (1 + w). */
+  DecoderRMSNorm(int64_t n, double eps, bool offset, const Options& factory)
+      : nn::RMSNorm(n, eps, true, factory), offset(offset) {}
+  /** Same shape as x. */
+  Tensor forward(const Tensor& x) override;
+  bool offset;
+};
+
+/** Self-attention with GQA/MQA (K/V never repeated), optional q/k/v bias and q/k RMSNorm, a custom scale, logit
+ * soft-capping and a sliding window (the fused attention op where it serves; else composed of tensor ops). */
 class QwenAttention : public nn::Module {
  public:
-  /** Layers of config c with parameters created per factory (dtype, device). */
-  QwenAttention(const QwenConfig& c, const Options& factory);
+  /** Layers of config c (layer number layer_index) with parameters created per factory (dtype, device). */
+  QwenAttention(const QwenConfig& c, const Options& factory, int64_t layer_index = 0);
   /** x (B, T, hidden) -> (B, T, hidden) with the kernels k. */
   Tensor forward(const Tensor& x, const AttentionContext& ctx, int64_t layer, const QwenKernels& k = {});
   using nn::Module::forward;  // Module's one-tensor form stays visible (it throws: this one needs a context)
@@ -166,19 +221,23 @@ class QwenAttention : public nn::Module {
   /** "QwenAttention". */
   std::string name() const override { return "QwenAttention"; }
   int64_t num_heads, num_kv_heads, head_dim;
+  bool sliding = false;  ///< attends within the config's sliding window (ctx.mask_sliding, ctx.cos_local)
+  double scale = 0;      ///< the score scale
+  double softcap = 0;    ///< attention logit soft-capping (0 = off)
   nn::Linear q_proj, k_proj, v_proj, o_proj;
-  std::shared_ptr<nn::RMSNorm> q_norm, k_norm;                ///< Qwen3 only
+  std::shared_ptr<DecoderRMSNorm> q_norm, k_norm;             ///< Qwen3, Gemma 3 only
   std::shared_ptr<LoraLayer> q_lora, k_lora, v_lora, o_lora;  ///< LoRA adapters (LoraModel sets them; null = none)
 
  private:
   Tensor qkv_weight_, qkv_bias_;  // (Hq*D + 2*Hkv*D, hidden): q/k/v weights are row blocks of it
 };
 
-/** SwiGLU feed-forward: down(silu(gate(x)) * up(x)). */
+/** Gated feed-forward: down(act(gate(x)) * up(x)), act silu (SwiGLU) or gelu tanh (GeGLU). */
 class QwenMLP : public nn::Module {
  public:
   /** Layers of config c with parameters created per factory. */
   QwenMLP(const QwenConfig& c, const Options& factory);
+  bool geglu = false;  ///< gelu (tanh form) instead of silu
   /** x (B, T, hidden) -> (B, T, hidden) with the training kernels. */
   Tensor forward(const Tensor& x) override { return forward(x, QwenKernels{}); }
   /** x (B, T, hidden) -> (B, T, hidden) with the kernels k. */
@@ -194,11 +253,13 @@ class QwenMLP : public nn::Module {
   Tensor gate_up_weight_;  // (2*intermediate, hidden): gate and up weights are row blocks of it
 };
 
-/** Pre-norm decoder block: x + attn(norm(x)), then h + mlp(norm(h)). */
+/** Pre-norm decoder block: x + attn(norm(x)), then h + mlp(norm(h)); with sandwich norms (Gemma 2/3)
+ * x + post_attention_layernorm(attn(input_layernorm(x))), then h +
+ * post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h))). */
 class QwenDecoderLayer : public nn::Module {
  public:
-  /** Block of config c. */
-  QwenDecoderLayer(const QwenConfig& c, const Options& factory);
+  /** Block layer_index of config c. */
+  QwenDecoderLayer(const QwenConfig& c, const Options& factory, int64_t layer_index = 0);
   /** x (B, T, hidden) -> (B, T, hidden) with the kernels k. */
   Tensor forward(const Tensor& x, const AttentionContext& ctx, int64_t layer, const QwenKernels& k = {});
   /** The block over h + pending (pending: the previous block's MLP output, not yet added; may be
@@ -209,9 +270,15 @@ class QwenDecoderLayer : public nn::Module {
   using nn::Module::forward;  // Module's one-tensor form stays visible (it throws: this one needs a context)
   /** "QwenDecoderLayer". */
   std::string name() const override { return "QwenDecoderLayer"; }
+  /** The feed-forward of normed input x: feed_forward_block when set, else the dense mlp. */
+  Tensor feed_forward(const Tensor& x, const QwenKernels& k);
   QwenAttention self_attn;
-  QwenMLP mlp;
-  nn::RMSNorm input_layernorm, post_attention_layernorm;
+  QwenMLP mlp;  ///< the dense feed-forward ("mlp"), unless feed_forward_block replaces it
+  /** A feed-forward module that replaces the dense mlp (e.g. a sparse mixture of experts), registered as "mlp" by
+   * the constructor that sets it (the dense one then stays unregistered); null = the dense mlp. */
+  std::shared_ptr<nn::Module> feed_forward_block;
+  DecoderRMSNorm input_layernorm, post_attention_layernorm;
+  std::shared_ptr<DecoderRMSNorm> pre_feedforward_layernorm, post_feedforward_layernorm;  ///< sandwich norms only
 };
 
 /** Embedding, the decoder stack and the final norm ("model." in HF names). */
@@ -232,7 +299,9 @@ class QwenModel : public nn::Module {
   std::string name() const override { return "QwenModel"; }
   nn::Embedding embed_tokens;
   std::vector<std::shared_ptr<QwenDecoderLayer>> layers;  ///< registered as layers.0, layers.1, ...
-  nn::RMSNorm norm;
+  DecoderRMSNorm norm;
+  double embed_scale = 0;   ///< embeddings times this, rounded to their dtype (Gemma: sqrt(hidden)); 0 = none
+  bool single_rope = true;  ///< one rotary table serves every layer and position set (rope_all allowed)
   bool gradient_checkpointing = false;  ///< training: each layer keeps only its input and recomputes in backward
 
  private:
@@ -308,7 +377,12 @@ class QwenForCausalLM : public nn::Module {
 
  private:
   void ensure_rope(int64_t n, bool all_heads);
+  void dynamic_rope_update(int64_t seq_len);
+  void add_sliding(AttentionContext& ctx, const Tensor& q_pos, const Tensor& k_pos, const Tensor& base_mask) const;
   Tensor all_heads_rows(const Tensor& positions) const;
+  Tensor rope_local_;            // sliding layers' table (2, P + 1, D) when they have their own rope
+  int64_t dynamic_len_ = 0;      // dynamic rope: the sequence length the table was computed for
+  int64_t rope_built_len_ = -1;  // dynamic_len_ when rope_ was built
   // The rotary table and what is derived from it (model.cpp): rope_ (2, P + 1, D), rope_heads_
   // (2, P, Hq + 2 Hkv, D) or undefined, rope_floor_ (1, Hq + 2 Hkv) int64, positions_ (P) int64.
   Tensor rope_, rope_heads_, rope_floor_, positions_;

@@ -115,6 +115,10 @@ std::map<std::string, Shape> expected_tensors(const QwenConfig& c) {
     m[p + "mlp.down_proj.weight"] = {h, c.intermediate_size};
     m[p + "input_layernorm.weight"] = {h};
     m[p + "post_attention_layernorm.weight"] = {h};
+    if (c.sandwich_norms) {
+      m[p + "pre_feedforward_layernorm.weight"] = {h};
+      m[p + "post_feedforward_layernorm.weight"] = {h};
+    }
   }
   m["model.norm.weight"] = {h};
   if (!c.tie_word_embeddings) m["lm_head.weight"] = {c.vocab_size, h};

@@ -1,9 +1,9 @@
-// config.cpp - Qwen config.json / generation_config.json parsing, presets and writing.
+// config.cpp - decoder config.json / generation_config.json parsing, presets and writing.
 //
-// Every field that changes the maths is either understood or refused: a config
-// that turns on sliding windows, rope scaling, MoE or another activation fails
-// with a message naming the field instead of loading a model that computes
-// something else.
+// One decoder serves Qwen2/2.5/3 dense, Llama, Mistral, Gemma 2 and Gemma 3 text: from_json maps each family's
+// fields (model_type picks the family) onto the switches of QwenConfig.  Every field that changes the maths is
+// either understood or refused: a config that turns on MoE, an unknown rope type or activation, biased MLPs, ...
+// fails with a message naming the field instead of loading a model that computes something else.
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -93,17 +93,63 @@ std::vector<int64_t> get_ids(const json& j, const char* key, const std::string& 
   return out;
 }
 
-// The rope_scaling / rope_parameters object: only the default (unscaled) rope is implemented.
-void check_rope_type(const json& r, const char* field, const std::string& where) {
-  if (r.is_null()) return;
-  if (!r.is_object()) bad(where, std::string("field '") + field + "' must be an object");
-  for (const char* k : {"rope_type", "type"}) {
-    if (r.contains(k) && !r[k].is_null() && r[k] != "default")
-      bad(where, std::string("field '") + field + "." + k + "' = " + r[k].dump() +
-                     " is not supported (only the default rope; no scaling types)");
+const char* const kArchitectures[][2] = {
+    {"qwen2", "Qwen2ForCausalLM"},     {"qwen3", "Qwen3ForCausalLM"},   {"llama", "LlamaForCausalLM"},
+    {"mistral", "MistralForCausalLM"}, {"gemma2", "Gemma2ForCausalLM"}, {"gemma3_text", "Gemma3ForCausalLM"},
+};
+
+// A rope object (rope_parameters / rope_scaling, or one layer type's entry): its theta (fallback when absent) and
+// its scaling, as transformers' modeling_rope_utils reads them.  Unknown types and partial rotary are refused.
+RopeParameters parse_rope(const json& r, const std::string& field, const std::string& where, double* theta) {
+  RopeParameters p;
+  if (r.is_null()) return p;
+  if (!r.is_object()) bad(where, "field '" + field + "' must be an object");
+  if (theta) *theta = get_num(r, "rope_theta", where + " " + field, *theta);
+  std::string type = "default", type_key = "rope_type";
+  for (const char* k : {"type", "rope_type"})
+    if (r.contains(k) && !r[k].is_null()) {
+      if (!r[k].is_string()) bad(where, "field '" + field + "." + k + "' must be a string");
+      type = r[k].get<std::string>();
+      type_key = k;
+    }
+  if (field == "rope_scaling" && !r.empty() && !r.contains("rope_type") && !r.contains("type"))
+    bad(where, "field 'rope_scaling' is set but names no rope type");
+  if (type != "default" && type != "linear" && type != "dynamic" && type != "yarn" && type != "llama3")
+    bad(where, "field '" + field + "." + type_key + "' = \"" + type +
+                   "\" is not supported (default, linear, dynamic, yarn and llama3 are)");
+  p.rope_type = type;
+  const std::string w = where + " " + field;
+  if (get_num(r, "partial_rotary_factor", w, 1.0) != 1.0)
+    bad(where, "field '" + field + ".partial_rotary_factor' must be 1 (partial rotary embeddings are not supported)");
+  if (type == "default") return p;
+  if (!r.contains("factor") || r["factor"].is_null()) bad(where, "field '" + field + ".factor' is required by " + type);
+  p.factor = get_num(r, "factor", w, 1.0);
+  if (!(p.factor > 0)) bad(where, "field '" + field + ".factor' must be > 0");
+  if (type == "linear" || type == "dynamic") {
+    if (type == "dynamic" && p.factor < 1) bad(where, "field '" + field + ".factor' must be >= 1 for dynamic");
+    p.original_max_position_embeddings = get_int(r, "original_max_position_embeddings", w, 0, false, 1, kMaxPositions);
+    return p;
   }
-  if (std::string(field) == "rope_scaling" && !r.empty() && !r.contains("rope_type") && !r.contains("type"))
-    bad(where, "field 'rope_scaling' is set but names no type; rope scaling is not supported");
+  p.original_max_position_embeddings =
+      get_int(r, "original_max_position_embeddings", w, 0, type == "llama3", 1, kMaxPositions);
+  if (type == "llama3") {
+    p.low_freq_factor = get_num(r, "low_freq_factor", w, 1.0);
+    p.high_freq_factor = get_num(r, "high_freq_factor", w, 4.0);
+    if (!(p.low_freq_factor > 0) || !(p.high_freq_factor > p.low_freq_factor))
+      bad(where, "field '" + field + "': llama3 needs 0 < low_freq_factor < high_freq_factor");
+    return p;
+  }
+  // yarn
+  if (r.contains("attention_factor") && !r["attention_factor"].is_null())
+    p.attention_factor = get_num(r, "attention_factor", w, 1.0);
+  if (r.contains("mscale") && !r["mscale"].is_null()) p.mscale = get_num(r, "mscale", w, 0.0);
+  if (r.contains("mscale_all_dim") && !r["mscale_all_dim"].is_null())
+    p.mscale_all_dim = get_num(r, "mscale_all_dim", w, 0.0);
+  const double bf = get_num(r, "beta_fast", w, 0.0), bs = get_num(r, "beta_slow", w, 0.0);
+  p.beta_fast = bf != 0 ? bf : 32;  // transformers: `or 32`, `or 1`
+  p.beta_slow = bs != 0 ? bs : 1;
+  p.truncate = get_bool(r, "truncate", w, true);
+  return p;
 }
 
 }  // namespace
@@ -123,13 +169,32 @@ QwenConfig QwenConfig::from_json(const std::string& text, const std::string& whe
   c.source_json = text;
   if (!j.contains("model_type") || !j["model_type"].is_string()) bad(where, "missing string field 'model_type'");
   c.model_type = j["model_type"].get<std::string>();
+  if (c.model_type == "gemma3") c.model_type = "gemma3_text";  // a text-only Gemma3ForCausalLM config
   if (c.model_type == "qwen2_moe" || c.model_type == "qwen3_moe")
-    bad(where, "model_type '" + c.model_type + "' (mixture of experts) is not supported; dense qwen2 and qwen3 are");
-  if (c.model_type != "qwen2" && c.model_type != "qwen3")
-    bad(where, "model_type '" + c.model_type + "' is not a Qwen dense decoder (expected qwen2 or qwen3)");
-  for (const char* moe : {"num_experts", "num_experts_per_tok", "moe_intermediate_size"})
+    bad(where, "model_type '" + c.model_type + "' (mixture of experts) is not supported; dense decoders are");
+  bool known = false;
+  for (const auto& a : kArchitectures) known = known || c.model_type == a[0];
+  if (!known)
+    bad(where, "model_type '" + c.model_type +
+                   "' is not a supported decoder (qwen2, qwen3, llama, mistral, gemma2, gemma3_text)");
+  if (j.contains("architectures") && j["architectures"].is_array())
+    for (const json& a : j["architectures"]) {
+      bool ok = false;
+      for (const auto& k : kArchitectures) {
+        if (!a.is_string() || a.get<std::string>() != k[1]) continue;
+        ok = true;
+        if (c.model_type != k[0])
+          bad(where, "field 'architectures' holds " + a.dump() + " but model_type is '" + c.model_type + "'");
+      }
+      if (!ok)
+        bad(where, "field 'architectures' holds " + a.dump() +
+                       "; supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
+                       "Gemma2ForCausalLM, Gemma3ForCausalLM");
+    }
+  for (const char* moe : {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "num_local_experts"})
     if (j.contains(moe) && !j[moe].is_null() && !(j[moe].is_number() && j[moe].get<double>() == 0))
       bad(where, std::string("field '") + moe + "' (mixture of experts) is not supported");
+  const bool gemma = c.model_type == "gemma2" || c.model_type == "gemma3_text";
 
   // Bounds far above any released model, so a damaged or hostile config is refused before anything is
   // allocated (the weight files are then checked against it, see from_pretrained).
@@ -160,28 +225,109 @@ QwenConfig QwenConfig::from_json(const std::string& text, const std::string& whe
   c.initializer_range = get_num(j, "initializer_range", where, 0.02);
   if (c.initializer_range < 0)
     bad(where, "field 'initializer_range' must be >= 0, got " + std::to_string(c.initializer_range));
-  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", where, false);
+  // transformers' defaults: Gemma ties the head unless told otherwise; the others do not.
+  c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", where, gemma);
   c.attention_bias = c.model_type == "qwen2" ? true : get_bool(j, "attention_bias", where, false);
-  c.qk_norm = c.model_type == "qwen3";
+  c.qk_norm = c.model_type == "qwen3" || c.model_type == "gemma3_text";
+  if (get_bool(j, "mlp_bias", where, false)) bad(where, "field 'mlp_bias' = true is not supported");
+  if (get_num(j, "pretraining_tp", where, 1) != 1) bad(where, "field 'pretraining_tp' must be 1");
+  if (gemma) {
+    c.norm_offset = c.sandwich_norms = c.scale_embeddings = true;
+    c.query_pre_attn_scalar = get_num(j, "query_pre_attn_scalar", where, 256);
+    if (!(c.query_pre_attn_scalar > 0)) bad(where, "field 'query_pre_attn_scalar' must be > 0");
+    c.attn_logit_softcapping = get_num(j, "attn_logit_softcapping", where, c.model_type == "gemma2" ? 50.0 : 0.0);
+    c.final_logit_softcapping = get_num(j, "final_logit_softcapping", where, c.model_type == "gemma2" ? 30.0 : 0.0);
+    if (c.attn_logit_softcapping < 0) bad(where, "field 'attn_logit_softcapping' must be >= 0");
+    if (c.final_logit_softcapping < 0) bad(where, "field 'final_logit_softcapping' must be >= 0");
+    if (get_bool(j, "use_bidirectional_attention", where, false))
+      bad(where, "field 'use_bidirectional_attention' = true is not supported (causal attention only)");
+  } else {
+    for (const char* k : {"attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar"})
+      if (j.contains(k) && !j[k].is_null()) bad(where, std::string("field '") + k + "' is not read by " + c.model_type);
+  }
 
-  // Rope: 4.x "rope_theta" (+ "rope_scaling"), 5.x "rope_parameters" {"rope_theta", "rope_type"}.
-  c.rope_theta = get_num(j, "rope_theta", where, 10000.0);
-  if (j.contains("rope_scaling")) check_rope_type(j["rope_scaling"], "rope_scaling", where);
-  if (j.contains("rope_parameters") && !j["rope_parameters"].is_null()) {
+  // Rope: 4.x "rope_theta" (+ "rope_scaling"), 5.x "rope_parameters" {"rope_theta", "rope_type", ...}; Gemma 3:
+  // 5.x keys rope_parameters by layer type, 4.x gives the sliding layers "rope_local_base_freq".
+  c.rope_theta = get_num(j, "rope_theta", where, c.model_type == "gemma3_text" ? 1000000.0 : 10000.0);
+  const bool per_type =
+      j.contains("rope_parameters") && j["rope_parameters"].is_object() &&
+      (j["rope_parameters"].contains("full_attention") || j["rope_parameters"].contains("sliding_attention"));
+  if (per_type) {
+    if (c.model_type != "gemma3_text")
+      bad(where, "field 'rope_parameters' is keyed by layer type, which " + c.model_type + " does not read");
     const json& rp = j["rope_parameters"];
-    check_rope_type(rp, "rope_parameters", where);
-    c.rope_theta = get_num(rp, "rope_theta", where + " rope_parameters", c.rope_theta);
+    for (auto it = rp.begin(); it != rp.end(); ++it)
+      if (it.key() != "full_attention" && it.key() != "sliding_attention")
+        bad(where, "field 'rope_parameters." + it.key() + "': only full_attention and sliding_attention are read");
+    if (rp.contains("full_attention"))
+      c.rope_scaling = parse_rope(rp["full_attention"], "rope_parameters.full_attention", where, &c.rope_theta);
+    c.rope_local_theta = 10000.0;
+    if (rp.contains("sliding_attention")) {
+      const RopeParameters local =
+          parse_rope(rp["sliding_attention"], "rope_parameters.sliding_attention", where, &c.rope_local_theta);
+      if (local.rope_type != "default")
+        bad(where, "field 'rope_parameters.sliding_attention.rope_type' must be \"default\"");
+    }
+  } else {
+    if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+      c.rope_scaling = parse_rope(j["rope_scaling"], "rope_scaling", where, nullptr);
+    if (j.contains("rope_parameters") && !j["rope_parameters"].is_null())
+      c.rope_scaling = parse_rope(j["rope_parameters"], "rope_parameters", where, &c.rope_theta);
+    if (c.model_type == "gemma3_text") c.rope_local_theta = get_num(j, "rope_local_base_freq", where, 10000.0);
   }
   if (!(c.rope_theta > 0)) bad(where, "rope_theta must be > 0");
+  if (c.rope_local_theta < 0 || (c.model_type == "gemma3_text" && !(c.rope_local_theta > 0)))
+    bad(where, "the sliding layers' rope_theta must be > 0");
+  if (c.rope_scaling.rope_type == "dynamic" && c.rope_local_theta > 0)
+    bad(where, "dynamic rope scaling with a per-layer-type rope is not supported");
 
-  if (get_bool(j, "use_sliding_window", where, false))
-    bad(where, "field 'use_sliding_window' = true is not supported (full attention only)");
-  if (j.contains("layer_types") && j["layer_types"].is_array())
-    for (const json& t : j["layer_types"])
+  // Sliding windows: Mistral's on every layer; Gemma's on the layers layer_types names (default: Gemma 2
+  // alternates from layer 0, Gemma 3 keeps every sliding_window_pattern-th layer full).
+  const bool has_types = j.contains("layer_types") && !j["layer_types"].is_null();
+  if (has_types) {
+    const json& lt = j["layer_types"];
+    if (!lt.is_array() || static_cast<int64_t>(lt.size()) != c.num_hidden_layers)
+      bad(where, "field 'layer_types' must be a list of num_hidden_layers (" + std::to_string(c.num_hidden_layers) +
+                     ") strings");
+    for (const json& t : lt) {
+      if (t != "full_attention" && t != "sliding_attention")
+        bad(where, "field 'layer_types' holds " + t.dump() +
+                       "; only \"full_attention\" and \"sliding_attention\" are supported");
+      c.layer_types.push_back(t.get<std::string>());
+    }
+  }
+  if (c.model_type == "qwen2" || c.model_type == "qwen3") {
+    if (get_bool(j, "use_sliding_window", where, false))
+      bad(where, "field 'use_sliding_window' = true is not supported for " + c.model_type);
+    for (const std::string& t : c.layer_types)
       if (t != "full_attention")
-        bad(where, "field 'layer_types' holds " + t.dump() + "; only \"full_attention\" is supported");
-  if (j.contains("hidden_act") && j["hidden_act"] != "silu")
-    bad(where, "field 'hidden_act' = " + j["hidden_act"].dump() + " is not supported (only \"silu\")");
+        bad(where, "field 'layer_types' holds \"" + t + "\"; " + c.model_type + " supports only \"full_attention\"");
+  } else if (c.model_type == "llama") {
+    for (const std::string& t : c.layer_types)
+      if (t != "full_attention") bad(where, "field 'layer_types': llama has no sliding layers");
+  } else {
+    c.sliding_window = get_int(j, "sliding_window", where, gemma ? 4096 : 0, false, 1, kMaxPositions);
+    if (c.model_type == "mistral") {
+      if (has_types) bad(where, "field 'layer_types' is not read by mistral (its window is on every layer)");
+      c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), "sliding_attention");
+    } else if (!has_types) {
+      const int64_t pattern =
+          c.model_type == "gemma2" ? 2 : get_int(j, "sliding_window_pattern", where, 6, false, 1, kMaxLayers);
+      for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+        c.layer_types.push_back((l + 1) % pattern ? "sliding_attention" : "full_attention");
+    }
+    if (c.sliding_window == 0) c.layer_types.clear();  // Mistral without a window: full attention
+  }
+  const char* act_field = gemma && j.contains("hidden_activation") ? "hidden_activation" : "hidden_act";
+  if (j.contains(act_field) && !j[act_field].is_null()) {
+    if (!j[act_field].is_string()) bad(where, std::string("field '") + act_field + "' must be a string");
+    c.hidden_act = j[act_field].get<std::string>();
+  } else {
+    c.hidden_act = gemma ? "gelu_pytorch_tanh" : "silu";
+  }
+  if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh")
+    bad(where, std::string("field '") + act_field + "' = \"" + c.hidden_act +
+                   "\" is not supported (\"silu\" and \"gelu_pytorch_tanh\" are)");
   if (get_num(j, "attention_dropout", where, 0.0) != 0.0)
     bad(where, "field 'attention_dropout' must be 0 (attention dropout is not supported)");
   if (j.contains("quantization_config"))
@@ -207,8 +353,11 @@ QwenConfig QwenConfig::from_file(const std::string& path) { return from_json(rea
 
 std::string QwenConfig::to_json() const {
   json j = source_json.empty() ? json::object() : parse_object(source_json, "config");
-  const char* arch = model_type == "qwen3" ? "Qwen3ForCausalLM" : "Qwen2ForCausalLM";
+  std::string arch = "Qwen2ForCausalLM";
+  for (const auto& a : kArchitectures)
+    if (model_type == a[0]) arch = a[1];
   if (!j.contains("architectures")) j["architectures"] = json::array({arch});
+  const bool gemma = model_type == "gemma2" || model_type == "gemma3_text";
   j["model_type"] = model_type;
   j["vocab_size"] = vocab_size;
   j["hidden_size"] = hidden_size;
@@ -222,9 +371,43 @@ std::string QwenConfig::to_json() const {
   j["initializer_range"] = initializer_range;
   j["tie_word_embeddings"] = tie_word_embeddings;
   if (model_type == "qwen3") j["attention_bias"] = attention_bias;
-  j["hidden_act"] = "silu";
+  j[gemma ? "hidden_activation" : "hidden_act"] = hidden_act;
+  if (model_type != "qwen2" && model_type != "qwen3" && model_type != "llama") {
+    j["sliding_window"] = sliding_window > 0 ? json(sliding_window) : json(nullptr);
+    if (model_type != "mistral" && !layer_types.empty()) j["layer_types"] = layer_types;
+  }
+  if (gemma) {
+    j["query_pre_attn_scalar"] = query_pre_attn_scalar;
+    j["attn_logit_softcapping"] = attn_logit_softcapping > 0 ? json(attn_logit_softcapping) : json(nullptr);
+    j["final_logit_softcapping"] = final_logit_softcapping > 0 ? json(final_logit_softcapping) : json(nullptr);
+  }
+  const bool per_type = j.contains("rope_parameters") && j["rope_parameters"].is_object() &&
+                        j["rope_parameters"].contains("full_attention");
   if (!j.contains("rope_parameters") && !j.contains("rope_theta")) {
-    j["rope_parameters"] = {{"rope_theta", rope_theta}, {"rope_type", "default"}};
+    json rp = {{"rope_theta", rope_theta}, {"rope_type", rope_scaling.rope_type}};
+    const RopeParameters& r = rope_scaling;
+    if (r.rope_type != "default") rp["factor"] = r.factor;
+    if (r.original_max_position_embeddings > 0)
+      rp["original_max_position_embeddings"] = r.original_max_position_embeddings;
+    if (r.rope_type == "llama3") {
+      rp["low_freq_factor"] = r.low_freq_factor;
+      rp["high_freq_factor"] = r.high_freq_factor;
+    }
+    if (r.rope_type == "yarn") {
+      rp["beta_fast"] = r.beta_fast;
+      rp["beta_slow"] = r.beta_slow;
+      if (r.attention_factor) rp["attention_factor"] = *r.attention_factor;
+      if (r.mscale) rp["mscale"] = *r.mscale;
+      if (r.mscale_all_dim) rp["mscale_all_dim"] = *r.mscale_all_dim;
+      if (!r.truncate) rp["truncate"] = false;
+    }
+    if (rope_local_theta > 0)
+      rp = {{"full_attention", rp},
+            {"sliding_attention", {{"rope_theta", rope_local_theta}, {"rope_type", "default"}}}};
+    j["rope_parameters"] = rp;
+  } else if (per_type) {
+    j["rope_parameters"]["full_attention"]["rope_theta"] = rope_theta;
+    if (rope_local_theta > 0) j["rope_parameters"]["sliding_attention"]["rope_theta"] = rope_local_theta;
   } else if (j.contains("rope_parameters") && j["rope_parameters"].is_object()) {
     j["rope_parameters"]["rope_theta"] = rope_theta;
   } else {
@@ -245,8 +428,31 @@ int64_t QwenConfig::num_parameters() const {
   const int64_t q = num_attention_heads * d, kv = num_key_value_heads * d;
   int64_t attn = h * q + 2 * h * kv + q * h + (attention_bias ? q + 2 * kv : 0) + (qk_norm ? 2 * d : 0);
   int64_t mlp = 3 * h * intermediate_size;
-  int64_t layer = attn + mlp + 2 * h;
+  int64_t layer = attn + mlp + (sandwich_norms ? 4 : 2) * h;
   return vocab_size * h * (tie_word_embeddings ? 1 : 2) + num_hidden_layers * layer + h;
+}
+
+double QwenConfig::attention_scale() const {
+  return 1.0 / std::sqrt(query_pre_attn_scalar > 0 ? query_pre_attn_scalar : static_cast<double>(head_dim));
+}
+
+int64_t QwenConfig::context_length() const {
+  return rope_scaling.rope_type == "dynamic" ? kMaxPositions : max_position_embeddings;
+}
+
+std::string QwenConfig::paged_unsupported() const {
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
+  for (int64_t l = 0; l < num_hidden_layers; ++l)
+    if (is_sliding(l)) {
+      add("sliding-window attention (sliding_window)");
+      break;
+    }
+  if (attn_logit_softcapping > 0) add("attention logit soft-capping (attn_logit_softcapping)");
+  if (query_pre_attn_scalar > 0 && query_pre_attn_scalar != static_cast<double>(head_dim))
+    add("an attention scale other than head_dim^-0.5 (query_pre_attn_scalar)");
+  if (rope_scaling.rope_type == "dynamic") add("dynamic rope scaling (rope_parameters.rope_type)");
+  return out;
 }
 
 namespace {

@@ -1,5 +1,13 @@
-// model.cpp - the Qwen modules' forward passes, initialisation, the rotary table and the
-// attention contexts built from positions.
+// model.cpp - the decoder's modules (forward passes, initialisation), the rotary tables and the attention
+// contexts built from positions.
+//
+// Family switches (QwenConfig): (1 + w) RMSNorms in float32 and sandwich norms (Gemma), GeGLU, embedding scaling,
+// a custom attention scale, attention and final logit soft-capping, sliding-window layers (their keep-mask
+// AttentionContext::mask_sliding, j > i - window besides the causal rule), rope scaling (linear, dynamic, yarn,
+// llama3, as transformers' modeling_rope_utils computes inverse frequencies and the attention factor) and Gemma 3's
+// second rope for its sliding layers (AttentionContext::cos_local).  The fused attention op serves every layer
+// whose scores are not soft-capped (a window is a mask, a scale its argument); soft-capped layers compose
+// attention from matmul, tanh, the mask and softmax, so every backend and autograd run them.
 //
 // Shapes: B batch, T positions in this pass, S cache positions attended, Hq query heads, Hkv
 // key/value heads (Hq % Hkv == 0), H = Hq + 2 Hkv, D head_dim, P positions in the rotary table.
@@ -40,6 +48,7 @@
 // (AttentionContext::sources) even if a longer pass makes the model regrow them meanwhile.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 #include "genesis/autograd.hpp"
@@ -101,7 +110,61 @@ bool still_fused(const Tensor& fused, const std::vector<const Tensor*>& parts) {
   return true;
 }
 
+// softmax(tanh(q k^T * scale / cap) * cap under the keep-mask) v from differentiable tensor ops (the fused op has no
+// soft-capping): q (B, Hq, T, D), k/v (B, Hkv, S, D) (GQA: each kv head serves Hq / Hkv query heads), mask a bool
+// keep-mask broadcastable to (B, 1, T, S), or causal (query t sees keys j <= t + S - T).  The softmax runs in float32
+// at least, as transformers' eager attention does.
+Tensor softcapped_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool causal,
+                            double scale, double cap) {
+  const int64_t B = q.size(0), Hq = q.size(1), T = q.size(2), D = q.size(3), Hkv = k.size(1), S = k.size(2);
+  Tensor kk = k, vv = v;
+  if (Hq != Hkv) {
+    const int64_t G = Hq / Hkv;
+    kk = k.unsqueeze(2).expand({B, Hkv, G, S, D}).reshape({B, Hq, S, D});
+    vv = v.unsqueeze(2).expand({B, Hkv, G, S, D}).reshape({B, Hq, S, D});
+  }
+  Tensor s = q.matmul(kk.transpose(-2, -1)) * scale;  // (B, Hq, T, S)
+  s = F::tanh(s * (1.0 / cap)) * cap;
+  const DType dt = s.dtype(), wide = dt == DType::f64 ? DType::f64 : DType::f32;
+  if (dt != wide) s = s.to(wide);
+  Tensor keep = mask;
+  if (!keep.defined() && causal) {
+    const Device dev = q.device();
+    const Tensor i = arange(static_cast<double>(T), {.dtype = DType::i64, .device = dev}).view({T, 1});
+    const Tensor j = arange(static_cast<double>(S), {.dtype = DType::i64, .device = dev}).view({1, S});
+    keep = j.le(i + (S - T)).view({1, 1, T, S});
+  }
+  if (keep.defined()) s = s.masked_fill(keep.logical_not(), static_cast<double>(std::numeric_limits<float>::lowest()));
+  Tensor p = F::softmax(s, -1);
+  if (p.dtype() != dt) p = p.to(dt);
+  return p.matmul(vv);
+}
+
+// Keep-masks j > i - window (besides j <= i) from query positions qp (..., T, 1) and key positions kp (1, S) or (S).
+Tensor window_keep(const Tensor& qp, const Tensor& kp, int64_t window) {
+  const Tensor d = qp - kp;  // i - j
+  const Device dev = d.device();
+  return d.ge(wrap_scalar(int64_t{0}, dev)).eq(d.lt(wrap_scalar(window, dev)));  // 0 <= i - j < window
+}
+
+// a and b (bool keep-masks).
+Tensor both(const Tensor& a, const Tensor& b) {
+  return (a.to(DType::i64) + b.to(DType::i64)).gt(wrap_scalar(int64_t{1}, a.device()));
+}
+
 }  // namespace
+
+// ---------------------------------------------------------------- norms
+
+Tensor DecoderRMSNorm::forward(const Tensor& x) {
+  if (!offset) return nn::RMSNorm::forward(x);
+  // Gemma: norm(x.float()) * (1 + w.float()), rounded once to x's dtype.
+  const DType dt = x.dtype(), wide = dt == DType::f64 ? DType::f64 : DType::f32;
+  const Tensor xw = dt == wide ? x : x.to(wide);
+  const Tensor w = weight.dtype() == wide ? weight : weight.to(wide);
+  const Tensor y = F::rms_norm(xw, {normalized_shape}, {}, eps) * (w + 1.0);
+  return y.dtype() == dt ? y : y.to(dt);
+}
 
 // ---------------------------------------------------------------- KV cache
 
@@ -180,10 +243,13 @@ void PagedKVCache::copy_block(int64_t src, int64_t dst) {
 
 // ---------------------------------------------------------------- attention
 
-QwenAttention::QwenAttention(const QwenConfig& c, const Options& f)
+QwenAttention::QwenAttention(const QwenConfig& c, const Options& f, int64_t layer_index)
     : num_heads(c.num_attention_heads),
       num_kv_heads(c.num_key_value_heads),
       head_dim(c.head_dim),
+      sliding(c.is_sliding(layer_index)),
+      scale(c.attention_scale()),
+      softcap(c.attn_logit_softcapping),
       q_proj(c.hidden_size, c.num_attention_heads * c.head_dim, c.attention_bias, f),
       k_proj(c.hidden_size, c.num_key_value_heads * c.head_dim, c.attention_bias, f),
       v_proj(c.hidden_size, c.num_key_value_heads * c.head_dim, c.attention_bias, f),
@@ -193,8 +259,8 @@ QwenAttention::QwenAttention(const QwenConfig& c, const Options& f)
   register_module("v_proj", v_proj);
   register_module("o_proj", o_proj);
   if (c.qk_norm) {
-    q_norm = register_module("q_norm", std::make_shared<nn::RMSNorm>(c.head_dim, c.rms_norm_eps, true, f));
-    k_norm = register_module("k_norm", std::make_shared<nn::RMSNorm>(c.head_dim, c.rms_norm_eps, true, f));
+    q_norm = register_module("q_norm", std::make_shared<DecoderRMSNorm>(c.head_dim, c.rms_norm_eps, c.norm_offset, f));
+    k_norm = register_module("k_norm", std::make_shared<DecoderRMSNorm>(c.head_dim, c.rms_norm_eps, c.norm_offset, f));
   }
   qkv_weight_ = fuse_rows({&q_proj, &k_proj, &v_proj}, f);
   if (c.attention_bias) qkv_bias_ = fuse_bias({&q_proj, &k_proj, &v_proj}, f);
@@ -238,15 +304,20 @@ Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int6
       q = (*q_norm)(q);
       k = (*k_norm)(k);
     }
-    // Per-head rows; a context holding only the all-heads form gives them as head 0's (a strided view).
-    const Tensor cos = ctx.cos.defined() ? ctx.cos : ctx.cos_all.slice(2, 0, 1).transpose(1, 2);
-    const Tensor sin = ctx.sin.defined() ? ctx.sin : ctx.sin_all.slice(2, 0, 1).transpose(1, 2);
+    // Per-head rows; a context holding only the all-heads form gives them as head 0's (a strided view).  Sliding
+    // layers read their own rope where the model has one.
+    const bool local = sliding && ctx.cos_local.defined();
+    const Tensor cos = local ? ctx.cos_local : ctx.cos.defined() ? ctx.cos : ctx.cos_all.slice(2, 0, 1).transpose(1, 2);
+    const Tensor sin = local ? ctx.sin_local : ctx.sin.defined() ? ctx.sin : ctx.sin_all.slice(2, 0, 1).transpose(1, 2);
     q = F::rope(q.transpose(1, 2), cos, sin);  // (B, Hq, T, D)
     k = F::rope(k.transpose(1, 2), cos, sin);  // (B, Hkv, T, D)
     v = v.transpose(1, 2);                     // (B, Hkv, T, D)
   }
 
+  const bool plain_scale = scale == 1.0 / std::sqrt(static_cast<double>(D));
   if (ctx.paged) {
+    if (sliding || softcap > 0 || !plain_scale)
+      throw Error(GN_ERR_UNSUPPORTED, "[qwen] paged attention has no sliding window, soft-capping or custom scale");
     // Packed tokens of many sequences (B = 1): k/v rows into the layer's pool, then each sequence's queries
     // attend its own blocks.
     if (!kv.defined()) kv = F::cat({k, v}, 1);
@@ -262,13 +333,23 @@ Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int6
     // cache[b, :, write_pos[b] + t] = kv[b, :, t] (device-side offsets: graph-replayable)
     F::kv_cache_write_(ctx.cache->kv[static_cast<size_t>(layer)], kv, ctx.write_pos);
   }
+  if (sliding && !ctx.mask_sliding.defined())
+    throw Error(GN_ERR_INVALID_ARGUMENT,
+                "[qwen] layer " + std::to_string(layer) +
+                    " attends within a sliding window but the context has no mask_sliding (build it with "
+                    "attention_context)");
+  const Tensor& mask = sliding ? ctx.mask_sliding : ctx.mask;
+  const bool from_cache = ctx.cache && !ctx.prefill_from_zero;
+  // Within the pass without a mask: causal; otherwise the mask holds the causal rule (packed rows, the cache).
+  const Tensor keys = from_cache ? ctx.cache->keys(layer, ctx.kv_len) : k;
+  const Tensor values = from_cache ? ctx.cache->values(layer, ctx.kv_len) : v;
+  const bool causal = !from_cache && !mask.defined();
   Tensor out;
-  if (ctx.cache && !ctx.prefill_from_zero) {
-    out = F::scaled_dot_product_attention(q, ctx.cache->keys(layer, ctx.kv_len), ctx.cache->values(layer, ctx.kv_len),
-                                          ctx.mask, 0, false);
+  if (softcap > 0) {
+    out = softcapped_attention(q, keys, values, mask, causal, scale, softcap);
   } else {
-    // Within the pass: causal, or under a mask that already holds the causal rule (packed rows).
-    out = F::scaled_dot_product_attention(q, k, v, ctx.mask, 0, !ctx.mask.defined());
+    out = F::scaled_dot_product_attention(q, keys, values, mask, 0, causal,
+                                          plain_scale ? std::optional<double>() : std::optional<double>(scale));
   }
   const Tensor o = out.transpose(1, 2).reshape({B, T, nq});
   return lora_add(o_proj(o), o_lora, o);
@@ -284,14 +365,27 @@ QwenMLP::QwenMLP(const QwenConfig& c, const Options& f)
   register_module("up_proj", up_proj);
   register_module("down_proj", down_proj);
   gate_up_weight_ = fuse_rows({&gate_proj, &up_proj}, f);
+  geglu = c.hidden_act == "gelu_pytorch_tanh";
 }
 
 bool QwenMLP::weights_fused() const { return still_fused(gate_up_weight_, {&gate_proj.weight, &up_proj.weight}); }
 
 Tensor QwenMLP::forward(const Tensor& x, const QwenKernels& k) {
   // silu(x Wg^T) * (x Wu^T) in one op: the backends apply the activation in the product's epilogue
-  Tensor h;  // (B, T, I)
-  if (k.fused_mlp && !gate_lora && !up_lora) {
+  Tensor h;     // (B, T, I)
+  if (geglu) {  // gelu_pytorch_tanh(gate) * up
+    Tensor g, u;
+    if (k.fused_mlp) {
+      const int64_t I = gate_proj.out_features;
+      const Tensor gu = lora_add_fused(F::linear(x, gate_up_weight_), {&gate_lora, &up_lora}, {I, I}, x);
+      g = gu.slice(-1, 0, I);
+      u = gu.slice(-1, I, 2 * I);
+    } else {
+      g = lora_add(gate_proj(x), gate_lora, x);
+      u = lora_add(up_proj(x), up_lora, x);
+    }
+    h = F::gelu(g, "tanh") * u;
+  } else if (k.fused_mlp && !gate_lora && !up_lora) {
     h = F::linear_swiglu(x, gate_up_weight_);
   } else if (k.fused_mlp) {  // adapters: one projection over gate/up, the adapters added to its row blocks
     const int64_t I = gate_proj.out_features;
@@ -305,23 +399,34 @@ Tensor QwenMLP::forward(const Tensor& x, const QwenKernels& k) {
 
 // ---------------------------------------------------------------- block
 
-QwenDecoderLayer::QwenDecoderLayer(const QwenConfig& c, const Options& f)
-    : self_attn(c, f),
+QwenDecoderLayer::QwenDecoderLayer(const QwenConfig& c, const Options& f, int64_t layer_index)
+    : self_attn(c, f, layer_index),
       mlp(c, f),
-      input_layernorm(c.hidden_size, c.rms_norm_eps, true, f),
-      post_attention_layernorm(c.hidden_size, c.rms_norm_eps, true, f) {
+      input_layernorm(c.hidden_size, c.rms_norm_eps, c.norm_offset, f),
+      post_attention_layernorm(c.hidden_size, c.rms_norm_eps, c.norm_offset, f) {
   register_module("self_attn", self_attn);
-  register_module("mlp", mlp);
+  register_module("mlp", mlp);  // a feed_forward_block (set here, per config) would be registered as "mlp" instead
   register_module("input_layernorm", input_layernorm);
   register_module("post_attention_layernorm", post_attention_layernorm);
+  if (c.sandwich_norms) {
+    pre_feedforward_layernorm = register_module(
+        "pre_feedforward_layernorm", std::make_shared<DecoderRMSNorm>(c.hidden_size, c.rms_norm_eps, c.norm_offset, f));
+    post_feedforward_layernorm =
+        register_module("post_feedforward_layernorm",
+                        std::make_shared<DecoderRMSNorm>(c.hidden_size, c.rms_norm_eps, c.norm_offset, f));
+  }
+}
+
+Tensor QwenDecoderLayer::feed_forward(const Tensor& x, const QwenKernels& k) {
+  return feed_forward_block ? feed_forward_block->forward(x) : mlp.forward(x, k);
 }
 
 namespace {
 // (norm(h + pending), h + pending), or (norm(h), h) when nothing is pending; one add_rms_norm at
 // inference.
-std::pair<Tensor, Tensor> add_norm(const Tensor& pending, const Tensor& h, nn::RMSNorm& n, const QwenKernels& k) {
+std::pair<Tensor, Tensor> add_norm(const Tensor& pending, const Tensor& h, DecoderRMSNorm& n, const QwenKernels& k) {
   if (!pending.defined()) return {n(h), h};
-  if (k.inference) return F::add_rms_norm(pending, h, n.weight, *n.eps);
+  if (k.inference && !n.offset) return F::add_rms_norm(pending, h, n.weight, *n.eps);
   Tensor sum = h + pending;
   return {n(sum), sum};
 }
@@ -331,8 +436,12 @@ std::pair<Tensor, Tensor> QwenDecoderLayer::forward(const Tensor& h, const Tenso
                                                     int64_t layer, const QwenKernels& k) {
   auto [normed, x] = add_norm(pending, h, input_layernorm, k);
   Tensor a = self_attn.forward(normed, ctx, layer, k);
+  if (pre_feedforward_layernorm) {  // sandwich: the attention and MLP outputs are normed before their adds
+    x = x + post_attention_layernorm(a);
+    return {x, (*post_feedforward_layernorm)(feed_forward((*pre_feedforward_layernorm)(x), k))};
+  }
   std::tie(normed, x) = add_norm(a, x, post_attention_layernorm, k);
-  return {x, mlp.forward(normed, k)};
+  return {x, feed_forward(normed, k)};
 }
 
 Tensor QwenDecoderLayer::forward(const Tensor& x, const AttentionContext& ctx, int64_t layer, const QwenKernels& k) {
@@ -343,10 +452,13 @@ Tensor QwenDecoderLayer::forward(const Tensor& x, const AttentionContext& ctx, i
 // ---------------------------------------------------------------- model
 
 QwenModel::QwenModel(const QwenConfig& c, const Options& f)
-    : embed_tokens(c.vocab_size, c.hidden_size, std::nullopt, f), norm(c.hidden_size, c.rms_norm_eps, true, f) {
+    : embed_tokens(c.vocab_size, c.hidden_size, std::nullopt, f),
+      norm(c.hidden_size, c.rms_norm_eps, c.norm_offset, f),
+      embed_scale(c.scale_embeddings ? std::sqrt(static_cast<double>(c.hidden_size)) : 0.0),
+      single_rope(c.rope_local_theta == 0 && c.rope_scaling.rope_type != "dynamic") {
   register_module("embed_tokens", embed_tokens);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    layers.push_back(std::make_shared<QwenDecoderLayer>(c, f));
+    layers.push_back(std::make_shared<QwenDecoderLayer>(c, f, i));
     layer_list_.push_back(layers.back());
   }
   register_module("layers", layer_list_);
@@ -371,13 +483,15 @@ QwenKernels QwenModel::kernels(const AttentionContext* ctx) const {
     k.fused_mlp = k.fused_mlp && l->mlp.weights_fused();
     qk_norm = qk_norm || l->self_attn.q_norm;
   }
-  k.rope_all = k.fused_qkv && !qk_norm && (!ctx || ctx->cos_all.defined());
+  k.rope_all = k.fused_qkv && !qk_norm && single_rope && (!ctx || ctx->cos_all.defined());
   return k;
 }
 
 Tensor QwenModel::forward(const Tensor& ids, const AttentionContext& ctx) {
   const QwenKernels k = kernels(&ctx);
   Tensor h = embed_tokens(ids), pending;  // pending: the last block's MLP output, not yet added to h
+  if (embed_scale > 0)                    // Gemma: the scale rounded to the embeddings' dtype first
+    h = h * full({}, embed_scale, {.dtype = h.dtype(), .device = h.device()});
   for (size_t i = 0; i < layers.size(); ++i) {
     const int64_t at = static_cast<int64_t>(i);
     if (gradient_checkpointing && !k.inference) {  // keep only the layer's input; backward recomputes the rest
@@ -423,6 +537,8 @@ void QwenForCausalLM::init_weights() {
       if (l->bias.defined()) nn::init::zeros_(l->bias);
     } else if (auto* e = dynamic_cast<nn::Embedding*>(m)) {
       nn::init::normal_(e->weight, 0, std_);
+    } else if (auto* d = dynamic_cast<DecoderRMSNorm*>(m); d && d->offset) {
+      nn::init::zeros_(d->weight);  // (1 + w): unit scale at w = 0
     } else if (auto* n = dynamic_cast<nn::RMSNorm*>(m)) {
       if (n->weight.defined()) nn::init::ones_(n->weight);
     }
@@ -431,30 +547,133 @@ void QwenForCausalLM::init_weights() {
 
 // ---------------------------------------------------------------- rotary table and contexts
 
+namespace {
+
+// The inverse frequencies (head_dim / 2) of a rope of base theta scaled per r, and the factor cos/sin are multiplied
+// by (yarn's attention factor, else 1), as transformers' modeling_rope_utils computes them (in float64 here).
+// seq_len: dynamic scaling's current length.
+std::vector<double> inv_freqs(const QwenConfig& c, double theta, const RopeParameters& r, int64_t seq_len,
+                              double* attention) {
+  const int64_t D = c.head_dim, half = D / 2;
+  const double dim = static_cast<double>(D);
+  std::vector<double> inv(static_cast<size_t>(half));
+  *attention = 1.0;
+  double base = theta;
+  if (r.rope_type == "dynamic") {
+    const double L = static_cast<double>(c.max_position_embeddings);
+    const double s = std::max(static_cast<double>(seq_len), L);
+    base = theta * std::pow(r.factor * s / L - (r.factor - 1), dim / (dim - 2));
+  }
+  for (int64_t i = 0; i < half; ++i)
+    inv[static_cast<size_t>(i)] = 1.0 / std::pow(base, 2.0 * static_cast<double>(i) / dim);
+  if (r.rope_type == "linear") {
+    for (double& f : inv) f /= r.factor;
+  } else if (r.rope_type == "llama3") {
+    const double old_len = static_cast<double>(r.original_max_position_embeddings);
+    const double low_wavelen = old_len / r.low_freq_factor, high_wavelen = old_len / r.high_freq_factor;
+    for (double& f : inv) {
+      const double wavelen = 2 * M_PI / f;
+      if (wavelen > low_wavelen) {
+        f /= r.factor;
+      } else if (!(wavelen < high_wavelen)) {  // medium: interpolate
+        const double smooth = (old_len / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+        f = (1 - smooth) * f / r.factor + smooth * f;
+      }
+    }
+  } else if (r.rope_type == "yarn") {
+    const double orig = static_cast<double>(r.original_max_position_embeddings > 0 ? r.original_max_position_embeddings
+                                                                                   : c.max_position_embeddings);
+    const double factor = r.factor;
+    auto mscale = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
+    if (r.attention_factor)
+      *attention = *r.attention_factor;
+    else if (r.mscale && r.mscale_all_dim && *r.mscale != 0 && *r.mscale_all_dim != 0)
+      *attention = mscale(factor, *r.mscale) / mscale(factor, *r.mscale_all_dim);
+    else
+      *attention = mscale(factor, 1.0);
+    auto correction_dim = [&](double rotations) {
+      return dim * std::log(orig / (rotations * 2 * M_PI)) / (2 * std::log(theta));
+    };
+    double low = correction_dim(r.beta_fast), high = correction_dim(r.beta_slow);
+    if (r.truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, dim - 1);
+    if (low == high) high += 0.001;
+    for (int64_t i = 0; i < half; ++i) {
+      const double pos_freq = std::pow(theta, 2.0 * static_cast<double>(i) / dim);
+      const double ramp = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+      const double extrapolation = 1 - ramp;
+      inv[static_cast<size_t>(i)] =
+          (1.0 / (factor * pos_freq)) * (1 - extrapolation) + (1.0 / pos_freq) * extrapolation;
+    }
+  }
+  return inv;
+}
+
+// The table (2, rows + 1, D): cos then sin of positions 0..rows-1 times `attention`, row `rows` the identity.
+Tensor rope_table(const std::vector<double>& inv, double attention, int64_t rows, int64_t D, const Options& o) {
+  const int64_t half = D / 2;
+  std::vector<double> t(static_cast<size_t>(2 * (rows + 1) * D));
+  double* cs = t.data();
+  double* sn = cs + (rows + 1) * D;
+  for (int64_t i = 0; i < half; ++i) {
+    // The table repeats each frequency for both halves (cat(freqs, freqs)).
+    for (int64_t p = 0; p < rows; ++p) {
+      const double a = static_cast<double>(p) * inv[static_cast<size_t>(i)];
+      cs[p * D + i] = cs[p * D + i + half] = std::cos(a) * attention;
+      sn[p * D + i] = sn[p * D + i + half] = std::sin(a) * attention;
+    }
+  }
+  std::fill(cs + rows * D, cs + (rows + 1) * D, 1.0);  // row P: the identity rotation
+  return tensor(t, {2, rows + 1, D}, o);
+}
+
+}  // namespace
+
+void QwenForCausalLM::dynamic_rope_update(int64_t seq_len) {
+  // transformers' dynamic_rope_update: the table grows with the longest sequence seen and returns to the original
+  // frequencies when a sequence shorter than max_position_embeddings follows a longer one.
+  if (config.rope_scaling.rope_type != "dynamic") return;
+  const int64_t L = config.max_position_embeddings;
+  if (dynamic_len_ == 0) dynamic_len_ = L;
+  if (seq_len > dynamic_len_) dynamic_len_ = seq_len;
+  if (seq_len < L && dynamic_len_ > L) dynamic_len_ = L;
+}
+
+void QwenForCausalLM::add_sliding(AttentionContext& ctx, const Tensor& q_pos, const Tensor& k_pos,
+                                  const Tensor& base_mask) const {
+  bool any = false;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) any = any || config.is_sliding(l);
+  if (!any) return;
+  Tensor keep = window_keep(q_pos, k_pos, config.sliding_window);
+  if (base_mask.defined()) keep = both(base_mask, keep);
+  ctx.mask_sliding = keep;
+}
+
 void QwenForCausalLM::ensure_rope(int64_t n, bool all_heads) {
   const Tensor& w = model.embed_tokens.weight;
   const Options o{.dtype = w.dtype(), .device = w.device()};
   const int64_t D = config.head_dim, hqk = config.num_attention_heads + config.num_key_value_heads,
                 H = hqk + config.num_key_value_heads;
-  if (!rope_.defined() || rope_.size(1) - 1 < n || rope_.dtype() != w.dtype() || !(rope_.device() == w.device())) {
+  if (!rope_.defined() || rope_.size(1) - 1 < n || rope_.dtype() != w.dtype() || !(rope_.device() == w.device()) ||
+      rope_built_len_ != dynamic_len_) {
     // Grow in powers of two so a long generation rebuilds the table O(log n) times.
     int64_t rows = 64;
-    while (rows < n) rows *= 2;
-    const int64_t half = D / 2;
-    std::vector<double> t(static_cast<size_t>(2 * (rows + 1) * D));
-    double* cs = t.data();
-    double* sn = cs + (rows + 1) * D;
-    for (int64_t i = 0; i < half; ++i) {
-      // inv_freq[i] = theta^(-2i/D); the table repeats it for both halves (cat(freqs, freqs)).
-      const double inv = std::pow(config.rope_theta, -2.0 * static_cast<double>(i) / static_cast<double>(D));
-      for (int64_t p = 0; p < rows; ++p) {
-        const double a = static_cast<double>(p) * inv;
-        cs[p * D + i] = cs[p * D + i + half] = std::cos(a);
-        sn[p * D + i] = sn[p * D + i + half] = std::sin(a);
-      }
+    while (rows < std::max(n, rope_.defined() ? rope_.size(1) - 1 : 0)) rows *= 2;
+    double attention = 1;
+    const std::vector<double> inv = inv_freqs(config, config.rope_theta, config.rope_scaling, dynamic_len_, &attention);
+    rope_ = rope_table(inv, attention, rows, D, o);
+    rope_built_len_ = dynamic_len_;
+    rope_local_ = Tensor();
+    if (config.rope_local_theta > 0) {
+      double local_attention = 1;
+      const std::vector<double> local_inv =
+          inv_freqs(config, config.rope_local_theta, RopeParameters{}, 0, &local_attention);
+      rope_local_ = rope_table(local_inv, local_attention, rows, D, o);
     }
-    std::fill(cs + rows * D, cs + (rows + 1) * D, 1.0);  // row P: the identity rotation
-    rope_ = tensor(t, {2, rows + 1, D}, o);
     std::vector<int64_t> floor(static_cast<size_t>(H), 0);
     std::fill(floor.begin() + hqk, floor.end(), rows);
     rope_floor_ = tensor(floor, {1, H}, {.device = w.device()});
@@ -486,10 +705,15 @@ AttentionContext QwenForCausalLM::attention_context(int64_t T, KVCache* cache, c
                 "[qwen] attention_context: " + std::to_string(T) + " positions" +
                     (cache ? " for a cache of " + std::to_string(cache->capacity) : std::string()));
   const QwenKernels k = model.kernels(nullptr);
+  dynamic_rope_update(T);
   ensure_rope(cache ? cache->capacity : T, k.rope_all);
   const int64_t D = config.head_dim;
   AttentionContext ctx;
-  ctx.sources = {rope_, rope_heads_, rope_floor_, positions_};
+  ctx.sources = {rope_, rope_heads_, rope_floor_, positions_, rope_local_};
+  if (rope_local_.defined()) {
+    ctx.cos_local = rope_local_.select(0, 0).slice(0, 0, T).view({1, 1, T, D});
+    ctx.sin_local = rope_local_.select(0, 1).slice(0, 0, T).view({1, 1, T, D});
+  }
   if (k.rope_all) {
     const Tensor rows = rope_heads_.defined() ? rope_heads_.slice(1, 0, T) : all_heads_rows(positions_.slice(0, 0, T));
     const int64_t H = rows.size(2);
@@ -500,6 +724,9 @@ AttentionContext QwenForCausalLM::attention_context(int64_t T, KVCache* cache, c
     ctx.sin = rope_.select(0, 1).slice(0, 0, T).view({1, 1, T, D});
   }
   ctx.mask = mask;
+  const Tensor pos = positions_.slice(0, 0, T);
+  add_sliding(ctx, pos.view({T, 1}), pos, mask.defined() ? mask : Tensor());
+  if (ctx.mask_sliding.defined() && ctx.mask_sliding.dim() == 2) ctx.mask_sliding = ctx.mask_sliding.view({1, 1, T, T});
   if (cache) {
     ctx.cache = cache;
     ctx.write_pos = zeros({cache->batch}, {.dtype = DType::i64, .device = model.embed_tokens.weight.device()});
@@ -519,10 +746,16 @@ AttentionContext QwenForCausalLM::attention_context(const Tensor& positions, KVC
     throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] attention_context: kv_len " + std::to_string(kv_len) +
                                              " outside [0, " + std::to_string(cache->capacity) + "]");
   const QwenKernels k = model.kernels(nullptr);
+  if (config.rope_scaling.rope_type == "dynamic") dynamic_rope_update(positions.max().item<int64_t>() + 1);
   ensure_rope(cache ? cache->capacity : T, k.rope_all);
   const Tensor flat = positions.reshape({B * T});
   AttentionContext ctx;
-  ctx.sources = {rope_, rope_heads_, rope_floor_, positions_};
+  ctx.sources = {rope_, rope_heads_, rope_floor_, positions_, rope_local_};
+  if (rope_local_.defined()) {
+    const Tensor rows = rope_local_.index_select(1, flat);  // (2, B T, D)
+    ctx.cos_local = rows.select(0, 0).view({B, 1, T, D});
+    ctx.sin_local = rows.select(0, 1).view({B, 1, T, D});
+  }
   if (k.rope_all) {
     const Tensor rows = all_heads_rows(flat);  // (2, B T, H, D)
     const int64_t H = rows.size(2);
@@ -542,6 +775,14 @@ AttentionContext QwenForCausalLM::attention_context(const Tensor& positions, KVC
     // Row b's token t attends cache positions j <= positions[b, t] (right padding leaves stale
     // entries beyond a row's own positions).
     ctx.mask = positions_.slice(0, 0, kv_len).le(positions.reshape({B, T, 1})).view({B, 1, T, kv_len});
+    add_sliding(ctx, positions.reshape({B, T, 1}), positions_.slice(0, 0, kv_len), Tensor());
+    if (ctx.mask_sliding.defined()) ctx.mask_sliding = ctx.mask_sliding.view({B, 1, T, kv_len});
+  } else {
+    // Within the pass (query t sees keys j <= t): the window over the same index.
+    const Tensor pos = positions_.slice(0, 0, T);
+    add_sliding(ctx, pos.view({T, 1}), pos, mask);
+    if (ctx.mask_sliding.defined() && ctx.mask_sliding.dim() == 2)
+      ctx.mask_sliding = ctx.mask_sliding.view({1, 1, T, T});
   }
   return ctx;
 }
@@ -556,7 +797,12 @@ AttentionContext QwenForCausalLM::paged_context(const Tensor& positions, const P
   const QwenKernels k = model.kernels(nullptr);
   ensure_rope(std::max<int64_t>(max_position, 1), k.rope_all);
   AttentionContext ctx;
-  ctx.sources = {rope_, rope_heads_, rope_floor_, positions_};
+  ctx.sources = {rope_, rope_heads_, rope_floor_, positions_, rope_local_};
+  if (rope_local_.defined()) {
+    const Tensor rows = rope_local_.index_select(1, positions);  // (2, T, D)
+    ctx.cos_local = rows.select(0, 0).view({1, 1, T, D});
+    ctx.sin_local = rows.select(0, 1).view({1, 1, T, D});
+  }
   if (k.rope_all) {
     const Tensor rows = all_heads_rows(positions);  // (2, T, H, D)
     const int64_t H = rows.size(2);
@@ -580,6 +826,10 @@ Tensor QwenForCausalLM::forward_paged(const Tensor& ids, const Tensor& positions
     throw Error(GN_ERR_SHAPE, "[qwen] forward_paged expects positions (T) for ids of " + std::to_string(T) + " tokens");
   if (rows.dim() != 1 || rows.dtype() != DType::i64)
     throw Error(GN_ERR_SHAPE, "[qwen] forward_paged expects rows (R) int64");
+  if (const std::string missing = config.paged_unsupported(); !missing.empty())
+    throw Error(GN_ERR_UNSUPPORTED, "[qwen] forward_paged: the paged attention op has no " + missing + ", which this " +
+                                        config.model_type +
+                                        " config needs; use generate() (the KV-cache path) instead");
   NoGradGuard no_grad;
   const AttentionContext ctx = paged_context(positions, batch, max_position);
   const Tensor h = model.forward(ids.dim() == 1 ? ids.view({1, T}) : ids, ctx);  // (1, T, hidden)
@@ -591,7 +841,10 @@ Tensor QwenForCausalLM::hidden_states(const Tensor& ids, const AttentionContext&
 }
 
 Tensor QwenForCausalLM::logits(const Tensor& h) {
-  return lm_head ? (*lm_head)(h) : F::linear(h, model.embed_tokens.weight);
+  Tensor out = lm_head ? (*lm_head)(h) : F::linear(h, model.embed_tokens.weight);
+  const double c = config.final_logit_softcapping;
+  if (c > 0) out = F::tanh(out * (1.0 / c)) * c;  // Gemma 2: tanh(x / c) * c
+  return out;
 }
 
 Tensor QwenForCausalLM::forward(const Tensor& ids) {
