@@ -235,6 +235,38 @@ def test_one_sgd_step_moves_the_output_as_the_oracle_does(base):
     assert rel(got, oracle_logits(cfg, w, ids, stepped)) < 1e-10
 
 
+def test_genesis_qwen_class_and_gradient_checkpointing(base):
+    cfg, w, ref = base
+    ids, labels = ref["input_ids"], ref["labels"]
+    model = genesis.models.QwenForCausalLM.from_pretrained(FIXTURE)  # genesis' own calling conventions, float32
+    model.to(genesis.float64)
+    model.gradient_checkpointing_enable()
+    pm = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+    set_random_adapters(pm)
+    pm.train()
+    logits = pm(genesis.tensor(ids.numpy()))  # QwenForCausalLM returns the logits (its loss is float32)
+    V = cfg["vocab_size"]
+    loss = genesis.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, V),
+                                               genesis.tensor(labels[:, 1:].reshape(-1).numpy()), ignore_index=-100)
+    lora = oracle_lora(pm, requires_grad=True)
+    want_logits = oracle_logits(cfg, w, ids, lora)
+    assert rel(logits, want_logits) < 1e-10
+    want = oracle_loss(want_logits, labels)
+    assert abs(loss.item() - want.item()) <= 1e-10 * abs(want.item())
+    loss.backward()
+    want.backward()
+    for path, (a, b) in adapters_of(pm).items():
+        assert rel(a.grad, lora[path][0].grad) < 1e-7 and rel(b.grad, lora[path][1].grad) < 1e-7, path
+    dropped = get_peft_model(genesis.models.QwenForCausalLM.from_pretrained(FIXTURE),
+                             LoraConfig(r=4, lora_dropout=0.1, target_modules=["q_proj"]))
+    dropped.gradient_checkpointing_enable()
+    dropped.train()
+    with pytest.raises(NotImplementedError, match="gradient checkpointing"):
+        dropped(genesis.tensor(ids.numpy()))
+    with genesis.no_grad():
+        dropped(genesis.tensor(ids.numpy()))  # no dropout without grad
+
+
 # ---------------------------------------------------------------- parameters, modes
 def test_parameters_are_the_adapters_and_counts_are_peft_s(base, capsys):
     cfg, _, _ = base

@@ -149,6 +149,11 @@ class LoraConfig:
         return cfg
 
 
+def _first(model):
+    """The model's first parameter (its device and dtype)."""
+    return next(iter(model.parameters()))
+
+
 def _adapter_folder(path, subfolder=None):
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"expected the path of an adapter folder (str or os.PathLike), got {type(path).__name__}")
@@ -379,7 +384,7 @@ class PeftModel(Module):
                 raise AdapterNotFoundError(errno.ENOENT, f"No {SAFETENSORS_WEIGHTS_NAME} in '{model_id}'", weights)
             adapters = _C.peft.LoraModel.attach(impl, _cpp_config(config, _resolve_targets(model, config)))
             try:
-                adapters.load_peft_state_dict(genesis.load_file(weights, device=model.device), weights)
+                adapters.load_peft_state_dict(genesis.load_file(weights, device=_first(model).device), weights)
             except BaseException:
                 adapters.unload()
                 raise
@@ -404,6 +409,11 @@ class PeftModel(Module):
 
     def forward(self, *args, **kwargs):
         """The base model's forward, with the adapters."""
+        if (self._adapters.training and genesis.is_grad_enabled() and self._adapters.attached
+                and self._adapters.config.lora_dropout > 0 and self._model._impl.gradient_checkpointing):
+            raise NotImplementedError("lora_dropout > 0 with gradient checkpointing is not supported (the "
+                                      "recomputation in backward would draw other dropout masks): set "
+                                      "lora_dropout=0 or turn gradient checkpointing off")
         return self._model(*args, **kwargs)
 
     def generate(self, *args, **kwargs):
@@ -494,7 +504,7 @@ class PeftModel(Module):
         """Moves / casts the base model (its to()) and the adapters with it: adapters over a bfloat16 or float16 base
         stay float32, as get_peft_model makes them."""
         self._model.to(*args, **kwargs)
-        dtype, device = self._model.dtype, self._model.device
+        dtype, device = _first(self._model).dtype, _first(self._model).device
         if dtype in (genesis.bfloat16, genesis.float16):
             dtype = genesis.float32
         with _no_grad():
