@@ -42,12 +42,13 @@ using genesis::Tensor;
 namespace {
 
 int g_failures = 0;
-double g_worst = 0;  // largest relative error against the float64 oracle
+const char* g_label = "FAIL";  // "expected mismatch" in the negative controls
+double g_worst = 0;            // largest relative error against the float64 oracle
 
 void expect(bool ok, const std::string& what) {
   if (ok) return;
   ++g_failures;
-  dist::log("FAIL: " + what);
+  dist::log(std::string(g_label) + ": " + what);
 }
 
 std::string sci(double x) {
@@ -276,10 +277,14 @@ void mixed(ShardingStrategy s) {
   expect(worst > 1e-5, what + ": the largest error " + sci(worst) + " shows no bf16 rounding");
   if (s != ShardingStrategy::full)
     expect(model->fc1.weight.dtype() == genesis::DType::bf16, what + ": the replicated parameters are bf16");
-  int64_t shard = 0;
-  for (size_t k = 0; k < f.num_units(); ++k) shard += f.unit_numel(k) / ws;
-  expect(f.memory().master == 4 * shard && f.memory().optimizer_state == 8 * shard,
-         what + ": float32 master shards and AdamW state");
+  int64_t shard = 0, padded = 0;
+  for (size_t k = 0; k < f.num_units(); ++k) shard += f.unit_numel(k) / ws, padded += f.unit_numel(k);
+  const auto mem = f.memory();
+  expect(mem.master == 4 * shard && mem.optimizer_state == 8 * shard, what + ": float32 master shards and AdamW state");
+  expect(mem.params == (s == ShardingStrategy::full ? 0 : 2 * padded),
+         what + ": bf16 parameters " + std::to_string(mem.params) + " bytes");
+  expect(mem.grads == (s == ShardingStrategy::optimizer ? 2 * padded : 2 * shard),
+         what + ": bf16 gradients " + std::to_string(mem.grads) + " bytes");
   dist::log0(what + ": largest relative error vs the float64 run " + sci(worst));
 }
 
@@ -322,6 +327,7 @@ int main_mode() {
 int negative_mode(const std::string& strategy) {
   dist::init_process_group();
   ::setenv("GENESIS_FSDP_SKIP_REDUCE", "0", 1);
+  g_label = "expected mismatch";
   const int caught = five_steps(dist::sharding_strategy_from_string(strategy), true, false, 1e-10);
   dist::destroy_process_group();
   if (caught == 0) {
