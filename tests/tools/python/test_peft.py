@@ -416,6 +416,41 @@ def test_save_pretrained_writes_peft_s_folder_and_from_pretrained_reads_it(base,
     assert np.array_equal(fresh(ids).logits.detach().numpy(), want.detach().numpy())
 
 
+def test_a_folder_as_peft_writes_it_loads_and_keeps_its_fields(base, tmp_path):
+    cfg, w, ref = base
+    pm = get_peft_model(load(), LoraConfig(r=4, lora_alpha=16, target_modules=["q_proj", "v_proj"]))
+    set_random_adapters(pm)
+    pm.save_pretrained(tmp_path / "ad")
+    peft_written = {  # adapter_config.json as PEFT 0.15 writes it (target_modules in set order, fields genesis ignores)
+        "alpha_pattern": {}, "auto_mapping": None, "base_model_name_or_path": "Qwen/Qwen2.5-0.5B", "bias": "none",
+        "corda_config": None, "eva_config": None, "exclude_modules": None, "fan_in_fan_out": False,
+        "inference_mode": True, "init_lora_weights": True, "layer_replication": None, "layers_pattern": None,
+        "layers_to_transform": None, "loftq_config": {}, "lora_alpha": 16, "lora_bias": False, "lora_dropout": 0.05,
+        "megatron_config": None, "megatron_core": "megatron.core", "modules_to_save": None, "peft_type": "LORA",
+        "r": 4, "rank_pattern": {}, "revision": None, "target_modules": ["v_proj", "q_proj"], "task_type": "CAUSAL_LM",
+        "trainable_token_indices": None, "use_dora": False, "use_rslora": False}
+    json.dump(peft_written, open(tmp_path / "ad" / "adapter_config.json", "w"), indent=2)
+    back = PeftModel.from_pretrained(load(), tmp_path / "ad")
+    c = back.peft_config["default"]
+    assert (c.r, c.lora_alpha, c.lora_dropout, c.target_modules) == (4, 16, 0.05, {"q_proj", "v_proj"})
+    assert list(adapters_of(back)) == expected_paths(cfg, ["q_proj", "v_proj"])
+    assert rel(back(genesis.tensor(ref["input_ids"].numpy())).logits,
+               oracle_logits(cfg, w, ref["input_ids"], oracle_lora(pm))) < 1e-10
+    back.save_pretrained(tmp_path / "again")
+    again = json.load(open(tmp_path / "again" / "adapter_config.json"))
+    assert again["megatron_core"] == "megatron.core" and again["loftq_config"] == {}
+    assert again["base_model_name_or_path"] == "Qwen/Qwen2.5-0.5B" and again["lora_dropout"] == 0.05
+    # LoraConfig alone: PEFT's defaults, save_pretrained / from_pretrained
+    d = LoraConfig()
+    assert (d.r, d.lora_alpha, d.lora_dropout, d.target_modules, d.bias, d.use_rslora) == (8, 8, 0.0, None, "none",
+                                                                                           False)
+    d = LoraConfig(r=2, target_modules=["k_proj"], task_type="CAUSAL_LM")
+    d.save_pretrained(tmp_path / "cfg")
+    assert LoraConfig.from_pretrained(tmp_path / "cfg") == d
+    with pytest.raises(NotImplementedError, match="task_type"):
+        get_peft_model(load(), LoraConfig(task_type="SEQ_CLS"))
+
+
 def test_from_pretrained_with_a_given_config(base, tmp_path):
     cfg, w, ref = base
     pm = get_peft_model(load(), LoraConfig(r=2, lora_alpha=4, target_modules=["k_proj"]))

@@ -243,6 +243,9 @@ def _check_config(config):
     p = config.lora_dropout
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
         raise ValueError(f"dropout probability has to be between 0 and 1 (1 excluded), but got {p}")
+    if config.task_type not in (None, TaskType.CAUSAL_LM):
+        raise NotImplementedError(f"task_type={config.task_type!r} is not supported (genesis has causal LMs: "
+                                  "CAUSAL_LM)")
     if config.bias != "none":
         raise NotImplementedError(f"Requested bias: {config.bias}, is not implemented (genesis trains bias-free "
                                   "adapters: bias='none').")
