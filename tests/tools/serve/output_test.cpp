@@ -14,6 +14,8 @@ namespace {
 using genesis::cli::serve::ChoiceText;
 using genesis::cli::serve::Delta;
 using genesis::cli::serve::OutputOptions;
+using genesis::cli::serve::ToolCall;
+using genesis::cli::serve::ToolCallDelta;
 
 const genesis::Tokenizer& tok() {
   static const genesis::Tokenizer t =
@@ -32,6 +34,19 @@ bool whole_utf8(const std::string& s) {
     i += n;
   }
   return true;
+}
+
+// The tool calls a stream's deltas make, put together as a client does.
+std::vector<ToolCall> join(const std::vector<Delta>& ds) {
+  std::vector<ToolCall> out;
+  for (const Delta& d : ds)
+    for (const ToolCallDelta& t : d.tool_calls) {
+      if (out.size() <= t.index) out.resize(t.index + 1);
+      if (!t.id.empty()) out[t.index].id = t.id;
+      if (!t.name.empty()) out[t.index].name = t.name;
+      out[t.index].arguments += t.arguments;
+    }
+  return out;
 }
 
 // Feeds `text`'s tokens one at a time; returns every delta (the last from finish()).
@@ -141,12 +156,69 @@ TEST(ServeOutput, ToolCallBlocksBecomeToolCalls) {
   EXPECT_EQ(c.tool_calls()[0].id.size(), 5u + 24u);
   EXPECT_NE(c.tool_calls()[0].id, c.tool_calls()[1].id);
   EXPECT_EQ(c.content(), "Let me check.\n");
-  size_t deltas_with_calls = 0;
-  for (const Delta& d : ds) {
-    deltas_with_calls += d.tool_calls.size();
-    EXPECT_EQ(d.content.find("tool_call"), std::string::npos);
+  for (const Delta& d : ds) EXPECT_EQ(d.content.find("tool_call"), std::string::npos);
+  // The stream's pieces put together are the calls: the name first, then the arguments as written.
+  const std::vector<ToolCall> joined = join(ds);
+  ASSERT_EQ(joined.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(joined[i].id, c.tool_calls()[i].id);
+    EXPECT_EQ(joined[i].name, c.tool_calls()[i].name);
+    EXPECT_EQ(joined[i].arguments, c.tool_calls()[i].arguments);
   }
-  EXPECT_EQ(deltas_with_calls, 2u);
+  EXPECT_EQ(c.tool_calls()[0].arguments, "{\"city\": \"Paris\"}");
+}
+
+TEST(ServeOutput, ToolCallArgumentsStreamInPieces) {
+  OutputOptions o;
+  o.tools = true;
+  ChoiceText c(tok(), o);
+  const std::string args = "{\"city\": \"Paris\", \"days\": [1, 2, 3], \"unit\": {\"temp\": \"celsius\"}}";
+  const std::string text = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " + args + "}\n</tool_call>";
+  const std::vector<int64_t> ids = tok().encode(text, false);
+  std::vector<Delta> ds;
+  size_t name_at = 0, pieces = 0;
+  std::string got;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ds.push_back(c.put(ids[i]));
+    for (const ToolCallDelta& t : ds.back().tool_calls) {
+      EXPECT_EQ(t.index, 0u);
+      if (!t.name.empty()) {
+        EXPECT_EQ(t.name, "get_weather");
+        EXPECT_EQ(name_at, 0u);
+        name_at = i + 1;
+      } else {
+        ++pieces;
+      }
+      got += t.arguments;
+      EXPECT_EQ(args.compare(0, got.size(), got), 0) << got;  // always a prefix of the arguments
+    }
+    EXPECT_EQ(c.tool_calls().empty(), i + 1 < ids.size());  // the call completes with its closing tag
+  }
+  ds.push_back(c.finish());
+  EXPECT_GT(name_at, 0u);
+  EXPECT_GT(pieces, 5u);  // piece by piece, not at once
+  ASSERT_EQ(c.tool_calls().size(), 1u);
+  EXPECT_EQ(c.tool_calls()[0].arguments, args);
+  EXPECT_EQ(join(ds)[0].arguments, args);
+  EXPECT_EQ(c.content(), "");
+}
+
+TEST(ServeOutput, ToolCallOfAnotherShapeComesWhole) {
+  OutputOptions o;
+  o.tools = true;
+  ChoiceText c(tok(), o);
+  // String arguments (a JSON text in a string) and another key order: parsed once the block closes.
+  const std::vector<Delta> ds = feed(c,
+                                     "<tool_call>{\"arguments\": {\"x\": 1}, \"name\": \"f\"}</tool_call>"
+                                     "<tool_call>{\"name\": \"g\", \"arguments\": \"{\\\"y\\\": 2}\"}</tool_call>");
+  ASSERT_EQ(c.tool_calls().size(), 2u);
+  EXPECT_EQ(c.tool_calls()[0].name, "f");
+  EXPECT_EQ(c.tool_calls()[0].arguments, "{\"x\":1}");
+  EXPECT_EQ(c.tool_calls()[1].name, "g");
+  EXPECT_EQ(c.tool_calls()[1].arguments, "{\"y\": 2}");
+  const std::vector<ToolCall> joined = join(ds);
+  ASSERT_EQ(joined.size(), 2u);
+  EXPECT_EQ(joined[1].arguments, "{\"y\": 2}");
 }
 
 TEST(ServeOutput, MalformedToolCallStaysContent) {

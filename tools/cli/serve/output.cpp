@@ -31,7 +31,76 @@ bool parse_call(const std::string& text, ToolCall& call) {
   call.id = new_call_id();
   return true;
 }
+
+enum class Header { kNeedMore, kNoMatch, kMatch };
+
+// Reads the start of a block's JSON, text[from, end): `{"name": "<name>", "arguments": {` (any spacing).
+// kMatch sets `name` and `args_at` (the offset of the arguments' "{"); kNeedMore: the text so far
+// could still become one; kNoMatch: another shape (string arguments, other key order), parsed whole.
+Header scan_header(const std::string& text, size_t from, size_t end, std::string& name, size_t& args_at) {
+  size_t i = from;
+  auto ws = [&] {
+    while (i < end && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r' || text[i] == '\n')) ++i;
+    return i < end;
+  };
+  auto lit = [&](const std::string& w) {  // kMatch: w is there; kNeedMore: a prefix of it ends the text
+    const size_t n = std::min(w.size(), end - i);
+    if (text.compare(i, n, w, 0, n) != 0) return Header::kNoMatch;
+    if (n < w.size()) return Header::kNeedMore;
+    i += n;
+    return Header::kMatch;
+  };
+  Header h;
+  if (!ws()) return Header::kNeedMore;
+  if ((h = lit("{")) != Header::kMatch) return h;
+  if (!ws()) return Header::kNeedMore;
+  if ((h = lit("\"name\"")) != Header::kMatch) return h;
+  if (!ws()) return Header::kNeedMore;
+  if ((h = lit(":")) != Header::kMatch) return h;
+  if (!ws()) return Header::kNeedMore;
+  if (text[i] != '"') return Header::kNoMatch;
+  const size_t name_at = i++;
+  while (i < end && text[i] != '"') i += text[i] == '\\' ? 2 : 1;
+  if (i >= end) return Header::kNeedMore;
+  const nlohmann::json n = nlohmann::json::parse(text.substr(name_at, i + 1 - name_at), nullptr, false);
+  if (!n.is_string() || n.get<std::string>().empty()) return Header::kNoMatch;
+  ++i;
+  if (!ws()) return Header::kNeedMore;
+  if ((h = lit(",")) != Header::kMatch) return h;
+  if (!ws()) return Header::kNeedMore;
+  if ((h = lit("\"arguments\"")) != Header::kMatch) return h;
+  if (!ws()) return Header::kNeedMore;
+  if ((h = lit(":")) != Header::kMatch) return h;
+  if (!ws()) return Header::kNeedMore;
+  if (text[i] != '{') return Header::kNoMatch;
+  name = n.get<std::string>();
+  args_at = i;
+  return Header::kMatch;
+}
+
+// The arguments' text as far as it is sure: without trailing space, the block's own closing "}" (when
+// it is the last one yet) and the space before it. A prefix of what it will be once more text comes.
+std::string sure_arguments(const std::string& text) {
+  size_t n = text.find_last_not_of(" \t\r\n");
+  if (n == std::string::npos) return "";
+  if (text[n] == '}') {
+    if (n == 0) return "";
+    const size_t m = text.find_last_not_of(" \t\r\n", n - 1);
+    return m == std::string::npos ? "" : text.substr(0, m + 1);
+  }
+  return text.substr(0, n + 1);
+}
 }  // namespace
+
+void Delta::append(Delta x) {
+  content += x.content, reasoning += x.reasoning;
+  for (ToolCallDelta& t : x.tool_calls) {
+    if (!tool_calls.empty() && tool_calls.back().index == t.index && t.id.empty())
+      tool_calls.back().arguments += t.arguments;
+    else
+      tool_calls.push_back(std::move(t));
+  }
+}
 
 std::string new_call_id() {
   static thread_local std::mt19937_64 rng(std::random_device{}());
@@ -183,30 +252,60 @@ void ChoiceText::feed_tools(const std::string& text, bool last, Delta& d) {
     // tool_buf_ starts with <tool_call>.
     const size_t open_len = std::string(kToolOpen).size();
     const size_t close = tool_buf_.find(kToolClose, open_len);
-    if (close == std::string::npos) {
-      if (!last) return;
-      ToolCall call;  // the output ended inside the block: a whole JSON object still counts
-      if (parse_call(tool_buf_.substr(open_len), call)) {
-        calls_.push_back(call);
-        d.tool_calls.push_back(call);
-      } else {
-        emit_content(tool_buf_, d);
+    const bool complete = close != std::string::npos || last;
+    // The block's text so far, less a partial closing tag.
+    const size_t body_end =
+        close != std::string::npos ? close : tool_buf_.size() - (last ? 0 : partial_suffix(tool_buf_, kToolClose));
+    if (!call_open_) {
+      std::string name;
+      const Header h = scan_header(tool_buf_, open_len, body_end, name, args_at_);
+      if (h == Header::kMatch) {  // the name goes out now, the arguments as they come
+        call_open_ = true;
+        open_call_ = {new_call_id(), name, ""};
+        d.tool_calls.push_back({calls_.size(), open_call_.id, open_call_.name, ""});
+      } else if (!complete) {
+        return;
       }
+    }
+    if (call_open_) {
+      const std::string sure = sure_arguments(tool_buf_.substr(args_at_, body_end - args_at_));
+      if (sure.size() > open_call_.arguments.size()) {
+        const std::string piece = sure.substr(open_call_.arguments.size());
+        open_call_.arguments += piece;
+        d.tool_calls.push_back({calls_.size(), "", "", piece});
+      }
+      if (!complete) return;
+      // Once its name is out a block stays a tool call; its arguments are the text the model wrote.
+      calls_.push_back(open_call_);
+      call_open_ = false;
+    } else {
+      // Another shape: the block is parsed whole, a call at once or content.
+      const std::string body = tool_buf_.substr(open_len, body_end - open_len);
+      ToolCall call;
+      if (parse_call(body, call)) {
+        calls_.push_back(call);
+        d.tool_calls.push_back({calls_.size() - 1, call.id, call.name, call.arguments});
+      } else {
+        emit_content(
+            close != std::string::npos ? tool_buf_.substr(0, close + std::string(kToolClose).size()) : tool_buf_, d);
+        if (close == std::string::npos) {
+          tool_buf_.clear();
+          in_tool_ = false;
+          return;
+        }
+        tool_buf_.erase(0, close + std::string(kToolClose).size());
+        in_tool_ = false;
+        continue;
+      }
+    }
+    if (close == std::string::npos) {  // the output ended inside the block
       tool_buf_.clear();
       in_tool_ = false;
       return;
     }
-    const size_t end = close + std::string(kToolClose).size();
-    ToolCall call;
-    if (parse_call(tool_buf_.substr(open_len, close - open_len), call)) {
-      calls_.push_back(call);
-      d.tool_calls.push_back(call);
-      strip_newlines_ = true;
-    } else {
-      emit_content(tool_buf_.substr(0, end), d);
-    }
-    tool_buf_.erase(0, end);
+    tool_buf_.erase(0, close + std::string(kToolClose).size());
     in_tool_ = false;
+    strip_newlines_ = true;
   }
 }
 

@@ -1,6 +1,7 @@
 // output.h - one choice's generated tokens as the text an OpenAI response carries: UTF-8-whole
 // pieces, cut at a stop string, the reasoning of <think>...</think> apart from the content, and
-// Qwen's <tool_call>{json}</tool_call> blocks as tool calls (malformed ones stay content).
+// Qwen's <tool_call>{json}</tool_call> blocks as tool calls (malformed ones stay content), streamed as
+// OpenAI streams them: the name first, then the arguments' text piece by piece.
 #pragma once
 
 #include <cstdint>
@@ -18,11 +19,21 @@ struct ToolCall {
   std::string arguments;  ///< its arguments, a JSON text
 };
 
+/** A piece of a tool call as a stream carries it: the first piece of call `index` holds its id and name,
+ * the following ones further text of its arguments (their concatenation is the call's arguments). */
+struct ToolCallDelta {
+  size_t index = 0;       ///< the call's position among the choice's tool calls
+  std::string id, name;   ///< set on the call's first piece only
+  std::string arguments;  ///< more text of the arguments
+};
+
 /** What a choice adds to its message at one point of the stream. */
 struct Delta {
   std::string content, reasoning;
-  std::vector<ToolCall> tool_calls;
+  std::vector<ToolCallDelta> tool_calls;
   bool empty() const { return content.empty() && reasoning.empty() && tool_calls.empty(); }
+  /** Appends what `x` adds after this (argument pieces of the same call are joined). */
+  void append(Delta x);
 };
 
 /** How a choice's text is split. */
@@ -65,6 +76,9 @@ class ChoiceText {
   bool strip_newlines_ = false;  // content right after </think>: its leading newlines are dropped
   std::string tool_buf_;         // text held back: a partial <tool_call> tag, or a whole block in progress
   bool in_tool_ = false;
+  bool call_open_ = false;  // the block's name is out: its arguments stream as they come
+  size_t args_at_ = 0;      // where the arguments start in tool_buf_
+  ToolCall open_call_;      // the call being streamed (its arguments so far)
   std::string content_, reasoning_;
   std::vector<ToolCall> calls_;
 };

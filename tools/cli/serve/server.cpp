@@ -134,14 +134,25 @@ std::string Server::finish_reason(const Choice& c) const {
   return "abort";
 }
 
-json tool_calls_json(const std::vector<ToolCall>& calls, size_t first, bool with_index) {
+json tool_calls_json(const std::vector<ToolCall>& calls) {
   json out = json::array();
-  for (size_t i = 0; i < calls.size(); ++i) {
-    json c = {{"id", calls[i].id},
-              {"type", "function"},
-              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
-    if (with_index) c["index"] = first + i;
-    out.push_back(c);
+  for (const ToolCall& c : calls)
+    out.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  return out;
+}
+
+// A stream's tool-call pieces as OpenAI streams them: a call's first piece with its index, id, type and
+// name, the following ones with the index and more of the arguments.
+json tool_call_deltas_json(const std::vector<ToolCallDelta>& calls) {
+  json out = json::array();
+  for (const ToolCallDelta& c : calls) {
+    if (!c.id.empty())
+      out.push_back({{"index", c.index},
+                     {"id", c.id},
+                     {"type", "function"},
+                     {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    else
+      out.push_back({{"index", c.index}, {"function", {{"arguments", c.arguments}}}});
   }
   return out;
 }
@@ -261,7 +272,7 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
         const bool calls = !c.text->tool_calls().empty();
         msg["content"] = calls && c.text->content().empty() ? json(nullptr) : json(c.text->content());
         if (!c.text->reasoning().empty()) msg["reasoning_content"] = c.text->reasoning();
-        if (calls) msg["tool_calls"] = tool_calls_json(c.text->tool_calls(), 0, false);
+        if (calls) msg["tool_calls"] = tool_calls_json(c.text->tool_calls());
         ch["message"] = msg;
         ch["logprobs"] = pr.logprobs ? json{{"content", c.logprobs}} : json(nullptr);
       } else {
@@ -324,10 +335,7 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
         for (const Event& e : take(std::chrono::milliseconds(50))) {
           Choice& c = st->choices[static_cast<size_t>(e.index)];
           Delta& d = deltas[static_cast<size_t>(e.index)];
-          auto merge = [&d](Delta x) {
-            d.content += x.content, d.reasoning += x.reasoning;
-            for (ToolCall& t : x.tool_calls) d.tool_calls.push_back(std::move(t));
-          };
+          auto merge = [&d](Delta x) { d.append(std::move(x)); };
           if (e.has_token) {
             note_token();
             if (!c.text->stopped()) {
@@ -372,10 +380,7 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
             if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
             if (!d.content.empty() || (d.reasoning.empty() && d.tool_calls.empty() && has_lp))
               delta["content"] = d.content;
-            if (!d.tool_calls.empty()) {
-              const size_t first = c.text->tool_calls().size() - d.tool_calls.size();
-              delta["tool_calls"] = tool_calls_json(d.tool_calls, first, true);
-            }
+            if (!d.tool_calls.empty()) delta["tool_calls"] = tool_call_deltas_json(d.tool_calls);
             ch["delta"] = delta;
             ch["logprobs"] = has_lp ? json{{"content", lps[static_cast<size_t>(i)]}} : json(nullptr);
           } else {
