@@ -31,19 +31,12 @@ using Clock = std::chrono::steady_clock;
 // ---------------------------------------------------------------- loss
 
 std::pair<Tensor, int64_t> sft_loss_sum(models::QwenForCausalLM& model, const DeviceBatch& b) {
-  const int64_t B = b.ids.size(0), T = b.ids.size(1), D = model.config.head_dim;
+  const int64_t B = b.ids.size(0), T = b.ids.size(1);
   if (b.n_targets == 0) return {Tensor(), 0};
-  auto [cos, sin] = model.rope_tables(T);
-  models::AttentionContext ctx;
-  if (b.positions.defined()) {  // packed rows: positions restart with each conversation
-    Tensor flat = b.positions.reshape({-1});
-    ctx.cos = cos.index_select(0, flat).view({B, 1, T, D});
-    ctx.sin = sin.index_select(0, flat).view({B, 1, T, D});
-  } else {
-    ctx.cos = cos.slice(0, 0, T).view({1, 1, T, D});
-    ctx.sin = sin.slice(0, 0, T).view({1, 1, T, D});
-  }
-  ctx.mask = b.mask;
+  // Packed rows: positions restart with each conversation, the mask keeps each to itself.  The model's context
+  // carries what its family needs besides (sliding-window masks, a second rope).
+  const models::AttentionContext ctx = b.positions.defined() ? model.attention_context(b.positions, nullptr, 0, b.mask)
+                                                             : model.attention_context(T, nullptr, b.mask);
   Tensor h = model.hidden_states(b.ids, ctx);  // (B, T, hidden)
   const int64_t H = h.size(-1);
   // Only the positions that predict a target reach lm_head: (N, hidden) -> (N, vocab).

@@ -21,6 +21,7 @@
 #include "genesis/io.hpp"
 #include "genesis/models/decoder.hpp"
 #include "genesis/models/generation.hpp"
+#include "genesis/train/sft.hpp"
 
 #include "test_common.h"
 
@@ -341,6 +342,70 @@ TEST(FamilyConfig, UnsupportedValuesAreRefusedNamingTheField) {
   m = refused("gemma3", [](nlohmann::json& j) { j["use_bidirectional_attention"] = true; });
   EXPECT_TRUE(has(m, "use_bidirectional_attention")) << m;
 }
+
+// Supervised fine-tuning of a new family resumes exactly: 6 steps straight against 3 steps, stop, resume for 3 give
+// the same losses and parameters bit for bit (Gemma 2: soft-capped composed attention, sliding windows, sandwich
+// norms; Llama: llama3 rope scaling, untied head; Gemma 3: the sliding layers' own rope).
+void expect_exact_resume(const std::string& name) {
+  namespace T = genesis::train;
+  auto make_model = [&] { return M::CausalLM::from_pretrained(fixture(name), {.device = dev(), .dtype = DType::f32}); };
+  auto temp_dir = [&](const std::string& tag) {
+    const fs::path p = fs::temp_directory_path() / ("genesis_family_sft_" + name + "_" + tag);
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return p.string();
+  };
+  std::vector<T::ChatExample> ex;
+  for (int64_t i = 0; i < 20; ++i) {
+    T::ChatExample e;
+    for (int64_t t = 0; t < 10 + i % 5; ++t) e.ids.push_back((i * 31 + t * 7) % 500 + 1);
+    for (size_t t = 0; t < e.ids.size(); ++t) e.labels.push_back(t < 3 ? T::kIgnoreIndex : e.ids[t]);
+    ex.push_back(e);
+  }
+  T::BatchOptions bo;
+  bo.batch_size = 4;
+  bo.seed = 3;
+  T::SftBatcher data(ex, bo);
+  T::SftOptions o;
+  o.max_steps = 6;
+  o.lr = 1e-2;
+  o.weight_decay = 0.1;
+  o.warmup_steps = 2;
+  o.progress = "none";
+  o.grad_accum = 2;
+
+  const std::string straight_dir = temp_dir("straight"), part = temp_dir("part");
+  o.output_dir = straight_dir;
+  auto m1 = make_model();
+  T::SftResult straight = T::train_sft(*m1, data, nullptr, o);
+  o.output_dir = part;
+  o.stop_after = 3;
+  auto m2 = make_model();
+  T::SftResult first = T::train_sft(*m2, data, nullptr, o);
+  EXPECT_EQ(first.steps, 3);
+  o.stop_after = 0;
+  o.resume = part + "/checkpoint.safetensors";
+  auto m3 = make_model();
+  {
+    genesis::NoGradGuard no_grad;
+    for (auto [n, t] : m3->state_dict()) t.fill_(0.5);  // everything must come from the checkpoint
+  }
+  T::SftResult second = T::train_sft(*m3, data, nullptr, o);
+  EXPECT_EQ(second.steps, 6);
+  std::vector<double> resumed = first.losses;
+  resumed.insert(resumed.end(), second.losses.begin(), second.losses.end());
+  ASSERT_EQ(resumed.size(), straight.losses.size());
+  for (size_t i = 0; i < resumed.size(); ++i) EXPECT_EQ(resumed[i], straight.losses[i]) << name << " step " << i + 1;
+  EXPECT_LT(straight.losses.back(), straight.losses.front()) << name << ": the run learns";
+  const auto p1 = m1->state_dict(), p3 = m3->state_dict();
+  for (const auto& [n, t] : p1) EXPECT_EQ(host(t), host(p3.at(n))) << name << " " << n;
+  fs::remove_all(straight_dir);
+  fs::remove_all(part);
+}
+
+TEST(FamilySft, Gemma2ResumeIsExact) { expect_exact_resume("gemma2"); }
+TEST(FamilySft, LlamaResumeIsExact) { expect_exact_resume("llama"); }
+TEST(FamilySft, Gemma3ResumeIsExact) { expect_exact_resume("gemma3"); }
 
 // The paged serving op has no window, soft-capping or custom scale: forward_paged refuses such configs naming the
 // feature (Llama's rope scaling is only the rotary table, so it serves).

@@ -221,9 +221,11 @@ class QwenAttention : public nn::Module {
   /** "QwenAttention". */
   std::string name() const override { return "QwenAttention"; }
   int64_t num_heads, num_kv_heads, head_dim;
-  bool sliding = false;  ///< attends within the config's sliding window (ctx.mask_sliding, ctx.cos_local)
-  double scale = 0;      ///< the score scale
-  double softcap = 0;    ///< attention logit soft-capping (0 = off)
+  bool sliding = false;     ///< attends within the config's sliding window (ctx.mask_sliding)
+  bool local_rope = false;  ///< rotates with the sliding layers' own rope (ctx.cos_local)
+  int64_t window = 0;       ///< the sliding window
+  double scale = 0;         ///< the score scale
+  double softcap = 0;       ///< attention logit soft-capping (0 = off)
   nn::Linear q_proj, k_proj, v_proj, o_proj;
   std::shared_ptr<DecoderRMSNorm> q_norm, k_norm;             ///< Qwen3, Gemma 3 only
   std::shared_ptr<LoraLayer> q_lora, k_lora, v_lora, o_lora;  ///< LoRA adapters (LoraModel sets them; null = none)

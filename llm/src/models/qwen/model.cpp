@@ -248,6 +248,8 @@ QwenAttention::QwenAttention(const QwenConfig& c, const Options& f, int64_t laye
       num_kv_heads(c.num_key_value_heads),
       head_dim(c.head_dim),
       sliding(c.is_sliding(layer_index)),
+      local_rope(sliding && c.rope_local_theta > 0),
+      window(c.sliding_window),
       scale(c.attention_scale()),
       softcap(c.attn_logit_softcapping),
       q_proj(c.hidden_size, c.num_attention_heads * c.head_dim, c.attention_bias, f),
@@ -306,7 +308,11 @@ Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int6
     }
     // Per-head rows; a context holding only the all-heads form gives them as head 0's (a strided view).  Sliding
     // layers read their own rope where the model has one.
-    const bool local = sliding && ctx.cos_local.defined();
+    const bool local = sliding && local_rope;
+    if (local && !ctx.cos_local.defined())
+      throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] layer " + std::to_string(layer) +
+                                               " has a rope of its own (sliding layers) but the context has no "
+                                               "cos_local/sin_local (build it with attention_context)");
     const Tensor cos = local ? ctx.cos_local : ctx.cos.defined() ? ctx.cos : ctx.cos_all.slice(2, 0, 1).transpose(1, 2);
     const Tensor sin = local ? ctx.sin_local : ctx.sin.defined() ? ctx.sin : ctx.sin_all.slice(2, 0, 1).transpose(1, 2);
     q = F::rope(q.transpose(1, 2), cos, sin);  // (B, Hq, T, D)
@@ -333,12 +339,19 @@ Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int6
     // cache[b, :, write_pos[b] + t] = kv[b, :, t] (device-side offsets: graph-replayable)
     F::kv_cache_write_(ctx.cache->kv[static_cast<size_t>(layer)], kv, ctx.write_pos);
   }
-  if (sliding && !ctx.mask_sliding.defined())
-    throw Error(GN_ERR_INVALID_ARGUMENT,
-                "[qwen] layer " + std::to_string(layer) +
-                    " attends within a sliding window but the context has no mask_sliding (build it with "
-                    "attention_context)");
-  const Tensor& mask = sliding ? ctx.mask_sliding : ctx.mask;
+  Tensor mask = sliding ? ctx.mask_sliding : ctx.mask;
+  if (sliding && !mask.defined()) {
+    // A context built by hand: within the pass the window is over the row index (packed rows restart their
+    // positions, and ctx.mask keeps each conversation to itself).
+    if (ctx.cache)
+      throw Error(GN_ERR_INVALID_ARGUMENT,
+                  "[qwen] layer " + std::to_string(layer) +
+                      " attends within a sliding window but the context has no mask_sliding (build it with "
+                      "attention_context)");
+    const Tensor i = arange(static_cast<double>(T), {.dtype = DType::i64, .device = x.device()});
+    mask = window_keep(i.view({T, 1}), i, window).view({1, 1, T, T});
+    if (ctx.mask.defined()) mask = both(ctx.mask, mask);
+  }
   const bool from_cache = ctx.cache && !ctx.prefill_from_zero;
   // Within the pass without a mask: causal; otherwise the mask holds the causal rule (packed rows, the cache).
   const Tensor keys = from_cache ? ctx.cache->keys(layer, ctx.kv_len) : k;
