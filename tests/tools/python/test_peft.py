@@ -184,6 +184,7 @@ def test_default_targets_are_peft_s_for_qwen2(base):
     pm = get_peft_model(load(), LoraConfig())
     assert list(adapters_of(pm)) == expected_paths(cfg, ["q_proj", "v_proj"])
     assert pm.peft_config["default"].r == 8 and pm.peft_config["default"].lora_alpha == 8
+    assert pm.peft_config["default"].target_modules == {"q_proj", "v_proj"}
 
 
 @pytest.mark.parametrize("targets,use_rslora", [("all-linear", False), (["q_proj", "v_proj", "down_proj"], True),
@@ -405,8 +406,9 @@ def test_save_pretrained_writes_peft_s_folder_and_from_pretrained_reads_it(base,
     assert (c.r, c.lora_alpha, c.lora_dropout, c.use_rslora, c.target_modules) == (4, 12, 0.1, True,
                                                                                    {"q_proj", "down_proj"})
     assert LoraConfig.from_pretrained(str(tmp_path / "ad")) == c
-    trainable = PeftModel.from_pretrained(load(), tmp_path / "ad", is_trainable=True)
+    trainable = PeftModel.from_pretrained(load().train(), tmp_path / "ad", is_trainable=True)
     assert all(p.requires_grad for p in trainable.parameters())
+    assert trainable.training and trainable._adapters.training  # dropout on, as the model's mode says
 
     # set_peft_model_state_dict copies PEFT-named weights in
     fresh = get_peft_model(load(), LoraConfig(r=4, lora_alpha=12, target_modules=["q_proj", "down_proj"],

@@ -121,7 +121,7 @@ class LoraConfig:
             raise AssertionError(f"Provided path ({save_directory}) should be a directory, not a file")
         os.makedirs(save_directory, exist_ok=True)
         with open(os.path.join(save_directory, CONFIG_NAME), "w") as f:
-            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
+            json.dump({**getattr(self, "_extra", {}), **self.to_dict()}, f, indent=2, sort_keys=True)
             f.write("\n")
 
     @classmethod
@@ -331,12 +331,14 @@ class PeftModel(Module):
             _check_config(peft_config)
             targets = _resolve_targets(model, peft_config)
             peft_config = copy.deepcopy(peft_config)
+            if peft_config.target_modules is None or peft_config.target_modules == "all-linear":
+                peft_config.target_modules = set(targets)  # as PEFT resolves them
             if peft_config.base_model_name_or_path is None:
                 peft_config.base_model_name_or_path = getattr(model, "name_or_path", None) or None
             _adapters = _C.peft.LoraModel.attach(impl, _cpp_config(peft_config, targets))
             if peft_config.init_lora_weights is not True:
                 _reinit(_adapters, peft_config)
-            _adapters.train(model.training)
+        _adapters.train(model.training)
         object.__setattr__(self, "_model", model)
         object.__setattr__(self, "_adapters", _adapters)
         object.__setattr__(self, "peft_config", {adapter_name: peft_config})
