@@ -220,6 +220,27 @@ def test_known_adapters_match_the_oracle_with_gradients(base, targets, use_rslor
     assert all(p.grad is None and not p.requires_grad for p in base_model.parameters())
 
 
+def test_adapter_gradients_match_finite_differences(base):
+    _, _, ref = base
+    ids, labels = genesis.tensor(ref["input_ids"].numpy()), genesis.tensor(ref["labels"].numpy())
+    pm = get_peft_model(load(), LoraConfig(r=2, lora_alpha=4, target_modules=["k_proj", "down_proj"]))
+    set_random_adapters(pm)
+    pm(ids, labels=labels).loss.backward()
+    h = 1e-6
+    for path, (a, b) in adapters_of(pm).items():
+        for p in (a, b):
+            for idx in ((0, 0), (1, p.shape[1] - 1)):
+                with genesis.no_grad():
+                    old = p[idx].item()
+                    p[idx] = old + h
+                    up = pm(ids, labels=labels).loss.item()
+                    p[idx] = old - h
+                    down = pm(ids, labels=labels).loss.item()
+                    p[idx] = old
+                fd, g = (up - down) / (2 * h), p.grad[idx].item()
+                assert abs(fd - g) <= 1e-6 * max(abs(g), 1e-3), (path, idx, fd, g)
+
+
 def test_one_sgd_step_moves_the_output_as_the_oracle_does(base):
     cfg, w, ref = base
     ids, labels = ref["input_ids"], ref["labels"]
@@ -606,6 +627,9 @@ def test_errors(base, tmp_path):
     pm.save_pretrained(tmp_path / "ad")
     os.remove(tmp_path / "ad" / "adapter_model.safetensors")
     with pytest.raises(OSError):
+        PeftModel.from_pretrained(load(), tmp_path / "ad")
+    open(tmp_path / "ad" / "adapter_model.bin", "wb").close()
+    with pytest.raises(RuntimeError, match="adapter_model.bin .pickle. is not supported"):
         PeftModel.from_pretrained(load(), tmp_path / "ad")
     # an adapter for another shape (rank in the config differs from the file's)
     pm.save_pretrained(tmp_path / "ad2")

@@ -501,7 +501,7 @@ class PeftModel(Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            if name in ("base_model", "_model"):
+            if name in ("base_model", "_model") or "_model" not in self.__dict__:
                 raise
             return getattr(self.__dict__["_model"], name)
 
