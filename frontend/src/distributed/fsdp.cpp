@@ -100,6 +100,8 @@ struct FullyShardedDataParallel::State {
     int64_t step = 0;
     Tensor flat;  // the whole parameters: replicated (optimizer, grad_optimizer) or gathered (full)
     bool gathered = false;
+    Tensor prefetched, prefetch_src;  // an all-gather started early (full, prefetch)
+    Work prefetch_work;
     Tensor grad_full;   // optimizer: the reduced gradients, whole (padded)
     Tensor grad_shard;  // grad_optimizer, full: this rank's shard of the reduced gradients
     // ---- one backward
@@ -139,8 +141,35 @@ struct FullyShardedDataParallel::State {
 
   void gather(Unit& u) {
     if (u.gathered) return;
-    point(u, gather_flat(u, u.dtype));
+    if (u.prefetched.defined()) {
+      u.prefetch_work.wait();
+      point(u, u.prefetched);
+      u.prefetched = u.prefetch_src = Tensor();
+      u.prefetch_work = Work();
+    } else {
+      point(u, gather_flat(u, u.dtype));
+    }
     u.gathered = true;
+  }
+
+  // Starts all-gathering unit ui (when it is a unit of its own, not gathered and not under way):
+  // the collective runs on the group's worker while the caller computes; gather() waits for it.
+  void prefetch(size_t ui) {
+    if (!full() || !opt->prefetch || ui >= units.size()) return;
+    Unit& u = units[ui];
+    if (u.name.empty() || u.gathered || u.prefetched.defined()) return;
+    NoGradGuard ng;
+    u.prefetched = empty({u.padded}, Options{u.dtype, u.device});
+    u.prefetch_src = u.master.dtype() == u.dtype ? u.master : u.master.to(u.dtype);
+    u.prefetch_work = group->all_gather_into_tensor(u.prefetched, u.prefetch_src, /*async_op=*/true);
+  }
+
+  // Waits for and drops a prefetch that was not used (before the master shards change).
+  void drop_prefetch(Unit& u) {
+    if (!u.prefetched.defined()) return;
+    u.prefetch_work.wait();
+    u.prefetched = u.prefetch_src = Tensor();
+    u.prefetch_work = Work();
   }
 
   void release(Unit& u) {
@@ -240,6 +269,7 @@ struct FullyShardedDataParallel::State {
                                 if (auto s = weak.lock()) {
                                   s->arm();
                                   s->gather(s->units[ui]);
+                                  if (ui > 0) s->prefetch(ui - 1);  // backward runs the units in reverse
                                 }
                                 return std::vector<Tensor>{grads[0]};
                               });
@@ -357,7 +387,13 @@ FullyShardedDataParallel::~FullyShardedDataParallel() {
     for (auto it = g_registry.begin(); it != g_registry.end();)
       it = it->second.first.lock() == state_ ? g_registry.erase(it) : std::next(it);
   }
-  // No collective here (a rank unwinding an error must not wait for the others): under full,
+  for (State::Unit& u : state_->units) {
+    try {  // the worker may still write into a prefetch buffer
+      state_->drop_prefetch(u);
+    } catch (const std::exception&) {
+    }
+  }
+  // No new collective here (a rank unwinding an error must not wait for the others): under full,
   // the parameters stay without elements; full_state_dict() before this keeps them.
 }
 
@@ -409,6 +445,7 @@ void FullyShardedDataParallel::step() {
   const gn_op* op = GN_OP_HANDLE("adamw_step");
   for (State::Unit& u : s.units) {
     s.release(u);
+    s.drop_prefetch(u);
     Tensor g = s.grad_of_shard(u);
     if (!g.defined()) continue;
     if (g.dtype() != u.mdtype) g = g.to(u.mdtype);
@@ -452,7 +489,7 @@ std::map<std::string, Tensor> FullyShardedDataParallel::full_state_dict() {
 FullyShardedDataParallel::Memory FullyShardedDataParallel::memory() const {
   Memory m;
   for (const State::Unit& u : state_->units) {
-    m.params += bytes_of(u.flat);
+    m.params += bytes_of(u.flat) + bytes_of(u.prefetched);
     m.master += bytes_of(u.master);
     m.grads += bytes_of(u.grad_full) + bytes_of(u.grad_shard);
     for (const Tensor& p : u.params) m.grads += bytes_of(p.grad());
@@ -577,6 +614,7 @@ void FullyShardedDataParallel::load_sharded(const std::string& dir) {
     u.step = std::stoll(meta0.at(p + "step"));
     u.grad_full = u.grad_shard = Tensor();
     s.release(u);
+    s.drop_prefetch(u);
     if (!s.full()) {
       Tensor src = u.master.dtype() == u.dtype ? u.master : u.master.to(u.dtype);
       s.group->all_gather_into_tensor(u.flat, src);
@@ -604,6 +642,7 @@ Tensor unit_forward(nn::Module& unit, const std::function<Tensor()>& fn) {
   auto& u = s->units[ui];
   const bool was = u.gathered;
   s->gather(u);
+  s->prefetch(ui + 1);  // the next unit, while this one computes
   Tensor y = fn();
   if (!was) s->release(u);
   if (autograd::grad_enabled() && y.defined() && y.requires_grad()) y = s->wrap(ui, y);

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,8 @@ std::string sci(double x) {
 // the root unit.  The sizes are not multiples of 4: the flat buffers are padded.
 struct Net : nn::Module {
   nn::Linear fc1{7, 13}, fc2{13, 13}, fc3{13, 3};
-  bool checkpointed = false;  // fc2 inside an activation-checkpointed region
+  bool checkpointed = false;    // fc2 inside an activation-checkpointed region
+  std::function<void()> probe;  // called between fc1 and fc2
   Net() {
     register_module("fc1", fc1);
     register_module("fc2", fc2);
@@ -69,6 +71,7 @@ struct Net : nn::Module {
   }
   Tensor forward(const Tensor& x) override {
     Tensor h = dist::unit_forward(fc1, [&] { return fc1(x); }).tanh();
+    if (probe) probe();
     auto inner = [this](const std::vector<Tensor>& in) {
       return dist::unit_forward(fc2, [&] { return fc2(in[0]); }).tanh();
     };
@@ -147,15 +150,24 @@ dist::FSDPOptions options(ShardingStrategy s, Net& m, bool per_layer) {
 constexpr double kClip = 0.3;  // below the gradient norm of the first steps: clipping acts
 
 // 5 AdamW steps with clipping; returns the comparison's failures.
-int five_steps(ShardingStrategy s, bool per_layer, bool checkpointed, double tol) {
+int five_steps(ShardingStrategy s, bool per_layer, bool checkpointed, double tol, bool prefetch = true) {
   const int ws = dist::get_world_size(), me = dist::get_rank();
   const std::string what = std::string(dist::to_string(s)) + (per_layer ? ", units fc1 fc2" : ", one unit") +
-                           (checkpointed ? ", fc2 checkpointed" : "");
+                           (checkpointed ? ", fc2 checkpointed" : "") + (prefetch ? "" : ", no prefetch");
   const int before = g_failures;
   auto model = make_net(100 + me);  // rank-dependent init: FSDP must broadcast rank 0's
   auto ref = make_net(100);
   model->checkpointed = checkpointed;
-  dist::FullyShardedDataParallel f(*model, options(s, *model, per_layer));
+  auto o = options(s, *model, per_layer);
+  o.prefetch = prefetch;
+  dist::FullyShardedDataParallel f(*model, o);
+  if (s == ShardingStrategy::full && per_layer && !checkpointed)  // the root unit, and fc2 when prefetched
+    model->probe = [&] {
+      const int64_t want = 8 * (f.unit_numel(2) + (prefetch ? f.unit_numel(1) : 0));
+      expect(f.memory().params == want, what + ": " + std::to_string(f.memory().params) +
+                                            " bytes of parameters held between fc1 and fc2, expected " +
+                                            std::to_string(want));
+    };
   expect(f.num_units() == (per_layer ? 3u : 1u), what + ": " + std::to_string(f.num_units()) + " units");
   genesis::optim::AdamW ref_opt(ref->parameters(), adamw());
   bool clipped = false;
@@ -163,7 +175,12 @@ int five_steps(ShardingStrategy s, bool per_layer, bool checkpointed, double tol
     f.zero_grad();
     ref_opt.zero_grad();
     auto [x, y] = batch(me, step);
-    Tensor loss = nn::functional::mse_loss(f(x), y);
+    Tensor out = f(x);
+    if (s == ShardingStrategy::full && per_layer && !checkpointed)  // fc1 and fc2 released after their forward
+      expect(f.memory().params == 8 * f.unit_numel(2), what + ": " + std::to_string(f.memory().params) +
+                                                           " bytes of parameters held after forward, expected " +
+                                                           std::to_string(8 * f.unit_numel(2)) + " (the root unit)");
+    Tensor loss = nn::functional::mse_loss(out, y);
     loss.backward();
     if (s == ShardingStrategy::full)  // released after backward: nothing gathered is kept
       expect(f.memory().params == 0,
@@ -297,6 +314,7 @@ int main_mode() {
     }
   five_steps(ShardingStrategy::full, true, true, 1e-10);
   five_steps(ShardingStrategy::grad_optimizer, true, true, 1e-10);
+  five_steps(ShardingStrategy::full, true, false, 1e-10, /*prefetch=*/false);
   for (ShardingStrategy s : {ShardingStrategy::optimizer, ShardingStrategy::grad_optimizer, ShardingStrategy::full})
     mixed(s);
   // Bad units are refused with a clear error.

@@ -74,6 +74,9 @@ struct FSDPOptions {
   double eps = 1e-8;
   double weight_decay = 1e-2;
   bool average = true;  ///< divide the summed gradients by the world size
+  /// full: when a unit is gathered, start all-gathering the next one (in `units` order in forward,
+  /// the previous one in backward) asynchronously, so that its communication overlaps this one's compute.
+  bool prefetch = true;
   /// Mixed precision (torch's MixedPrecisionPolicy.param_dtype): the dtype (bf16, f16) the parameters
   /// are all-gathered in and compute in, and their gradients are reduced in; the master shards and
   /// AdamW's state keep the module's precision (float32, or float64).  Unset: the module's dtype.
