@@ -187,6 +187,17 @@ def test_default_targets_are_peft_s_for_qwen2(base):
     assert pm.peft_config["default"].target_modules == {"q_proj", "v_proj"}
 
 
+def test_init_lora_weights_false_and_gaussian():
+    pm = get_peft_model(load(), LoraConfig(r=4, target_modules=["q_proj"], init_lora_weights=False))
+    for a, b in adapters_of(pm).values():  # both as nn.Linear initialises them: U(-1/sqrt(in), 1/sqrt(in))
+        assert 0.5 / math.sqrt(4) < float(b.abs().max().item()) <= 1 / math.sqrt(4)
+        assert 0.5 / math.sqrt(a.shape[1]) < float(a.abs().max().item()) <= 1 / math.sqrt(a.shape[1])
+    pm = get_peft_model(load(), LoraConfig(r=4, target_modules=["q_proj"], init_lora_weights="gaussian"))
+    a = np.concatenate([a.detach().numpy().ravel() for a, _ in adapters_of(pm).values()])
+    assert abs(a.std() - 1 / 4) < 0.03 and abs(a.mean()) < 0.04  # normal(0, 1/r), 512 draws: 4 standard errors
+    assert all(float(b.abs().max().item()) == 0 for _, b in adapters_of(pm).values())
+
+
 @pytest.mark.parametrize("targets,use_rslora", [("all-linear", False), (["q_proj", "v_proj", "down_proj"], True),
                                                 (["self_attn.o_proj", "up_proj"], False),
                                                 (r".*\.(k|gate)_proj", False)])
