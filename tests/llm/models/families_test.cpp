@@ -18,9 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "genesis/autograd.hpp"
+#include "genesis/nn/init.hpp"
 #include "genesis/io.hpp"
 #include "genesis/models/decoder.hpp"
 #include "genesis/models/generation.hpp"
+#include "genesis/models/lora.hpp"
 #include "genesis/train/sft.hpp"
 
 #include "test_common.h"
@@ -176,6 +178,58 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, FamilyParity,
                              if (c == '-') c = '_';
                            return n;
                          });
+
+// LoRA over each family (GeGLU, soft-capped and windowed attention included): adapters with non-zero B change the
+// logits, under the training kernels (adapters require grad) and the inference ones (no grad) alike, and merging them
+// into the weights gives the adapted model's logits.
+TEST_P(FamilyParity, LoraAdaptersMergeToTheAdaptedModel) {
+  if (std::string(GetParam()) == "llama-dynamic") GTEST_SKIP() << "the rope is the only difference from llama";
+  // float64 (the same weights in a model built in float64), so that the comparisons below are at 1e-10.
+  auto m32 = M::CausalLM::from_pretrained(fixture(GetParam()), {.device = dev(), .dtype = DType::f32});
+  auto m = std::make_unique<M::CausalLM>(m32->config, genesis::Options{.dtype = DType::f64, .device = dev()});
+  genesis::TensorMap sd;
+  for (const auto& [k, t] : m32->state_dict()) sd[k] = t.to(DType::f64);
+  m->load_state_dict(sd);
+  auto ref = genesis::load(fixture(GetParam()) + "/reference.safetensors", dev());
+  const Tensor ids = ref.at("input_ids");
+  const auto base = host(m->forward(ids));
+  genesis::manual_seed(3);
+  M::LoraConfig c;
+  c.r = 4;
+  c.lora_alpha = 16;
+  auto lm = M::LoraModel::attach(*m, c);
+  {
+    genesis::NoGradGuard ng;
+    for (auto& [path, a] : lm->adapters) genesis::nn::init::normal_(a->lora_B.weight, 0, 0.05);
+  }
+  const auto adapted = host(m->forward(ids));  // training kernels
+  std::vector<double> adapted_infer;
+  {
+    genesis::NoGradGuard ng;
+    adapted_infer = host(m->forward(ids));
+  }
+  const double scale = max_abs(adapted);
+  EXPECT_GT(max_diff(adapted, base), 1e-3 * scale);
+  EXPECT_LE(max_diff(adapted_infer, adapted), 1e-10 * scale);
+  lm->merge_and_unload();
+  genesis::NoGradGuard ng;
+  EXPECT_LE(max_diff(host(m->forward(ids)), adapted), 1e-10 * scale);
+}
+
+// bfloat16 weights run every path (the (1 + w) norms and soft-capping in float32, the embedding scale rounded to
+// bfloat16): the logits stay within bfloat16's precision of the float64 reference, and generation runs.
+TEST_P(FamilyParity, Bfloat16StaysCloseToTheReference) {
+  auto m = M::CausalLM::from_pretrained(fixture(GetParam()), {.device = dev(), .dtype = DType::bf16});
+  auto ref = genesis::load(fixture(GetParam()) + "/reference.safetensors", dev());
+  EXPECT_LE(logits_error(*m, ref), 5e-2);
+  Tensor loss = m->loss(ref.at("input_ids"), ref.at("labels"));
+  const double lw = host(ref.at("loss"))[0];
+  EXPECT_NEAR(host(loss)[0], lw, 2e-2 * std::fabs(lw));
+  M::GenerationConfig g;
+  g.max_new_tokens = 4;
+  g.ignore_eos = true;
+  EXPECT_EQ(M::generate(*m, {ints(ref.at("generate.prompt"))}, g).tokens[0].size(), 4u);
+}
 
 // Negative controls: the parity check above fails when one switch is flipped, so each switch is exercised.
 TEST(FamilySwitches, FlippingASwitchBreaksTheParity) {
