@@ -112,11 +112,27 @@ struct FullyShardedDataParallel::State {
     Work work;
   };
   std::vector<Unit> units;
+  NamedTensors buffers;  // broadcast from rank 0 before each forward, saved with the shards
   bool armed = false;
   int skip_reduce = -1;  // $GENESIS_FSDP_SKIP_REDUCE: a unit whose first reduction is skipped (negative controls)
   std::weak_ptr<State> self;
 
   bool full() const { return opt->strategy == ShardingStrategy::full; }
+  std::vector<int> build(const std::vector<std::pair<std::string, NamedTensors>>& lists);
+
+  // Unit ui's forward: gathered (unless it is), the next unit prefetched, fn, released, and the
+  // output made to gather the unit again before its backward.
+  Tensor run_unit(size_t ui, const std::function<Tensor()>& fn) {
+    if (!full()) return fn();
+    Unit& u = units.at(ui);
+    const bool was = u.gathered;
+    gather(u);
+    prefetch(ui + 1);  // the next unit, while this one computes
+    Tensor y = fn();
+    if (!was) release(u);
+    if (autograd::grad_enabled() && y.defined() && y.requires_grad()) y = wrap(ui, y);
+    return y;
+  }
 
   // Elements [rank*shard, (rank+1)*shard) of a unit's flat tensor.
   Tensor my_chunk(const Unit& u, const Tensor& flat) const {
@@ -285,100 +301,133 @@ std::map<const nn::Module*, std::pair<std::weak_ptr<FullyShardedDataParallel::St
 
 }  // namespace
 
-FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, FSDPOptions options, ProcessGroup* group)
-    : module_(module), opt_(std::move(options)), state_(std::make_shared<State>()) {
-  State& s = *state_;
-  s.self = state_;
+namespace {
+
+// Starts a State: the options checked, the group, rank 0's parameters and buffers everywhere.
+void start(FullyShardedDataParallel::State& s, const std::shared_ptr<FullyShardedDataParallel::State>& self,
+           ProcessGroup* group, const FSDPOptions* opt, const bool* sync, const NamedTensors& params,
+           const NamedTensors& buffers) {
+  s.self = self;
   s.group = group ? group : &world();
-  s.opt = &opt_;
-  s.sync = &sync_;
+  s.opt = opt;
+  s.sync = sync;
   s.rank = s.group->rank();
   s.world = s.group->size();
   if (const char* e = std::getenv("GENESIS_FSDP_SKIP_REDUCE"); e && *e) s.skip_reduce = std::atoi(e);
-  if (opt_.param_dtype && !is_floating(*opt_.param_dtype))
+  if (opt->param_dtype && !is_floating(*opt->param_dtype))
     throw Error(GN_ERR_INVALID_ARGUMENT,
-                std::string(kWho) + "param_dtype must be a floating dtype, got " + dtype_name(*opt_.param_dtype));
-  // 1. Every rank starts from rank 0's parameters and buffers.
-  {
-    NoGradGuard ng;
-    for (auto& [name, p] : module.named_parameters()) {
-      Tensor t = p;
-      s.group->broadcast(t, 0);
+                std::string(kWho) + "param_dtype must be a floating dtype, got " + dtype_name(*opt->param_dtype));
+  s.buffers = buffers;
+  NoGradGuard ng;
+  for (const auto& list : {params, buffers})
+    for (const auto& [name, t] : list) {
+      Tensor x = t;
+      s.group->broadcast(x, 0);
     }
-    for (auto& [name, b] : module.named_buffers()) {
-      Tensor t = b;
-      s.group->broadcast(t, 0);
-    }
-  }
-  // 2. Units: the named modules' parameters, then the root unit with every other one.
-  std::map<const Tensor::Impl*, std::string> name_of;
-  for (auto& [name, p] : module.named_parameters()) name_of[p.impl().get()] = name;
-  std::map<const nn::Module*, std::string> module_name;
-  for (auto& [name, m] : module.named_modules()) module_name[m] = name;
-  std::map<const Tensor::Impl*, size_t> taken;
-  auto add_unit = [&](const std::string& uname, const std::vector<Tensor>& params) {
-    State::Unit u;
+}
+
+}  // namespace
+
+// Lays out the units (lists of named parameters; those not requiring grad stay as they are), keeps
+// this rank's master shards and hooks every parameter.  Returns each list's unit index (-1: none).
+std::vector<int> FullyShardedDataParallel::State::build(
+    const std::vector<std::pair<std::string, NamedTensors>>& lists) {
+  std::vector<int> index;
+  std::map<const Tensor::Impl*, std::string> taken;
+  for (const auto& [uname, params] : lists) {
+    Unit u;
     u.name = uname;
-    for (const Tensor& p : params) {
-      if (!p.requires_grad() || taken.count(p.impl().get())) continue;
-      taken[p.impl().get()] = s.units.size();
+    for (const auto& [pname, p] : params) {
+      if (!p.defined() || !p.requires_grad()) continue;
+      auto [it, fresh] = taken.emplace(p.impl().get(), pname);
+      if (!fresh) {
+        if (uname.empty()) continue;  // the root unit: every parameter no other unit has
+        throw Error(GN_ERR_INVALID_ARGUMENT, std::string(kWho) + "units overlap: '" + pname + "' is in two of them");
+      }
+      if (!p.is_leaf())
+        throw Error(GN_ERR_INVALID_ARGUMENT, std::string(kWho) + "parameter " + pname + " is not a leaf");
       if (!u.params.empty() && (p.dtype() != u.module_dtype || !(p.device() == u.device)))
         throw Error(GN_ERR_INVALID_ARGUMENT, std::string(kWho) + "unit '" + uname +
                                                  "' mixes dtypes or devices: its parameters must have one of each");
       u.module_dtype = p.dtype();
       u.device = p.device();
       u.params.push_back(p);
-      u.names.push_back(name_of[p.impl().get()]);
+      u.names.push_back(pname);
       u.shapes.push_back(p.shape());
       u.offset.push_back(u.total);
       u.numel.push_back(p.numel());
       u.total += p.numel();
     }
-    if (u.params.empty()) return;
+    if (u.params.empty()) {
+      index.push_back(-1);
+      continue;
+    }
     if (!is_floating(u.module_dtype))
       throw Error(GN_ERR_INVALID_ARGUMENT, std::string(kWho) + "unit '" + uname + "' has non-floating parameters");
-    u.padded = (u.total + s.world - 1) / s.world * s.world;
-    u.shard = u.padded / s.world;
+    u.padded = (u.total + world - 1) / world * world;
+    u.shard = u.padded / world;
     u.mdtype = u.module_dtype == DType::f64 ? DType::f64 : DType::f32;
-    u.dtype = opt_.param_dtype ? *opt_.param_dtype : u.module_dtype;
-    s.units.push_back(std::move(u));
-  };
+    u.dtype = opt->param_dtype ? *opt->param_dtype : u.module_dtype;
+    index.push_back(static_cast<int>(units.size()));
+    units.push_back(std::move(u));
+  }
+  // Master shards (and the replicated flat buffers of optimizer and grad_optimizer).
+  {
+    NoGradGuard ng;
+    for (Unit& u : units) {
+      Tensor flat = zeros({u.padded}, Options{u.module_dtype, u.device});
+      for (size_t k = 0; k < u.params.size(); ++k)
+        flat.slice(0, u.offset[k], u.offset[k] + u.numel[k]).copy_(u.params[k].detach().reshape({u.numel[k]}));
+      u.master = my_chunk(u, flat).to(u.mdtype).clone();
+      point(u, u.dtype == u.module_dtype ? flat : flat.to(u.dtype));
+      u.gathered = true;
+      release(u);
+    }
+  }
+  // Gradient hooks, holding the state weakly (the FSDP may die first).
+  for (size_t ui = 0; ui < units.size(); ++ui)
+    for (size_t k = 0; k < units[ui].params.size(); ++k) {
+      std::weak_ptr<State> weak = self;
+      units[ui].params[k].register_post_accumulate_grad_hook([weak, ui, k](const Tensor&) {
+        if (auto st = weak.lock()) st->on_grad(ui, k);
+      });
+    }
+  return index;
+}
+
+FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, FSDPOptions options, ProcessGroup* group)
+    : module_(&module), opt_(std::move(options)), state_(std::make_shared<State>()) {
+  State& s = *state_;
+  start(s, state_, group, &opt_, &sync_, module.named_parameters(), module.named_buffers());
+  // The named modules' parameters, then the root unit with every other one.
+  std::map<const Tensor::Impl*, std::string> name_of;
+  for (auto& [name, p] : module.named_parameters()) name_of[p.impl().get()] = name;
+  std::map<const nn::Module*, std::string> module_name;
+  for (auto& [name, m] : module.named_modules()) module_name[m] = name;
+  std::vector<std::pair<std::string, NamedTensors>> lists;
   for (nn::Module* m : opt_.units) {
     auto it = module_name.find(m);
     if (!m || it == module_name.end())
       throw Error(GN_ERR_INVALID_ARGUMENT, std::string(kWho) + "a unit is not a submodule of the wrapped module");
-    for (const Tensor& p : m->parameters())
-      if (taken.count(p.impl().get()))
-        throw Error(GN_ERR_INVALID_ARGUMENT,
-                    std::string(kWho) + "units overlap: '" + name_of[p.impl().get()] + "' is in two of them");
-    add_unit(it->second, m->parameters());
+    NamedTensors params;
+    for (const Tensor& p : m->parameters()) params.emplace_back(name_of[p.impl().get()], p);
+    lists.emplace_back(it->second.empty() ? "<root>" : it->second, params);
   }
-  add_unit("", module.parameters());
-  // 3. Master shards (and the replicated flat buffers of optimizer and grad_optimizer).
-  {
-    NoGradGuard ng;
-    for (State::Unit& u : s.units) {
-      Tensor flat = zeros({u.padded}, Options{u.module_dtype, u.device});
-      for (size_t k = 0; k < u.params.size(); ++k)
-        flat.slice(0, u.offset[k], u.offset[k] + u.numel[k]).copy_(u.params[k].detach().reshape({u.numel[k]}));
-      u.master = s.my_chunk(u, flat).to(u.mdtype).clone();
-      s.point(u, u.dtype == u.module_dtype ? flat : flat.to(u.dtype));
-      u.gathered = true;
-      s.release(u);
-    }
-  }
-  // 4. Gradient hooks (holding the state weakly: the FSDP may die first) and the registry.
-  for (size_t ui = 0; ui < s.units.size(); ++ui)
-    for (size_t k = 0; k < s.units[ui].params.size(); ++k) {
-      std::weak_ptr<State> weak = state_;
-      s.units[ui].params[k].register_post_accumulate_grad_hook([weak, ui, k](const Tensor&) {
-        if (auto st = weak.lock()) st->on_grad(ui, k);
-      });
-    }
+  lists.emplace_back("", module.named_parameters());
+  const std::vector<int> index = s.build(lists);
   std::lock_guard<std::mutex> lock(g_registry_mu);
-  for (nn::Module* m : opt_.units)
-    for (size_t ui = 0; ui < s.units.size(); ++ui)
-      if (s.units[ui].name == module_name[m]) g_registry[m] = {state_, ui};
+  for (size_t k = 0; k < opt_.units.size(); ++k)
+    if (index[k] >= 0) g_registry[opt_.units[k]] = {state_, static_cast<size_t>(index[k])};
+}
+
+FullyShardedDataParallel::FullyShardedDataParallel(const std::vector<std::pair<std::string, NamedTensors>>& units,
+                                                   const NamedTensors& buffers, FSDPOptions options,
+                                                   ProcessGroup* group)
+    : opt_(std::move(options)), state_(std::make_shared<State>()) {
+  NamedTensors all;
+  for (const auto& [uname, params] : units) all.insert(all.end(), params.begin(), params.end());
+  start(*state_, state_, group, &opt_, &sync_, all, buffers);
+  state_->build(units);
 }
 
 FullyShardedDataParallel::~FullyShardedDataParallel() {
@@ -403,7 +452,7 @@ int64_t FullyShardedDataParallel::steps() const { return state_->units.empty() ?
 
 void FullyShardedDataParallel::prepare_forward() {
   NoGradGuard ng;
-  for (auto& [name, b] : module_.named_buffers()) {
+  for (auto& [name, b] : state_->buffers) {
     Tensor t = b;
     state_->group->broadcast(t, 0);
   }
@@ -413,11 +462,25 @@ void FullyShardedDataParallel::prepare_forward() {
 
 Tensor FullyShardedDataParallel::forward(const Tensor& x) {
   prepare_forward();
-  Tensor y = module_.forward(x);
+  return finish_forward(module().forward(x));
+}
+
+Tensor FullyShardedDataParallel::finish_forward(const Tensor& y) {
   State& s = *state_;
-  if (s.full() && !s.units.empty() && s.units.back().name.empty() && autograd::grad_enabled() && y.requires_grad())
-    y = s.wrap(s.units.size() - 1, y);
+  if (s.full() && !s.units.empty() && s.units.back().name.empty() && autograd::grad_enabled() && y.defined() &&
+      y.requires_grad())
+    return s.wrap(s.units.size() - 1, y);
   return y;
+}
+
+Tensor FullyShardedDataParallel::unit_forward(size_t k, const std::function<Tensor()>& fn) {
+  return state_->run_unit(k, fn);
+}
+
+nn::Module& FullyShardedDataParallel::module() {
+  if (!module_)
+    throw Error(GN_ERR_INVALID_ARGUMENT, std::string(kWho) + "built over parameter lists: there is no module");
+  return *module_;
 }
 
 double FullyShardedDataParallel::clip_grad_norm_(double max_norm) {
@@ -478,8 +541,12 @@ std::map<std::string, Tensor> FullyShardedDataParallel::full_state_dict() {
     for (size_t k = 0; k < u.params.size(); ++k)
       whole[u.names[k]] = flat.slice(0, u.offset[k], u.offset[k] + u.numel[k]).view(u.shapes[k]).clone();
   }
+  if (!module_) {
+    for (const auto& [name, b] : s.buffers) whole[name] = b;
+    return whole;
+  }
   std::map<std::string, Tensor> out;
-  for (const auto& [name, t] : module_.state_dict()) {
+  for (const auto& [name, t] : module_->state_dict()) {
     auto it = whole.find(name);
     out[name] = it != whole.end() ? it->second : t;
   }
@@ -533,7 +600,7 @@ void FullyShardedDataParallel::save_sharded(const std::string& dir) {
     save_safetensors(shard_file(dir, s.rank, s.world), tensors, meta);
     if (s.rank == 0) {
       TensorMap buffers;
-      for (auto& [name, b] : module_.named_buffers()) buffers[name] = b;
+      for (auto& [name, b] : s.buffers) buffers[name] = b;
       save_safetensors(dir + "/buffers.safetensors", buffers, {});
       std::ostringstream js;
       js << "{\n  \"format\": \"genesis-fsdp-shards\",\n  \"world_size\": " << s.world << ",\n  \"strategy\": \""
@@ -621,7 +688,7 @@ void FullyShardedDataParallel::load_sharded(const std::string& dir) {
     }
   }
   const TensorMap buffers = load_safetensors(dir + "/buffers.safetensors", s.group->device()).tensors;
-  for (auto& [name, b] : module_.named_buffers()) {
+  for (auto& [name, b] : s.buffers) {
     auto it = buffers.find(name);
     if (it != buffers.end()) {
       Tensor t = b;
@@ -638,15 +705,7 @@ Tensor unit_forward(nn::Module& unit, const std::function<Tensor()>& fn) {
     auto it = g_registry.find(&unit);
     if (it != g_registry.end()) s = it->second.first.lock(), ui = it->second.second;
   }
-  if (!s || !s->full()) return fn();
-  auto& u = s->units[ui];
-  const bool was = u.gathered;
-  s->gather(u);
-  s->prefetch(ui + 1);  // the next unit, while this one computes
-  Tensor y = fn();
-  if (!was) s->release(u);
-  if (autograd::grad_enabled() && y.defined() && y.requires_grad()) y = s->wrap(ui, y);
-  return y;
+  return s ? s->run_unit(ui, fn) : fn();
 }
 
 }  // namespace genesis::distributed

@@ -43,12 +43,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "genesis/distributed.hpp"
 #include "genesis/nn/module.hpp"
 
 namespace genesis::distributed {
+
+/** Named tensors, in order. */
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 /** Which state is sharded over the ranks (ZeRO stage 1, 2 or 3). */
 enum class ShardingStrategy {
@@ -90,6 +94,11 @@ class FullyShardedDataParallel {
    * units, keeps this rank's master shard and installs the gradient hooks.  The module (and
    * the units) must outlive this object; every parameter of a unit must have one dtype. */
   explicit FullyShardedDataParallel(nn::Module& module, FSDPOptions options = {}, ProcessGroup* group = nullptr);
+  /** Over lists of named parameters instead of a module (modules written in another language):
+   * units[k] = (name, parameters) is unit k, the one named "" the root unit; options.units is
+   * ignored.  Call prepare_forward, the module, finish_forward; unit_forward(k, fn) for unit k. */
+  FullyShardedDataParallel(const std::vector<std::pair<std::string, NamedTensors>>& units, const NamedTensors& buffers,
+                           FSDPOptions options = {}, ProcessGroup* group = nullptr);
   /** Unregisters the units; under full the parameters stay without elements (take full_state_dict() before). */
   ~FullyShardedDataParallel();
   FullyShardedDataParallel(const FullyShardedDataParallel&) = delete;
@@ -101,6 +110,10 @@ class FullyShardedDataParallel {
   Tensor operator()(const Tensor& x) { return forward(x); }
   /** For modules called some other way (several inputs): call before their forward. */
   void prepare_forward();
+  /** For modules called some other way: the module's output, made to gather the root unit before its backward. */
+  Tensor finish_forward(const Tensor& y);
+  /** Runs fn as unit k's forward (what distributed::unit_forward does for a unit's module). */
+  Tensor unit_forward(size_t k, const std::function<Tensor()>& fn);
   /** The gradient norm over every shard (2-norm, all-reduced), after scaling the gradient
    * shards by min(1, max_norm / (norm + 1e-6)) as torch's clip_grad_norm_; returns the norm. */
   double clip_grad_norm_(double max_norm);
@@ -120,8 +133,8 @@ class FullyShardedDataParallel {
   void save_sharded(const std::string& dir);
   /** Loads what save_sharded wrote, at any world size (the shards are cut anew); a collective. */
   void load_sharded(const std::string& dir);
-  /** The wrapped module. */
-  nn::Module& module() { return module_; }
+  /** The wrapped module (throws when built over parameter lists). */
+  nn::Module& module();
   /** The strategy. */
   ShardingStrategy strategy() const { return opt_.strategy; }
   /** Number of units (the root unit last, when it has parameters). */
@@ -157,7 +170,7 @@ class FullyShardedDataParallel {
   struct State;
 
  private:
-  nn::Module& module_;
+  nn::Module* module_ = nullptr;
   FSDPOptions opt_;
   bool sync_ = true;
   std::shared_ptr<State> state_;  // the hooks hold it weakly
