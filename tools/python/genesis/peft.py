@@ -36,7 +36,8 @@ WEIGHTS_NAME = "adapter_model.bin"
 
 _PROJECTIONS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 # PEFT's default target modules for these model types (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING)
-_DEFAULT_TARGETS = {"qwen2": ["q_proj", "v_proj"], "qwen3": ["q_proj", "v_proj"]}
+_DEFAULT_TARGETS = {t: ["q_proj", "v_proj"] for t in ("qwen2", "qwen3", "llama", "mistral", "gemma", "gemma2",
+                                                      "gemma3_text")}
 
 
 class PeftError(Exception):
