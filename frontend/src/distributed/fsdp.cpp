@@ -112,7 +112,8 @@ struct FullyShardedDataParallel::State {
     Work work;
   };
   std::vector<Unit> units;
-  NamedTensors buffers;  // broadcast from rank 0 before each forward, saved with the shards
+  NamedTensors buffers;      // broadcast from rank 0 before each forward, saved with the shards
+  std::vector<int> unit_of;  // options.units / the constructor's lists -> unit index (-1: no parameters)
   bool armed = false;
   int skip_reduce = -1;  // $GENESIS_FSDP_SKIP_REDUCE: a unit whose first reduction is skipped (negative controls)
   std::weak_ptr<State> self;
@@ -414,10 +415,10 @@ FullyShardedDataParallel::FullyShardedDataParallel(nn::Module& module, FSDPOptio
     lists.emplace_back(it->second.empty() ? "<root>" : it->second, params);
   }
   lists.emplace_back("", module.named_parameters());
-  const std::vector<int> index = s.build(lists);
+  s.unit_of = s.build(lists);
   std::lock_guard<std::mutex> lock(g_registry_mu);
   for (size_t k = 0; k < opt_.units.size(); ++k)
-    if (index[k] >= 0) g_registry[opt_.units[k]] = {state_, static_cast<size_t>(index[k])};
+    if (s.unit_of[k] >= 0) g_registry[opt_.units[k]] = {state_, static_cast<size_t>(s.unit_of[k])};
 }
 
 FullyShardedDataParallel::FullyShardedDataParallel(const std::vector<std::pair<std::string, NamedTensors>>& units,
@@ -427,7 +428,7 @@ FullyShardedDataParallel::FullyShardedDataParallel(const std::vector<std::pair<s
   NamedTensors all;
   for (const auto& [uname, params] : units) all.insert(all.end(), params.begin(), params.end());
   start(*state_, state_, group, &opt_, &sync_, all, buffers);
-  state_->build(units);
+  state_->unit_of = state_->build(units);
 }
 
 FullyShardedDataParallel::~FullyShardedDataParallel() {
@@ -474,7 +475,10 @@ Tensor FullyShardedDataParallel::finish_forward(const Tensor& y) {
 }
 
 Tensor FullyShardedDataParallel::unit_forward(size_t k, const std::function<Tensor()>& fn) {
-  return state_->run_unit(k, fn);
+  if (k >= state_->unit_of.size())
+    throw Error(GN_ERR_INVALID_ARGUMENT, std::string(kWho) + "unit_forward: no unit " + std::to_string(k));
+  const int ui = state_->unit_of[k];
+  return ui < 0 ? fn() : state_->run_unit(static_cast<size_t>(ui), fn);
 }
 
 nn::Module& FullyShardedDataParallel::module() {

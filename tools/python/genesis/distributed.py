@@ -463,3 +463,11 @@ def save_on_rank0(save, group=None):
     barrier(group)
     if error is not None:
         raise error
+
+
+# genesis.distributed.fsdp (the module lives beside this one; importable under torch's path too).
+import sys as _sys  # noqa: E402
+
+from genesis import distributed_fsdp as fsdp  # noqa: E402
+
+_sys.modules[__name__ + ".fsdp"] = fsdp

@@ -30,6 +30,7 @@
 #include "genesis/autograd.hpp"
 #include "genesis/distributed.hpp"
 #include "genesis/distributed/ddp.hpp"
+#include "genesis/distributed/fsdp.hpp"
 #include "genesis/nn/module.hpp"
 
 namespace genesis::python {
@@ -196,6 +197,21 @@ class PythonDDP {
   std::unique_ptr<dist::DistributedDataParallel::NoSyncGuard> no_sync_;
   std::shared_ptr<State> state_ = std::make_shared<State>();
   bool armed_ = false;  // a backward is under way (its first hook ran)
+};
+
+// FullyShardedDataParallel over a Python module's parameters (shared with Python: their data is
+// swapped in place), with its no_sync state as a property.
+struct PythonFSDP {
+  std::shared_ptr<dist::ProcessGroup> group;  // null: the world group
+  std::unique_ptr<dist::FullyShardedDataParallel> fsdp;
+  std::unique_ptr<dist::FullyShardedDataParallel::NoSyncGuard> no_sync;
+  bool sync() const { return !no_sync; }
+  void set_sync(bool on) {
+    if (on)
+      no_sync.reset();
+    else if (!no_sync)
+      no_sync = std::make_unique<dist::FullyShardedDataParallel::NoSyncGuard>(*fsdp);
+  }
 };
 
 }  // namespace
@@ -374,6 +390,88 @@ void bind_distributed(py::module_& m) {
       .def_property("sync", &PythonDDP::sync, &PythonDDP::set_sync)
       .def("unused_parameters", &PythonDDP::unused_parameters)
       .def("bucket_indices", &PythonDDP::bucket_indices);
+
+  // ---- FSDP over a Python module
+  py::class_<PythonFSDP>(d, "FSDP", "The C++ FullyShardedDataParallel over a Python module's parameters")
+      .def(py::init([](const std::vector<std::pair<std::string, dist::NamedTensors>>& units,
+                       const dist::NamedTensors& buffers, const std::string& strategy, double lr, double beta1,
+                       double beta2, double eps, double weight_decay, bool prefetch, std::optional<DType> param_dtype,
+                       std::shared_ptr<dist::ProcessGroup> group) {
+             dist::FSDPOptions o;
+             o.strategy = dist::sharding_strategy_from_string(strategy);
+             o.lr = lr, o.beta1 = beta1, o.beta2 = beta2, o.eps = eps, o.weight_decay = weight_decay;
+             o.prefetch = prefetch;
+             o.param_dtype = param_dtype;
+             if (!group) dist::world();  // throws unless initialized
+             auto w = std::make_unique<PythonFSDP>();
+             w->group = group;
+             py::gil_scoped_release nogil;  // broadcasts rank 0's parameters and buffers
+             w->fsdp = std::make_unique<dist::FullyShardedDataParallel>(units, buffers, o, group.get());
+             return w;
+           }),
+           py::arg("units"), py::arg("buffers"), py::arg("strategy"), py::arg("lr"), py::arg("beta1"), py::arg("beta2"),
+           py::arg("eps"), py::arg("weight_decay"), py::arg("prefetch"), py::arg("param_dtype"), py::arg("group"))
+      .def(
+          "prepare_forward",
+          [](PythonFSDP& f) {
+            py::gil_scoped_release nogil;
+            f.fsdp->prepare_forward();
+          },
+          "Buffers from rank 0; the root unit gathered (full)")
+      .def(
+          "finish_forward", [](PythonFSDP& f, const Tensor& y) { return f.fsdp->finish_forward(y); }, py::arg("y"),
+          "The output, made to gather the root unit again before its backward")
+      .def(
+          "unit_forward",
+          [](PythonFSDP& f, size_t k, const std::function<Tensor()>& fn) { return f.fsdp->unit_forward(k, fn); },
+          py::arg("k"), py::arg("fn"), "fn() as unit k's forward (gathered before, released after)")
+      .def(
+          "clip_grad_norm_",
+          [](PythonFSDP& f, double max_norm) {
+            py::gil_scoped_release nogil;
+            return f.fsdp->clip_grad_norm_(max_norm);
+          },
+          py::arg("max_norm"), "Scales the gradient shards to a global 2-norm of at most max_norm; returns the norm")
+      .def(
+          "step",
+          [](PythonFSDP& f) {
+            py::gil_scoped_release nogil;
+            f.fsdp->step();
+          },
+          "One AdamW step of this rank's shards")
+      .def(
+          "zero_grad", [](PythonFSDP& f) { f.fsdp->zero_grad(); }, "Drops the reduced and the local gradients")
+      .def(
+          "set_lr", [](PythonFSDP& f, double lr) { f.fsdp->set_lr(lr); }, py::arg("lr"))
+      .def(
+          "full_state_dict",
+          [](PythonFSDP& f) {
+            py::gil_scoped_release nogil;
+            return f.fsdp->full_state_dict();
+          },
+          "Every parameter whole and the buffers (a collective)")
+      .def(
+          "save_sharded",
+          [](PythonFSDP& f, const std::string& dir) {
+            py::gil_scoped_release nogil;
+            f.fsdp->save_sharded(dir);
+          },
+          py::arg("dir"))
+      .def(
+          "load_sharded",
+          [](PythonFSDP& f, const std::string& dir) {
+            py::gil_scoped_release nogil;
+            f.fsdp->load_sharded(dir);
+          },
+          py::arg("dir"))
+      .def_property("sync", &PythonFSDP::sync, &PythonFSDP::set_sync)
+      .def("num_units", [](const PythonFSDP& f) { return f.fsdp->num_units(); })
+      .def("steps", [](const PythonFSDP& f) { return f.fsdp->steps(); })
+      .def("memory", [](const PythonFSDP& f) {
+        const auto m = f.fsdp->memory();
+        return std::map<std::string, int64_t>{
+            {"params", m.params}, {"master", m.master}, {"grads", m.grads}, {"optimizer_state", m.optimizer_state}};
+      });
 }
 
 }  // namespace genesis::python

@@ -112,7 +112,8 @@ class FullyShardedDataParallel {
   void prepare_forward();
   /** For modules called some other way: the module's output, made to gather the root unit before its backward. */
   Tensor finish_forward(const Tensor& y);
-  /** Runs fn as unit k's forward (what distributed::unit_forward does for a unit's module). */
+  /** Runs fn as the forward of unit k (its index in options.units or in the constructor's lists), as
+   * distributed::unit_forward does for a unit's module. */
   Tensor unit_forward(size_t k, const std::function<Tensor()>& fn);
   /** The gradient norm over every shard (2-norm, all-reduced), after scaling the gradient
    * shards by min(1, max_norm / (norm + 1e-6)) as torch's clip_grad_norm_; returns the norm. */

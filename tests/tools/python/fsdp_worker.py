@@ -1,0 +1,187 @@
+"""One rank of test_fsdp.py (started under `genesis launch`): genesis.distributed.fsdp against PyTorch.
+
+    python3 fsdp_worker.py main | negative
+
+Every rank builds the same oracle: torch.optim.AdamW with torch.nn.utils.clip_grad_norm_ in float64 on the
+concatenation of every rank's batch, from rank 0's initial weights. "main" checks every strategy (5 steps),
+no_sync and the bitwise equality of the ranks' parameters, and ends with "rank R done: N checks";
+"negative" skips one unit's first reduction ($GENESIS_FSDP_SKIP_REDUCE) and must see the comparison fail.
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+
+import genesis
+import genesis.distributed as dist
+import genesis.nn as nn
+import genesis.nn.functional as F
+from genesis.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+CHECKS = []
+WORST = [0.0]
+B, LR, WD, CLIP = 5, 0.02, 0.1, 0.3
+
+
+def ok(name):
+    CHECKS.append(name)
+    print(f"ok {name}", flush=True)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(7, 13)
+        self.fc2 = nn.Linear(13, 13)
+        self.fc3 = nn.Linear(13, 3)
+
+    def forward(self, x):
+        return self.fc3(self.fc2(self.fc1(x).tanh()).tanh())
+
+
+def make(seed):
+    genesis.manual_seed(seed)
+    return Net().to(genesis.float64)
+
+
+def batch(r, s):
+    g = np.random.default_rng(1000 + 97 * r + 7919 * s)
+    return g.standard_normal((B, 7)), g.standard_normal((B, 3))
+
+
+def global_batch(world, s):
+    xs, ys = zip(*(batch(r, s) for r in range(world)))
+    return np.concatenate(xs), np.concatenate(ys)
+
+
+def gt(a):
+    return genesis.from_dlpack(np.ascontiguousarray(a)).clone()
+
+
+def torch_net(ref):
+    """A torch copy of a genesis Net (same weights, float64)."""
+    t = torch.nn.Sequential(torch.nn.Linear(7, 13), torch.nn.Tanh(), torch.nn.Linear(13, 13), torch.nn.Tanh(),
+                            torch.nn.Linear(13, 3)).double()
+    names = {"fc1": t[0], "fc2": t[2], "fc3": t[4]}
+    with torch.no_grad():
+        for n, p in ref.named_parameters():
+            mod, leaf = n.split(".")
+            getattr(names[mod], leaf).copy_(torch.from_numpy(p.detach().numpy().copy()))
+    return t, names
+
+
+def rel(a, b):
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+
+
+def five_steps(strategy, per_layer, tol=1e-10):
+    """5 AdamW steps with clipping against torch; returns the number of mismatches."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    what = f"{strategy}{', units fc1 fc2' if per_layer else ''}"
+    model = make(100 + rank)  # rank-dependent: FSDP must broadcast rank 0's
+    tnet, tmods = torch_net(make(100))
+    fsdp = FSDP(model, sharding_strategy=strategy, units=[model.fc1, model.fc2] if per_layer else None, lr=LR,
+                weight_decay=WD)
+    topt = torch.optim.AdamW(tnet.parameters(), lr=LR, weight_decay=WD)
+    bad = 0
+    for s in range(5):
+        fsdp.zero_grad()
+        topt.zero_grad()
+        x, y = batch(rank, s)
+        loss = F.mse_loss(fsdp(gt(x)), gt(y))
+        loss.backward()
+        if strategy == "full":
+            assert model.fc1.weight.numel() == 0, f"{what}: fc1.weight holds elements between uses"
+        norm = fsdp.clip_grad_norm_(CLIP)
+        fsdp.step()
+        gx, gy = global_batch(world, s)
+        tloss = torch.nn.functional.mse_loss(tnet(torch.from_numpy(gx)), torch.from_numpy(gy))
+        tloss.backward()
+        tnorm = float(torch.nn.utils.clip_grad_norm_(tnet.parameters(), CLIP))
+        topt.step()
+        e = abs(norm - tnorm) / tnorm
+        WORST[0] = max(WORST[0], e)
+        if not e <= tol:
+            bad += 1
+            print(f"mismatch: {what}, step {s}: gradient norm {norm} vs torch {tnorm}", flush=True)
+    whole = fsdp.full_state_dict()
+    for n, t in whole.items():
+        mod, leaf = n.split(".")
+        want = getattr(tmods[mod], leaf).detach().numpy()
+        got = t.detach().numpy()
+        e = rel(got, want)
+        WORST[0] = max(WORST[0], e)
+        if not e <= tol:
+            bad += 1
+            print(f"mismatch: {what}: {n} vs torch, relative error {e:.3e}", flush=True)
+        parts = [None] * world
+        dist.all_gather_object(parts, got.tobytes())
+        assert all(p == parts[0] for p in parts), f"{what}: {n} differs between the ranks"
+    return bad
+
+
+def no_sync(strategy):
+    rank, world = dist.get_rank(), dist.get_world_size()
+    model = make(300 + rank)
+    tnet, tmods = torch_net(make(300))
+    fsdp = FSDP(model, sharding_strategy=strategy, units=[model.fc2], lr=LR, weight_decay=WD)
+    topt = torch.optim.AdamW(tnet.parameters(), lr=LR, weight_decay=WD)
+    for m in range(3):
+        x, y = batch(rank, 10 + m)
+        loss = F.mse_loss(fsdp(gt(x)), gt(y)) * (1.0 / 3)
+        if m < 2:
+            with fsdp.no_sync():
+                loss.backward()
+        else:
+            loss.backward()
+    fsdp.step()
+    xs, ys = zip(*(global_batch(world, 10 + m) for m in range(3)))
+    torch.nn.functional.mse_loss(tnet(torch.from_numpy(np.concatenate(xs))),
+                                 torch.from_numpy(np.concatenate(ys))).backward()
+    topt.step()
+    for n, t in fsdp.full_state_dict().items():
+        mod, leaf = n.split(".")
+        e = rel(t.detach().numpy(), getattr(tmods[mod], leaf).detach().numpy())
+        WORST[0] = max(WORST[0], e)
+        assert e <= 1e-10, f"no_sync, {strategy}: {n} relative error {e:.3e}"
+
+
+def main():
+    dist.init_process_group("gloo")
+    for strategy in ("optimizer", "grad_optimizer", "full"):
+        for per_layer in (False, True):
+            assert five_steps(strategy, per_layer) == 0, f"{strategy}: mismatches against torch (above)"
+            ok(f"{strategy}{' per layer' if per_layer else ''}: 5 AdamW steps with clipping = torch, replicas equal")
+        no_sync(strategy)
+        ok(f"{strategy}: no_sync = one large batch")
+    model = make(1)
+    try:
+        FSDP(model, sharding_strategy="zero4")
+        raise AssertionError("an unknown strategy was accepted")
+    except ValueError as e:
+        assert "sharding_strategy" in str(e), e
+    try:
+        FSDP(model, units=[make(2).fc1])
+        raise AssertionError("a unit outside the module was accepted")
+    except ValueError as e:
+        assert "not a submodule" in str(e), e
+    ok("bad arguments raise ValueError")
+    print(f"rank {dist.get_rank()} relative error vs torch float64: {WORST[0]:.3e}", flush=True)
+    print(f"rank {dist.get_rank()} done: {len(CHECKS)} checks", flush=True)
+    dist.destroy_process_group()
+
+
+def negative():
+    dist.init_process_group("gloo")
+    os.environ["GENESIS_FSDP_SKIP_REDUCE"] = "0"
+    bad = sum(five_steps(s, True) for s in ("optimizer", "grad_optimizer", "full"))
+    dist.destroy_process_group()
+    if bad < 3:
+        print(f"rank {dist.get_rank()}: FAIL: the skipped reductions went unnoticed ({bad} mismatches)", flush=True)
+        sys.exit(1)
+    print(f"negative control caught: {bad} mismatches", flush=True)
+
+
+if __name__ == "__main__":
+    {"main": main, "negative": negative}[sys.argv[1]]()
