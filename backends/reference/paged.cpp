@@ -10,6 +10,7 @@
 // the host, and paged_attention refuses values that do not describe the
 // batch (a block id outside [0, NB), a query range outside q, more queries
 // than positions) instead of masking them as the device backends do.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -80,9 +81,11 @@ GN_SDK_KERNEL(paged_kv_write_kernel) {
 
 // in: q (T, Hq, D), pool (NB, 2*Hkv, BS, D), block_tables (B, M) int32,
 // seq_lens (B) int64, query_start (B+1) int64, all any strides; out (T, Hq, D);
-// attrs: scale (nan = 1/sqrt(D)).  Query row query_start[b] + i (i < n_b) of
-// sequence b sits at position L - n_b + i (L = seq_lens[b]) and attends to
-// positions 0 .. its own; rows of no sequence are 0.
+// attrs: scale (nan = 1/sqrt(D)), window (> 0: keys j > position - window
+// only), softcap (> 0: scores s -> softcap * tanh(s / softcap)).  Query row
+// query_start[b] + i (i < n_b) of sequence b sits at position L - n_b + i
+// (L = seq_lens[b]) and attends to positions 0 .. its own (the last `window`
+// of them with a window); rows of no sequence are 0.
 GN_SDK_KERNEL(paged_attention_kernel) {
   const char* op = "paged_attention";
   expect_io(op, n_in, 5, n_out, 1);
@@ -106,6 +109,12 @@ GN_SDK_KERNEL(paged_attention_kernel) {
          std::string("[") + op + "] Hq " + std::to_string(Hq) + " is not a multiple of Hkv " + std::to_string(Hkv));
   double scale = attr_float(op, attrs, n_attrs, 0);
   if (std::isnan(scale)) scale = 1.0 / std::sqrt((double)D);
+  const int64_t window = n_attrs > 1 ? attr_int(op, attrs, n_attrs, 1) : 0;
+  const double softcap = n_attrs > 2 ? attr_float(op, attrs, n_attrs, 2) : 0.0;
+  if (window < 0)
+    fail(GN_ERR_INVALID_ARGUMENT,
+         std::string("[") + op + "] window must be >= 0 (0: none), got " + std::to_string(window));
+  if (!(softcap >= 0)) fail(GN_ERR_INVALID_ARGUMENT, std::string("[") + op + "] softcap must be >= 0 (0: none)");
 
   const std::vector<int64_t> table = load_ints(tables), lens = load_ints(in[3]), qs = load_ints(in[4]);
   // The metadata must describe the batch.
@@ -141,23 +150,24 @@ GN_SDK_KERNEL(paged_attention_kernel) {
   for (int64_t b = 0; b < B; ++b) {
     const int64_t lo = qs[(size_t)b], n = qs[(size_t)b + 1] - lo, L = lens[(size_t)b];
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t t = lo + i, pos = L - n + i;  // this query's position: keys 0..pos
+      const int64_t t = lo + i, pos = L - n + i;  // this query's position: keys first..pos
+      const int64_t first = window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0;
       s.assign((size_t)(pos + 1), 0.0);
       for (int64_t h = 0; h < Hq; ++h) {
         const int64_t g = h / group;
         const double* qi = qv.data() + (t * Hq + h) * D;
         double m = -INFINITY;
-        for (int64_t p = 0; p <= pos; ++p) {
+        for (int64_t p = first; p <= pos; ++p) {
           const int64_t blk = table[(size_t)(b * M + p / BS)];
           double dot = 0.0;
           for (int64_t d = 0; d < D; ++d) dot += qi[d] * pool_at(blk, g, p % BS, d);
-          s[(size_t)p] = scale * dot;
+          s[(size_t)p] = softcap > 0 ? softcap * std::tanh(scale * dot / softcap) : scale * dot;
           m = std::fmax(m, s[(size_t)p]);
         }
         double sum = 0.0;
-        for (int64_t p = 0; p <= pos; ++p) sum += (s[(size_t)p] = std::exp(s[(size_t)p] - m));
+        for (int64_t p = first; p <= pos; ++p) sum += (s[(size_t)p] = std::exp(s[(size_t)p] - m));
         double* oi = o.data() + (t * Hq + h) * D;
-        for (int64_t p = 0; p <= pos; ++p) {
+        for (int64_t p = first; p <= pos; ++p) {
           const int64_t blk = table[(size_t)(b * M + p / BS)];
           const double w = s[(size_t)p] / sum;
           for (int64_t d = 0; d < D; ++d) oi[d] += w * pool_at(blk, Hkv + g, p % BS, d);

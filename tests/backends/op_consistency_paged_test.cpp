@@ -88,6 +88,8 @@ struct BatchSpec {
   std::vector<Seq> seqs;
   double scale = std::numeric_limits<double>::quiet_NaN();
   bool q_transposed = false;  // q as a (T, Hq, D) view of a dense (Hq, T, D) tensor
+  int64_t window = 0;         // > 0: sliding-window attention (keys j > i - window)
+  double softcap = 0;         // > 0: scores soft-capped, softcap * tanh(s / softcap)
 };
 
 // Host side of a batch: block tables over a shuffled pool, query ranges.
@@ -157,13 +159,13 @@ std::vector<double> oracle(const Batch& b, const std::vector<double>& q, const s
         std::vector<double> w((size_t)(pos + 1));
         double mx = -INFINITY;
         for (int64_t p = 0; p <= pos; ++p) {
-          if (!kept[(size_t)p]) {
+          if (!kept[(size_t)p] || (b.s.window > 0 && pos - p >= b.s.window)) {
             w[(size_t)p] = -INFINITY;
             continue;
           }
           double dot = 0;
           for (int64_t d = 0; d < D; ++d) dot += q[(size_t)((t * Hq + h) * D + d)] * K[(size_t)((p * Hkv + g) * D + d)];
-          w[(size_t)p] = scale * dot;
+          w[(size_t)p] = b.s.softcap > 0 ? b.s.softcap * std::tanh(scale * dot / b.s.softcap) : scale * dot;
           mx = std::max(mx, w[(size_t)p]);
         }
         if (mx == -INFINITY) continue;  // every position masked: 0
@@ -188,6 +190,8 @@ Tol paged_tol(int32_t dt) {
   return Tol{t.rtol * kSuiteTolFactor, t.atol * kSuiteTolFactor};
 }
 
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
 // The batches: each mixes the kinds of sequence a serving step sees.
 const std::vector<BatchSpec>& batch_specs() {
   static const std::vector<BatchSpec> specs = {
@@ -207,6 +211,23 @@ const std::vector<BatchSpec>& batch_specs() {
        {{17, 1}, {30, 14}},
        std::numeric_limits<double>::quiet_NaN(),
        true},
+      // sliding windows shorter than a block, across blocks, and longer than some sequences; soft-capping with a
+      // large scale (scores well past the cap) and with a cap the scores rarely reach
+      {"window5_gqa4x2_d64_bs16", 4, 2, 64, 16, 3, 1, {{37, 1}, {50, 18}, {5, 5}, {16, 1}}, kNaN, false, 5},
+      {"window7_softcap2_mha2_d128_bs8", 2, 2, 128, 8, 2, 0, {{20, 1}, {9, 4}, {24, 8}}, 0.2, false, 7, 2.0},
+      {"window40_softcap30_decode_gqa4x2_d128_bs32",
+       4,
+       2,
+       128,
+       32,
+       1,
+       0,
+       {{100, 1}, {33, 1}, {64, 1}, {1, 1}},
+       kNaN,
+       false,
+       40,
+       30.0},
+      {"softcap1_prefill_mqa8x1_d64_bs4", 8, 1, 64, 4, 4, 1, {{40, 40}, {41, 7}, {3, 2}}, 0.3, false, 0, 1.0},
   };
   return specs;
 }
@@ -231,7 +252,8 @@ gt::Err run_attention(Rt& r, const Batch& b, const std::vector<double>& qv, cons
   gt::T pool = on_device(r, poolv, {b.NB, 2 * b.s.Hkv, b.s.BS, D}, dt);
   gt::T tables = ints_on_device(r, b.table, {b.B, b.M}, GN_I32);
   gt::T lens = i64_vec(r, b.lens), qs = i64_vec(r, b.qstart);
-  return call(r, "paged_attention", {q.t, pool.t, tables.t, lens.t, qs.t}, {gn_attr_float(b.s.scale)}, 1, out);
+  return call(r, "paged_attention", {q.t, pool.t, tables.t, lens.t, qs.t},
+              {gn_attr_float(b.s.scale), gn_attr_int(b.s.window), gn_attr_float(b.s.softcap)}, 1, out);
 }
 
 // Elementwise comparison; "" when every element is within tol.
@@ -279,6 +301,31 @@ TEST(PagedAttention, MatchesGatheredCausalAttentionOnEveryBackend) {
         for (size_t i = (size_t)(b.qstart.back() * b.s.Hq * b.s.D); i < got.size(); ++i)
           ASSERT_EQ(got[i], 0.0) << tag << ": padding element " << i;
       }
+}
+
+// The window and soft-cap cases test something: on their batches the oracle without the switch gives other
+// values (beyond the f32 tolerance), and the reference run without the attributes disagrees with the oracle with
+// them -- so a backend ignoring either attribute fails the test above.
+TEST(PagedAttention, WindowAndSoftcapChangeTheResult) {
+  Rt& r = runtimes().ref;
+  int checked = 0;
+  for (size_t si = 0; si < batch_specs().size(); ++si) {
+    const BatchSpec& spec = batch_specs()[si];
+    if (spec.window == 0 && spec.softcap == 0) continue;
+    const Batch b = make_batch(spec, 11u + (uint32_t)si);
+    const std::vector<double> qv = uniform((size_t)(b.T * b.s.Hq * b.s.D), 3u + (uint32_t)si, -1, 1);
+    const std::vector<double> poolv = uniform((size_t)(b.NB * 2 * b.s.Hkv * b.s.BS * b.s.D), 5u + (uint32_t)si, -1, 1);
+    Batch plain = b;
+    plain.s.window = 0;
+    plain.s.softcap = 0;
+    const std::vector<double> want = oracle(b, qv, poolv);
+    EXPECT_NE(compare(oracle(plain, qv, poolv), want, paged_tol(GN_F32)), "") << spec.name;
+    std::vector<gt::T> out;
+    ASSERT_EQ(run_attention(r, plain, qv, poolv, GN_F64, &out).code, GN_OK) << spec.name;
+    EXPECT_NE(compare(as_f64(out[0].t), want, paged_tol(GN_F32)), "") << spec.name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4);
 }
 
 // The oracle itself is checked where the answer is known without it: one

@@ -169,6 +169,8 @@ struct PagedParams {
   int rows_per_cta, row_blocks, nsplit;
   float scale_log2;  // scale * log2(e), fast path
   double scale;      // generic path
+  int64_t window;    // > 0: a query at position i sees keys j > i - window only
+  double softcap;    // > 0: scaled scores s -> softcap * tanh(s / softcap)
 };
 
 // The keys row t sees (its position + 1, 0 when no sequence covers t or the
@@ -285,10 +287,14 @@ __global__ void __launch_bounds__(kThreadsFast) paged_fast_kernel(PagedParams p)
 
   int64_t b = 0;
   const int64_t nk = row_keys(p, t, b);
-  // this split's keys [k_begin, k_end): the row's keys cut into nsplit chunks of a multiple of 32
-  int64_t chunk = (nk + p.nsplit - 1) / p.nsplit;
+  // the row's keys [k_lo, nk) (a window keeps the last `window`), cut into nsplit chunks of a multiple of 32:
+  // this split's [k_begin, k_end)
+  const int64_t k_lo = p.window > 0 && nk > p.window ? nk - p.window : 0;
+  int64_t chunk = (nk - k_lo + p.nsplit - 1) / p.nsplit;
   chunk = (chunk + 31) / 32 * 32;
-  const int64_t k_begin = min(nk, (int64_t)split * chunk), k_end = min(nk, k_begin + chunk);
+  const int64_t k_begin = min(nk, k_lo + (int64_t)split * chunk), k_end = min(nk, k_begin + chunk);
+  const float cap = (float)p.softcap, cap_log2 = (float)(p.softcap * 1.4426950408889634),
+              scale_over_cap = p.softcap > 0 ? (float)(p.scale / p.softcap) : 0.f;
 
   for (int x = tid; x < R * D; x += kThreadsFast) {
     const int r = x / D, c = x % D;
@@ -349,7 +355,9 @@ __global__ void __launch_bounds__(kThreadsFast) paged_fast_kernel(PagedParams p)
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       if (r < R) {
-        const float sr = kro >= 0 ? s[r] * p.scale_log2 : -INFINITY;
+        const float sr = kro < 0     ? -INFINITY
+                         : cap > 0.f ? cap_log2 * tanhf(s[r] * scale_over_cap)
+                                     : s[r] * p.scale_log2;
         const float m_new = fmaxf(m[r], warp_max(sr));
         const float e = m_new == -INFINITY ? 0.f : exp2f(sr - m_new);
         const float alpha = m[r] == -INFINITY ? 0.f : exp2f(m[r] - m_new);
@@ -492,9 +500,9 @@ __global__ void paged_generic_kernel(PagedParams p) {
   }
   const T* pool = (const T*)p.pool;
   const int32_t* table = p.tables + b * p.stab[0];  // read only for keys < nk
-  const A scale = (A)p.scale;
+  const A scale = (A)p.scale, cap = (A)p.softcap;
   A m = -INFINITY, l = 0;
-  for (int64_t k = 0; k < nk; ++k) {
+  for (int64_t k = p.window > 0 && nk > p.window ? nk - p.window : 0; k < nk; ++k) {
     const int64_t blk = table[(k / p.BS) * p.stab[1]];
     if (blk < 0 || blk >= p.NB) continue;  // masked (same value in every lane)
     const int64_t base = blk * p.sp[0] + (k % p.BS) * p.sp[2];
@@ -506,7 +514,7 @@ __global__ void paged_generic_kernel(PagedParams p) {
       const int64_t c = lane + 32 * e;
       if (c < D) dot += qr[e] * convert<A>(kp[c * p.sp[3]]);
     }
-    const A s = warp_sum(dot) * scale;
+    const A s = cap > 0 ? cap * tanh(warp_sum(dot) * scale / cap) : warp_sum(dot) * scale;
     const A mn = s > m ? s : m;
     if (mn == -INFINITY) continue;  // nothing kept yet (a -inf score adds 0)
     const A alpha = m == -INFINITY ? A(0) : gexp(m - mn), pk = gexp(s - mn);
@@ -614,6 +622,10 @@ GN_SDK_KERNEL(paged_attention_op) {
   if (std::isnan(scale)) scale = 1.0 / std::sqrt((double)p.D);
   p.scale = scale;
   p.scale_log2 = (float)(scale * 1.4426950408889634);
+  p.window = n_attrs > 1 ? attr_int(op, attrs, n_attrs, 1) : 0;
+  p.softcap = n_attrs > 2 ? attr_float(op, attrs, n_attrs, 2) : 0.0;
+  if (p.window < 0 || !(p.softcap >= 0))
+    fail_op(GN_ERR_INVALID_ARGUMENT, op, "window and softcap must be >= 0 (0: none)");
 
   const int64_t es = (int64_t)gn_dtype_size(dt);
   const bool fast_dtype = dt == GN_BF16 || dt == GN_F16 || dt == GN_F32;

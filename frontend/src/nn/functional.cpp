@@ -204,9 +204,9 @@ void paged_kv_write_(const Tensor& pool, const Tensor& kv, const Tensor& slots) 
 }
 
 Tensor paged_attention(const Tensor& q, const Tensor& pool, const Tensor& block_tables, const Tensor& seq_lens,
-                       const Tensor& query_start, double scale) {
+                       const Tensor& query_start, double scale, int64_t window, double softcap) {
   return call1(GN_OP_HANDLE("paged_attention"), {&q, &pool, &block_tables, &seq_lens, &query_start},
-               {gn_attr_float(scale)});
+               {gn_attr_float(scale), gn_attr_int(window), gn_attr_float(softcap)});
 }
 
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {

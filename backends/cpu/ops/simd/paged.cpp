@@ -97,7 +97,7 @@ struct Chunk {
 // lo), query heads g*G .. g*G+G-1.
 template <class T, class A>
 void attend_chunk(const Paged& p, const Chunk& c, const T* q, const T* pool, const int32_t* table, int64_t lo,
-                  int64_t n, int64_t L, A scale, T* out) {
+                  int64_t n, int64_t L, A scale, int64_t window, A softcap, T* out) {
   const int64_t G = p.Hq / p.Hkv, D = p.D, BS = p.BS, nq = c.i1 - c.i0, R = nq * G;
   std::vector<A> qb((size_t)(R * D)), acc((size_t)(R * D), A(0)), m((size_t)R, -std::numeric_limits<A>::infinity()),
       l((size_t)R, A(0)), kb((size_t)(BS * D)), vb((size_t)(BS * D)), s((size_t)BS);
@@ -108,7 +108,9 @@ void attend_chunk(const Paged& p, const Chunk& c, const T* q, const T* pool, con
       for (int64_t d = 0; d < D; ++d) qd[d] = widen<T, A>(qr[d]);
     }
   const int64_t first_pos = L - n + c.i0, last_pos = L - n + c.i1 - 1;
-  for (int64_t j = 0; j * BS <= last_pos && j < p.M; ++j) {
+  // With a window, blocks wholly before the first query's window hold no key any query here sees.
+  const int64_t j0 = window > 0 ? std::max<int64_t>(0, first_pos - window + 1) / BS : 0;
+  for (int64_t j = j0; j * BS <= last_pos && j < p.M; ++j) {
     const int64_t blk = table[c.b * p.M + j];
     if (blk < 0 || blk >= p.NB) continue;  // masked: never read outside the pool
     const int64_t p0 = j * BS, rows = std::min(BS, last_pos + 1 - p0);
@@ -129,17 +131,19 @@ void attend_chunk(const Paged& p, const Chunk& c, const T* q, const T* pool, con
     }
     for (int64_t ii = 0; ii < nq; ++ii) {
       const int64_t pos = first_pos + ii, cnt = std::min(rows, pos - p0 + 1);
-      if (cnt <= 0) continue;  // the whole block lies after this query
+      // keys p0 + rr for rr in [rr0, cnt): at or before pos, and inside its window
+      const int64_t rr0 = window > 0 ? std::max<int64_t>(0, pos - window + 1 - p0) : 0;
+      if (cnt <= rr0) continue;  // the whole block lies after this query or before its window
       for (int64_t hh = 0; hh < G; ++hh) {
         const int64_t r = ii * G + hh;
         const A* qr = qb.data() + r * D;
         A mb = -std::numeric_limits<A>::infinity();
-        for (int64_t rr = 0; rr < cnt; ++rr) {
+        for (int64_t rr = rr0; rr < cnt; ++rr) {
           const A* kr = k + rr * D;
           A dot = 0;
 #pragma omp simd reduction(+ : dot)
           for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
-          s[(size_t)rr] = dot * scale;
+          s[(size_t)rr] = softcap > 0 ? softcap * std::tanh(dot * scale / softcap) : dot * scale;
           mb = std::max(mb, s[(size_t)rr]);
         }
         if (!(mb > -std::numeric_limits<A>::infinity())) continue;  // nothing finite to add
@@ -152,7 +156,7 @@ void attend_chunk(const Paged& p, const Chunk& c, const T* q, const T* pool, con
           for (int64_t d = 0; d < D; ++d) ar[d] *= alpha;
           m[(size_t)r] = m_new;
         }
-        for (int64_t rr = 0; rr < cnt; ++rr) {
+        for (int64_t rr = rr0; rr < cnt; ++rr) {
           const A w = std::exp(s[(size_t)rr] - m_new);
           l[(size_t)r] += w;
           const A* vr = v + rr * D;
@@ -174,7 +178,7 @@ void attend_chunk(const Paged& p, const Chunk& c, const T* q, const T* pool, con
 
 template <class T>
 void paged_attention_typed(const Paged& p, const T* q, const T* pool, const int32_t* table, const int64_t* lens,
-                           const int64_t* qs, T* out, double scale_d) {
+                           const int64_t* qs, T* out, double scale_d, int64_t window, double softcap_d) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
   set_bytes(out, 0, (size_t)(p.T * p.Hq * p.D) * sizeof(T));  // rows of no sequence: +0 in every float dtype
   std::vector<Chunk> chunks;
@@ -190,11 +194,11 @@ void paged_attention_typed(const Paged& p, const T* q, const T* pool, const int3
         work += (chunks.back().i1 - i0) * (p.Hq / p.Hkv) * L * p.D;
       }
   }
-  const A scale = (A)scale_d;
+  const A scale = (A)scale_d, softcap = (A)softcap_d;
   auto run = [&](int64_t ci) {
     const Chunk& c = chunks[(size_t)ci];
     const int64_t lo = qs[c.b];
-    attend_chunk<T, A>(p, c, q, pool, table, lo, qs[c.b + 1] - lo, lens[c.b], scale, out);
+    attend_chunk<T, A>(p, c, q, pool, table, lo, qs[c.b + 1] - lo, lens[c.b], scale, window, softcap, out);
   };
   const int64_t nc = (int64_t)chunks.size();
   if (nc <= 1 || num_threads() == 1 || work <= kSerialWork) {
@@ -218,10 +222,14 @@ GN_SDK_KERNEL(paged_attention_kernel) {
     GN_UNSUPPORTED("[paged_attention] these shapes/dtypes");
   double scale = attr_d(attrs, n_attrs, 0, std::numeric_limits<double>::quiet_NaN());
   if (std::isnan(scale)) scale = 1.0 / std::sqrt((double)p.D);
+  const int64_t window = attr_i(attrs, n_attrs, 1, 0);
+  const double softcap = attr_d(attrs, n_attrs, 2, 0.0);
+  if (window < 0 || !(softcap >= 0)) GN_UNSUPPORTED("[paged_attention] a negative window or softcap");
   dispatch_float_h(q.dtype, [&](auto t) {
     using T = decltype(t);
     paged_attention_typed<T>(p, (const T*)data_of(q), (const T*)data_of(pool), (const int32_t*)data_of(tables),
-                             (const int64_t*)data_of(lens), (const int64_t*)data_of(qs), (T*)data_of(o), scale);
+                             (const int64_t*)data_of(lens), (const int64_t*)data_of(qs), (T*)data_of(o), scale, window,
+                             softcap);
   });
 }
 

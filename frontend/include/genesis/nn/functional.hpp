@@ -95,9 +95,11 @@ void kv_cache_write_(const Tensor& cache, const Tensor& src, const Tensor& write
 void paged_kv_write_(const Tensor& pool, const Tensor& kv, const Tensor& slots);
 /** Causal attention (T, Hq, D) of q over a paged KV pool: sequence b's queries are rows [query_start[b],
  * query_start[b+1]), the last of its seq_lens[b] positions, its keys/values in the blocks block_tables[b] (int32);
- * scale NaN = 1/sqrt(D). */
+ * scale NaN = 1/sqrt(D); window > 0 keeps the keys j > i - window of a query at position i (sliding window);
+ * softcap > 0 soft-caps the scaled scores (softcap * tanh(s / softcap)). */
 Tensor paged_attention(const Tensor& q, const Tensor& pool, const Tensor& block_tables, const Tensor& seq_lens,
-                       const Tensor& query_start, double scale = std::numeric_limits<double>::quiet_NaN());
+                       const Tensor& query_start, double scale = std::numeric_limits<double>::quiet_NaN(),
+                       int64_t window = 0, double softcap = 0);
 
 // ---- indexing and joining
 /** out[i][j] = x[index[i][j]][j] for dim 0 (torch.gather). */
