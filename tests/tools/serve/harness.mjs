@@ -38,13 +38,14 @@ export function spawnSyncText(args) {
   return r;
 }
 
-// Starts the server (extra flags appended); resolves to { url, port, proc, log(), stop() } once
-// /health answers 200.
-export async function startServer(extra = []) {
+// Starts the server (extra flags appended; `model` another model folder, `env` more environment
+// variables); resolves to { url, port, proc, log(), stop() } once /health answers 200.
+export async function startServer(extra = [], { model = MODEL, env = {} } = {}) {
   // 8192 blocks of the test model: 16 MiB (the cpu default, 512 MiB, takes seconds to allocate).
   const pool = extra.includes('--kv-cache-blocks') ? [] : ['--kv-cache-blocks', '8192'];
-  const proc = spawn(CLI, ['serve', '--model', MODEL, '--host', '127.0.0.1', '--port', '0', ...pool, ...extra], {
+  const proc = spawn(CLI, ['serve', '--model', model, '--host', '127.0.0.1', '--port', '0', ...pool, ...extra], {
     stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, ...env },
   });
   let log = '';
   const port = await new Promise((resolve, reject) => {

@@ -1,6 +1,12 @@
 // backend_engine.cpp - the Backend over genesis::serving::Engine (continuous batching on a paged KV
 // cache), running on the engine's own thread.
+//
+// For tests, GENESIS_SERVE_FAIL_REQUESTS=N[,M...] makes the N-th (M-th, ...) request submitted (counted
+// from 1) end as a failing engine step ends a request: the server must answer 500 and keep serving.
+#include <cstdlib>
 #include <mutex>
+#include <set>
+#include <sstream>
 #include <unordered_set>
 
 #include "backend.h"
@@ -12,6 +18,12 @@ namespace {
 class EngineBackend : public Backend {
  public:
   EngineBackend(models::QwenForCausalLM& model, const EngineLimits& l) : engine_(model, config(model, l)) {
+    if (const char* f = std::getenv("GENESIS_SERVE_FAIL_REQUESTS")) {
+      std::stringstream in(f);
+      std::string n;
+      while (std::getline(in, n, ','))
+        if (!n.empty()) fail_at_.insert(std::stoll(n));
+    }
     engine_.start();
   }
   ~EngineBackend() override { shutdown(); }
@@ -37,15 +49,17 @@ class EngineBackend : public Backend {
       if (te.finished || te.request_finished) {
         std::lock_guard<std::mutex> lock(ids->mu);
         // "cancelled" that nobody asked for: the engine's step failed and ended every request.
-        if (te.finish_reason == "cancelled") e.finish_reason = ids->cancelled.count(te.request) ? "abort" : "error";
+        if (te.finish_reason == "cancelled")
+          e.finish_reason = ids->cancelled.count(te.request) && !ids->failed.count(te.request) ? "abort" : "error";
         if (te.request_finished) {
           ids->live.erase(te.request);
           ids->cancelled.erase(te.request);
+          ids->failed.erase(te.request);
         }
       }
       on_event(e);
     };
-    std::lock_guard<std::mutex> lock(ids_->mu);  // the id is live before its first event can end it
+    std::unique_lock<std::mutex> lock(ids_->mu);  // the id is live before its first event can end it
     if (stopping_) throw QueueFull("the server is shutting down");
     int64_t id = 0;
     try {
@@ -55,6 +69,12 @@ class EngineBackend : public Backend {
       throw;
     }
     ids_->live.insert(id);
+    if (fail_at_.count(++submitted_)) {  // a test's injected failure: the engine drops the request
+      ids_->cancelled.insert(id);
+      ids_->failed.insert(id);
+      lock.unlock();
+      engine_.cancel(id);
+    }
     return id;
   }
 
@@ -112,11 +132,13 @@ class EngineBackend : public Backend {
 
   struct Live {
     std::mutex mu;
-    std::unordered_set<int64_t> live, cancelled;
+    std::unordered_set<int64_t> live, cancelled, failed;
   };
   serving::Engine engine_;
   std::shared_ptr<Live> ids_ = std::make_shared<Live>();
-  bool stopping_ = false;  // under ids_->mu
+  bool stopping_ = false;      // under ids_->mu
+  std::set<int64_t> fail_at_;  // GENESIS_SERVE_FAIL_REQUESTS
+  int64_t submitted_ = 0;      // under ids_->mu
 };
 
 }  // namespace

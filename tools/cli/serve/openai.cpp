@@ -196,12 +196,17 @@ json parse_body(const std::string& text) {
   return j;
 }
 
-void check_model(const json& body, const ModelInfo& m) {
-  if (body.contains("model") && body["model"].is_string() && body["model"] != m.served_name)
-    throw ApiError(404,
-                   "The model '" + body["model"].get<std::string>() + "' does not exist (this server serves '" +
-                       m.served_name + "')",
-                   "model");
+size_t check_model(const json& body, const ModelInfo& m) {
+  if (!body.contains("model") || !body["model"].is_string()) return 0;
+  const std::string want = body["model"].get<std::string>();
+  std::string all;
+  for (size_t i = 0; i < m.names.size(); ++i) {
+    if (m.names[i] == want) return i;
+    all += (i ? "', '" : "'") + m.names[i];
+  }
+  if (m.names.empty() && want == m.served_name) return 0;
+  if (m.names.empty()) all = "'" + m.served_name;
+  throw ApiError(404, "The model '" + want + "' does not exist (this server serves " + all + "')", "model");
 }
 
 ParsedRequest parse_chat(const json& body, const ModelInfo& m) {

@@ -16,7 +16,9 @@
 
 namespace genesis::cli::serve {
 
-using json = nlohmann::json;
+// Insertion-ordered: a request's objects (tools, arguments) reach the chat template in the order the client wrote
+// them, as transformers renders them.
+using json = nlohmann::ordered_json;
 
 /** An error answered with OpenAI's error object: {"error": {"message", "type", "param", "code"}}. */
 class ApiError : public std::runtime_error {
@@ -32,7 +34,8 @@ json error_body(int status, const std::string& message, const std::string& param
 
 /** What the requests are checked against: the model, its tokenizer and template. */
 struct ModelInfo {
-  std::string served_name;
+  std::string served_name;         // the default model (the base)
+  std::vector<std::string> names;  // every model the server serves (the base and its adapters)
   const Tokenizer* tok = nullptr;
   const ChatTemplate* tmpl = nullptr;  // nullptr: the tokenizer has none
   int64_t context = 0;                 // max_position_embeddings
@@ -59,7 +62,7 @@ ParsedRequest parse_chat(const json& body, const ModelInfo& m);
 ParsedRequest parse_completion(const json& body, const ModelInfo& m);
 /** The body of a POST parsed as a JSON object; throws ApiError (400). */
 json parse_body(const std::string& text);
-/** Checks "model" against the served name (404 for another). */
-void check_model(const json& body, const ModelInfo& m);
+/** Checks "model" against the served names (404 for another); returns its index in m.names (0 when absent). */
+size_t check_model(const json& body, const ModelInfo& m);
 
 }  // namespace genesis::cli::serve

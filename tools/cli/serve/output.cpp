@@ -15,13 +15,13 @@ constexpr const char* kToolClose = "</tool_call>";
 // A tool call from the JSON text of a <tool_call> block: {"name": "...", "arguments": {...}}; false
 // when it is not one.
 bool parse_call(const std::string& text, ToolCall& call) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("name") || !j["name"].is_string()) return false;
   call.name = j["name"].get<std::string>();
   if (call.name.empty()) return false;
-  const nlohmann::json args = j.contains("arguments") ? j["arguments"] : nlohmann::json::object();
+  const nlohmann::ordered_json args = j.contains("arguments") ? j["arguments"] : nlohmann::ordered_json::object();
   if (args.is_string()) {  // already a JSON text
-    if (nlohmann::json::parse(args.get<std::string>(), nullptr, false).is_discarded()) return false;
+    if (nlohmann::ordered_json::parse(args.get<std::string>(), nullptr, false).is_discarded()) return false;
     call.arguments = args.get<std::string>();
   } else if (args.is_object()) {
     call.arguments = args.dump();

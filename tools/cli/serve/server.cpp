@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "genesis/chat_template.hpp"
+#include "genesis/models/lora.hpp"
 #include "genesis/tokenizer.hpp"
 #include "metrics.h"
 #include "openai.h"
@@ -90,10 +91,16 @@ class Server {
   Metrics metrics_;
   std::atomic<bool> ready_{false}, stopping_{false};
   std::string api_key_, fingerprint_;
-  std::unique_ptr<models::QwenForCausalLM> model_;
+  // A model the API serves: the base ([0]) or the base with an adapter merged, each on its own engine.
+  struct Served {
+    std::string name, root, parent;  // parent: the base's name, for an adapter
+    std::unique_ptr<models::QwenForCausalLM> model;
+    std::unique_ptr<Backend> backend;
+  };
+  json model_card(const Served& s) const;
+  std::vector<Served> served_;
   std::optional<Tokenizer> tok_;
   std::optional<ChatTemplate> tmpl_;
-  std::unique_ptr<Backend> backend_;
   ModelInfo info_;
   std::atomic<int64_t> next_rid_{1};
 };
@@ -134,6 +141,17 @@ std::string Server::finish_reason(const Choice& c) const {
   return "abort";
 }
 
+// A model's entry in /v1/models (vLLM's fields: root, parent for an adapter, max_model_len).
+json Server::model_card(const Served& s) const {
+  return {{"id", s.name},
+          {"object", "model"},
+          {"created", unix_time()},
+          {"owned_by", "genesis"},
+          {"root", s.root},
+          {"parent", s.parent.empty() ? json(nullptr) : json(s.parent)},
+          {"max_model_len", info_.context}};
+}
+
 json tool_calls_json(const std::vector<ToolCall>& calls) {
   json out = json::array();
   for (const ToolCall& c : calls)
@@ -162,7 +180,7 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
   const Clock::time_point t0 = Clock::now();
   const json body = parse_body(req.body);
   ParsedRequest pr = chat ? parse_chat(body, info_) : parse_completion(body, info_);
-  check_model(body, info_);
+  Backend* backend = served_[check_model(body, info_)].backend.get();
   const int n = pr.sub.n;
   const int64_t prompt_len = static_cast<int64_t>(pr.sub.prompt.size());
   if (pr.sub.cfg.stop_strings.size())
@@ -175,7 +193,7 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
   auto pending = std::make_shared<Pending>();
   int64_t id = 0;
   try {
-    id = backend_->submit(pr.sub, [pending](const Event& e) {
+    id = backend->submit(pr.sub, [pending](const Event& e) {
       std::lock_guard<std::mutex> lock(pending->mu);
       pending->events.push_back(e);
       if (e.finished) ++pending->finished;
@@ -226,7 +244,6 @@ void Server::completions(const httplib::Request& req, httplib::Response& res, bo
                 {"completion_tokens", st->generated},
                 {"total_tokens", prompt_len + st->generated}};
   };
-  Backend* backend = backend_.get();
 
   if (!pr.stream) {
     bool error = false;
@@ -477,19 +494,16 @@ void Server::routes() {
     res.set_content(kChatHtml, "text/html; charset=utf-8");
   });
   svr_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    json m = {{"id", o_.served_model_name}, {"object", "model"},    {"created", unix_time()},
-              {"owned_by", "genesis"},      {"root", o_.model_dir}, {"max_model_len", info_.context}};
-    res.set_content(dump({{"object", "list"}, {"data", json::array({m})}}), "application/json");
+    if (!ready_) return send_error(res, 503, "the model is still loading");
+    json data = json::array();
+    for (const Served& s : served_) data.push_back(model_card(s));
+    res.set_content(dump({{"object", "list"}, {"data", data}}), "application/json");
   });
   svr_.Get("/v1/models/(.*)", [this](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] != o_.served_model_name)
-      return send_error(res, 404, "The model '" + std::string(req.matches[1]) + "' does not exist", "model");
-    res.set_content(dump({{"id", o_.served_model_name},
-                          {"object", "model"},
-                          {"created", unix_time()},
-                          {"owned_by", "genesis"},
-                          {"max_model_len", info_.context}}),
-                    "application/json");
+    if (!ready_) return send_error(res, 503, "the model is still loading");
+    for (const Served& s : served_)
+      if (req.matches[1] == s.name) return res.set_content(dump(model_card(s)), "application/json");
+    send_error(res, 404, "The model '" + std::string(req.matches[1]) + "' does not exist", "model");
   });
   svr_.Post("/v1/chat/completions",
             [this](const httplib::Request& req, httplib::Response& res) { completions(req, res, true); });
@@ -499,8 +513,15 @@ void Server::routes() {
     if (!ready_) return send_error(res, 503, "the model is still loading");
     const json body = parse_body(req.body);
     check_model(body, info_);
+    if (body.contains("messages")) {  // a chat (with its tools): the prompt a chat completion would run
+      const ParsedRequest pr = parse_chat(body, info_);
+      res.set_content(
+          dump({{"tokens", pr.sub.prompt}, {"count", pr.sub.prompt.size()}, {"max_model_len", info_.context}}),
+          "application/json");
+      return;
+    }
     if (!body.contains("prompt") || !body["prompt"].is_string())
-      throw ApiError(400, "'prompt' must be a string", "prompt");
+      throw ApiError(400, "'prompt' (a string) or 'messages' (a chat) is needed", "prompt");
     bool special = true;
     if (body.contains("add_special_tokens")) {
       if (!body["add_special_tokens"].is_boolean())
@@ -526,7 +547,16 @@ void Server::routes() {
     res.set_content(dump({{"prompt", tok_->decode(ids)}}), "application/json");
   });
   svr_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    const BackendStats s = backend_ ? backend_->stats() : BackendStats{};
+    BackendStats s;
+    int with_engine = 0;
+    for (const Served& m : served_) {  // written while loading, before ready_
+      if (!ready_ || !m.backend) break;
+      const BackendStats b = m.backend->stats();
+      s.running += b.running, s.waiting += b.waiting, s.blocks_used += b.blocks_used, s.blocks_free += b.blocks_free,
+          s.blocks_total += b.blocks_total, s.prefix_hit_rate += b.prefix_hit_rate;
+      ++with_engine;
+    }
+    if (with_engine) s.prefix_hit_rate /= with_engine;
     res.set_content(metrics_.render(s, o_.served_model_name), "text/plain; version=0.0.4");
   });
 }
@@ -546,6 +576,28 @@ int Server::run(const GlobalOptions& g) {
   if (o_.served_model_name.empty())
     o_.served_model_name = std::filesystem::path(o_.model_dir).lexically_normal().parent_path().filename().string();
   fingerprint_ = std::string("fp_genesis_") + gn_version_string();
+  o_.adapters.clear();
+  for (const std::string& a : o_.adapter_args) {  // NAME=DIR or DIR (named after its folder)
+    AdapterSpec spec;
+    const size_t eq = a.find('=');
+    if (eq != std::string::npos && eq > 0 && a.find('/') > eq && !std::filesystem::exists(a)) {
+      spec.name = a.substr(0, eq);
+      spec.dir = a.substr(eq + 1);
+    } else {
+      spec.dir = a;
+      spec.name = std::filesystem::path(a).lexically_normal().filename().string();
+      if (spec.name.empty()) spec.name = std::filesystem::path(a).lexically_normal().parent_path().filename().string();
+    }
+    if (!std::filesystem::exists(spec.dir + "/adapter_config.json"))
+      throw Error(GN_ERR_NOT_FOUND, "--adapter " + a + ": " + spec.dir + " has no adapter_config.json");
+    if (spec.name == o_.served_model_name)
+      throw Error(GN_ERR_INVALID_ARGUMENT, "--adapter " + a + ": the name '" + spec.name +
+                                               "' is the base model's: give it another (--adapter NAME=DIR)");
+    for (const AdapterSpec& other : o_.adapters)
+      if (other.name == spec.name)
+        throw Error(GN_ERR_INVALID_ARGUMENT, "--adapter " + a + ": the name '" + spec.name + "' is taken twice");
+    o_.adapters.push_back(spec);
+  }
 
   // SIGINT/SIGTERM only set a flag; a watcher thread stops the server.
   struct sigaction sa {};
@@ -584,18 +636,33 @@ int Server::run(const GlobalOptions& g) {
     tok_ = Tokenizer::from_pretrained(o_.model_dir);
     if (!tok_->chat_template().empty()) tmpl_.emplace(tok_->chat_template());
     const auto t0 = Clock::now();
-    model_ = models::QwenForCausalLM::from_pretrained(o_.model_dir, {.device = d, .dtype = dt});
+    Served& base = served_.emplace_back();
+    base.name = o_.served_model_name;
+    base.root = o_.model_dir;
+    base.model = models::QwenForCausalLM::from_pretrained(o_.model_dir, {.device = d, .dtype = dt});
+    for (const AdapterSpec& a : o_.adapters) {  // a copy of the base with the adapter merged
+      Served& s = served_.emplace_back();
+      s.name = a.name;
+      s.root = a.dir;
+      s.parent = o_.served_model_name;
+      s.model = models::QwenForCausalLM::from_pretrained(o_.model_dir, {.device = d, .dtype = dt});
+      models::LoraModel::from_pretrained(*s.model, a.dir)->merge_and_unload();
+    }
+    const models::QwenForCausalLM& model = *served_[0].model;
     info_.served_name = o_.served_model_name;
+    for (const Served& s : served_) info_.names.push_back(s.name);
     info_.tok = &*tok_;
     info_.tmpl = tmpl_ ? &*tmpl_ : nullptr;
-    info_.context = model_->config.max_position_embeddings;
-    info_.vocab_size = model_->config.vocab_size;
-    info_.defaults = model_->generation_defaults;
+    info_.context = model.config.max_position_embeddings;
+    info_.vocab_size = model.config.vocab_size;
+    info_.defaults = model.generation_defaults;
     info_.has_think = o_.reasoning_parser && tok_->token_to_id("<think>") >= 0 && tok_->token_to_id("</think>") >= 0;
-    backend_ = make_backend(*model_, o_.limits);
-    info_.logprobs = backend_->supports_logprobs();
+    for (Served& s : served_) s.backend = make_backend(*s.model, o_.limits);
+    info_.logprobs = served_[0].backend->supports_logprobs();
+    for (size_t i = 1; i < served_.size(); ++i)
+      std::fprintf(stderr, "serve: adapter %s as '%s'\n", served_[i].root.c_str(), served_[i].name.c_str());
     std::fprintf(stderr, "serve: %s ready as '%s' on %s (%s, loaded in %.1f s)\n", o_.model_dir.c_str(),
-                 o_.served_model_name.c_str(), d.str().c_str(), dtype_name(model_->model.embed_tokens.weight.dtype()),
+                 o_.served_model_name.c_str(), d.str().c_str(), dtype_name(model.model.embed_tokens.weight.dtype()),
                  std::chrono::duration<double>(Clock::now() - t0).count());
     std::fflush(stderr);
     ready_ = true;
@@ -606,7 +673,7 @@ int Server::run(const GlobalOptions& g) {
   while (!g_signalled.load() && svr_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::fprintf(stderr, "serve: shutting down\n");
   stop_http();
-  backend_->shutdown();
+  for (Served& s : served_) s.backend->shutdown();
   std::fprintf(stderr, "serve: stopped\n");
   return 0;
 }
@@ -632,6 +699,11 @@ CommandRun setup_serve(CLI::App& c) {
   c.add_option("--api-key-file", o->api_key_file, "as --api-key, the key read from the first line of this file")
       ->excludes(c.get_option("--api-key"));
   c.add_option("--served-model-name", o->served_model_name, "the model's name in the API (default: the folder's name)");
+  c.add_option("--adapter", o->adapter_args,
+               "[NAME=]DIR: also serve the model with this PEFT LoRA adapter merged, as model NAME (default: the "
+               "folder's name); repeatable, each adapter a copy of the model on an engine of its own")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->expected(1);
   c.add_option("--max-running", o->limits.max_running, "sequences in the running batch at most")
       ->check(CLI::PositiveNumber);
   c.add_option("--max-tokens-per-step", o->limits.max_tokens_per_step, "tokens one engine step computes at most")

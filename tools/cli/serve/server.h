@@ -3,11 +3,17 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "../cli.h"
 #include "backend.h"
 
 namespace genesis::cli::serve {
+
+/** A LoRA adapter the server serves beside the base: its name in the API and its PEFT folder. */
+struct AdapterSpec {
+  std::string name, dir;
+};
 
 /** The serve command's flags. */
 struct ServeOptions {
@@ -21,6 +27,8 @@ struct ServeOptions {
   int64_t max_body_bytes = 16 << 20;
   int http_threads = 256;
   bool reasoning_parser = true;
+  std::vector<std::string> adapter_args;  ///< --adapter [NAME=]DIR
+  std::vector<AdapterSpec> adapters;      ///< parsed from adapter_args
 };
 
 /** Runs the server until SIGINT or SIGTERM; returns the exit status. */
