@@ -29,3 +29,14 @@ def test_a_skipped_reduction_fails_the_comparison():
     code, out = launch(2, os.path.join(HERE, "fsdp_worker.py"), "negative")
     assert code == 0, out
     assert out.count("negative control caught") == 2, out
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_tiny_qwen_matches_a_single_process_run(world):
+    code, out = launch(world, os.path.join(HERE, "fsdp_worker.py"), "qwen")
+    assert code == 0, out
+    done = dict(re.findall(r"rank (\d+) done: (\d+) checks", out))
+    assert done == {str(r): "3" for r in range(world)}, out
+    errors = [float(e) for e in re.findall(r"qwen relative error vs single process: ([0-9.]+e[-+][0-9]+)", out)]
+    assert len(errors) == world and max(errors) <= 1e-10, out
+    print(f"world {world}: FSDP on the tiny Qwen vs one process, worst relative error {max(errors):.3g}")
