@@ -380,9 +380,10 @@ class QwenForCausalLM : public nn::Module {
  private:
   void ensure_rope(int64_t n, bool all_heads);
   void dynamic_rope_update(int64_t seq_len);
-  void add_sliding(AttentionContext& ctx, const Tensor& q_pos, const Tensor& k_pos, const Tensor& base_mask) const;
+  void add_sliding(AttentionContext& ctx, const Tensor& q_pos, const Tensor& k_pos, const Tensor& base_mask);
   Tensor all_heads_rows(const Tensor& positions) const;
   Tensor rope_local_;            // sliding layers' table (2, P + 1, D) when they have their own rope
+  Tensor window_consts_;         // (3) int64 on the device: 0, sliding_window, 1 (the window masks' operands)
   int64_t dynamic_len_ = 0;      // dynamic rope: the sequence length the table was computed for
   int64_t rope_built_len_ = -1;  // dynamic_len_ when rope_ was built
   // The rotary table and what is derived from it (model.cpp): rope_ (2, P + 1, D), rope_heads_

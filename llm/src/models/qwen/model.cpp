@@ -140,16 +140,21 @@ Tensor softcapped_attention(const Tensor& q, const Tensor& k, const Tensor& v, c
   return p.matmul(vv);
 }
 
-// Keep-masks j > i - window (besides j <= i) from query positions qp (..., T, 1) and key positions kp (1, S) or (S).
-Tensor window_keep(const Tensor& qp, const Tensor& kp, int64_t window) {
-  const Tensor d = qp - kp;  // i - j
-  const Device dev = d.device();
-  return d.ge(wrap_scalar(int64_t{0}, dev)).eq(d.lt(wrap_scalar(window, dev)));  // 0 <= i - j < window
+// Keep-masks j > i - window (besides j <= i) from query positions qp (..., T, 1) and key positions kp (1, S) or (S);
+// consts (3) int64 on the device holds 0, window, 1 (device operands: a captured decode step uploads nothing).
+Tensor window_keep(const Tensor& qp, const Tensor& kp, const Tensor& consts) {
+  const Tensor d = qp - kp;                                        // i - j
+  return d.ge(consts.select(0, 0)).eq(d.lt(consts.select(0, 1)));  // 0 <= i - j < window
 }
 
-// a and b (bool keep-masks).
-Tensor both(const Tensor& a, const Tensor& b) {
-  return (a.to(DType::i64) + b.to(DType::i64)).gt(wrap_scalar(int64_t{1}, a.device()));
+// a and b (bool keep-masks), with window_keep's consts.
+Tensor both(const Tensor& a, const Tensor& b, const Tensor& consts) {
+  return (a.to(DType::i64) + b.to(DType::i64)).gt(consts.select(0, 2));
+}
+
+// window_keep's constants on device d.
+Tensor window_consts(int64_t window, const Device& d) {
+  return tensor(std::vector<int64_t>{0, window, 1}, {3}, {.device = d});
 }
 
 }  // namespace
@@ -349,8 +354,9 @@ Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int6
                       " attends within a sliding window but the context has no mask_sliding (build it with "
                       "attention_context)");
     const Tensor i = arange(static_cast<double>(T), {.dtype = DType::i64, .device = x.device()});
-    mask = window_keep(i.view({T, 1}), i, window).view({1, 1, T, T});
-    if (ctx.mask.defined()) mask = both(ctx.mask, mask);
+    const Tensor consts = window_consts(window, x.device());
+    mask = window_keep(i.view({T, 1}), i, consts).view({1, 1, T, T});
+    if (ctx.mask.defined()) mask = both(ctx.mask, mask, consts);
   }
   const bool from_cache = ctx.cache && !ctx.prefill_from_zero;
   // Within the pass without a mask: causal; otherwise the mask holds the causal rule (packed rows, the cache).
@@ -657,13 +663,17 @@ void QwenForCausalLM::dynamic_rope_update(int64_t seq_len) {
 }
 
 void QwenForCausalLM::add_sliding(AttentionContext& ctx, const Tensor& q_pos, const Tensor& k_pos,
-                                  const Tensor& base_mask) const {
+                                  const Tensor& base_mask) {
   bool any = false;
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) any = any || config.is_sliding(l);
   if (!any) return;
-  Tensor keep = window_keep(q_pos, k_pos, config.sliding_window);
-  if (base_mask.defined()) keep = both(base_mask, keep);
+  const Device d = model.embed_tokens.weight.device();
+  if (!window_consts_.defined() || !(window_consts_.device() == d))
+    window_consts_ = window_consts(config.sliding_window, d);
+  Tensor keep = window_keep(q_pos, k_pos, window_consts_);
+  if (base_mask.defined()) keep = both(base_mask, keep, window_consts_);
   ctx.mask_sliding = keep;
+  ctx.sources.push_back(window_consts_);
 }
 
 void QwenForCausalLM::ensure_rope(int64_t n, bool all_heads) {
