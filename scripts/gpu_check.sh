@@ -27,7 +27,7 @@ case "${1:-}" in
   run)
     shift
     export PKG_CONFIG_PATH=$D/lib/pkgconfig CPATH=$D/include LIBRARY_PATH=$D/lib LD_LIBRARY_PATH=$D/lib
-    B=${GENESIS_BUILD_DIR:-build-gpu}
+    B=$(realpath -m "${GENESIS_BUILD_DIR:-build-gpu}")  # absolute: the Python suites run from their folder
     out=${OUT:-$B}
     mkdir -p "$out"
     nvidia-smi -L || true

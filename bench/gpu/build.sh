@@ -4,12 +4,17 @@
 # The GPU machine lacks nlohmann-json's CMake package, CLI11 and the zlib headers: carry them in .carry/
 # (include/{nlohmann,CLI,zlib.h,zconf.h}, share/cmake/nlohmann_json); .carry is used when present.
 gpu_build() {
+  # llm needs PCRE2 and utf8proc: scripts/gpu_check.sh bundle packs them into .carry/deps
+  if [[ -d .carry/deps ]]; then
+    export PKG_CONFIG_PATH="$PWD/.carry/deps/lib/pkgconfig" CPATH="$PWD/.carry/deps/include${CPATH:+:$CPATH}"
+    export LIBRARY_PATH="$PWD/.carry/deps/lib" LD_LIBRARY_PATH="$PWD/.carry/deps/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
   local B=$1
   mkdir -p "$B"
   shift
   local extra=()
   if [[ -d .carry ]]; then
-    extra+=(-DCMAKE_PREFIX_PATH="$PWD/.carry" -DCMAKE_INCLUDE_PATH="$PWD/.carry/include")
+    extra+=(-DCMAKE_PREFIX_PATH="$PWD/.carry;$PWD/.carry/deps" -DCMAKE_INCLUDE_PATH="$PWD/.carry/include")
     export CPATH="$PWD/.carry/include${CPATH:+:$CPATH}"
   fi
   if ! ls /usr/lib/x86_64-linux-gnu/libz.so >/dev/null 2>&1; then
