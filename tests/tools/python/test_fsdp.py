@@ -40,3 +40,15 @@ def test_tiny_qwen_matches_a_single_process_run(world):
     errors = [float(e) for e in re.findall(r"qwen relative error vs single process: ([0-9.]+e[-+][0-9]+)", out)]
     assert len(errors) == world and max(errors) <= 1e-10, out
     print(f"world {world}: FSDP on the tiny Qwen vs one process, worst relative error {max(errors):.3g}")
+
+
+def test_a_checkpoint_saved_by_4_ranks_resumes_at_2_and_at_1(tmp_path):
+    """The tiny Qwen, sharded 4 ways, saved; loaded by 2 ranks and by 1: the same next-step losses."""
+    code, out = launch(4, os.path.join(HERE, "fsdp_worker.py"), "qwen_save", str(tmp_path))
+    assert code == 0, out
+    assert sorted(os.listdir(tmp_path / "ckpt")) == ["buffers.safetensors", "manifest.json"] + [
+        f"shard-{r}-of-4.safetensors" for r in range(4)], os.listdir(tmp_path / "ckpt")
+    for world in (2, 1):
+        code, out = launch(world, os.path.join(HERE, "fsdp_worker.py"), "qwen_resume", str(tmp_path))
+        assert code == 0, out
+        assert out.count(f"resumed at world size {world}") == world, out
