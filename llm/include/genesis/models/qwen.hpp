@@ -89,7 +89,7 @@ struct QwenConfig {
   double attention_scale() const;
   /** Positions a sequence may reach (max_position_embeddings; unbounded under dynamic rope scaling). */
   int64_t context_length() const;
-  /** Features the paged serving op lacks that this config needs ("" = none). */
+  /** Features the paged serving path lacks that this config needs ("" = none): dynamic rope scaling. */
   std::string paged_unsupported() const;
 
   /** Parses config.json text; unsupported values (MoE, unknown rope types or activations, biased MLPs, ...) are

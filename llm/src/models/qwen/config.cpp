@@ -441,18 +441,9 @@ int64_t QwenConfig::context_length() const {
 }
 
 std::string QwenConfig::paged_unsupported() const {
-  std::string out;
-  auto add = [&](const std::string& s) { out += (out.empty() ? "" : ", ") + s; };
-  for (int64_t l = 0; l < num_hidden_layers; ++l)
-    if (is_sliding(l)) {
-      add("sliding-window attention (sliding_window)");
-      break;
-    }
-  if (attn_logit_softcapping > 0) add("attention logit soft-capping (attn_logit_softcapping)");
-  if (query_pre_attn_scalar > 0 && query_pre_attn_scalar != static_cast<double>(head_dim))
-    add("an attention scale other than head_dim^-0.5 (query_pre_attn_scalar)");
-  if (rope_scaling.rope_type == "dynamic") add("dynamic rope scaling (rope_parameters.rope_type)");
-  return out;
+  // The paged op takes the scale, the window and soft-capping; dynamic rope scaling would need a rotary table per
+  // sequence length.
+  return rope_scaling.rope_type == "dynamic" ? "dynamic rope scaling (rope_parameters.rope_type)" : "";
 }
 
 namespace {

@@ -327,15 +327,16 @@ Tensor QwenAttention::forward(const Tensor& x, const AttentionContext& ctx, int6
 
   const bool plain_scale = scale == 1.0 / std::sqrt(static_cast<double>(D));
   if (ctx.paged) {
-    if (sliding || softcap > 0 || !plain_scale)
-      throw Error(GN_ERR_UNSUPPORTED, "[qwen] paged attention has no sliding window, soft-capping or custom scale");
     // Packed tokens of many sequences (B = 1): k/v rows into the layer's pool, then each sequence's queries
     // attend its own blocks.
     if (!kv.defined()) kv = F::cat({k, v}, 1);
     Tensor& pool = ctx.paged->cache->pools[static_cast<size_t>(layer)];
     F::paged_kv_write_(pool, kv.select(0, 0).transpose(0, 1), ctx.paged->slots);  // (T, 2 Hkv, D)
+    // The family's switches: its scale, the window of sliding layers, attention soft-capping.
     Tensor out = F::paged_attention(q.select(0, 0).transpose(0, 1).contiguous(), pool, ctx.paged->block_tables,
-                                    ctx.paged->seq_lens, ctx.paged->query_start);  // (T, Hq, D)
+                                    ctx.paged->seq_lens, ctx.paged->query_start,
+                                    plain_scale ? std::numeric_limits<double>::quiet_NaN() : scale,
+                                    sliding ? window : 0, softcap);  // (T, Hq, D)
     const Tensor o = out.reshape({B, T, nq});
     return lora_add(o_proj(o), o_lora, o);
   }
@@ -850,7 +851,7 @@ Tensor QwenForCausalLM::forward_paged(const Tensor& ids, const Tensor& positions
   if (rows.dim() != 1 || rows.dtype() != DType::i64)
     throw Error(GN_ERR_SHAPE, "[qwen] forward_paged expects rows (R) int64");
   if (const std::string missing = config.paged_unsupported(); !missing.empty())
-    throw Error(GN_ERR_UNSUPPORTED, "[qwen] forward_paged: the paged attention op has no " + missing + ", which this " +
+    throw Error(GN_ERR_UNSUPPORTED, "[qwen] forward_paged: the paged path has no " + missing + ", which this " +
                                         config.model_type +
                                         " config needs; use generate() (the KV-cache path) instead");
   NoGradGuard no_grad;
