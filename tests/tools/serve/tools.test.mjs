@@ -34,7 +34,8 @@ const TOOLS = [{
   },
 }];
 
-const server = await startServer([], { model: SCRIPTED });
+// 20 ms after each token: a stream's tokens come one to a chunk, however busy the machine.
+const server = await startServer([], { model: SCRIPTED, env: { GENESIS_SERVE_TOKEN_DELAY_MS: '20' } });
 const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
 const model = (await client.models.list()).data[0].id;
 const ask = (extra = {}) => ({

@@ -2,11 +2,15 @@
 // cache), running on the engine's own thread.
 //
 // For tests, GENESIS_SERVE_FAIL_REQUESTS=N[,M...] makes the N-th (M-th, ...) request submitted (counted
-// from 1) end as a failing engine step ends a request: the server must answer 500 and keep serving.
+// from 1) end as a failing engine step ends a request: the server must answer 500 and keep serving; and
+// GENESIS_SERVE_TOKEN_DELAY_MS=D holds the engine D ms after each token, so that a stream's tokens reach
+// the client one by one rather than several to a chunk.
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <unordered_set>
 
 #include "backend.h"
@@ -24,6 +28,7 @@ class EngineBackend : public Backend {
       while (std::getline(in, n, ','))
         if (!n.empty()) fail_at_.insert(std::stoll(n));
     }
+    if (const char* d = std::getenv("GENESIS_SERVE_TOKEN_DELAY_MS")) delay_ms_ = std::stoll(d);
     engine_.start();
   }
   ~EngineBackend() override { shutdown(); }
@@ -37,7 +42,7 @@ class EngineBackend : public Backend {
     r.logprobs = s.logprobs < 0 ? 0 : std::max(1, s.logprobs);
     const size_t top = s.logprobs < 0 ? 0 : static_cast<size_t>(s.logprobs);
     auto ids = ids_;
-    auto cb = [on_event = std::move(on_event), top, ids](const serving::TokenEvent& te) {
+    auto cb = [on_event = std::move(on_event), top, ids, delay = delay_ms_](const serving::TokenEvent& te) {
       Event e;
       e.index = static_cast<int>(te.sample);
       e.has_token = te.token >= 0;
@@ -58,6 +63,7 @@ class EngineBackend : public Backend {
         }
       }
       on_event(e);
+      if (delay > 0 && e.has_token) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
     };
     std::unique_lock<std::mutex> lock(ids_->mu);  // the id is live before its first event can end it
     if (stopping_) throw QueueFull("the server is shutting down");
@@ -139,6 +145,7 @@ class EngineBackend : public Backend {
   bool stopping_ = false;      // under ids_->mu
   std::set<int64_t> fail_at_;  // GENESIS_SERVE_FAIL_REQUESTS
   int64_t submitted_ = 0;      // under ids_->mu
+  int64_t delay_ms_ = 0;       // GENESIS_SERVE_TOKEN_DELAY_MS
 };
 
 }  // namespace
