@@ -17,6 +17,7 @@ their data is swapped in place (under "full" they hold no elements outside their
 backward). The optimizer is built in, as DeepSpeed's: use step() rather than a genesis.optim one.
 """
 import contextlib
+import weakref
 
 from genesis import _C
 from genesis import distributed as _dist
@@ -62,10 +63,13 @@ class FullyShardedDataParallel(Module):
         object.__setattr__(self, "_fsdp", _C.distributed.FSDP(
             lists, list(module.named_buffers()), sharding_strategy, float(lr), float(betas[0]), float(betas[1]),
             float(eps), float(weight_decay), bool(prefetch), param_dtype, pg))
-        fsdp = self._fsdp
-        for k, u in enumerate(units):  # each unit's forward runs through the sharding
+        owner = weakref.ref(self)
+        for k, u in enumerate(units):  # each unit's forward runs through the sharding while the wrapper lives
             def unit_forward(*args, _k=k, _forward=u.forward, **kwargs):
-                return fsdp.unit_forward(_k, lambda: _forward(*args, **kwargs))
+                wrapper = owner()
+                if wrapper is None:
+                    return _forward(*args, **kwargs)
+                return wrapper._fsdp.unit_forward(_k, lambda: _forward(*args, **kwargs))
             object.__setattr__(u, "forward", unit_forward)
 
     def forward(self, *inputs, **kwargs):
