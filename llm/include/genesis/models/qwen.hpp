@@ -79,6 +79,18 @@ struct QwenConfig {
   double final_logit_softcapping = 0;    ///< logits tanh(x / c) * c; 0 = off
   int64_t sliding_window = 0;            ///< window of the sliding layers (key j seen from query i if i - j < w)
   std::vector<std::string> layer_types;  ///< per layer "full_attention" or "sliding_attention" (empty: all full)
+  // Mixture of experts (qwen3_moe; genesis/models/moe.hpp): the sparse layers' feed-forward is a SparseMoeBlock.
+  int64_t num_experts = 0;               ///< experts per sparse layer ("num_experts" / "num_local_experts"); 0 = dense
+  int64_t num_experts_per_tok = 0;       ///< experts each token is routed to
+  int64_t moe_intermediate_size = 0;     ///< each expert's SwiGLU width
+  int64_t decoder_sparse_step = 1;       ///< layer l is sparse when (l + 1) % decoder_sparse_step == 0 ...
+  std::vector<int64_t> mlp_only_layers;  ///< ... and l is not listed here (those run the dense MLP)
+  bool norm_topk_prob = false;           ///< renormalise the top-k routing weights to sum 1
+  double router_aux_loss_coef = 0.001;   ///< weight of the load-balancing loss in loss()
+  bool output_router_logits = false;     ///< loss() adds router_aux_loss_coef * router_aux_loss()
+
+  /** True when layer l's feed-forward is a mixture of experts. */
+  bool is_sparse_layer(int64_t l) const;
 
   /** True when layer l attends within sliding_window. */
   bool is_sliding(int64_t l) const {
@@ -327,6 +339,10 @@ class QwenForCausalLM : public nn::Module {
   Tensor forward(const Tensor& ids) override;
   /** Mean next-token cross entropy: logits[:, :-1] against labels[:, 1:], -100 ignored (HF). */
   Tensor loss(const Tensor& ids, const Tensor& labels);
+  /** The load-balancing loss (genesis/models/moe.hpp, load_balancing_loss) of the router logits the sparse layers
+   * kept in their last forward (they keep them while config.output_router_logits, or while loss() computes it);
+   * throws genesis::Error for a dense model or when none were kept. */
+  Tensor router_aux_loss() const;
   /** Hidden states (after the final norm) for ids with an attention context. */
   Tensor hidden_states(const Tensor& ids, const AttentionContext& ctx);
   /** Logits of hidden states h (*, hidden) -> (*, vocab). */

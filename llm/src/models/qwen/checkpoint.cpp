@@ -110,9 +110,20 @@ std::map<std::string, Shape> expected_tensors(const QwenConfig& c) {
       m[p + "self_attn.q_norm.weight"] = {c.head_dim};
       m[p + "self_attn.k_norm.weight"] = {c.head_dim};
     }
-    m[p + "mlp.gate_proj.weight"] = {c.intermediate_size, h};
-    m[p + "mlp.up_proj.weight"] = {c.intermediate_size, h};
-    m[p + "mlp.down_proj.weight"] = {h, c.intermediate_size};
+    if (c.is_sparse_layer(l)) {  // the router and each expert's own tensors
+      const int64_t i = c.moe_intermediate_size;
+      m[p + "mlp.gate.weight"] = {c.num_experts, h};
+      for (int64_t e = 0; e < c.num_experts; ++e) {
+        const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+        m[x + "gate_proj.weight"] = {i, h};
+        m[x + "up_proj.weight"] = {i, h};
+        m[x + "down_proj.weight"] = {h, i};
+      }
+    } else {
+      m[p + "mlp.gate_proj.weight"] = {c.intermediate_size, h};
+      m[p + "mlp.up_proj.weight"] = {c.intermediate_size, h};
+      m[p + "mlp.down_proj.weight"] = {h, c.intermediate_size};
+    }
     m[p + "input_layernorm.weight"] = {h};
     m[p + "post_attention_layernorm.weight"] = {h};
     if (c.sandwich_norms) {

@@ -4,6 +4,7 @@
 // fields (model_type picks the family) onto the switches of QwenConfig.  Every field that changes the maths is
 // either understood or refused: a config that turns on MoE, an unknown rope type or activation, biased MLPs, ...
 // fails with a message naming the field instead of loading a model that computes something else.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -28,6 +29,7 @@ constexpr int64_t kMaxHeads = 1024;
 constexpr int64_t kMaxHeadDim = 1024;
 constexpr int64_t kMaxPositions = int64_t{1} << 24;
 constexpr int64_t kMaxParameters = int64_t{1} << 40;
+constexpr int64_t kMaxExperts = 4096;
 
 [[noreturn]] void bad(const std::string& where, const std::string& what) {
   throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] " + where + ": " + what);
@@ -94,8 +96,9 @@ std::vector<int64_t> get_ids(const json& j, const char* key, const std::string& 
 }
 
 const char* const kArchitectures[][2] = {
-    {"qwen2", "Qwen2ForCausalLM"},     {"qwen3", "Qwen3ForCausalLM"},   {"llama", "LlamaForCausalLM"},
-    {"mistral", "MistralForCausalLM"}, {"gemma2", "Gemma2ForCausalLM"}, {"gemma3_text", "Gemma3ForCausalLM"},
+    {"qwen2", "Qwen2ForCausalLM"},        {"qwen3", "Qwen3ForCausalLM"},   {"llama", "LlamaForCausalLM"},
+    {"mistral", "MistralForCausalLM"},    {"gemma2", "Gemma2ForCausalLM"}, {"gemma3_text", "Gemma3ForCausalLM"},
+    {"qwen3_moe", "Qwen3MoeForCausalLM"},
 };
 
 // A rope object (rope_parameters / rope_scaling, or one layer type's entry): its theta (fallback when absent) and
@@ -152,6 +155,33 @@ RopeParameters parse_rope(const json& r, const std::string& field, const std::st
   return p;
 }
 
+// Qwen3-MoE's fields: experts, routing, which layers are sparse, the load-balancing loss.
+void parse_moe(const json& j, const std::string& where, QwenConfig& c) {
+  const char* experts = j.contains("num_experts") && !j["num_experts"].is_null() ? "num_experts" : "num_local_experts";
+  c.num_experts = get_int(j, experts, where, 0, true, 1, kMaxExperts);
+  c.num_experts_per_tok = get_int(j, "num_experts_per_tok", where, 0, true, 1, c.num_experts);
+  c.moe_intermediate_size = get_int(j, "moe_intermediate_size", where, 0, true, 1, kMaxFfn);
+  c.decoder_sparse_step = get_int(j, "decoder_sparse_step", where, 1, false, 1, kMaxLayers);
+  c.norm_topk_prob = get_bool(j, "norm_topk_prob", where, false);
+  c.router_aux_loss_coef = get_num(j, "router_aux_loss_coef", where, 0.001);
+  c.output_router_logits = get_bool(j, "output_router_logits", where, false);
+  c.mlp_only_layers.clear();
+  if (j.contains("mlp_only_layers") && !j["mlp_only_layers"].is_null()) {
+    const json& m = j["mlp_only_layers"];
+    if (!m.is_array() || m.size() > static_cast<size_t>(kMaxLayers))
+      bad(where, "field 'mlp_only_layers' must be a list of layer numbers");
+    for (const json& l : m) {
+      if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() >= c.num_hidden_layers)
+        bad(where, "field 'mlp_only_layers' holds " + l.dump() + ", not a layer number in [0, " +
+                       std::to_string(c.num_hidden_layers) + ")");
+      c.mlp_only_layers.push_back(l.get<int64_t>());
+    }
+  }
+  if (c.hidden_act != "silu")
+    bad(where, "field 'hidden_act' = \"" + c.hidden_act + "\": qwen3_moe's experts are SwiGLU (\"silu\")");
+  if (get_bool(j, "use_qk_norm", where, true) == false) bad(where, "field 'use_qk_norm' = false is not supported");
+}
+
 }  // namespace
 
 std::string read_text_file(const std::string& path) {
@@ -170,13 +200,13 @@ QwenConfig QwenConfig::from_json(const std::string& text, const std::string& whe
   if (!j.contains("model_type") || !j["model_type"].is_string()) bad(where, "missing string field 'model_type'");
   c.model_type = j["model_type"].get<std::string>();
   if (c.model_type == "gemma3") c.model_type = "gemma3_text";  // a text-only Gemma3ForCausalLM config
-  if (c.model_type == "qwen2_moe" || c.model_type == "qwen3_moe")
-    bad(where, "model_type '" + c.model_type + "' (mixture of experts) is not supported; dense decoders are");
+  if (c.model_type == "qwen2_moe")
+    bad(where, "model_type 'qwen2_moe' (shared-expert mixture of experts) is not supported; qwen3_moe is");
   bool known = false;
   for (const auto& a : kArchitectures) known = known || c.model_type == a[0];
   if (!known)
     bad(where, "model_type '" + c.model_type +
-                   "' is not a supported decoder (qwen2, qwen3, llama, mistral, gemma2, gemma3_text)");
+                   "' is not a supported decoder (qwen2, qwen3, qwen3_moe, llama, mistral, gemma2, gemma3_text)");
   if (j.contains("architectures") && j["architectures"].is_array())
     for (const json& a : j["architectures"]) {
       bool ok = false;
@@ -189,11 +219,13 @@ QwenConfig QwenConfig::from_json(const std::string& text, const std::string& whe
       if (!ok)
         bad(where, "field 'architectures' holds " + a.dump() +
                        "; supported: Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, MistralForCausalLM, "
-                       "Gemma2ForCausalLM, Gemma3ForCausalLM");
+                       "Gemma2ForCausalLM, Gemma3ForCausalLM, Qwen3MoeForCausalLM");
     }
-  for (const char* moe : {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "num_local_experts"})
-    if (j.contains(moe) && !j[moe].is_null() && !(j[moe].is_number() && j[moe].get<double>() == 0))
-      bad(where, std::string("field '") + moe + "' (mixture of experts) is not supported");
+  const bool moe = c.model_type == "qwen3_moe";
+  if (!moe)
+    for (const char* k : {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "num_local_experts"})
+      if (j.contains(k) && !j[k].is_null() && !(j[k].is_number() && j[k].get<double>() == 0))
+        bad(where, std::string("field '") + k + "' (mixture of experts) is read by qwen3_moe only");
   const bool gemma = c.model_type == "gemma2" || c.model_type == "gemma3_text";
 
   // Bounds far above any released model, so a damaged or hostile config is refused before anything is
@@ -228,7 +260,7 @@ QwenConfig QwenConfig::from_json(const std::string& text, const std::string& whe
   // transformers' defaults: Gemma ties the head unless told otherwise; the others do not.
   c.tie_word_embeddings = get_bool(j, "tie_word_embeddings", where, gemma);
   c.attention_bias = c.model_type == "qwen2" ? true : get_bool(j, "attention_bias", where, false);
-  c.qk_norm = c.model_type == "qwen3" || c.model_type == "gemma3_text";
+  c.qk_norm = c.model_type == "qwen3" || c.model_type == "qwen3_moe" || c.model_type == "gemma3_text";
   if (get_bool(j, "mlp_bias", where, false)) bad(where, "field 'mlp_bias' = true is not supported");
   if (get_num(j, "pretraining_tp", where, 1) != 1) bad(where, "field 'pretraining_tp' must be 1");
   if (gemma) {
@@ -296,7 +328,7 @@ QwenConfig QwenConfig::from_json(const std::string& text, const std::string& whe
       c.layer_types.push_back(t.get<std::string>());
     }
   }
-  if (c.model_type == "qwen2" || c.model_type == "qwen3") {
+  if (c.model_type == "qwen2" || c.model_type == "qwen3" || moe) {
     if (get_bool(j, "use_sliding_window", where, false))
       bad(where, "field 'use_sliding_window' = true is not supported for " + c.model_type);
     for (const std::string& t : c.layer_types)
@@ -328,6 +360,7 @@ QwenConfig QwenConfig::from_json(const std::string& text, const std::string& whe
   if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh")
     bad(where, std::string("field '") + act_field + "' = \"" + c.hidden_act +
                    "\" is not supported (\"silu\" and \"gelu_pytorch_tanh\" are)");
+  if (moe) parse_moe(j, where, c);
   if (get_num(j, "attention_dropout", where, 0.0) != 0.0)
     bad(where, "field 'attention_dropout' must be 0 (attention dropout is not supported)");
   if (j.contains("quantization_config"))
@@ -370,7 +403,17 @@ std::string QwenConfig::to_json() const {
   j["rms_norm_eps"] = rms_norm_eps;
   j["initializer_range"] = initializer_range;
   j["tie_word_embeddings"] = tie_word_embeddings;
-  if (model_type == "qwen3") j["attention_bias"] = attention_bias;
+  if (model_type == "qwen3" || model_type == "qwen3_moe") j["attention_bias"] = attention_bias;
+  if (model_type == "qwen3_moe") {
+    j[j.contains("num_local_experts") ? "num_local_experts" : "num_experts"] = num_experts;
+    j["num_experts_per_tok"] = num_experts_per_tok;
+    j["moe_intermediate_size"] = moe_intermediate_size;
+    j["decoder_sparse_step"] = decoder_sparse_step;
+    j["mlp_only_layers"] = mlp_only_layers;
+    j["norm_topk_prob"] = norm_topk_prob;
+    j["router_aux_loss_coef"] = router_aux_loss_coef;
+    j["output_router_logits"] = output_router_logits;
+  }
   j[gemma ? "hidden_activation" : "hidden_act"] = hidden_act;
   if (model_type != "qwen2" && model_type != "qwen3" && model_type != "llama") {
     j["sliding_window"] = sliding_window > 0 ? json(sliding_window) : json(nullptr);
@@ -423,13 +466,21 @@ std::string QwenConfig::to_json() const {
   return j.dump(2) + "\n";
 }
 
+bool QwenConfig::is_sparse_layer(int64_t l) const {
+  return num_experts > 0 && (l + 1) % decoder_sparse_step == 0 &&
+         std::find(mlp_only_layers.begin(), mlp_only_layers.end(), l) == mlp_only_layers.end();
+}
+
 int64_t QwenConfig::num_parameters() const {
   const int64_t h = hidden_size, d = head_dim;
   const int64_t q = num_attention_heads * d, kv = num_key_value_heads * d;
   int64_t attn = h * q + 2 * h * kv + q * h + (attention_bias ? q + 2 * kv : 0) + (qk_norm ? 2 * d : 0);
-  int64_t mlp = 3 * h * intermediate_size;
-  int64_t layer = attn + mlp + (sandwich_norms ? 4 : 2) * h;
-  return vocab_size * h * (tie_word_embeddings ? 1 : 2) + num_hidden_layers * layer + h;
+  const int64_t norms = (sandwich_norms ? 4 : 2) * h;
+  int64_t layers = 0;
+  for (int64_t l = 0; l < num_hidden_layers; ++l)
+    layers += attn + norms +
+              (is_sparse_layer(l) ? num_experts * (h + 3 * h * moe_intermediate_size) : 3 * h * intermediate_size);
+  return vocab_size * h * (tie_word_embeddings ? 1 : 2) + layers + h;
 }
 
 double QwenConfig::attention_scale() const {

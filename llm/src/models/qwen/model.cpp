@@ -53,6 +53,7 @@
 
 #include "genesis/autograd.hpp"
 #include "genesis/models/lora.hpp"
+#include "genesis/models/moe.hpp"
 #include "genesis/models/qwen.hpp"
 #include "genesis/nn/functional.hpp"
 #include "genesis/nn/init.hpp"
@@ -419,13 +420,29 @@ Tensor QwenMLP::forward(const Tensor& x, const QwenKernels& k) {
 
 // ---------------------------------------------------------------- block
 
+namespace {
+// A sparse layer's dense mlp is a placeholder that is never registered nor run: one unit wide.
+QwenConfig dense_or_placeholder(const QwenConfig& c, bool sparse) {
+  QwenConfig d = c;
+  if (sparse) d.intermediate_size = 1;
+  return d;
+}
+}  // namespace
+
 QwenDecoderLayer::QwenDecoderLayer(const QwenConfig& c, const Options& f, int64_t layer_index)
     : self_attn(c, f, layer_index),
-      mlp(c, f),
+      mlp(dense_or_placeholder(c, c.is_sparse_layer(layer_index)), f),
       input_layernorm(c.hidden_size, c.rms_norm_eps, c.norm_offset, f),
       post_attention_layernorm(c.hidden_size, c.rms_norm_eps, c.norm_offset, f) {
   register_module("self_attn", self_attn);
-  register_module("mlp", mlp);  // a feed_forward_block (set here, per config) would be registered as "mlp" instead
+  if (c.is_sparse_layer(layer_index)) {  // Qwen3-MoE: the mixture of experts is this layer's "mlp"
+    auto moe = std::make_shared<SparseMoeBlock>(
+        MoeConfig{c.hidden_size, c.num_experts, c.num_experts_per_tok, c.moe_intermediate_size, c.norm_topk_prob}, f);
+    moe->keep_router_logits = c.output_router_logits;
+    feed_forward_block = register_module("mlp", moe);
+  } else {
+    register_module("mlp", mlp);
+  }
   register_module("input_layernorm", input_layernorm);
   register_module("post_attention_layernorm", post_attention_layernorm);
   if (c.sandwich_norms) {
@@ -881,11 +898,38 @@ Tensor QwenForCausalLM::loss(const Tensor& ids, const Tensor& labels) {
   if (labels.shape() != ids.shape()) throw Error(GN_ERR_SHAPE, "[qwen] labels must have the shape of ids");
   const int64_t T = ids.size(1);
   if (T < 2) throw Error(GN_ERR_SHAPE, "[qwen] loss needs at least 2 positions");
+  // config.output_router_logits (MoE): the sparse layers keep their router logits for the load-balancing loss.
+  const bool aux = config.output_router_logits && config.num_experts > 0;
+  if (aux && model.gradient_checkpointing && autograd::grad_enabled())
+    throw Error(GN_ERR_UNSUPPORTED,
+                "[qwen] the router's load-balancing loss (output_router_logits) with gradient checkpointing is not "
+                "supported");
+  if (aux)
+    for (auto& l : model.layers)
+      if (auto m = std::dynamic_pointer_cast<SparseMoeBlock>(l->feed_forward_block)) m->keep_router_logits = true;
   Tensor lg = forward(ids);
   const int64_t V = lg.size(-1);
   Tensor pred = lg.slice(1, 0, T - 1).reshape({-1, V});
   Tensor tgt = labels.slice(1, 1, T).reshape({-1});
-  return F::cross_entropy(pred.to(DType::f32), tgt);
+  Tensor out = F::cross_entropy(pred.to(DType::f32), tgt);
+  if (aux) out = out + router_aux_loss().to(out.dtype()) * config.router_aux_loss_coef;
+  return out;
+}
+
+Tensor QwenForCausalLM::router_aux_loss() const {
+  std::vector<Tensor> logits;
+  for (const auto& l : model.layers) {
+    auto m = std::dynamic_pointer_cast<SparseMoeBlock>(l->feed_forward_block);
+    if (!m) continue;
+    if (!m->router_logits.defined())
+      throw Error(GN_ERR_INVALID_ARGUMENT,
+                  "[qwen] router_aux_loss: the sparse layers kept no router logits (set config.output_router_logits, "
+                  "or keep_router_logits on the layers' SparseMoeBlock, before the forward)");
+    logits.push_back(m->router_logits);
+  }
+  if (logits.empty())
+    throw Error(GN_ERR_INVALID_ARGUMENT, "[qwen] router_aux_loss: the model has no mixture-of-experts layer");
+  return load_balancing_loss(logits, config.num_experts, config.num_experts_per_tok);
 }
 
 }  // namespace genesis::models

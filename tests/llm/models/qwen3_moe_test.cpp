@@ -1,0 +1,271 @@
+// qwen3_moe_test.cpp - Qwen3-MoE (Qwen3MoeForCausalLM) parity with HF transformers on the fixture
+// tests/fixtures/families/qwen3-moe (8 experts top-2 with norm_topk_prob, layer 1 dense through mlp_only_layers;
+// logits, LM loss, the router's load-balancing loss, gradients and greedy ids computed in float64 by
+// make_families.py), plus the checkpoint's per-expert names on save, the sparse-layer rule and refused configs.
+//
+// transformers 5 keeps each layer's experts fused in memory, so its gradients are
+// grad.model.layers.{i}.mlp.experts.gate_up_proj (E, 2I, H) (rows [0, I) gate_proj, [I, 2I) up_proj) and
+// ...experts.down_proj (E, H, I); they are cut here into the per-expert gradients of the checkpoint's names.
+//
+// The reference plugin by default; GENESIS_QWEN3_MOE_PLUGINS ("cpu,reference", "cuda,reference") and
+// GENESIS_QWEN3_MOE_DEVICE ("cuda") run the same checks on another backend.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "genesis/autograd.hpp"
+#include "genesis/io.hpp"
+#include "genesis/models/generation.hpp"
+#include "genesis/models/moe.hpp"
+#include "genesis/models/qwen.hpp"
+
+#include "test_common.h"
+
+namespace {
+
+using genesis::Device;
+using genesis::DType;
+using genesis::Tensor;
+namespace M = genesis::models;
+
+genesis_test::TestBackend& g_backend = genesis_test::add_test_backend("GENESIS_QWEN3_MOE", "qwen3-moe test");
+const Device& dev() { return g_backend.device(); }
+
+std::string fixture() { return std::string(GENESIS_SOURCE_DIR) + "/tests/fixtures/families/qwen3-moe"; }
+
+std::vector<double> host(const Tensor& t) { return t.to(Device("cpu")).to(DType::f64).tolist(); }
+
+double max_abs(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m = std::max(m, std::fabs(x));
+  return m;
+}
+double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  if (a.size() != b.size()) return INFINITY;
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
+  return m;
+}
+std::vector<int64_t> ints(const Tensor& t) {
+  std::vector<int64_t> out;
+  for (double x : host(t)) out.push_back(static_cast<int64_t>(x));
+  return out;
+}
+
+std::vector<double> grad_or_zeros(const Tensor& p) {
+  return p.grad().defined() ? host(p.grad()) : std::vector<double>(static_cast<size_t>(p.numel()), 0.0);
+}
+
+std::shared_ptr<M::SparseMoeBlock> moe_of(M::QwenDecoderLayer& l) {
+  return std::dynamic_pointer_cast<M::SparseMoeBlock>(l.feed_forward_block);
+}
+
+// The fixture's gradients under the checkpoint's per-expert names.
+std::map<std::string, Tensor> reference_gradients(const genesis::TensorMap& ref, int64_t E, int64_t I) {
+  std::map<std::string, Tensor> out;
+  for (const auto& [k, v] : ref) {
+    if (k.rfind("grad.", 0) != 0) continue;
+    const std::string name = k.substr(5);
+    const auto at = name.find("mlp.experts.");
+    if (at == std::string::npos) {
+      out[name] = v;
+      continue;
+    }
+    const std::string pre = name.substr(0, at) + "mlp.experts.", what = name.substr(at + 12);
+    for (int64_t e = 0; e < E; ++e) {
+      const std::string ex = pre + std::to_string(e) + ".";
+      if (what == "gate_up_proj") {
+        out[ex + "gate_proj.weight"] = v.select(0, e).slice(0, 0, I);
+        out[ex + "up_proj.weight"] = v.select(0, e).slice(0, I, 2 * I);
+      } else if (what == "down_proj") {
+        out[ex + "down_proj.weight"] = v.select(0, e);
+      } else {
+        ADD_FAILURE() << "unexpected fixture gradient " << k;
+      }
+    }
+  }
+  return out;
+}
+
+// f32 against the float64 oracle: logits within 1e-4 of their max magnitude, the LM loss, the load-balancing loss
+// and the loss with it within 1e-5 (relative), every gradient within 1e-4 of its max magnitude.
+TEST(Qwen3Moe, LogitsLossesAndGradientsMatchTransformers) {
+  auto model = M::QwenForCausalLM::from_pretrained(fixture(), {.device = dev(), .dtype = DType::f32});
+  const auto& c = model->config;
+  EXPECT_EQ(c.model_type, "qwen3_moe");
+  EXPECT_EQ(c.num_experts, 8);
+  EXPECT_EQ(c.num_experts_per_tok, 2);
+  EXPECT_FALSE(c.output_router_logits);
+  auto ref = genesis::load(fixture() + "/reference.safetensors", dev());
+  const Tensor ids = ref.at("input_ids"), labels = ref.at("labels");
+
+  const auto want = host(ref.at("logits")), got = host(model->forward(ids));
+  const double scale = max_abs(want);
+  EXPECT_LE(max_diff(got, want), 1e-4 * scale) << "logits, max |logit| " << scale;
+  std::cout << "qwen3-moe on " << dev().str() << ": logits max |err| / max |logit| = " << max_diff(got, want) / scale
+            << "\n";
+
+  Tensor loss = model->loss(ids, labels);  // output_router_logits is false: the LM loss alone
+  const double lw = host(ref.at("loss"))[0];
+  EXPECT_NEAR(host(loss)[0], lw, 1e-5 * std::fabs(lw));
+  EXPECT_NE(genesis_test::error_of([&] { model->router_aux_loss(); }).find("kept no router logits"), std::string::npos);
+
+  loss.backward();
+  const auto grads = reference_gradients(ref, c.num_experts, c.moe_intermediate_size);
+  std::set<std::string> seen;
+  for (const auto& [name, p] : model->named_parameters()) {
+    auto it = grads.find(name);
+    ASSERT_NE(it, grads.end()) << "no fixture gradient for " << name;
+    // An expert no token chose gets no gradient here and zeros in transformers' fused tensor.
+    const auto gw = host(it->second), gg = grad_or_zeros(p);
+    EXPECT_LE(max_diff(gg, gw), 1e-4 * max_abs(gw)) << "grad of " << name << ", max |grad| " << max_abs(gw);
+    seen.insert(name);
+  }
+  EXPECT_EQ(seen.size(), grads.size()) << "every fixture gradient has a parameter";
+
+  // output_router_logits: loss() adds router_aux_loss_coef times the load-balancing loss of that forward.
+  model->config.output_router_logits = true;
+  const double lwa = host(ref.at("loss_with_aux"))[0];
+  EXPECT_NEAR(host(model->loss(ids, labels))[0], lwa, 1e-5 * std::fabs(lwa));
+  EXPECT_GT(std::fabs(lwa - lw), 1e-2) << "the fixture's aux term is visible";
+  const double aux = host(model->router_aux_loss())[0], aw = host(ref.at("router_aux_loss"))[0];
+  EXPECT_NEAR(aux, aw, 1e-5 * std::fabs(aw)) << "load-balancing loss";
+}
+
+// Negative control: the same checkpoint without the top-k renormalisation is far from the oracle.
+TEST(Qwen3Moe, WithoutNormTopkProbTheLogitsDiffer) {
+  auto model = M::QwenForCausalLM::from_pretrained(fixture(), {.device = dev(), .dtype = DType::f32});
+  int sparse = 0;
+  for (auto& l : model->model.layers)
+    if (auto m = moe_of(*l)) {
+      m->config.norm_topk_prob = false;
+      ++sparse;
+    }
+  EXPECT_EQ(sparse, 2);
+  auto ref = genesis::load(fixture() + "/reference.safetensors", dev());
+  genesis::NoGradGuard ng;
+  const auto want = host(ref.at("logits")), got = host(model->forward(ref.at("input_ids")));
+  EXPECT_GT(max_diff(got, want), 1e-2 * max_abs(want));
+}
+
+// Activation checkpointing recomputes the experts in backward: the same gradients; with the load-balancing loss
+// (whose router logits a checkpointed forward cannot keep for backward) it is refused.
+TEST(Qwen3Moe, GradientCheckpointingGivesTheSameGradients) {
+  auto ref = genesis::load(fixture() + "/reference.safetensors", dev());
+  std::vector<std::map<std::string, std::vector<double>>> grads;
+  for (bool ckpt : {false, true}) {
+    auto model = M::QwenForCausalLM::from_pretrained(fixture(), {.device = dev(), .dtype = DType::f32});
+    model->model.gradient_checkpointing = ckpt;
+    model->loss(ref.at("input_ids"), ref.at("labels")).backward();
+    grads.emplace_back();
+    for (const auto& [n, p] : model->named_parameters()) grads.back()[n] = grad_or_zeros(p);
+    if (ckpt) {
+      model->config.output_router_logits = true;
+      EXPECT_NE(genesis_test::error_of([&] {
+                  model->loss(ref.at("input_ids"), ref.at("labels"));
+                }).find("gradient checkpointing"),
+                std::string::npos);
+    }
+  }
+  ASSERT_EQ(grads[0].size(), grads[1].size());
+  for (const auto& [n, g] : grads[0]) EXPECT_LE(max_diff(g, grads[1][n]), 1e-6 * max_abs(g)) << n;
+}
+
+TEST(Qwen3Moe, GreedyGenerationIsIdentical) {
+  auto model = M::QwenForCausalLM::from_pretrained(fixture(), {.device = dev()});
+  auto ref = genesis::load(fixture() + "/reference.safetensors");
+  const auto prompt = ints(ref.at("generate.prompt")), full = ints(ref.at("generate.output"));
+  M::GenerationConfig g;
+  g.max_new_tokens = static_cast<int64_t>(full.size() - prompt.size());
+  g.ignore_eos = true;
+  auto r = M::generate(*model, {prompt}, g);
+  EXPECT_EQ(r.tokens[0], std::vector<int64_t>(full.begin() + static_cast<int64_t>(prompt.size()), full.end()));
+}
+
+// Layers 0 and 2 are sparse, layer 1 (mlp_only_layers) dense; the parameters are the checkpoint's tensors.
+TEST(Qwen3Moe, SparseLayersAndParameterNames) {
+  auto model = M::QwenForCausalLM::from_pretrained(fixture(), {.device = dev()});
+  EXPECT_TRUE(moe_of(*model->model.layers[0]));
+  EXPECT_FALSE(moe_of(*model->model.layers[1]));
+  EXPECT_TRUE(moe_of(*model->model.layers[2]));
+  std::set<std::string> names, want;
+  for (const auto& [n, p] : model->named_parameters()) names.insert(n);
+  for (const auto& [k, v] : genesis::load(fixture() + "/model.safetensors")) want.insert(k);
+  EXPECT_EQ(names, want);
+  EXPECT_TRUE(names.count("model.layers.2.mlp.experts.7.down_proj.weight"));
+  EXPECT_TRUE(names.count("model.layers.1.mlp.up_proj.weight"));
+}
+
+// save_pretrained writes each expert's tensors under the checkpoint's names and the MoE fields; loading it back
+// computes the same logits.
+TEST(Qwen3Moe, SaveWritesPerExpertTensorsAndRoundTrips) {
+  auto model = M::QwenForCausalLM::from_pretrained(fixture(), {.device = dev()});
+  const std::string dir = testing::TempDir() + "qwen3_moe_save";
+  model->save_pretrained(dir);
+  std::set<std::string> saved, want;
+  for (const auto& [k, v] : genesis::load(dir + "/model.safetensors")) saved.insert(k);
+  for (const auto& [k, v] : genesis::load(fixture() + "/model.safetensors")) want.insert(k);
+  EXPECT_EQ(saved, want);
+  std::ifstream f(dir + "/config.json");
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j.at("model_type"), "qwen3_moe");
+  EXPECT_EQ(j.at("mlp_only_layers"), nlohmann::json::array({1}));
+  EXPECT_EQ(j.at("moe_intermediate_size"), 32);
+  EXPECT_EQ(j.at("norm_topk_prob"), true);
+  auto back = M::QwenForCausalLM::from_pretrained(dir, {.device = dev()});
+  Tensor ids = genesis::tensor(std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6}, {1, 8}, {.device = dev()});
+  EXPECT_EQ(max_diff(host(model->forward(ids)), host(back->forward(ids))), 0.0);
+}
+
+std::string config_with(const std::function<void(nlohmann::json&)>& edit) {
+  std::ifstream f(fixture() + "/config.json");
+  auto j = nlohmann::json::parse(f);
+  edit(j);
+  return j.dump();
+}
+
+// decoder_sparse_step k makes layers k-1, 2k-1, ... sparse (minus mlp_only_layers); num_experts and
+// num_local_experts are the same field.
+TEST(Qwen3Moe, SparseStepRule) {
+  auto c = M::QwenConfig::from_json(config_with([](nlohmann::json& j) {
+    j["decoder_sparse_step"] = 2;
+    j["mlp_only_layers"] = nlohmann::json::array();
+    j["num_hidden_layers"] = 4;
+    j.erase("num_local_experts");
+    j["num_experts"] = 4;
+  }));
+  EXPECT_EQ(c.num_experts, 4);
+  EXPECT_FALSE(c.is_sparse_layer(0));
+  EXPECT_TRUE(c.is_sparse_layer(1));
+  EXPECT_FALSE(c.is_sparse_layer(2));
+  EXPECT_TRUE(c.is_sparse_layer(3));
+  M::QwenForCausalLM m(c, {.dtype = DType::f32, .device = dev()});
+  EXPECT_FALSE(moe_of(*m.model.layers[0]));
+  EXPECT_TRUE(moe_of(*m.model.layers[3]));
+  EXPECT_EQ(moe_of(*m.model.layers[3])->experts.size(), 4u);
+}
+
+TEST(Qwen3Moe, BadMoeFieldsAreRefusedNamingTheField) {
+  auto err = [](const std::function<void(nlohmann::json&)>& edit) {
+    return genesis_test::error_of([&] { M::QwenConfig::from_json(config_with(edit)); });
+  };
+  EXPECT_NE(err([](nlohmann::json& j) { j["num_experts_per_tok"] = 9; }).find("num_experts_per_tok"),
+            std::string::npos);
+  EXPECT_NE(err([](nlohmann::json& j) { j.erase("moe_intermediate_size"); }).find("moe_intermediate_size"),
+            std::string::npos);
+  EXPECT_NE(err([](nlohmann::json& j) { j["decoder_sparse_step"] = 0; }).find("decoder_sparse_step"),
+            std::string::npos);
+  EXPECT_NE(err([](nlohmann::json& j) { j["mlp_only_layers"] = nlohmann::json::array({"a"}); }).find("mlp_only_layers"),
+            std::string::npos);
+  EXPECT_NE(err([](nlohmann::json& j) { j["hidden_act"] = "gelu"; }).find("hidden_act"), std::string::npos);
+}
+
+}  // namespace
