@@ -669,4 +669,41 @@ TEST(LLM, GenerateAndChatMatchGenerateAlone) {
   std::filesystem::remove_all(dir);
 }
 
+// Every dense family (tests/fixtures/families: sliding windows of 8 positions, soft-capping, Gemma's scale and local
+// rope, rope scaling) on the engine: prompts longer and shorter than the window, chunked and in small blocks, give
+// the greedy tokens of models::generate on each prompt alone (whose attention is composed from tensor ops: an
+// independent path to the paged op's window and soft-cap).
+class FamilyEngine : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FamilyEngine, GreedyMatchesGenerateAlone) {
+  const std::string dir = std::string(GENESIS_SOURCE_DIR) + "/tests/fixtures/families/" + GetParam();
+  auto model = M::QwenForCausalLM::from_pretrained(dir, {.device = dev(), .dtype = DType::f32});
+  std::mt19937 rng(31);
+  const int64_t V = model->config.vocab_size;
+  std::vector<std::vector<int64_t>> prompts;
+  for (int64_t len : {3, 9, 17, 30, 5, 24}) prompts.push_back(random_prompt(rng, len, V));
+  M::GenerationConfig g;
+  g.max_new_tokens = 10;
+  g.ignore_eos = true;
+  S::Engine engine(*model, {.block_size = 4, .num_blocks = 96, .max_running = 4, .max_tokens_per_step = 16});
+  Collector col;
+  std::vector<int64_t> ids;
+  for (const auto& p : prompts) ids.push_back(engine.submit({.prompt = p, .sampling = g}, col.callback()));
+  engine.run_until_idle();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::vector<int64_t> want = M::generate(*model, {prompts[i]}, g).tokens[0];
+    ASSERT_EQ(col.out[ids[i]].tokens.size(), 1u);
+    EXPECT_EQ(col.out[ids[i]].tokens[0], want) << GetParam() << ", prompt of " << prompts[i].size();
+  }
+  expect_idle(engine);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FamilyEngine,
+                         ::testing::Values("llama", "llama-yarn", "llama-linear", "mistral", "gemma2", "gemma3"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
 }  // namespace
