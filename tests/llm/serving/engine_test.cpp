@@ -669,8 +669,8 @@ TEST(LLM, GenerateAndChatMatchGenerateAlone) {
   std::filesystem::remove_all(dir);
 }
 
-// Every dense family (tests/fixtures/families: sliding windows of 8 positions, soft-capping, Gemma's scale and local
-// rope, rope scaling) on the engine: prompts longer and shorter than the window, chunked and in small blocks, give
+// Every family (tests/fixtures/families: sliding windows of 8 positions, soft-capping, Gemma's scale and local
+// rope, rope scaling, Qwen3-MoE) on the engine: prompts longer and shorter than the window, chunked and in small blocks, give
 // the greedy tokens of models::generate on each prompt alone (whose attention is composed from tensor ops: an
 // independent path to the paged op's window and soft-cap).
 class FamilyEngine : public ::testing::TestWithParam<const char*> {};
@@ -699,7 +699,8 @@ TEST_P(FamilyEngine, GreedyMatchesGenerateAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyEngine,
-                         ::testing::Values("llama", "llama-yarn", "llama-linear", "mistral", "gemma2", "gemma3"),
+                         ::testing::Values("llama", "llama-yarn", "llama-linear", "mistral", "gemma2", "gemma3",
+                                           "qwen3-moe"),
                          [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');
