@@ -249,6 +249,8 @@ std::shared_ptr<LoraModel> LoraModel::attach(QwenForCausalLM& m, const LoraConfi
     for (const auto& [path, hook, base] : projections) {
       const std::string leaf = path.substr(path.find('.') + 1);
       if (std::find(c.target_modules.begin(), c.target_modules.end(), leaf) == c.target_modules.end()) continue;
+      // A mixture-of-experts layer's experts get no adapters (as PEFT over transformers 5's fused experts).
+      if (L.feed_forward_block && path.rfind("mlp.", 0) == 0) continue;
       if (*hook) {
         lm->unload();
         throw Error(GN_ERR_INVALID_ARGUMENT, "[lora] " + at + path + " already has an adapter (unload it first)");

@@ -23,6 +23,7 @@
 #include "genesis/autograd.hpp"
 #include "genesis/io.hpp"
 #include "genesis/models/generation.hpp"
+#include "genesis/models/lora.hpp"
 #include "genesis/models/moe.hpp"
 #include "genesis/models/qwen.hpp"
 
@@ -193,6 +194,22 @@ TEST(Qwen3Moe, GreedyGenerationIsIdentical) {
   g.ignore_eos = true;
   auto r = M::generate(*model, {prompt}, g);
   EXPECT_EQ(r.tokens[0], std::vector<int64_t>(full.begin() + static_cast<int64_t>(prompt.size()), full.end()));
+}
+
+// LoRA adapts the attention projections of every layer and the dense layer's MLP; the experts get none (as PEFT
+// over transformers 5's fused experts); the adapters train through the sparse layers.
+TEST(Qwen3Moe, LoraSkipsTheExperts) {
+  auto model = M::QwenForCausalLM::from_pretrained(fixture(), {.device = dev(), .dtype = DType::f32});
+  auto lm = M::LoraModel::attach(*model, M::LoraConfig{});
+  std::set<std::string> paths;
+  for (const auto& [path, a] : lm->adapters) paths.insert(path);
+  EXPECT_EQ(paths.size(), 3u * 4 + 3);
+  EXPECT_TRUE(paths.count("model.layers.1.mlp.gate_proj"));
+  EXPECT_FALSE(paths.count("model.layers.0.mlp.gate_proj"));
+  EXPECT_TRUE(paths.count("model.layers.2.self_attn.q_proj"));
+  auto ref = genesis::load(fixture() + "/reference.safetensors", dev());
+  model->loss(ref.at("input_ids"), ref.at("labels")).backward();
+  for (const auto& [path, a] : lm->adapters) EXPECT_GT(max_abs(grad_or_zeros(a->lora_B.weight)), 0.0) << path;
 }
 
 // Layers 0 and 2 are sparse, layer 1 (mlp_only_layers) dense; the parameters are the checkpoint's tensors.

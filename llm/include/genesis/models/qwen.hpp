@@ -104,7 +104,7 @@ struct QwenConfig {
   /** Features the paged serving path lacks that this config needs ("" = none): dynamic rope scaling. */
   std::string paged_unsupported() const;
 
-  /** Parses config.json text; unsupported values (MoE, unknown rope types or activations, biased MLPs, ...) are
+  /** Parses config.json text; unsupported values (qwen2_moe, unknown rope types or activations, biased MLPs, ...) are
    * refused with a genesis::Error naming the field. `where` names the file. */
   static QwenConfig from_json(const std::string& text, const std::string& where = "config.json");
   /** Reads and parses a config.json file. */
