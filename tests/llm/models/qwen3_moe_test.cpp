@@ -275,6 +275,20 @@ TEST(Qwen3Moe, SparseStepRule) {
   EXPECT_EQ(moe_of(*m.model.layers[3])->experts.size(), 4u);
 }
 
+// The qwen3-30b-a3b preset has Qwen3-30B-A3B's shape: 30.5B parameters, 128 experts top-8 on all 48 layers.
+TEST(Qwen3Moe, Qwen3_30B_A3BPreset) {
+  const auto c = M::QwenConfig::preset("qwen3-30b-a3b");
+  EXPECT_EQ(c.model_type, "qwen3_moe");
+  EXPECT_TRUE(c.is_sparse_layer(0) && c.is_sparse_layer(47));
+  EXPECT_NEAR(static_cast<double>(c.num_parameters()), 30.53e9, 0.01e9);
+  const auto back = M::QwenConfig::from_json(c.to_json());
+  EXPECT_EQ(back.num_experts, 128);
+  EXPECT_EQ(back.num_experts_per_tok, 8);
+  EXPECT_EQ(back.moe_intermediate_size, 768);
+  EXPECT_TRUE(back.norm_topk_prob && back.qk_norm);
+  EXPECT_EQ(back.num_parameters(), c.num_parameters());
+}
+
 TEST(Qwen3Moe, BadMoeFieldsAreRefusedNamingTheField) {
   auto err = [](const std::function<void(nlohmann::json&)>& edit) {
     return genesis_test::error_of([&] { M::QwenConfig::from_json(config_with(edit)); });

@@ -110,7 +110,7 @@ struct QwenConfig {
   /** Reads and parses a config.json file. */
   static QwenConfig from_file(const std::string& path);
   /** A named shape with the real model's dimensions: qwen2.5-0.5b, qwen2.5-1.5b, qwen2.5-3b,
-   * qwen2.5-7b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b. */
+   * qwen2.5-7b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, qwen3-30b-a3b (MoE). */
   static QwenConfig preset(const std::string& name);
   /** Names accepted by preset(). */
   static std::vector<std::string> preset_names();

@@ -517,6 +517,7 @@ constexpr Preset kPresets[] = {
     {"qwen3-1.7b", "qwen3", 151936, 2048, 6144, 28, 16, 8, 128, true, 1e6, 40960},
     {"qwen3-4b", "qwen3", 151936, 2560, 9728, 36, 32, 8, 128, true, 1e6, 40960},
     {"qwen3-8b", "qwen3", 151936, 4096, 12288, 36, 32, 8, 128, false, 1e6, 40960},
+    {"qwen3-30b-a3b", "qwen3_moe", 151936, 2048, 6144, 48, 32, 4, 128, false, 1e6, 40960},  // 128 experts, top 8
 };
 
 }  // namespace
@@ -537,7 +538,13 @@ QwenConfig QwenConfig::preset(const std::string& name) {
     c.rope_theta = p.theta;
     c.max_position_embeddings = p.max_pos;
     c.attention_bias = c.model_type == "qwen2";
-    c.qk_norm = c.model_type == "qwen3";
+    c.qk_norm = c.model_type == "qwen3" || c.model_type == "qwen3_moe";
+    if (c.model_type == "qwen3_moe") {  // Qwen3-30B-A3B's mixture of experts
+      c.num_experts = 128;
+      c.num_experts_per_tok = 8;
+      c.moe_intermediate_size = 768;
+      c.norm_topk_prob = true;
+    }
     c.eos_token_ids = {151645, 151643};
     return c;
   }
