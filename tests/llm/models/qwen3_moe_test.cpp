@@ -146,6 +146,22 @@ TEST(Qwen3Moe, LogitsLossesAndGradientsMatchTransformers) {
   std::cout << "qwen3-moe: aux loss rel err " << std::fabs(aux - aw) / aw << "\n";
 }
 
+// bfloat16 weights: the router's softmax and top-k in float32, the routing weights and the experts in bfloat16;
+// logits within what bfloat16 rounding allows through 3 layers (3% of their max magnitude), the loss within 1%.
+TEST(Qwen3Moe, Bfloat16IsCloseToTheFloat64Oracle) {
+  auto model = M::QwenForCausalLM::from_pretrained(fixture(), {.device = dev(), .dtype = DType::bf16});
+  auto ref = genesis::load(fixture() + "/reference.safetensors", dev());
+  genesis::NoGradGuard ng;
+  const Tensor logits = model->forward(ref.at("input_ids"));
+  EXPECT_EQ(logits.dtype(), DType::bf16);
+  const auto want = host(ref.at("logits")), got = host(logits);
+  EXPECT_LE(max_diff(got, want), 0.03 * max_abs(want));
+  std::cout << "qwen3-moe bf16 on " << dev().str()
+            << ": logits max |err| / max |logit| = " << max_diff(got, want) / max_abs(want) << "\n";
+  const double lw = host(ref.at("loss"))[0];
+  EXPECT_NEAR(host(model->loss(ref.at("input_ids"), ref.at("labels")))[0], lw, 0.01 * lw);
+}
+
 // Negative control: the same checkpoint without the top-k renormalisation is far from the oracle.
 TEST(Qwen3Moe, WithoutNormTopkProbTheLogitsDiffer) {
   auto model = M::QwenForCausalLM::from_pretrained(fixture(), {.device = dev(), .dtype = DType::f32});
