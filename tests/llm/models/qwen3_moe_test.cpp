@@ -228,6 +228,45 @@ TEST(Qwen3Moe, LoraSkipsTheExperts) {
   for (const auto& [path, a] : lm->adapters) EXPECT_GT(max_abs(grad_or_zeros(a->lora_B.weight)), 0.0) << path;
 }
 
+// The paged serving path (forward_paged over a block pool, as the engine runs it): a prefill, then two decode steps,
+// give the rows of the plain forward over the same tokens (blocks of 4 positions, out of order in the pool).
+TEST(Qwen3Moe, PagedForwardMatchesTheForward) {
+  auto m = M::QwenForCausalLM::from_pretrained(fixture(), {.device = dev()});
+  const std::vector<int64_t> all = {5, 17, 99, 3, 8, 1, 2, 3, 4, 5, 6, 7, 300, 12, 40, 41, 42, 43};
+  const int64_t N = static_cast<int64_t>(all.size()), prompt = N - 2, bs = 4, V = m->config.vocab_size;
+  M::PagedKVCache cache = M::PagedKVCache::allocate(m->config, 8, bs, dev(), DType::f32);
+  const std::vector<int64_t> blocks = {6, 2, 7, 0, 5};  // covers 20 positions
+  std::vector<double> full;
+  {
+    genesis::NoGradGuard ng;
+    full = host(m->forward(genesis::tensor(all, {1, N}, {.device = dev()})).view({N, -1}));
+  }
+  auto pass = [&](int64_t from, int64_t to) {  // tokens [from, to) after the cache holds [0, from)
+    std::vector<int64_t> ids(all.begin() + from, all.begin() + to), pos, slots, rows;
+    for (int64_t p = from; p < to; ++p) {
+      pos.push_back(p);
+      slots.push_back(blocks[static_cast<size_t>(p / bs)] * bs + p % bs);
+      rows.push_back(p - from);
+    }
+    const int64_t T = to - from;
+    M::PagedBatch b;
+    b.cache = &cache;
+    b.slots = genesis::tensor(slots, {T}, {.device = dev()});
+    b.block_tables =
+        genesis::tensor(blocks, {1, static_cast<int64_t>(blocks.size())}, {.device = dev()}).to(DType::i32);
+    b.seq_lens = genesis::tensor(std::vector<int64_t>{to}, {1}, {.device = dev()});
+    b.query_start = genesis::tensor(std::vector<int64_t>{0, T}, {2}, {.device = dev()});
+    const auto got = host(m->forward_paged(genesis::tensor(ids, {1, T}, {.device = dev()}),
+                                           genesis::tensor(pos, {T}, {.device = dev()}), b,
+                                           genesis::tensor(rows, {T}, {.device = dev()}), to));
+    const std::vector<double> want(full.begin() + from * V, full.begin() + to * V);
+    EXPECT_LE(max_diff(got, want), 1e-5 * max_abs(want)) << "positions " << from << ".." << to - 1;
+  };
+  pass(0, prompt);
+  pass(prompt, prompt + 1);
+  pass(prompt + 1, N);
+}
+
 // Layers 0 and 2 are sparse, layer 1 (mlp_only_layers) dense; the parameters are the checkpoint's tensors.
 TEST(Qwen3Moe, SparseLayersAndParameterNames) {
   auto model = M::QwenForCausalLM::from_pretrained(fixture(), {.device = dev()});
