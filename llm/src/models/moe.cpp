@@ -5,10 +5,10 @@
 //
 // Grouping.  The N*k (token, slot) pairs are sorted by expert id (a stable sort, so each expert's tokens stay in
 // token order); one index_select gathers their hidden rows into an (N*k, H) matrix whose rows are contiguous per
-// expert.  Each expert with at least one token runs its SwiGLU MLP once over its row block (two matmuls and the
+// expert.  Each expert with at least one token runs its SwiGLU MLP once over its row block (three matmuls and the
 // activation over all its tokens); the outputs are concatenated, scaled by their routing weights and summed into
-// their tokens with one index_add.  The host reads only the E per-expert counts (one small copy per forward) to
-// cut the row blocks; nothing on the host loops over tokens.
+// their tokens with one index_add.  The host reads only the E per-expert counts to cut the row blocks (a copy of E
+// integers per layer and forward); nothing on the host loops over tokens.
 #include "genesis/models/moe.hpp"
 
 #include "genesis/error.hpp"
