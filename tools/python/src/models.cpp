@@ -61,6 +61,28 @@ void set_sft_option(train::SftOptions& o, const std::string& k, py::handle v) {
 void bind_models(py::module_& m) {
   py::module_ mm = m.def_submodule("models", "genesis.models: Qwen, tokenizer, generation, SFT");
   // ---- config
+  py::class_<models::RopeParameters>(mm, "RopeParameters",
+                                     "A rotary embedding as transformers defines it (rope_parameters / rope_scaling)")
+      .def(py::init<>())
+      .def_readwrite("rope_type", &models::RopeParameters::rope_type,
+                     "\"default\", \"linear\", \"dynamic\", \"yarn\" or \"llama3\"")
+      .def_readwrite("factor", &models::RopeParameters::factor, "Scaling factor (linear, dynamic, yarn, llama3)")
+      .def_readwrite("low_freq_factor", &models::RopeParameters::low_freq_factor, "llama3's low-frequency factor")
+      .def_readwrite("high_freq_factor", &models::RopeParameters::high_freq_factor, "llama3's high-frequency factor")
+      .def_readwrite("original_max_position_embeddings", &models::RopeParameters::original_max_position_embeddings,
+                     "Pre-scaling context length (llama3, yarn; 0: max_position_embeddings)")
+      .def_readwrite("attention_factor", &models::RopeParameters::attention_factor,
+                     "yarn's attention factor (None: 0.1 ln(factor) + 1, or from mscale)")
+      .def_readwrite("beta_fast", &models::RopeParameters::beta_fast, "yarn's fast boundary")
+      .def_readwrite("beta_slow", &models::RopeParameters::beta_slow, "yarn's slow boundary")
+      .def_readwrite("mscale", &models::RopeParameters::mscale, "yarn's mscale (None: unset)")
+      .def_readwrite("mscale_all_dim", &models::RopeParameters::mscale_all_dim, "yarn's mscale_all_dim (None: unset)")
+      .def_readwrite("truncate", &models::RopeParameters::truncate, "yarn: floor/ceil the correction range")
+      .def("__repr__", [](const models::RopeParameters& r) {
+        return "RopeParameters(rope_type='" + r.rope_type +
+               "', factor=" + py::repr(py::float_(r.factor)).cast<std::string>() + ")";
+      });
+
   py::class_<QwenConfig>(mm, "QwenConfig")
       .def(py::init([](const py::kwargs& kw) {
         QwenConfig c;
@@ -91,7 +113,44 @@ void bind_models(py::module_& m) {
       .def_readwrite("qk_norm", &QwenConfig::qk_norm)
       .def_readwrite("dtype", &QwenConfig::dtype)
       .def_readwrite("bos_token_id", &QwenConfig::bos_token_id)
-      .def_readwrite("eos_token_ids", &QwenConfig::eos_token_ids);
+      .def_readwrite("eos_token_ids", &QwenConfig::eos_token_ids)
+      .def_readwrite("rope_scaling", &QwenConfig::rope_scaling,
+                     "The rope of full-attention layers (a RopeParameters; its theta is rope_theta)")
+      .def_readwrite("rope_local_theta", &QwenConfig::rope_local_theta,
+                     "Sliding layers' own rope theta (Gemma 3); 0: the rope of rope_scaling")
+      .def_readwrite("norm_offset", &QwenConfig::norm_offset,
+                     "RMSNorm scales by (1 + weight), computed in float32 (Gemma)")
+      .def_readwrite("sandwich_norms", &QwenConfig::sandwich_norms,
+                     "Norms after attention and around the MLP (Gemma 2 / 3)")
+      .def_readwrite("hidden_act", &QwenConfig::hidden_act,
+                     "The MLP's activation: \"silu\" (SwiGLU) or \"gelu_pytorch_tanh\" (GeGLU)")
+      .def_readwrite("scale_embeddings", &QwenConfig::scale_embeddings,
+                     "Embeddings times sqrt(hidden_size) in their dtype (Gemma)")
+      .def_readwrite("query_pre_attn_scalar", &QwenConfig::query_pre_attn_scalar,
+                     "Attention scale query_pre_attn_scalar^-0.5 (Gemma); 0: head_dim^-0.5")
+      .def_readwrite("attn_logit_softcapping", &QwenConfig::attn_logit_softcapping,
+                     "Attention scores become tanh(s / c) * c before the mask; 0: off")
+      .def_readwrite("final_logit_softcapping", &QwenConfig::final_logit_softcapping,
+                     "Logits become tanh(x / c) * c; 0: off")
+      .def_readwrite("sliding_window", &QwenConfig::sliding_window,
+                     "Window of the sliding layers (query i sees key j when i - j < window); 0: none")
+      .def_readwrite("layer_types", &QwenConfig::layer_types,
+                     "Per layer \"full_attention\" or \"sliding_attention\" (empty: all full)")
+      .def_readwrite("num_experts", &QwenConfig::num_experts, "Experts per sparse layer (Qwen3-MoE); 0: dense")
+      .def_readwrite("num_experts_per_tok", &QwenConfig::num_experts_per_tok, "Experts each token is routed to")
+      .def_readwrite("moe_intermediate_size", &QwenConfig::moe_intermediate_size, "Each expert's SwiGLU width")
+      .def_readwrite("decoder_sparse_step", &QwenConfig::decoder_sparse_step,
+                     "Layer l is sparse when (l + 1) % decoder_sparse_step == 0 and l is not in mlp_only_layers")
+      .def_readwrite("mlp_only_layers", &QwenConfig::mlp_only_layers, "Layers that run the dense MLP (Qwen3-MoE)")
+      .def_readwrite("norm_topk_prob", &QwenConfig::norm_topk_prob, "Renormalise the top-k routing weights to sum 1")
+      .def_readwrite("router_aux_loss_coef", &QwenConfig::router_aux_loss_coef,
+                     "Weight of the load-balancing loss added to the loss")
+      .def_readwrite("output_router_logits", &QwenConfig::output_router_logits,
+                     "The loss includes router_aux_loss_coef * the load-balancing loss")
+      .def("is_sparse_layer", &QwenConfig::is_sparse_layer, py::arg("layer"),
+           "True when the layer's feed-forward is a mixture of experts")
+      .def("is_sliding", &QwenConfig::is_sliding, py::arg("layer"),
+           "True when the layer attends within sliding_window");
 
   // ---- the model (a C++ module; genesis.models.QwenForCausalLM wraps it as an nn.Module)
   py::class_<QwenForCausalLM, nn::Module>(mm, "QwenForCausalLM")
@@ -159,6 +218,13 @@ void bind_models(py::module_& m) {
             return model.loss(ids, labels);
           },
           py::arg("input_ids"), py::arg("labels"))
+      .def(
+          "router_aux_loss",
+          [](const QwenForCausalLM& model) {
+            py::gil_scoped_release nogil;
+            return model.router_aux_loss();
+          },
+          "The load-balancing loss of the last forward's routers (before router_aux_loss_coef; Qwen3-MoE)")
       .def("init_weights", &QwenForCausalLM::init_weights)
       .def_readonly("config", &QwenForCausalLM::config)
       .def_property(

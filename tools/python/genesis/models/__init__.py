@@ -1,5 +1,5 @@
-"""genesis.models: the Qwen causal LMs (Qwen2, Qwen2.5, Qwen3 dense) as nn.Modules, their
-tokenizer, generation with a KV cache, and supervised fine-tuning, with Hugging Face transformers' API:
+"""genesis.models: the decoder causal LMs (Qwen2, Qwen2.5, Qwen3, Qwen3-MoE, Llama, Mistral, Gemma 2, Gemma 3) as
+nn.Modules, their tokenizer, generation with a KV cache, and supervised fine-tuning, with Hugging Face transformers' API:
 
     tok = genesis.models.AutoTokenizer.from_pretrained("Qwen2.5-0.5B-Instruct")
     model = genesis.models.AutoModelForCausalLM.from_pretrained("Qwen2.5-0.5B-Instruct", dtype="auto", device="cuda")
@@ -12,10 +12,10 @@ QwenForCausalLM keeps genesis' own calling conventions (forward returns the logi
 takes lists of ids and returns the new ids).
 """
 from genesis import _C
-from genesis._C.models import QwenConfig, read_chat_jsonl, train_tokenizer  # noqa: F401
-from genesis.models.modeling import (AutoModelForCausalLM, CausalLMOutputWithPast, GenerateDecoderOnlyOutput,  # noqa
-                                     GenerationConfig, ModelOutput, QwenPart, _as_dtype, _CausalLMBase,
-                                     _generation_config_of)
+from genesis._C.models import QwenConfig, RopeParameters, read_chat_jsonl, train_tokenizer  # noqa: F401
+from genesis.models.modeling import (AutoConfig, AutoModelForCausalLM, CausalLMOutputWithPast,  # noqa: F401
+                                     GenerateDecoderOnlyOutput, GenerationConfig, ModelOutput, MoeCausalLMOutputWithPast,
+                                     QwenPart, _as_dtype, _CausalLMBase, _generation_config_of)
 from genesis.models.streamers import BaseStreamer, TextIteratorStreamer, TextStreamer  # noqa: F401
 from genesis.models.tokenization import AutoTokenizer, BatchEncoding, Tokenizer, check_folder  # noqa: F401
 from genesis.nn.modules import CppLayer
@@ -109,3 +109,33 @@ class Qwen3ForCausalLM(Qwen2ForCausalLM):
     """Qwen3 (dense) with transformers' API (see Qwen2ForCausalLM)."""
 
     _repr_prefix = "Qwen3"
+
+
+class LlamaForCausalLM(Qwen2ForCausalLM):
+    """Llama 3.x (rope llama3, yarn, linear, dynamic) with transformers' API (see Qwen2ForCausalLM)."""
+
+    _repr_prefix = "Llama"
+
+
+class MistralForCausalLM(Qwen2ForCausalLM):
+    """Mistral (sliding-window attention) with transformers' API (see Qwen2ForCausalLM)."""
+
+    _repr_prefix = "Mistral"
+
+
+class Gemma2ForCausalLM(Qwen2ForCausalLM):
+    """Gemma 2 (sandwich norms, GeGLU, soft-capping, alternating sliding layers) with transformers' API."""
+
+    _repr_prefix = "Gemma2"
+
+
+class Gemma3ForCausalLM(Qwen2ForCausalLM):
+    """Gemma 3 text (q/k norms, a local rope for sliding layers) with transformers' API (see Qwen2ForCausalLM)."""
+
+    _repr_prefix = "Gemma3"
+
+
+class Qwen3MoeForCausalLM(Qwen2ForCausalLM):
+    """Qwen3-MoE (routed SwiGLU experts) with transformers' API; model(...) returns MoeCausalLMOutputWithPast."""
+
+    _repr_prefix = "Qwen3Moe"

@@ -31,7 +31,7 @@ class QwenPart(CppLayer):
         name = self._impl.name()
         if self._prefix and name.startswith("Qwen"):
             return self._prefix + name[4:]
-        if self._prefix and name == "RMSNorm":
+        if self._prefix and name in ("RMSNorm", "SparseMoeBlock"):
             return self._prefix + name
         return name
 
@@ -113,6 +113,13 @@ class CausalLMOutputWithPast(ModelOutput):
     """model(...)'s result: loss (with labels) and logits (B, T, vocab)."""
 
     _fields = ("loss", "logits", "past_key_values", "hidden_states", "attentions")
+
+
+class MoeCausalLMOutputWithPast(ModelOutput):
+    """A mixture-of-experts model(...)'s result: loss, aux_loss (the load-balancing loss, with
+    config.output_router_logits) and logits (B, T, vocab)."""
+
+    _fields = ("loss", "aux_loss", "logits", "past_key_values", "hidden_states", "attentions", "router_logits")
 
 
 class GenerateDecoderOnlyOutput(ModelOutput):
@@ -275,7 +282,13 @@ class _CausalLMBase:
         loss = None
         if labels is not None:
             loss = self.loss_function(logits, labels)
-        out = CausalLMOutputWithPast(loss=loss, logits=logits)
+        if self.config.num_experts > 0:
+            aux = self._impl.router_aux_loss() if self.config.output_router_logits else None
+            if aux is not None and loss is not None:
+                loss = loss + aux.to(loss.dtype) * self.config.router_aux_loss_coef
+            out = MoeCausalLMOutputWithPast(loss=loss, aux_loss=aux, logits=logits)
+        else:
+            out = CausalLMOutputWithPast(loss=loss, logits=logits)
         return out if return_dict else out.to_tuple()
 
     def loss_function(self, logits, labels):
@@ -368,7 +381,7 @@ class _CausalLMBase:
         if max_new <= 0:
             raise ValueError(f"`max_new_tokens` must be greater than 0, but is {max_new}.")
         limit = self.config.max_position_embeddings
-        if T + max_new > limit:
+        if T + max_new > limit and self.config.rope_scaling.rope_type != "dynamic":  # dynamic rope: no limit
             warnings.warn(f"the prompt ({T} tokens) and max_new_tokens ({max_new}) run past the model's "
                           f"max_position_embeddings ({limit}): generation stops at {limit} positions", stacklevel=2)
         if cfg.num_beams != 1:
@@ -446,9 +459,62 @@ def _generation_config_of(impl):
     return cfg
 
 
+# config.json's model_type -> (the genesis.models class, transformers' architecture name)
+_MODEL_TYPES = {"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM",
+                "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "gemma2": "Gemma2ForCausalLM",
+                "gemma3_text": "Gemma3ForCausalLM", "gemma3": "Gemma3ForCausalLM"}
+
+
+def _model_type_of(path):
+    """The model_type of a folder's config.json, checked against the supported ones (ValueError naming it)."""
+    import json
+    import os
+    with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
+        try:
+            cfg = json.load(f)
+        except ValueError as e:
+            raise ValueError(f"{os.path.join(path, 'config.json')} is not valid JSON: {e}") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(f"{os.path.join(path, 'config.json')} must hold a JSON object")
+    supported = ", ".join(sorted(k for k in _MODEL_TYPES if k != "gemma3"))
+    mt = cfg.get("model_type")
+    archs = cfg.get("architectures") or []
+    if mt is None:
+        known = [k for a in archs for k, v in _MODEL_TYPES.items() if v == a and k != "gemma3"]
+        hint = f" (architectures {archs} suggest model_type {known[0]!r})" if known else ""
+        raise ValueError(f"Unrecognized model in {path}: config.json has no 'model_type'{hint}; genesis has causal "
+                         f"LMs for model_type {supported}")
+    if mt not in _MODEL_TYPES:
+        raise ValueError(f"Unrecognized model_type {mt!r} in {path}: genesis has causal LMs for model_type "
+                         f"{supported}")
+    return mt
+
+
+class AutoConfig:
+    """Reads a folder's config.json as a QwenConfig (every supported family): AutoConfig.from_pretrained(folder)."""
+
+    def __init__(self, *args, **kwargs):
+        raise EnvironmentError("AutoConfig is designed to be instantiated using the "
+                               "`AutoConfig.from_pretrained(pretrained_model_name_or_path)` method.")
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, **kwargs):
+        """The QwenConfig of a Hugging Face folder's config.json (ValueError for an unsupported model_type)."""
+        import os
+        for k in _IGNORED_LOAD_KWARGS:
+            kwargs.pop(k, None)
+        if kwargs:
+            raise TypeError(f"from_pretrained() got an unexpected keyword argument '{next(iter(kwargs))}'")
+        path = check_folder(pretrained_model_name_or_path, needs="config.json")
+        _model_type_of(path)
+        return _C.models.QwenConfig.from_file(os.path.join(path, "config.json"))
+
+
 class AutoModelForCausalLM:
-    """Picks the causal-LM class of a folder's config.json (Qwen2ForCausalLM for qwen2, Qwen3ForCausalLM for
-    qwen3) and loads it: AutoModelForCausalLM.from_pretrained(folder, dtype=..., device=...)."""
+    """Picks the causal-LM class of a folder's config.json model_type (Qwen2ForCausalLM for qwen2,
+    Qwen3ForCausalLM for qwen3, Qwen3MoeForCausalLM for qwen3_moe, LlamaForCausalLM for llama, MistralForCausalLM
+    for mistral, Gemma2ForCausalLM for gemma2, Gemma3ForCausalLM for gemma3_text) and loads it:
+    AutoModelForCausalLM.from_pretrained(folder, dtype=..., device=...)."""
 
     def __init__(self, *args, **kwargs):
         raise EnvironmentError("AutoModelForCausalLM is designed to be instantiated using the "
@@ -457,11 +523,12 @@ class AutoModelForCausalLM:
 
     @staticmethod
     def _class_for(model_type):
-        from genesis.models import Qwen2ForCausalLM, Qwen3ForCausalLM
-        classes = {"qwen2": Qwen2ForCausalLM, "qwen3": Qwen3ForCausalLM}
-        if model_type not in classes:
-            raise ValueError(f"Unrecognized model_type {model_type!r}: genesis has causal LMs for {sorted(classes)}")
-        return classes[model_type]
+        import genesis.models
+        if model_type not in _MODEL_TYPES:
+            supported = ", ".join(sorted(k for k in _MODEL_TYPES if k != "gemma3"))
+            raise ValueError(f"Unrecognized model_type {model_type!r}: genesis has causal LMs for model_type "
+                             f"{supported}")
+        return getattr(genesis.models, _MODEL_TYPES[model_type])
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, dtype=None, device=None, torch_dtype=None,
@@ -474,6 +541,7 @@ class AutoModelForCausalLM:
         if dtype is not None and torch_dtype is not None:
             raise ValueError("give dtype or torch_dtype, not both")
         path = check_folder(pretrained_model_name_or_path, needs="config.json")
+        _model_type_of(path)
         dt = _as_dtype(dtype if dtype is not None else torch_dtype)
         dev = _as_device(device, device_map)
         if dt == genesis.float64:  # read as float32 (exact for float32/bf16/fp16 checkpoints), then widen
