@@ -9,10 +9,17 @@
 // activation over all its tokens); the outputs are concatenated, scaled by their routing weights and summed into
 // their tokens with one index_add.  The host reads only the E per-expert counts to cut the row blocks (a copy of E
 // integers per layer and forward); nothing on the host loops over tokens.
+//
+// Gathered path.  The experts' weights are slices of two stacked buffers, gate|up (E, 2I, H) and down (E, H, I).  At
+// inference over few (token, slot) pairs (a decode step: N*k <= gathered_max_pairs, E by default) each pair's
+// expert weights are gathered with index_select and two batched matmuls run them; the k outputs of a token are
+// summed.  Nothing is read on the host, so the step can be captured in a CUDA graph.
 #include "genesis/models/moe.hpp"
 
+#include "genesis/autograd.hpp"
 #include "genesis/error.hpp"
 #include "genesis/nn/functional.hpp"
+#include "genesis/nn/init.hpp"
 #include "genesis/tensor_algorithms.hpp"
 
 namespace genesis::models {
@@ -63,11 +70,42 @@ Tensor MoeExpert::forward(const Tensor& x) { return down_proj(F::swiglu(gate_pro
 SparseMoeBlock::SparseMoeBlock(const MoeConfig& c, const Options& f)
     : config((c.validate(), c)), gate(c.hidden_size, c.num_experts, false, f) {
   register_module("gate", gate);
-  for (int64_t e = 0; e < c.num_experts; ++e) {
-    experts.push_back(std::make_shared<MoeExpert>(c.hidden_size, c.moe_intermediate_size, f));
-    expert_list_.push_back(experts.back());
+  const int64_t E = c.num_experts, H = c.hidden_size, I = c.moe_intermediate_size;
+  gate_up_ = empty({E, 2 * I, H}, f);
+  down_ = empty({E, H, I}, f);
+  NoGradGuard no_grad;
+  for (int64_t e = 0; e < E; ++e) {
+    auto x = std::make_shared<MoeExpert>(H, I, f);
+    // The expert's weights become slices of the stacked buffers (their values kept).
+    Tensor g = gate_up_.select(0, e).slice(0, 0, I), u = gate_up_.select(0, e).slice(0, I, 2 * I),
+           d = down_.select(0, e);
+    if (!nn::init::skip_init()) {
+      g.copy_(x->gate_proj.weight);
+      u.copy_(x->up_proj.weight);
+      d.copy_(x->down_proj.weight);
+    }
+    x->gate_proj.weight = x->gate_proj.register_parameter("weight", g);
+    x->up_proj.weight = x->up_proj.register_parameter("weight", u);
+    x->down_proj.weight = x->down_proj.register_parameter("weight", d);
+    experts.push_back(x);
+    expert_list_.push_back(x);
   }
   register_module("experts", expert_list_);
+}
+
+bool SparseMoeBlock::weights_stacked() const {
+  const int64_t I = config.moe_intermediate_size;
+  auto at = [](const Tensor& t) { return gn_tensor_data_ptr(t.handle()); };
+  for (size_t e = 0; e < experts.size(); ++e) {
+    const MoeExpert& x = *experts[e];
+    const Tensor gu = gate_up_.select(0, static_cast<int64_t>(e)), d = down_.select(0, static_cast<int64_t>(e));
+    for (const Tensor* w : {&x.gate_proj.weight, &x.up_proj.weight, &x.down_proj.weight})
+      if (!w->defined() || w->dtype() != gate_up_.dtype() || !(w->device() == gate_up_.device())) return false;
+    if (at(x.gate_proj.weight) != at(gu) || at(x.up_proj.weight) != at(gu.slice(0, I, 2 * I)) ||
+        at(x.down_proj.weight) != at(d))
+      return false;
+  }
+  return true;
 }
 
 MoeRouting SparseMoeBlock::route(const Tensor& x2d) {
@@ -90,6 +128,21 @@ std::pair<Tensor, Tensor> SparseMoeBlock::forward_with_router_logits(const Tenso
   const int64_t N = xf.size(0);
   const MoeRouting r = route(xf);
   if (N == 0) return {zeros(shape, {.dtype = x.dtype(), .device = x.device()}), r.logits};
+
+  const int64_t max_pairs = gathered_max_pairs < 0 ? E : gathered_max_pairs;
+  const bool recording = autograd::in_checkpoint_forward() ||
+                         (autograd::grad_enabled() && (x.requires_grad() || gate.weight.requires_grad() ||
+                                                       experts[0]->gate_proj.weight.requires_grad()));
+  if (!recording && N * K <= max_pairs && weights_stacked()) {
+    // Each (token, slot) pair with its expert's weights: (N*k, 2I, H) @ (N*k, H, 1), then (N*k, H, I) @ (N*k, I, 1).
+    const int64_t I = config.moe_intermediate_size;
+    const Tensor ids = r.experts.reshape({-1});
+    const Tensor rows = xf.unsqueeze(1).expand({N, K, H}).reshape({N * K, H, 1});
+    const Tensor gu = gate_up_.index_select(0, ids).matmul(rows).reshape({N * K, 2 * I});
+    const Tensor h = F::swiglu(gu.slice(1, 0, I), gu.slice(1, I, 2 * I)).reshape({N * K, I, 1});
+    const Tensor y = down_.index_select(0, ids).matmul(h).reshape({N, K, H}) * r.weights.unsqueeze(2);
+    return {y.sum({1}).reshape(shape), r.logits};
+  }
 
   // The (token, slot) pairs sorted by expert: row j of the grouped matrix is token tokens[j] for expert
   // sorted_experts[j] with weight weights[j].

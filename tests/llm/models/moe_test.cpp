@@ -148,6 +148,31 @@ INSTANTIATE_TEST_SUITE_P(Configs, MoeDense,
                                            Case{"every expert chosen (k = E)", {12, 4, 4, 6, true}}),
                          [](const ::testing::TestParamInfo<Case>& i) { return "case" + std::to_string(i.index); });
 
+// Inference over few (token, slot) pairs gathers each pair's expert weights (no host synchronisation); it equals
+// the dense oracle as the grouped path does, for both routing rules; after Module::to() the weights are no longer
+// slices of the stacked buffers and the grouped path serves.
+TEST(Moe, GatheredInferencePathMatchesDenseOracle) {
+  for (bool norm : {true, false}) {
+    M::MoeConfig c{16, 8, 2, 8, norm};
+    auto m = make_block(c, 11);
+    EXPECT_TRUE(m->weights_stacked());
+    std::mt19937_64 rng(5);
+    const Tensor small = randn({1, 3, 16}, rng, 1.0), big = randn({3, 7, 16}, rng, 1.0);
+    genesis::NoGradGuard ng;
+    EXPECT_LE(max_diff(host(m->forward(small)), host(dense_oracle(*m, small))), 1e-10);  // 6 pairs <= 8 experts
+    m->gathered_max_pairs = 1000;                                                        // every pair gathered
+    const auto gathered = host(m->forward(big));
+    m->gathered_max_pairs = 0;  // grouped per expert
+    const auto grouped = host(m->forward(big)), want = host(dense_oracle(*m, big));
+    EXPECT_LE(max_diff(gathered, want), 1e-10);
+    EXPECT_LE(max_diff(grouped, want), 1e-10);
+    m->to(DType::f32);
+    EXPECT_FALSE(m->weights_stacked());
+    m->gathered_max_pairs = -1;
+    EXPECT_LE(max_diff(host(m->forward(small.to(DType::f32))), host(dense_oracle(*m, small.to(DType::f32)))), 1e-5);
+  }
+}
+
 // The renormalisation matters: flipping norm_topk_prob changes the output (the oracle comparison can fail).
 TEST(Moe, NormTopkProbChangesTheOutput) {
   M::MoeConfig c{16, 8, 2, 8, true};

@@ -69,6 +69,9 @@ class SparseMoeBlock : public nn::Module {
   std::pair<Tensor, Tensor> forward_with_router_logits(const Tensor& x);
   /** The router's decision for tokens x2d (N, H). */
   MoeRouting route(const Tensor& x2d);
+  /** True while the experts' weights are still slices of the stacked buffers (Module::to() or a reassigned
+   * parameter gives them storage of their own; the gathered path then stays off). */
+  bool weights_stacked() const;
   /** "SparseMoeBlock". */
   std::string name() const override { return "SparseMoeBlock"; }
 
@@ -77,9 +80,14 @@ class SparseMoeBlock : public nn::Module {
   std::vector<std::shared_ptr<MoeExpert>> experts;  ///< registered as experts.0, experts.1, ...
   bool keep_router_logits = false;                  ///< forward() stores its router logits below
   Tensor router_logits;                             ///< the last forward's (N, E) logits (keep_router_logits)
+  /** Inference (nothing recorded for backward) over at most this many (token, slot) pairs (default: E) gathers
+   * each pair's expert weights from the stacked buffers and runs batched matmuls: no host synchronisation, so a
+   * decode step can be captured in a graph.  0 = always group the tokens per expert. */
+  int64_t gathered_max_pairs = -1;
 
  private:
   nn::ModuleList expert_list_;  // the experts again, registered under the name "experts"
+  Tensor gate_up_, down_;       // (E, 2I, H), (E, H, I): each expert's gate/up rows and down weight are slices
 };
 
 /** The Switch-Transformer load-balancing loss over the router logits of every sparse layer (each (N, E)), as
