@@ -289,3 +289,20 @@ def test_moe_loss_with_router_logits_matches_transformers(tmp_path):
     assert abs(out.loss.item() - with_aux) <= 1e-5 * abs(with_aux)
     assert abs(with_aux - float(ref["loss"][0])) > 1e-4 * abs(with_aux)  # the aux term is visible at this tolerance
     assert abs(out.loss.item() - plain.loss.item()) > 1e-4 * abs(with_aux)
+
+
+@pytest.mark.parametrize("name", ALL_FAMILIES)
+def test_auto_model_in_float64_matches_transformers_float64_logits(name):
+    """Loaded in float64, every family's logits equal transformers' float64 ones to their float32 storage."""
+    model = M.AutoModelForCausalLM.from_pretrained(fixture(name), dtype="float64")
+    assert model.dtype == genesis.float64
+    ref = read_safetensors(os.path.join(fixture(name), "reference.safetensors"))
+    got = model(genesis.tensor(ref["input_ids"].tolist(), dtype=genesis.int64)).logits.detach().numpy()
+    assert got.dtype == np.float64
+    assert np.abs(got - ref["logits"]).max() <= 1e-6 * np.abs(ref["logits"]).max()
+
+
+def test_architectures_that_contradict_model_type_are_a_value_error(tmp_path):
+    path = copy_with_config(fixture("llama"), tmp_path, architectures=["Gemma2ForCausalLM"])
+    with pytest.raises(ValueError, match="architectures"):
+        M.AutoModelForCausalLM.from_pretrained(path)
