@@ -306,3 +306,23 @@ def test_architectures_that_contradict_model_type_are_a_value_error(tmp_path):
     path = copy_with_config(fixture("llama"), tmp_path, architectures=["Gemma2ForCausalLM"])
     with pytest.raises(ValueError, match="architectures"):
         M.AutoModelForCausalLM.from_pretrained(path)
+
+
+@pytest.mark.parametrize("name", ALL_FAMILIES)
+def test_attention_mask_leaves_right_padding_out(name):
+    """A right-padded row's real positions give the logits of the row alone (sliding windows, soft-capping and
+    routing included), and a full row of the same batch those of the unmasked batch."""
+    model = M.AutoModelForCausalLM.from_pretrained(fixture(name), dtype="float64")
+    ids = read_safetensors(os.path.join(fixture(name), "reference.safetensors"))["input_ids"]
+    L = ids.shape[1] - 6
+
+    def logits(x, **kw):
+        return model(genesis.tensor(x.tolist(), dtype=genesis.int64), **kw).logits.detach().numpy()
+
+    mask = np.ones_like(ids)
+    mask[0, L:] = 0
+    got = logits(ids, attention_mask=genesis.tensor(mask.tolist(), dtype=genesis.int64))
+    alone, full = logits(ids[:1, :L]), logits(ids)
+    assert np.abs(got[0, :L] - alone[0]).max() <= 1e-12 * np.abs(alone).max()
+    assert np.abs(got[1] - full[1]).max() <= 1e-12 * np.abs(full).max()
+    assert np.abs(got[0, L:] - full[0, L:]).max() > 1e-6 * np.abs(full).max()  # the padding itself is not attended
