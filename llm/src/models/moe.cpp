@@ -94,6 +94,7 @@ SparseMoeBlock::SparseMoeBlock(const MoeConfig& c, const Options& f)
 }
 
 bool SparseMoeBlock::weights_stacked() const {
+  if (!gate_up_.defined()) return false;
   const int64_t I = config.moe_intermediate_size;
   auto at = [](const Tensor& t) { return gn_tensor_data_ptr(t.handle()); };
   for (size_t e = 0; e < experts.size(); ++e) {
@@ -133,6 +134,7 @@ std::pair<Tensor, Tensor> SparseMoeBlock::forward_with_router_logits(const Tenso
   const bool recording = autograd::in_checkpoint_forward() ||
                          (autograd::grad_enabled() && (x.requires_grad() || gate.weight.requires_grad() ||
                                                        experts[0]->gate_proj.weight.requires_grad()));
+  if (gate_up_.defined() && !weights_stacked()) gate_up_ = down_ = Tensor();  // stale buffers: free their memory
   if (!recording && N * K <= max_pairs && weights_stacked()) {
     // Each (token, slot) pair with its expert's weights: (N*k, 2I, H) @ (N*k, H, 1), then (N*k, H, I) @ (N*k, I, 1).
     const int64_t I = config.moe_intermediate_size;

@@ -273,6 +273,7 @@ TEST(Qwen3Moe, SparseLayersAndParameterNames) {
   EXPECT_TRUE(moe_of(*model->model.layers[0]));
   EXPECT_FALSE(moe_of(*model->model.layers[1]));
   EXPECT_TRUE(moe_of(*model->model.layers[2]));
+  EXPECT_TRUE(moe_of(*model->model.layers[2])->weights_stacked()) << "loading keeps the experts' stacked buffers";
   std::set<std::string> names, want;
   for (const auto& [n, p] : model->named_parameters()) names.insert(n);
   for (const auto& [k, v] : genesis::load(fixture() + "/model.safetensors")) want.insert(k);
