@@ -1,5 +1,5 @@
-"""genesis.models: the decoder causal LMs (Qwen2, Qwen2.5, Qwen3, Qwen3-MoE, Llama, Mistral, Gemma 2, Gemma 3) as
-nn.Modules, their tokenizer, generation with a KV cache, and supervised fine-tuning, with Hugging Face transformers' API:
+"""genesis.models: the decoder causal LMs (Qwen2, Qwen2.5, Qwen3, Qwen3-MoE, Llama, Mistral, Gemma 2, Gemma 3)
+as nn.Modules, their tokenizer, generation with a KV cache, and supervised fine-tuning, with transformers' API:
 
     tok = genesis.models.AutoTokenizer.from_pretrained("Qwen2.5-0.5B-Instruct")
     model = genesis.models.AutoModelForCausalLM.from_pretrained("Qwen2.5-0.5B-Instruct", dtype="auto", device="cuda")
@@ -14,8 +14,9 @@ takes lists of ids and returns the new ids).
 from genesis import _C
 from genesis._C.models import QwenConfig, RopeParameters, read_chat_jsonl, train_tokenizer  # noqa: F401
 from genesis.models.modeling import (AutoConfig, AutoModelForCausalLM, CausalLMOutputWithPast,  # noqa: F401
-                                     GenerateDecoderOnlyOutput, GenerationConfig, ModelOutput, MoeCausalLMOutputWithPast,
-                                     QwenPart, _as_dtype, _CausalLMBase, _generation_config_of)
+                                     GenerateDecoderOnlyOutput, GenerationConfig, ModelOutput,
+                                     MoeCausalLMOutputWithPast, QwenPart, _as_dtype, _CausalLMBase,
+                                     _generation_config_of)
 from genesis.models.streamers import BaseStreamer, TextIteratorStreamer, TextStreamer  # noqa: F401
 from genesis.models.tokenization import AutoTokenizer, BatchEncoding, Tokenizer, check_folder  # noqa: F401
 from genesis.nn.modules import CppLayer
