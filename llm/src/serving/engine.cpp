@@ -301,9 +301,7 @@ struct Engine::Impl {
     for (const auto& [src, dst] : plan.copies) cache.copy_block(src, dst);
     const int64_t B = static_cast<int64_t>(plan.chunks.size());
     std::vector<int64_t> ids, pos, slots, seq_lens(static_cast<size_t>(B)), qstart(static_cast<size_t>(B + 1), 0), rows;
-    size_t M = 1;
-    for (const ScheduledChunk& c : plan.chunks) M = std::max(M, sched->block_table(c.seq).size());
-    std::vector<int64_t> tables(static_cast<size_t>(B) * M, 0);
+    std::vector<const std::vector<int32_t>*> tabs;  // each sequence's block table
     int64_t max_pos = 1;
     for (int64_t b = 0; b < B; ++b) {
       const ScheduledChunk& c = plan.chunks[static_cast<size_t>(b)];
@@ -313,8 +311,7 @@ struct Engine::Impl {
         pos.push_back(p);
         slots.push_back(sched->slot(c.seq, p));
       }
-      const std::vector<int32_t>& bt = sched->block_table(c.seq);
-      std::copy(bt.begin(), bt.end(), tables.begin() + static_cast<int64_t>(static_cast<size_t>(b) * M));
+      tabs.push_back(&sched->block_table(c.seq));
       seq_lens[static_cast<size_t>(b)] = c.start + c.count;
       qstart[static_cast<size_t>(b + 1)] = qstart[static_cast<size_t>(b)] + c.count;
       max_pos = std::max(max_pos, c.start + c.count);
@@ -326,8 +323,6 @@ struct Engine::Impl {
     ++totals.steps;
     // A decode step (one token per sequence, every row sampled) replays a captured graph where one serves it.
     if (graphs && graphs->usable() && T == B && static_cast<int64_t>(rows.size()) == B) {
-      std::vector<const std::vector<int32_t>*> tabs;
-      for (const ScheduledChunk& c : plan.chunks) tabs.push_back(&sched->block_table(c.seq));
       Tensor lg, top;
       totals.pack_seconds += seconds_since(t_pack);
       const auto t_forward = Clock::now();
@@ -338,6 +333,11 @@ struct Engine::Impl {
       }
       totals.forward_seconds += seconds_since(t_forward);
     }
+    // The eager step: the block tables as one dense (B, M) tensor, zero-padded.
+    size_t M = 1;
+    for (const auto* t : tabs) M = std::max(M, t->size());
+    std::vector<int64_t> tables(static_cast<size_t>(B) * M, 0);
+    for (size_t b = 0; b < tabs.size(); ++b) std::copy(tabs[b]->begin(), tabs[b]->end(), tables.begin() + b * M);
     models::PagedBatch batch;
     batch.cache = &cache;
     batch.slots = tensor(slots, {T}, i64);
